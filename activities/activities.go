@@ -1,0 +1,112 @@
+// Package activities holds gitfleet's Temporal activities: methods on
+// structs that carry their dependencies (database, mirrors, hosts), so
+// workflows name them as method values and tests build them with fakes or
+// real parts alike.
+//
+// Every error leaving an activity is a *temporal.ApplicationError whose type
+// is one of errclass's classes, returned unwrapped: wrapping would hide the
+// type from the server and turn a Permanent error into a retried one.
+package activities
+
+import (
+	"context"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
+
+	"gitfleet/internal/errclass"
+	"gitfleet/internal/gitmirror"
+	"gitfleet/internal/store"
+	"gitfleet/internal/vcs"
+)
+
+// Activities are the collection activities.
+type Activities struct {
+	Store   *store.Store
+	Mirrors *gitmirror.Mirrors
+	Hosts   vcs.Hosts
+	// Directory returns the API directory of a host; nil means go-github.
+	Directory func(vcs.Host) (vcs.Directory, error)
+	Log       *zap.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+func (a *Activities) now() time.Time {
+	if a.Now != nil {
+		return a.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (a *Activities) directory(h vcs.Host) (vcs.Directory, error) {
+	if a.Directory != nil {
+		return a.Directory(h)
+	}
+	return vcs.NewGitHub(h, nil)
+}
+
+// AppError converts any error into the ApplicationError of its class. The
+// reason goes into the details so workflows can react to it (for example
+// "not found") without parsing messages.
+func AppError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := err.(*temporal.ApplicationError); ok {
+		return err
+	}
+	c := errclass.Classify(err)
+	return temporal.NewApplicationErrorWithOptions(err.Error(), string(c.Class), temporal.ApplicationErrorOptions{
+		NonRetryable:   c.Class != errclass.Retryable,
+		NextRetryDelay: c.RetryAfter,
+		Details:        []any{c.Reason},
+	})
+}
+
+// Reason extracts the reason an ApplicationError produced by AppError carries.
+func Reason(err *temporal.ApplicationError) string {
+	var reason string
+	if err != nil && err.HasDetails() {
+		_ = err.Details(&reason)
+	}
+	return reason
+}
+
+// keepAlive heartbeats until the returned stop is called, so a long
+// operation that cannot report progress itself is still seen alive, and a
+// worker that dies is noticed within the heartbeat timeout rather than the
+// start-to-close timeout.
+func keepAlive(ctx context.Context, every time.Duration) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+func (a *Activities) logger(ctx context.Context) *zap.Logger {
+	l := a.Log
+	if l == nil {
+		l = zap.NewNop()
+	}
+	if activity.IsActivity(ctx) {
+		info := activity.GetInfo(ctx)
+		l = l.With(zap.String("activity", info.ActivityType.Name), zap.String("workflowId", info.WorkflowExecution.ID),
+			zap.Int32("attempt", info.Attempt))
+	}
+	return l
+}

@@ -1,0 +1,158 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"gitfleet/internal/errclass"
+	"gitfleet/internal/identity"
+	"gitfleet/internal/repoid"
+	"gitfleet/internal/store"
+)
+
+// SyncMirrorResult is what a mirror sync learned about the remote.
+type SyncMirrorResult struct {
+	// Cloned is the repository actually cloned: the request after following
+	// the host's redirects for renamed or transferred repositories.
+	Cloned        repoid.ID `json:"cloned"`
+	Head          string    `json:"head,omitempty"`
+	DefaultBranch string    `json:"defaultBranch,omitempty"`
+	Empty         bool      `json:"empty,omitempty"`
+}
+
+// SyncMirror clones or updates the local mirror of a repository.
+func (a *Activities) SyncMirror(ctx context.Context, repo repoid.ID) (SyncMirrorResult, error) {
+	host, err := a.Hosts.Lookup(repo.Host)
+	if err != nil {
+		return SyncMirrorResult{}, AppError(errclass.Wrap(errclass.Permanent, errclass.ReasonInvalidInput, err))
+	}
+	defer keepAlive(ctx, 5*time.Second)()
+	start := time.Now()
+	remote, err := a.Mirrors.Sync(ctx, host.CloneURL(repo.Owner, repo.Name))
+	if err != nil {
+		return SyncMirrorResult{}, AppError(err)
+	}
+	cloned, err := host.RepositoryAt(remote.URL)
+	if err != nil {
+		return SyncMirrorResult{}, AppError(errclass.Wrap(errclass.Permanent, errclass.ReasonUnsupported,
+			fmt.Errorf("%s redirected somewhere gitfleet cannot follow: %w", repo, err)))
+	}
+	a.logger(ctx).Info("mirror synced", zap.String("repository", repo.String()),
+		zap.Bool("redirected", !cloned.SameRepository(repo)), zap.Bool("empty", remote.Empty),
+		zap.Duration("took", time.Since(start)))
+	return SyncMirrorResult{Cloned: cloned, Head: remote.Head, DefaultBranch: remote.DefaultBranch, Empty: remote.Empty}, nil
+}
+
+// LookupCodebase returns the live codebase holding a name, or nil.
+func (a *Activities) LookupCodebase(ctx context.Context, repo repoid.ID) (*identity.Codebase, error) {
+	cb, err := a.Store.LiveCodebaseByName(ctx, repo)
+	if err != nil {
+		return nil, AppError(err)
+	}
+	return cb.Identity(), nil
+}
+
+// VerifyCommitInput names a commit to look for on a remote.
+type VerifyCommitInput struct {
+	Repo repoid.ID `json:"repository"`
+	SHA  string    `json:"sha"`
+}
+
+// VerifyCommit reports whether the remote still has the commit, by fetching
+// it by SHA (ADR-08). It costs no API request.
+func (a *Activities) VerifyCommit(ctx context.Context, in VerifyCommitInput) (bool, error) {
+	host, err := a.Hosts.Lookup(in.Repo.Host)
+	if err != nil {
+		return false, AppError(errclass.Wrap(errclass.Permanent, errclass.ReasonInvalidInput, err))
+	}
+	defer keepAlive(ctx, 5*time.Second)()
+	ok, err := a.Mirrors.HasCommit(ctx, host.CloneURL(in.Repo.Owner, in.Repo.Name), in.SHA)
+	if err != nil {
+		return false, AppError(err)
+	}
+	return ok, nil
+}
+
+// LookupRepository asks the host's API who owner/name is now.
+func (a *Activities) LookupRepository(ctx context.Context, repo repoid.ID) (identity.Repository, error) {
+	host, err := a.Hosts.Lookup(repo.Host)
+	if err != nil {
+		return identity.Repository{}, AppError(errclass.Wrap(errclass.Permanent, errclass.ReasonInvalidInput, err))
+	}
+	dir, err := a.directory(host)
+	if err != nil {
+		return identity.Repository{}, AppError(errclass.Wrap(errclass.Permanent, errclass.ReasonUnsupported, err))
+	}
+	r, err := dir.Repository(ctx, repo.Owner, repo.Name)
+	if err != nil {
+		return identity.Repository{}, AppError(err)
+	}
+	return r, nil
+}
+
+// ApplyIdentity applies the identity decision in one transaction (see
+// store.ApplyIdentity). The activity supplies the clock.
+func (a *Activities) ApplyIdentity(ctx context.Context, in store.ApplyInput) (store.ApplyResult, error) {
+	in.Now = a.now()
+	res, err := a.Store.ApplyIdentity(ctx, in)
+	if err != nil {
+		if errors.Is(err, identity.ErrNeedAPI) {
+			err = errclass.Wrap(errclass.Permanent, "inconsistent facts", err)
+		}
+		return store.ApplyResult{}, AppError(err)
+	}
+	if !res.Changed {
+		a.logger(ctx).Info("identity resolved", zap.String("case", string(res.Case)),
+			zap.Int64("codebase", res.CodebaseID), zap.Int64("retired", res.RetiredID))
+	}
+	return res, nil
+}
+
+// MarkStale marks a codebase whose repository no longer exists.
+func (a *Activities) MarkStale(ctx context.Context, codebaseID int64) error {
+	return AppError(a.Store.MarkStale(ctx, codebaseID, a.now()))
+}
+
+// CompleteCollectionInput closes a successful collection.
+type CompleteCollectionInput struct {
+	Key        string `json:"key"`
+	CodebaseID int64  `json:"codebaseId"`
+	Commit     string `json:"commit,omitempty"`
+}
+
+// CompleteCollection records a successful collection.
+func (a *Activities) CompleteCollection(ctx context.Context, in CompleteCollectionInput) error {
+	return AppError(a.Store.CompleteCollection(ctx, in.Key, in.CodebaseID, in.Commit, a.now()))
+}
+
+// FailCollectionInput closes a failed collection.
+type FailCollectionInput struct {
+	Key        string    `json:"key"`
+	Repo       repoid.ID `json:"repository"`
+	Class      string    `json:"class"`
+	Message    string    `json:"message"`
+	WorkflowID string    `json:"workflowId"`
+	RunID      string    `json:"runId"`
+}
+
+// FailCollection records a failed collection and lengthens the codebase's
+// failure streak.
+func (a *Activities) FailCollection(ctx context.Context, in FailCollectionInput) error {
+	return AppError(a.Store.FailCollection(ctx, store.Failure{Key: in.Key, Repo: in.Repo, Class: in.Class,
+		Message: in.Message, WorkflowID: in.WorkflowID, RunID: in.RunID, Now: a.now()}))
+}
+
+// DeleteStaleCodebases hard-deletes codebases stale for longer than maxAge,
+// with their history, and returns how many went.
+func (a *Activities) DeleteStaleCodebases(ctx context.Context, maxAge time.Duration) (int64, error) {
+	n, err := a.Store.DeleteStale(ctx, a.now().Add(-maxAge))
+	if err != nil {
+		return 0, AppError(err)
+	}
+	a.logger(ctx).Info("stale codebases deleted", zap.Int64("count", n), zap.Duration("maxAge", maxAge))
+	return n, nil
+}

@@ -1,0 +1,76 @@
+// Package config reads the settings the worker and the starter share from
+// the environment, with defaults that match the local dev stack (`make run`).
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"gitfleet/internal/vcs"
+)
+
+// Environment variables, besides the host settings read by vcs.HostsFromEnv
+// (GITHUB_API_URL, GITHUB_TOKEN, GITFLEET_HOST, GITFLEET_GIT_URL).
+const (
+	EnvTemporalAddress   = "TEMPORAL_ADDRESS"
+	EnvTemporalNamespace = "TEMPORAL_NAMESPACE"
+	EnvTemporalUI        = "GITFLEET_UI_URL"
+	EnvDatabaseURL       = "DATABASE_URL"
+	EnvMirrorDir         = "GITFLEET_MIRROR_DIR"
+	EnvLogLevel          = "GITFLEET_LOG_LEVEL"
+	EnvLogFormat         = "GITFLEET_LOG_FORMAT"
+)
+
+// Defaults: the dev stack's addresses.
+const (
+	DefaultTemporalAddress = "127.0.0.1:7233"
+	DefaultNamespace       = "default"
+	DefaultUIURL           = "http://localhost:8233"
+	DefaultDatabaseURL     = "postgres://postgres@127.0.0.1:54329/gitfleet?sslmode=disable"
+)
+
+// Config is the shared configuration.
+type Config struct {
+	TemporalAddress string
+	Namespace       string
+	UIURL           string
+	DatabaseURL     string
+	MirrorDir       string
+	LogLevel        string
+	LogFormat       string
+	Hosts           vcs.Hosts
+}
+
+// Load reads the configuration through getenv (os.Getenv in binaries).
+func Load(getenv func(string) string) (Config, error) {
+	hosts, err := vcs.HostsFromEnv(getenv)
+	if err != nil {
+		return Config{}, err
+	}
+	c := Config{
+		TemporalAddress: or(getenv(EnvTemporalAddress), DefaultTemporalAddress),
+		Namespace:       or(getenv(EnvTemporalNamespace), DefaultNamespace),
+		UIURL:           or(getenv(EnvTemporalUI), DefaultUIURL),
+		DatabaseURL:     or(getenv(EnvDatabaseURL), DefaultDatabaseURL),
+		MirrorDir:       getenv(EnvMirrorDir),
+		LogLevel:        or(getenv(EnvLogLevel), "info"),
+		LogFormat:       or(getenv(EnvLogFormat), "console"),
+		Hosts:           hosts,
+	}
+	if c.MirrorDir == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			return Config{}, fmt.Errorf("no %s and no user cache directory: %w", EnvMirrorDir, err)
+		}
+		c.MirrorDir = filepath.Join(cache, "gitfleet", "mirrors")
+	}
+	return c, nil
+}
+
+func or(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

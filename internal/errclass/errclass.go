@@ -1,0 +1,243 @@
+// Package errclass sorts every error gitfleet meets into the three classes of
+// DESIGN §2, so that no call site decides on its own whether to retry:
+//
+//   - Retryable: the same owner may try again, maybe after a delay.
+//   - Permanent: no progress without an external change (not found,
+//     permission denied, malformed input, unsupported).
+//   - StaleOwner: this attempt is no longer authoritative (fence rejected,
+//     lease expired); stop at once.
+//
+// The package is pure classification: turning a class into a Temporal
+// ApplicationError happens at the activity boundary.
+package errclass
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	"github.com/google/go-github/v66/github"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Class is one of the three error classes. Its string is the Temporal
+// ApplicationError type.
+type Class string
+
+const (
+	Retryable  Class = "Retryable"
+	Permanent  Class = "Permanent"
+	StaleOwner Class = "StaleOwner"
+)
+
+// NonRetryable lists the classes a retry policy must not retry.
+var NonRetryable = []string{string(Permanent), string(StaleOwner)}
+
+// Reasons say why an error is Permanent (or why a Retryable one waits); they
+// end up as shard park reasons and in failure records.
+const (
+	ReasonNotFound         = "not found"
+	ReasonPermissionDenied = "permission denied"
+	ReasonInvalidInput     = "invalid input"
+	ReasonUnsupported      = "unsupported"
+	ReasonRateLimited      = "rate limited"
+	ReasonEmptyRepository  = "empty repository"
+	ReasonRace             = "race condition detected"
+	ReasonStaleFence       = "stale fence"
+)
+
+// Error is an error whose class is already known.
+type Error struct {
+	Class  Class
+	Reason string
+	// RetryAfter, for Retryable errors, is how long to wait before the next
+	// attempt (for example until a rate limit resets); zero means the retry
+	// policy's backoff.
+	RetryAfter time.Duration
+	Err        error
+}
+
+func (e *Error) Error() string {
+	if e.Err == nil {
+		return e.Reason
+	}
+	return e.Err.Error()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Wrap classifies err explicitly.
+func Wrap(class Class, reason string, err error) *Error {
+	return &Error{Class: class, Reason: reason, Err: err}
+}
+
+// Permanentf builds a Permanent error.
+func Permanentf(reason, format string, args ...any) *Error {
+	return Wrap(Permanent, reason, fmt.Errorf(format, args...))
+}
+
+// StaleOwnerf builds a StaleOwner error.
+func StaleOwnerf(format string, args ...any) *Error {
+	return Wrap(StaleOwner, ReasonStaleFence, fmt.Errorf(format, args...))
+}
+
+// Classify returns the class of err with its reason and retry delay. Errors
+// nobody recognises are Retryable: the retry policy's deadlines bound them,
+// and misclassifying a transient fault as Permanent loses work.
+func Classify(err error) *Error {
+	if err == nil {
+		return nil
+	}
+	var known *Error
+	if errors.As(err, &known) {
+		return &Error{Class: known.Class, Reason: known.Reason, RetryAfter: known.RetryAfter, Err: err}
+	}
+	c := classify(err)
+	c.Err = err
+	return c
+}
+
+func classify(err error) *Error {
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return &Error{Class: Retryable, Reason: "interrupted"}
+	}
+	if c := classifyGitHub(err); c != nil {
+		return c
+	}
+	if c := classifyGit(err); c != nil {
+		return c
+	}
+	if c := classifyPostgres(err); c != nil {
+		return c
+	}
+	if c := classifyNetwork(err); c != nil {
+		return c
+	}
+	return &Error{Class: Retryable, Reason: "unclassified"}
+}
+
+func classifyGitHub(err error) *Error {
+	var rl *github.RateLimitError
+	if errors.As(err, &rl) {
+		return &Error{Class: Retryable, Reason: ReasonRateLimited, RetryAfter: untilReset(rl.Rate.Reset.Time)}
+	}
+	var abuse *github.AbuseRateLimitError
+	if errors.As(err, &abuse) {
+		d := time.Minute // GitHub's advice when no Retry-After is given
+		if abuse.RetryAfter != nil {
+			d = *abuse.RetryAfter
+		}
+		return &Error{Class: Retryable, Reason: ReasonRateLimited, RetryAfter: d}
+	}
+	var accepted *github.AcceptedError
+	if errors.As(err, &accepted) {
+		return &Error{Class: Retryable, Reason: "accepted, not ready"}
+	}
+	var resp *github.ErrorResponse
+	if errors.As(err, &resp) && resp.Response != nil {
+		return byStatus(resp.Response.StatusCode)
+	}
+	return nil
+}
+
+func untilReset(reset time.Time) time.Duration {
+	d := time.Until(reset) + time.Second
+	if d < time.Second {
+		d = time.Second
+	}
+	return d
+}
+
+func byStatus(code int) *Error {
+	switch {
+	case code == http.StatusNotFound, code == http.StatusGone:
+		return &Error{Class: Permanent, Reason: ReasonNotFound}
+	case code == http.StatusUnauthorized, code == http.StatusForbidden:
+		return &Error{Class: Permanent, Reason: ReasonPermissionDenied}
+	case code == http.StatusTooManyRequests:
+		return &Error{Class: Retryable, Reason: ReasonRateLimited}
+	case code == http.StatusRequestTimeout, code >= 500:
+		return &Error{Class: Retryable, Reason: fmt.Sprintf("server error %d", code)}
+	case code >= 400:
+		return &Error{Class: Permanent, Reason: fmt.Sprintf("rejected with %d", code)}
+	}
+	return &Error{Class: Retryable, Reason: fmt.Sprintf("unexpected status %d", code)}
+}
+
+func classifyGit(err error) *Error {
+	switch {
+	case errors.Is(err, transport.ErrRepositoryNotFound):
+		return &Error{Class: Permanent, Reason: ReasonNotFound}
+	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed),
+		errors.Is(err, transport.ErrInvalidAuthMethod):
+		return &Error{Class: Permanent, Reason: ReasonPermissionDenied}
+	case errors.Is(err, transport.ErrEmptyRemoteRepository):
+		return &Error{Class: Permanent, Reason: ReasonEmptyRepository}
+	case strings.Contains(err.Error(), "not our ref"):
+		return &Error{Class: Permanent, Reason: ReasonNotFound}
+	case errors.Is(err, packfile.ErrMalformedPackFile), errors.Is(err, packfile.ErrEmptyPackfile),
+		errors.Is(err, packfile.ErrInvalidObject), errors.Is(err, packfile.ErrZLib):
+		// A damaged pack is usually damaged in transit; fetching again is the cure.
+		return &Error{Class: Retryable, Reason: "corrupt pack"}
+	}
+	// go-git wraps HTTP failures it has no sentinel for in an
+	// UnexpectedError that does not implement Unwrap.
+	var unexpected *plumbing.UnexpectedError
+	if errors.As(err, &unexpected) {
+		var herr *githttp.Err
+		if errors.As(unexpected.Err, &herr) && herr.Response != nil {
+			return byStatus(herr.Response.StatusCode)
+		}
+		if unexpected.Err != nil {
+			if c := classify(unexpected.Err); c.Reason != "unclassified" {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+func classifyPostgres(err error) *Error {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		switch class := pg.Code[:2]; {
+		case pg.Code == "40001", pg.Code == "40P01": // serialization failure, deadlock
+			return &Error{Class: Retryable, Reason: "transaction conflict"}
+		case class == "08", class == "53", class == "57", class == "58": // connection, resources, operator intervention, system
+			return &Error{Class: Retryable, Reason: "database unavailable"}
+		case class == "22", class == "23", class == "42": // data, integrity, syntax or schema
+			return &Error{Class: Permanent, Reason: "database rejected the statement"}
+		}
+		return &Error{Class: Retryable, Reason: "database error " + pg.Code}
+	}
+	if pgconn.Timeout(err) || pgconn.SafeToRetry(err) {
+		return &Error{Class: Retryable, Reason: "database unavailable"}
+	}
+	var connect *pgconn.ConnectError
+	if errors.As(err, &connect) {
+		return &Error{Class: Retryable, Reason: "database unavailable"}
+	}
+	return nil
+}
+
+func classifyNetwork(err error) *Error {
+	var nerr net.Error
+	switch {
+	case errors.As(err, &nerr),
+		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return &Error{Class: Retryable, Reason: "network"}
+	}
+	return nil
+}

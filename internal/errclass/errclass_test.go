@@ -1,0 +1,95 @@
+package errclass
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	"github.com/google/go-github/v66/github"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+func ghStatus(code int) error {
+	return &github.ErrorResponse{Response: &http.Response{StatusCode: code, Request: &http.Request{}}}
+}
+
+func httpResp(code int) *http.Response {
+	return &http.Response{StatusCode: code, Status: http.StatusText(code), Request: &http.Request{URL: &url.URL{}}}
+}
+
+func TestClassify(t *testing.T) {
+	retryAfter := 42 * time.Second
+	tests := []struct {
+		name   string
+		err    error
+		class  Class
+		reason string
+	}{
+		{"explicit permanent", Permanentf(ReasonInvalidInput, "bad name"), Permanent, ReasonInvalidInput},
+		{"explicit stale owner, wrapped", fmt.Errorf("finalize: %w", StaleOwnerf("fence 3 superseded")), StaleOwner, ReasonStaleFence},
+		{"cancelled", context.Canceled, Retryable, "interrupted"},
+		{"github 404", ghStatus(404), Permanent, ReasonNotFound},
+		{"github 401", ghStatus(401), Permanent, ReasonPermissionDenied},
+		{"github 403", ghStatus(403), Permanent, ReasonPermissionDenied},
+		{"github 422", ghStatus(422), Permanent, "rejected with 422"},
+		{"github 502", ghStatus(502), Retryable, "server error 502"},
+		{"github 429", ghStatus(429), Retryable, ReasonRateLimited},
+		{"github primary rate limit", &github.RateLimitError{Rate: github.Rate{Reset: github.Timestamp{Time: time.Now().Add(time.Minute)}}, Response: &http.Response{Request: &http.Request{}}}, Retryable, ReasonRateLimited},
+		{"github secondary rate limit", &github.AbuseRateLimitError{RetryAfter: &retryAfter, Response: &http.Response{Request: &http.Request{}}}, Retryable, ReasonRateLimited},
+		{"git not found", fmt.Errorf("clone: %w", transport.ErrRepositoryNotFound), Permanent, ReasonNotFound},
+		{"git auth", transport.ErrAuthenticationRequired, Permanent, ReasonPermissionDenied},
+		{"git forbidden", transport.ErrAuthorizationFailed, Permanent, ReasonPermissionDenied},
+		{"git empty", transport.ErrEmptyRemoteRepository, Permanent, ReasonEmptyRepository},
+		{"git not our ref", errors.New("unknown error: not our ref 0123abcd"), Permanent, ReasonNotFound},
+		{"git http 503", plumbing.NewUnexpectedError(&githttp.Err{Response: httpResp(503)}), Retryable, "server error 503"},
+		{"git http 400", plumbing.NewUnexpectedError(&githttp.Err{Response: httpResp(400)}), Permanent, "rejected with 400"},
+		{"corrupt pack", fmt.Errorf("fetch: %w", packfile.ErrMalformedPackFile), Retryable, "corrupt pack"},
+		{"pg serialization", &pgconn.PgError{Code: "40001"}, Retryable, "transaction conflict"},
+		{"pg admin shutdown", &pgconn.PgError{Code: "57P01"}, Retryable, "database unavailable"},
+		{"pg unique violation", &pgconn.PgError{Code: "23505"}, Permanent, "database rejected the statement"},
+		{"pg undefined table", &pgconn.PgError{Code: "42P01"}, Permanent, "database rejected the statement"},
+		{"connection refused", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, Retryable, "network"},
+		{"reset", fmt.Errorf("read: %w", syscall.ECONNRESET), Retryable, "network"},
+		{"unknown", errors.New("something odd"), Retryable, "unclassified"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Classify(tt.err)
+			if got.Class != tt.class || got.Reason != tt.reason {
+				t.Errorf("Classify(%v) = %s/%q, want %s/%q", tt.err, got.Class, got.Reason, tt.class, tt.reason)
+			}
+			if !errors.Is(got, tt.err) && got.Err != tt.err {
+				t.Errorf("classified error lost its cause")
+			}
+		})
+	}
+	if Classify(nil) != nil {
+		t.Error("Classify(nil) != nil")
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	d := 42 * time.Second
+	if got := Classify(&github.AbuseRateLimitError{RetryAfter: &d, Response: &http.Response{Request: &http.Request{}}}).RetryAfter; got != d {
+		t.Errorf("secondary rate limit RetryAfter = %v, want %v", got, d)
+	}
+	reset := time.Now().Add(90 * time.Second)
+	got := Classify(&github.RateLimitError{Rate: github.Rate{Reset: github.Timestamp{Time: reset}}, Response: &http.Response{Request: &http.Request{}}}).RetryAfter
+	if got < 85*time.Second || got > 95*time.Second {
+		t.Errorf("primary rate limit RetryAfter = %v, want about 90s", got)
+	}
+	past := Classify(&github.RateLimitError{Rate: github.Rate{Reset: github.Timestamp{Time: time.Now().Add(-time.Hour)}}, Response: &http.Response{Request: &http.Request{}}}).RetryAfter
+	if past < time.Second {
+		t.Errorf("a reset in the past must still wait a little, got %v", past)
+	}
+}

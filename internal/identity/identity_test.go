@@ -1,0 +1,96 @@
+package identity
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+)
+
+func TestDecide(t *testing.T) {
+	api := &Repository{ExternalID: "100", Owner: "alice", Name: "repo"}
+	named := &Codebase{ID: 1, ExternalID: "100", Owner: "alice", Name: "repo", LastCommitSHA: "c1"}
+	namedNoCommit := &Codebase{ID: 1, ExternalID: "100", Owner: "alice", Name: "repo"}
+	namedLower := &Codebase{ID: 1, ExternalID: "100", Owner: "ALICE", Name: "Repo", LastCommitSHA: "c1"}
+	other := &Codebase{ID: 2, ExternalID: "200", Owner: "alice", Name: "repo", LastCommitSHA: "c9"}
+	movedLive := &Codebase{ID: 3, ExternalID: "100", Owner: "alice", Name: "old", LastCommitSHA: "c1"}
+	movedStale := &Codebase{ID: 4, ExternalID: "100", Owner: "bob", Name: "repo", Stale: true}
+	sameStale := &Codebase{ID: 5, ExternalID: "100", Owner: "alice", Name: "repo", Stale: true}
+
+	tests := []struct {
+		name    string
+		facts   Facts
+		want    Decision
+		wantErr error
+	}{
+		{"A new", Facts{API: api}, Decision{Case: CaseNew}, nil},
+		{"B verified needs no API", Facts{ByName: named, Verified: true}, Decision{Case: CaseSame, Target: named}, nil},
+		{"B verified ignores API", Facts{ByName: named, Verified: true, API: &Repository{ExternalID: "999"}}, Decision{Case: CaseSame, Target: named}, nil},
+		{"B nothing collected yet, API same id", Facts{ByName: namedNoCommit, API: api, ByExternalID: namedNoCommit}, Decision{Case: CaseSame, Target: namedNoCommit}, nil},
+		{"unverified without API", Facts{ByName: named}, Decision{}, ErrNeedAPI},
+		{"nothing without API", Facts{}, Decision{}, ErrNeedAPI},
+		{"D rename", Facts{API: api, ByExternalID: movedLive}, Decision{Case: CaseMoved, Target: movedLive, Rename: true}, nil},
+		{"D letter case only", Facts{ByName: namedLower, API: api, ByExternalID: namedLower}, Decision{Case: CaseForcePush, Target: namedLower, Rename: true}, nil},
+		{"E recreated", Facts{ByName: other, API: api}, Decision{Case: CaseReplaced, Retire: other}, nil},
+		{"E name taken by a moved repo", Facts{ByName: other, API: api, ByExternalID: movedLive}, Decision{Case: CaseReplaced, Retire: other, Target: movedLive, Rename: true}, nil},
+		{"E name taken by a returning repo", Facts{ByName: other, API: api, ByExternalID: movedStale}, Decision{Case: CaseReplaced, Retire: other, Target: movedStale, Rename: true, Unstale: true}, nil},
+		{"F force push", Facts{ByName: named, API: api, ByExternalID: named}, Decision{Case: CaseForcePush, Target: named}, nil},
+		{"R came back elsewhere", Facts{API: api, ByExternalID: movedStale}, Decision{Case: CaseReturned, Target: movedStale, Rename: true, Unstale: true}, nil},
+		{"R came back at the same name", Facts{API: api, ByExternalID: sameStale}, Decision{Case: CaseReturned, Target: sameStale, Unstale: true}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Decide(tt.facts)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("Decide() error = %v, want %v", err, tt.wantErr)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Decide() = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestDecideRejectsInconsistentFacts(t *testing.T) {
+	api := &Repository{ExternalID: "100", Owner: "alice", Name: "repo"}
+	for name, f := range map[string]Facts{
+		"stale row by name":    {ByName: &Codebase{ID: 1, Stale: true}, API: api},
+		"by-id row of another": {API: api, ByExternalID: &Codebase{ID: 2, ExternalID: "7"}},
+	} {
+		if _, err := Decide(f); err == nil || errors.Is(err, ErrNeedAPI) {
+			t.Errorf("%s: Decide() error = %v, want an inconsistency error", name, err)
+		}
+	}
+}
+
+func TestNeedsAPI(t *testing.T) {
+	c := &Codebase{ID: 1}
+	for _, tt := range []struct {
+		byName   *Codebase
+		verified bool
+		want     bool
+	}{{nil, false, true}, {nil, true, true}, {c, false, true}, {c, true, false}} {
+		if got := NeedsAPI(tt.byName, tt.verified); got != tt.want {
+			t.Errorf("NeedsAPI(%v, %v) = %v", tt.byName != nil, tt.verified, got)
+		}
+	}
+}
+
+func TestCheckRace(t *testing.T) {
+	api := Repository{ExternalID: "1", Owner: "Alice", Name: "Repo"}
+	if err := CheckRace("alice", "repo", api); err != nil {
+		t.Errorf("case-only difference reported as race: %v", err)
+	}
+	for _, tt := range [][2]string{{"alice", "old"}, {"bob", "repo"}} {
+		if err := CheckRace(tt[0], tt[1], api); !errors.Is(err, ErrRaceConditionDetected) {
+			t.Errorf("CheckRace(%v) = %v, want ErrRaceConditionDetected", tt, err)
+		}
+	}
+}
+
+func TestCasesDescribed(t *testing.T) {
+	for _, c := range []Case{CaseNew, CaseSame, CaseMoved, CaseReplaced, CaseForcePush, CaseReturned} {
+		if c.Describe() == "unknown" {
+			t.Errorf("case %s has no description", c)
+		}
+	}
+}

@@ -1,0 +1,131 @@
+// Command worker runs gitfleet's Temporal worker: it migrates the database,
+// registers the search attributes, and polls task queue "gitfleet" for
+// workflow and activity tasks until interrupted.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.uber.org/zap"
+
+	"gitfleet/activities"
+	"gitfleet/internal/config"
+	"gitfleet/internal/gitmirror"
+	"gitfleet/internal/logging"
+	"gitfleet/internal/store"
+	"gitfleet/workflows"
+)
+
+func main() {
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), `Usage: worker
+
+Runs gitfleet's Temporal worker on task queue %q until interrupted.
+Configuration comes from the environment:
+
+  TEMPORAL_ADDRESS     Temporal frontend (default %s)
+  TEMPORAL_NAMESPACE   namespace (default %s)
+  DATABASE_URL         gitfleet's PostgreSQL database (default %s)
+  GITHUB_API_URL       GitHub or GitHub Enterprise REST API (default https://api.github.com/)
+  GITHUB_TOKEN         API token (optional; never logged)
+  GITFLEET_HOST        the host name users write, when not derived from GITHUB_API_URL
+  GITFLEET_GIT_URL     base of clone URLs, when not derived from GITHUB_API_URL
+  GITFLEET_MIRROR_DIR  where mirrors live (default: the user cache directory)
+  GITFLEET_LOG_LEVEL   debug, info, warn, error (default info)
+  GITFLEET_LOG_FORMAT  console or json (default console)
+`, workflows.TaskQueue, config.DefaultTemporalAddress, config.DefaultNamespace, config.DefaultDatabaseURL)
+	}
+	flag.Parse()
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	cfg, err := config.Load(os.Getenv)
+	if err != nil {
+		return err
+	}
+	log, err := logging.New(cfg.LogLevel, cfg.LogFormat)
+	if err != nil {
+		return err
+	}
+	defer log.Sync()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	st, err := connectStore(ctx, cfg.DatabaseURL, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	applied, err := st.Migrate(ctx)
+	if err != nil {
+		return err
+	}
+	for _, m := range applied {
+		log.Info("migration applied", zap.Int64("version", m.Version), zap.String("source", m.Source))
+	}
+
+	c, err := client.DialContext(ctx, client.Options{
+		HostPort:  cfg.TemporalAddress,
+		Namespace: cfg.Namespace,
+		Logger:    logging.Temporal(log.Named("temporal")),
+	})
+	if err != nil {
+		return fmt.Errorf("connect to Temporal at %s: %w", cfg.TemporalAddress, err)
+	}
+	defer c.Close()
+	if err := workflows.EnsureSearchAttributes(ctx, c, cfg.Namespace); err != nil {
+		return err
+	}
+
+	mirrors, err := gitmirror.New(cfg.MirrorDir, nil)
+	if err != nil {
+		return err
+	}
+	w := worker.New(c, workflows.TaskQueue, worker.Options{})
+	workflows.Register(w)
+	w.RegisterActivity(&activities.Activities{Store: st, Mirrors: mirrors, Hosts: cfg.Hosts, Log: log})
+
+	log.Info("worker starting", zap.String("temporal", cfg.TemporalAddress), zap.String("namespace", cfg.Namespace),
+		zap.String("taskQueue", workflows.TaskQueue), zap.Strings("hosts", cfg.Hosts.Names()))
+	if err := w.Start(); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	log.Info("worker stopping")
+	w.Stop()
+	return nil
+}
+
+// connectStore waits up to a minute for the database, so a worker started
+// alongside PostgreSQL (compose, make run) does not die on a race.
+func connectStore(ctx context.Context, url string, log *zap.Logger) (*store.Store, error) {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		st, err := store.Open(ctx, url)
+		if err == nil {
+			return st, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return nil, errors.Join(err, ctx.Err())
+		}
+		log.Warn("database not ready, retrying", zap.Error(err))
+		select {
+		case <-ctx.Done():
+		case <-time.After(2 * time.Second):
+		}
+	}
+}

@@ -1,0 +1,147 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"gitfleet/activities"
+	"gitfleet/internal/errclass"
+	"gitfleet/internal/identity"
+	"gitfleet/internal/repoid"
+)
+
+// CollectInput asks for one repository to be collected.
+type CollectInput struct {
+	Repo repoid.ID `json:"repository"`
+	// Trigger says who asked: "manual" (a user) or "sweep" (the schedule).
+	Trigger string `json:"trigger,omitempty"`
+}
+
+// CollectResult is what a collection found.
+type CollectResult struct {
+	Requested repoid.ID `json:"requested"`
+	// Repository is where the codebase lives now (differs from Requested
+	// after a rename or transfer).
+	Repository    repoid.ID     `json:"repository"`
+	CodebaseID    int64         `json:"codebaseId"`
+	Case          identity.Case `json:"case"`
+	Commit        string        `json:"commit,omitempty"`
+	DefaultBranch string        `json:"defaultBranch,omitempty"`
+	Empty         bool          `json:"empty,omitempty"`
+	// RetiredCodebaseID is the codebase marked stale because its name now
+	// holds another repository (case E).
+	RetiredCodebaseID int64 `json:"retiredCodebaseId,omitempty"`
+	// Attempts counts identity resolutions; more than one means a rename
+	// raced the clone and resolution started over.
+	Attempts int `json:"attempts"`
+}
+
+// maxResolveAttempts bounds how often a collection starts over from the
+// clone because the repository moved under it.
+const maxResolveAttempts = 5
+
+// Collect mirrors a repository, resolves which codebase it is (child
+// workflow ResolveIdentity) and records the collection.
+func Collect(ctx workflow.Context, in CollectInput) (CollectResult, error) {
+	var a *activities.Activities
+	info := workflow.GetInfo(ctx)
+	key := info.WorkflowExecution.ID + "/" + info.WorkflowExecution.RunID
+	out := CollectResult{Requested: in.Repo}
+
+	var resolved ResolveIdentityResult
+	for {
+		out.Attempts++
+		workflow.SetCurrentDetails(ctx, fmt.Sprintf("Syncing the mirror of %s (attempt %d)", in.Repo, out.Attempts))
+		var synced activities.SyncMirrorResult
+		if err := workflow.ExecuteActivity(withOptions(ctx, gitOptions), a.SyncMirror, in.Repo).Get(ctx, &synced); err != nil {
+			return out, fail(ctx, key, in.Repo, "sync mirror", err)
+		}
+		out.Commit, out.DefaultBranch, out.Empty = synced.Head, synced.DefaultBranch, synced.Empty
+
+		workflow.SetCurrentDetails(ctx, fmt.Sprintf("Resolving the identity of %s", synced.Cloned))
+		child := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+			WorkflowID: info.WorkflowExecution.ID + "/identity",
+		})
+		err := workflow.ExecuteChildWorkflow(child, ResolveIdentity, ResolveIdentityInput{
+			Key: key, WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,
+			Cloned: synced.Cloned, Head: synced.Head, DefaultBranch: synced.DefaultBranch,
+		}).Get(ctx, &resolved)
+		if err == nil {
+			break
+		}
+		if class, _ := classOf(err); class != errclass.Retryable || out.Attempts >= maxResolveAttempts {
+			return out, fail(ctx, key, in.Repo, "resolve identity", err)
+		}
+		// The repository moved between clone and lookup (or rows moved
+		// under a concurrent collection): start over from the clone.
+		workflow.GetLogger(ctx).Warn("Identity resolution starts over", "attempt", out.Attempts, "error", err)
+		_ = workflow.Sleep(ctx, time.Duration(out.Attempts)*time.Second)
+	}
+	out.CodebaseID, out.Case, out.RetiredCodebaseID = resolved.CodebaseID, resolved.Case, resolved.RetiredCodebaseID
+	out.Repository = repoid.ID{Host: in.Repo.Host, Owner: resolved.Owner, Name: resolved.Name}
+
+	workflow.SetCurrentDetails(ctx, "Recording the collection")
+	err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), a.CompleteCollection, activities.CompleteCollectionInput{
+		Key: key, CodebaseID: out.CodebaseID, Commit: out.Commit,
+	}).Get(ctx, nil)
+	if err != nil {
+		return out, fail(ctx, key, in.Repo, "record collection", err)
+	}
+	_ = workflow.UpsertTypedSearchAttributes(ctx, SACase.ValueSet(string(out.Case)), SACodebase.ValueSet(out.CodebaseID))
+	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Collected %s: case %s (%s), codebase %d",
+		out.Repository, out.Case, out.Case.Describe(), out.CodebaseID))
+	return out, nil
+}
+
+// fail records the failed collection and returns the workflow's error: an
+// ApplicationError of the same class, with a message that says what failed.
+func fail(ctx workflow.Context, key string, repo repoid.ID, step string, cause error) error {
+	class, reason := classOf(cause)
+	msg := fmt.Sprintf("collect %s: %s: %s", repo, step, message(cause))
+	info := workflow.GetInfo(ctx)
+	var a *activities.Activities
+	// Record even when the workflow is being cancelled.
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	if err := workflow.ExecuteActivity(withOptions(dctx, dbOptions), a.FailCollection, activities.FailCollectionInput{
+		Key: key, Repo: repo, Class: string(class), Message: msg,
+		WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,
+	}).Get(dctx, nil); err != nil {
+		workflow.GetLogger(ctx).Error("Could not record the failed collection", "error", err)
+	}
+	workflow.SetCurrentDetails(ctx, "Failed: "+msg)
+	return temporal.NewApplicationErrorWithOptions(msg, string(class), temporal.ApplicationErrorOptions{
+		NonRetryable: true, Cause: cause, Details: []any{reason},
+	})
+}
+
+// classOf finds the class and reason of an activity's or child's error.
+// Errors that carry no class (timeouts, cancellation) are Retryable.
+func classOf(err error) (errclass.Class, string) {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		switch c := errclass.Class(app.Type()); c {
+		case errclass.Retryable, errclass.Permanent, errclass.StaleOwner:
+			return c, activities.Reason(app)
+		}
+	}
+	return errclass.Retryable, ""
+}
+
+// message is the innermost useful message of an error chain: the
+// activity's own words rather than the SDK's wrappers.
+func message(err error) string {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return app.Message()
+	}
+	var timeout *temporal.TimeoutError
+	if errors.As(err, &timeout) {
+		return "timed out (" + timeout.TimeoutType().String() + ")"
+	}
+	return err.Error()
+}

@@ -1,0 +1,145 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"gitfleet/activities"
+	"gitfleet/internal/errclass"
+	"gitfleet/internal/identity"
+	"gitfleet/internal/repoid"
+	"gitfleet/internal/store"
+)
+
+// ResolveIdentityInput is what the clone established.
+type ResolveIdentityInput struct {
+	// Key identifies the collection (idempotency of the apply); WorkflowID
+	// and RunID are the Collect run it belongs to.
+	Key        string `json:"key"`
+	WorkflowID string `json:"workflowId"`
+	RunID      string `json:"runId"`
+	// Cloned is the repository actually cloned, after redirects.
+	Cloned        repoid.ID `json:"cloned"`
+	Head          string    `json:"head,omitempty"`
+	DefaultBranch string    `json:"defaultBranch,omitempty"`
+}
+
+// ResolveIdentityResult is the decision that was applied.
+type ResolveIdentityResult struct {
+	Case              identity.Case `json:"case"`
+	CodebaseID        int64         `json:"codebaseId"`
+	Owner             string        `json:"owner"`
+	Name              string        `json:"name"`
+	RetiredCodebaseID int64         `json:"retiredCodebaseId,omitempty"`
+	// APILookups counts API lookups made (0 for a verified re-collection).
+	APILookups int `json:"apiLookups"`
+}
+
+// maxApplyRounds bounds how often resolution re-reads the database because
+// a concurrent collection changed the rows it had looked at.
+const maxApplyRounds = 5
+
+// verifyOptions retries fetch-SHA a few times only: when the retries are
+// spent, the API decides instead (correct either way, one request dearer).
+var verifyOptions = func() workflow.ActivityOptions {
+	o := gitOptions
+	o.ScheduleToCloseTimeout = 10 * time.Minute
+	o.RetryPolicy = retryPolicy(3)
+	return o
+}()
+
+// ResolveIdentity decides which codebase a cloned repository is (DESIGN §3):
+// a live codebase holding the name whose last commit the remote still has is
+// the same codebase, proven without any API request; otherwise the API says
+// which repository id the name holds now, and the decision follows the id.
+func ResolveIdentity(ctx workflow.Context, in ResolveIdentityInput) (ResolveIdentityResult, error) {
+	var a *activities.Activities
+	var out ResolveIdentityResult
+	for round := 1; round <= maxApplyRounds; round++ {
+		var byName *identity.Codebase
+		if err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), a.LookupCodebase, in.Cloned).Get(ctx, &byName); err != nil {
+			return out, err
+		}
+		verified := verify(ctx, in, byName)
+
+		var api *identity.Repository
+		if identity.NeedsAPI(byName, verified != "") {
+			workflow.SetCurrentDetails(ctx, fmt.Sprintf("Looking %s up through the API", in.Cloned))
+			var repo identity.Repository
+			out.APILookups++
+			err := workflow.ExecuteActivity(withOptions(ctx, apiOptions), a.LookupRepository, in.Cloned).Get(ctx, &repo)
+			if err != nil {
+				if _, reason := classOf(err); reason == errclass.ReasonNotFound && byName != nil {
+					return out, gone(ctx, in.Cloned, byName.ID)
+				}
+				return out, err
+			}
+			if err := identity.CheckRace(in.Cloned.Owner, in.Cloned.Name, repo); err != nil {
+				return out, temporal.NewApplicationError(err.Error(), string(errclass.Retryable), errclass.ReasonRace)
+			}
+			api = &repo
+		}
+
+		var expect int64
+		if byName != nil {
+			expect = byName.ID
+		}
+		var applied store.ApplyResult
+		err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), a.ApplyIdentity, store.ApplyInput{
+			Key: in.Key, Repo: in.Cloned, ExpectByNameID: expect, VerifiedSHA: verified, API: api,
+			Head: in.Head, DefaultBranch: in.DefaultBranch,
+			WorkflowID: in.WorkflowID, RunID: in.RunID,
+		}).Get(ctx, &applied)
+		if err != nil {
+			return out, err
+		}
+		if applied.Changed {
+			workflow.GetLogger(ctx).Info("Codebase rows changed under a concurrent collection; resolving again", "round", round)
+			continue
+		}
+		out.Case, out.CodebaseID, out.Owner, out.Name, out.RetiredCodebaseID =
+			applied.Case, applied.CodebaseID, applied.Owner, applied.Name, applied.RetiredID
+		workflow.SetCurrentDetails(ctx, fmt.Sprintf("Case %s (%s): codebase %d", out.Case, out.Case.Describe(), out.CodebaseID))
+		return out, nil
+	}
+	return out, temporal.NewApplicationError("identity kept changing under concurrent collections", string(errclass.Retryable), "contention")
+}
+
+// verify returns the codebase's last commit if the remote still has it.
+func verify(ctx workflow.Context, in ResolveIdentityInput, byName *identity.Codebase) string {
+	if byName == nil || byName.LastCommitSHA == "" {
+		return ""
+	}
+	// The remote advertised it as HEAD during the sync: that is proof already.
+	if byName.LastCommitSHA == in.Head {
+		return in.Head
+	}
+	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Verifying %s still has its last collected commit", in.Cloned))
+	var a *activities.Activities
+	var ok bool
+	err := workflow.ExecuteActivity(withOptions(ctx, verifyOptions), a.VerifyCommit, activities.VerifyCommitInput{
+		Repo: in.Cloned, SHA: byName.LastCommitSHA,
+	}).Get(ctx, &ok)
+	if err != nil {
+		workflow.GetLogger(ctx).Warn("Fetch by SHA failed; asking the API instead", "error", err)
+		return ""
+	}
+	if !ok {
+		return ""
+	}
+	return byName.LastCommitSHA
+}
+
+// gone handles an API 404 for a known codebase: the repository no longer
+// exists, so the codebase goes stale and the collection fails Permanent.
+func gone(ctx workflow.Context, repo repoid.ID, codebaseID int64) error {
+	var a *activities.Activities
+	if err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), a.MarkStale, codebaseID).Get(ctx, nil); err != nil {
+		return err
+	}
+	return temporal.NewApplicationError(fmt.Sprintf("repository %s no longer exists (codebase %d marked stale)", repo, codebaseID),
+		string(errclass.Permanent), errclass.ReasonNotFound)
+}
