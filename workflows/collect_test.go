@@ -1,0 +1,187 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"gitfleet/activities"
+	"gitfleet/internal/errclass"
+	"gitfleet/internal/identity"
+	"gitfleet/internal/repoid"
+	"gitfleet/internal/store"
+)
+
+var (
+	repo    = repoid.ID{Host: "github.com", Owner: "alice", Name: "repo"}
+	renamed = repoid.ID{Host: "github.com", Owner: "alice", Name: "renamed"}
+)
+
+func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(Collect)
+	env.RegisterWorkflow(ResolveIdentity)
+	env.RegisterActivity(&activities.Activities{})
+	return env
+}
+
+func permanent(reason string) error {
+	return temporal.NewApplicationErrorWithOptions(reason, string(errclass.Permanent),
+		temporal.ApplicationErrorOptions{NonRetryable: true, Details: []any{reason}})
+}
+
+func TestCollectVerifiedNeedsNoAPI(t *testing.T) {
+	env := newEnv(t)
+	var a *activities.Activities
+	known := &identity.Codebase{ID: 7, ExternalID: "100", Owner: "alice", Name: "repo", LastCommitSHA: "c1"}
+	env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(activities.SyncMirrorResult{Cloned: repo, Head: "c2", DefaultBranch: "main"}, nil)
+	env.OnActivity(a.LookupCodebase, mock.Anything, repo).Return(known, nil)
+	env.OnActivity(a.VerifyCommit, mock.Anything, activities.VerifyCommitInput{Repo: repo, SHA: "c1"}).Return(true, nil)
+	env.OnActivity(a.ApplyIdentity, mock.Anything, mock.MatchedBy(func(in store.ApplyInput) bool {
+		return in.API == nil && in.VerifiedSHA == "c1" && in.ExpectByNameID == 7
+	})).Return(store.ApplyResult{Case: identity.CaseSame, CodebaseID: 7, Owner: "alice", Name: "repo"}, nil)
+	env.OnActivity(a.CompleteCollection, mock.Anything, mock.Anything).Return(nil)
+
+	env.ExecuteWorkflow(Collect, CollectInput{Repo: repo})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var res CollectResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Case != identity.CaseSame || res.CodebaseID != 7 || res.Commit != "c2" {
+		t.Errorf("result = %+v", res)
+	}
+	env.AssertNotCalled(t, "LookupRepository", mock.Anything, mock.Anything)
+}
+
+func TestCollectHeadEqualToLastCommitSkipsFetch(t *testing.T) {
+	env := newEnv(t)
+	var a *activities.Activities
+	known := &identity.Codebase{ID: 7, ExternalID: "100", Owner: "alice", Name: "repo", LastCommitSHA: "c1"}
+	env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(activities.SyncMirrorResult{Cloned: repo, Head: "c1"}, nil)
+	env.OnActivity(a.LookupCodebase, mock.Anything, repo).Return(known, nil)
+	env.OnActivity(a.ApplyIdentity, mock.Anything, mock.Anything).Return(store.ApplyResult{Case: identity.CaseSame, CodebaseID: 7}, nil)
+	env.OnActivity(a.CompleteCollection, mock.Anything, mock.Anything).Return(nil)
+	env.ExecuteWorkflow(Collect, CollectInput{Repo: repo})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	env.AssertNotCalled(t, "VerifyCommit", mock.Anything, mock.Anything)
+	env.AssertNotCalled(t, "LookupRepository", mock.Anything, mock.Anything)
+}
+
+func TestCollectRaceStartsOverFromTheClone(t *testing.T) {
+	env := newEnv(t)
+	var a *activities.Activities
+	// First clone still sees the old name; the API already has the new one.
+	env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(activities.SyncMirrorResult{Cloned: repo, Head: "c1"}, nil).Once()
+	env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(activities.SyncMirrorResult{Cloned: renamed, Head: "c1"}, nil).Once()
+	env.OnActivity(a.LookupCodebase, mock.Anything, mock.Anything).Return(nil, nil)
+	env.OnActivity(a.LookupRepository, mock.Anything, mock.Anything).Return(identity.Repository{ExternalID: "100", Owner: "alice", Name: "renamed"}, nil)
+	env.OnActivity(a.ApplyIdentity, mock.Anything, mock.MatchedBy(func(in store.ApplyInput) bool { return in.Repo == renamed })).
+		Return(store.ApplyResult{Case: identity.CaseMoved, CodebaseID: 3, Owner: "alice", Name: "renamed"}, nil).Once()
+	env.OnActivity(a.CompleteCollection, mock.Anything, mock.Anything).Return(nil)
+
+	env.ExecuteWorkflow(Collect, CollectInput{Repo: repo})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var res CollectResult
+	_ = env.GetWorkflowResult(&res)
+	if res.Attempts != 2 || res.Case != identity.CaseMoved || res.Repository != renamed {
+		t.Errorf("result = %+v, want 2 attempts ending in D at %v", res, renamed)
+	}
+}
+
+func TestCollectNotFoundMarksStaleAndFailsPermanent(t *testing.T) {
+	env := newEnv(t)
+	var a *activities.Activities
+	known := &identity.Codebase{ID: 9, ExternalID: "100", Owner: "alice", Name: "repo", LastCommitSHA: "c1"}
+	env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(activities.SyncMirrorResult{Cloned: repo, Head: "c5"}, nil)
+	env.OnActivity(a.LookupCodebase, mock.Anything, repo).Return(known, nil)
+	env.OnActivity(a.VerifyCommit, mock.Anything, mock.Anything).Return(false, nil)
+	env.OnActivity(a.LookupRepository, mock.Anything, repo).Return(identity.Repository{}, permanent(errclass.ReasonNotFound)).Once()
+	env.OnActivity(a.MarkStale, mock.Anything, int64(9)).Return(nil).Once()
+	env.OnActivity(a.FailCollection, mock.Anything, mock.MatchedBy(func(in activities.FailCollectionInput) bool {
+		return in.Class == string(errclass.Permanent)
+	})).Return(nil).Once()
+
+	env.ExecuteWorkflow(Collect, CollectInput{Repo: repo})
+	err := env.GetWorkflowError()
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != string(errclass.Permanent) {
+		t.Fatalf("error = %v, want a Permanent ApplicationError", err)
+	}
+	env.AssertExpectations(t)
+}
+
+func TestResolveIdentityResolvesAgainWhenRowsChanged(t *testing.T) {
+	env := newEnv(t)
+	var a *activities.Activities
+	env.OnActivity(a.LookupCodebase, mock.Anything, repo).Return(nil, nil).Once()
+	env.OnActivity(a.LookupCodebase, mock.Anything, repo).Return(&identity.Codebase{ID: 4, ExternalID: "100", LastCommitSHA: "c1"}, nil).Once()
+	env.OnActivity(a.LookupRepository, mock.Anything, repo).Return(identity.Repository{ExternalID: "100", Owner: "alice", Name: "repo"}, nil).Once()
+	env.OnActivity(a.ApplyIdentity, mock.Anything, mock.Anything).Return(store.ApplyResult{Changed: true}, nil).Once()
+	env.OnActivity(a.ApplyIdentity, mock.Anything, mock.MatchedBy(func(in store.ApplyInput) bool { return in.ExpectByNameID == 4 })).
+		Return(store.ApplyResult{Case: identity.CaseSame, CodebaseID: 4}, nil).Once()
+
+	env.ExecuteWorkflow(ResolveIdentity, ResolveIdentityInput{Key: "k", Cloned: repo, Head: "c1"})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var res ResolveIdentityResult
+	_ = env.GetWorkflowResult(&res)
+	if res.CodebaseID != 4 || res.APILookups != 1 {
+		t.Errorf("result = %+v", res)
+	}
+	env.AssertExpectations(t)
+}
+
+func TestCollectPermanentSyncErrorIsNotRetried(t *testing.T) {
+	env := newEnv(t)
+	var a *activities.Activities
+	calls := 0
+	env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(func(_ context.Context, _ repoid.ID) (activities.SyncMirrorResult, error) {
+		calls++
+		return activities.SyncMirrorResult{}, permanent(errclass.ReasonPermissionDenied)
+	})
+	env.OnActivity(a.FailCollection, mock.Anything, mock.Anything).Return(nil)
+	env.ExecuteWorkflow(Collect, CollectInput{Repo: repo})
+	if env.GetWorkflowError() == nil {
+		t.Fatal("collection of a forbidden repository succeeded")
+	}
+	if calls != 1 {
+		t.Errorf("SyncMirror ran %d times, want 1 (Permanent is not retried)", calls)
+	}
+}
+
+func TestCollectRetryableSyncErrorIsRetried(t *testing.T) {
+	env := newEnv(t)
+	var a *activities.Activities
+	calls := 0
+	env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(func(_ context.Context, _ repoid.ID) (activities.SyncMirrorResult, error) {
+		calls++
+		if calls < 3 {
+			return activities.SyncMirrorResult{}, temporal.NewApplicationError("502", string(errclass.Retryable))
+		}
+		return activities.SyncMirrorResult{Cloned: repo, Head: "c1"}, nil
+	})
+	env.OnActivity(a.LookupCodebase, mock.Anything, repo).Return(nil, nil)
+	env.OnActivity(a.LookupRepository, mock.Anything, repo).Return(identity.Repository{ExternalID: "1", Owner: "alice", Name: "repo"}, nil)
+	env.OnActivity(a.ApplyIdentity, mock.Anything, mock.Anything).Return(store.ApplyResult{Case: identity.CaseNew, CodebaseID: 1}, nil)
+	env.OnActivity(a.CompleteCollection, mock.Anything, mock.Anything).Return(nil)
+	env.ExecuteWorkflow(Collect, CollectInput{Repo: repo})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 3 {
+		t.Errorf("SyncMirror ran %d times, want 3", calls)
+	}
+}
