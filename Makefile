@@ -1,0 +1,47 @@
+# gitfleet — the commands a newcomer needs are `make run` and `make test`.
+
+GO       ?= go
+GOBIN    := $(shell $(GO) env GOPATH)/bin
+# The Temporal CLI is pinned: later releases carry a replace directive that
+# `go install` refuses.
+TEMPORAL_CLI_VERSION := v1.5.1
+TEMPORAL := $(GOBIN)/temporal
+export TEMPORAL_CLI ?= $(TEMPORAL)
+
+.PHONY: all build run test unit bench temporal-cli compose-check clean
+
+all: build
+
+## build: compile bin/worker and bin/starter
+build:
+	$(GO) build -o bin/ ./worker ./starter
+
+## temporal-cli: install the pinned Temporal CLI (dev server + Web UI) if missing
+temporal-cli: $(TEMPORAL)
+$(TEMPORAL):
+	@echo "Installing the Temporal CLI $(TEMPORAL_CLI_VERSION) (takes a few minutes, once)"
+	$(GO) install github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_CLI_VERSION)
+
+## run: the whole stack on this machine, with a demo collection; Ctrl-C stops it
+run: build temporal-cli
+	bin/starter dev
+
+## test: vet and every test, integration tests against real parts included
+test: temporal-cli
+	$(GO) vet ./...
+	$(GO) test -timeout 30m ./...
+
+## unit: the fast tests only (no dev server, no database)
+unit:
+	$(GO) test ./internal/repoid/ ./internal/identity/ ./internal/errclass/ ./internal/vcs/
+
+## bench: benchmarks against the real stack; they print their figures
+bench: temporal-cli
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./...
+
+## compose-check: validate docker-compose.yml (needs the docker compose plugin)
+compose-check:
+	docker compose -f docker-compose.yml config --quiet
+
+clean:
+	rm -rf bin
