@@ -1,0 +1,115 @@
+package forge
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// Kind tells API requests from git ones. It is used by request counting,
+// the request log and fault matching.
+type Kind int
+
+const (
+	// Any matches both kinds (faults only).
+	Any Kind = iota
+	// API is a REST request: any path under /api/.
+	API
+	// Git is every other request: smart HTTP under /{owner}/{name}[.git]/...
+	Git
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Any:
+		return "any"
+	case API:
+		return "api"
+	case Git:
+		return "git"
+	}
+	return "Kind(?)"
+}
+
+// Request is one entry of the request log.
+type Request struct {
+	Kind   Kind
+	Method string
+	Path   string // URL path as received
+	Query  string // raw query string
+	Status int    // status sent to the client
+}
+
+// stats holds the request counters and a bounded log of recent requests.
+type stats struct {
+	api, git atomic.Int64
+
+	mu   sync.Mutex
+	ring []Request // circular buffer of capacity max
+	next int       // index of the next write
+	full bool
+	max  int
+}
+
+func (s *stats) init(max int) {
+	s.max = max
+	s.ring = make([]Request, 0, min(max, 1024))
+}
+
+func (s *stats) count(k Kind) {
+	if k == API {
+		s.api.Add(1)
+	} else {
+		s.git.Add(1)
+	}
+}
+
+func (s *stats) log(r Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.ring) < s.max {
+		s.ring = append(s.ring, r)
+		return
+	}
+	s.ring[s.next] = r
+	s.next = (s.next + 1) % s.max
+	s.full = true
+}
+
+func (s *stats) snapshot() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Request, 0, len(s.ring))
+	if s.full {
+		out = append(out, s.ring[s.next:]...)
+		out = append(out, s.ring[:s.next]...)
+	} else {
+		out = append(out, s.ring...)
+	}
+	return out
+}
+
+func (s *stats) reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.api.Store(0)
+	s.git.Store(0)
+	s.ring = s.ring[:0]
+	s.next = 0
+	s.full = false
+}
+
+// APIRequests is the number of API requests received since start or the last
+// ResetCounts, including redirected, rejected and faulted ones.
+func (f *Forge) APIRequests() int64 { return f.stats.api.Load() }
+
+// GitRequests is the number of non-API (git smart HTTP) requests received
+// since start or the last ResetCounts.
+func (f *Forge) GitRequests() int64 { return f.stats.git.Load() }
+
+// ResetCounts zeroes both counters and empties the request log. It does not
+// touch the rate-limit window (see ResetRateLimit).
+func (f *Forge) ResetCounts() { f.stats.reset() }
+
+// Requests returns the most recent requests (up to Options.RequestLogSize),
+// oldest first. An entry is recorded when its response header is sent.
+func (f *Forge) Requests() []Request { return f.stats.snapshot() }
