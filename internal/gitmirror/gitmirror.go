@@ -117,8 +117,7 @@ func (m *Mirrors) Resolve(ctx context.Context, remoteURL string) (string, error)
 
 // ListRefs lists the remote's refs (git ls-remote), without cloning.
 func ListRefs(ctx context.Context, remoteURL string) ([]*plumbing.Reference, error) {
-	rem := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{remoteURL}})
-	refs, err := rem.ListContext(ctx, &git.ListOptions{})
+	refs, err := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{remoteURL}}).ListContext(ctx, &git.ListOptions{})
 	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
 		return nil, nil
 	}
@@ -169,7 +168,7 @@ func (m *Mirrors) Sync(ctx context.Context, remoteURL string) (Remote, error) {
 		return Remote{}, err
 	}
 	defer unlock()
-	if err := m.fetchInto(ctx, path, effective, branch); err != nil {
+	if err := m.fetchInto(ctx, path, effective, branch, head); err != nil {
 		if ctx.Err() != nil || !damaged(err) {
 			return Remote{}, err
 		}
@@ -177,7 +176,7 @@ func (m *Mirrors) Sync(ctx context.Context, remoteURL string) (Remote, error) {
 		if rmErr := os.RemoveAll(path); rmErr != nil {
 			return Remote{}, errors.Join(err, rmErr)
 		}
-		if err := m.fetchInto(ctx, path, effective, branch); err != nil {
+		if err := m.fetchInto(ctx, path, effective, branch, head); err != nil {
 			return Remote{}, err
 		}
 	}
@@ -187,6 +186,9 @@ func (m *Mirrors) Sync(ctx context.Context, remoteURL string) (Remote, error) {
 // damaged reports errors that a fresh mirror may cure: corrupt objects or
 // local storage trouble, as opposed to the remote refusing or failing.
 func damaged(err error) bool {
+	if errors.Is(err, errDamaged) {
+		return true
+	}
 	switch errclass.Classify(err).Reason {
 	case "corrupt pack", "unclassified":
 		return true
@@ -194,17 +196,19 @@ func damaged(err error) bool {
 	return false
 }
 
-func (m *Mirrors) fetchInto(ctx context.Context, path, remoteURL string, head plumbing.ReferenceName) error {
+// errDamaged reports a mirror whose refs name objects it does not hold.
+var errDamaged = errors.New("mirror is damaged")
+
+func (m *Mirrors) fetchInto(ctx context.Context, path, remoteURL string, head plumbing.ReferenceName, headCommit string) error {
 	repo, err := m.open(path)
 	if err != nil {
 		return err
 	}
-	err = repo.FetchContext(ctx, &git.FetchOptions{
-		RemoteURL: remoteURL,
-		RefSpecs:  []config.RefSpec{"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"},
-		Tags:      git.NoTags, // the refspec above already takes them all
-		Force:     true,
-		Prune:     true,
+	err = remote(repo, remoteURL).FetchContext(ctx, &git.FetchOptions{
+		RefSpecs: []config.RefSpec{"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"},
+		Tags:     git.NoTags, // the refspec above already takes them all
+		Force:    true,
+		Prune:    true,
 	})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return fmt.Errorf("fetch %s: %w", remoteURL, err)
@@ -214,7 +218,21 @@ func (m *Mirrors) fetchInto(ctx context.Context, path, remoteURL string, head pl
 			return fmt.Errorf("set mirror HEAD: %w", err)
 		}
 	}
+	// Refs already matching the remote make the fetch a no-op even when the
+	// objects behind them are gone (a crash, a damaged pack): check the one
+	// commit everything else starts from.
+	if headCommit != "" {
+		if _, err := repo.CommitObject(plumbing.NewHash(headCommit)); err != nil {
+			return fmt.Errorf("%w: head commit unreadable: %v", errDamaged, err)
+		}
+	}
 	return nil
+}
+
+// remote is an anonymous remote on repo: mirrors keep no remote
+// configuration, since the URL a repository answers at can change.
+func remote(repo *git.Repository, url string) *git.Remote {
+	return git.NewRemote(repo.Storer, &config.RemoteConfig{Name: "origin", URLs: []string{url}})
 }
 
 // open opens the bare mirror at path, creating it atomically if missing so a
@@ -267,11 +285,10 @@ func (m *Mirrors) HasCommit(ctx context.Context, remoteURL, sha string) (bool, e
 	if err != nil {
 		return false, err
 	}
-	err = repo.FetchContext(ctx, &git.FetchOptions{
-		RemoteURL: remoteURL,
-		RefSpecs:  []config.RefSpec{config.RefSpec(sha + ":refs/gitfleet/verify")},
-		Depth:     1,
-		Tags:      git.NoTags,
+	err = remote(repo, remoteURL).FetchContext(ctx, &git.FetchOptions{
+		RefSpecs: []config.RefSpec{config.RefSpec(sha + ":refs/gitfleet/verify")},
+		Depth:    1,
+		Tags:     git.NoTags,
 	})
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):

@@ -36,7 +36,9 @@ func New(level, format string) (*zap.Logger, error) {
 }
 
 // Temporal adapts a zap logger to the SDK's logger interface.
-func Temporal(z *zap.Logger) log.Logger { return temporalLogger{z.WithOptions(zap.AddCallerSkip(1)).Sugar()} }
+func Temporal(z *zap.Logger) log.Logger {
+	return temporalLogger{z.WithOptions(zap.AddCallerSkip(1)).Sugar()}
+}
 
 type temporalLogger struct{ s *zap.SugaredLogger }
 

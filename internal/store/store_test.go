@@ -32,7 +32,9 @@ func newFixture(t *testing.T) *fixture {
 	return &fixture{t: t, host: fmt.Sprintf("h%d.example.com", time.Now().UnixNano())}
 }
 
-func (f *fixture) repo(owner, name string) repoid.ID { return repoid.ID{Host: f.host, Owner: owner, Name: name} }
+func (f *fixture) repo(owner, name string) repoid.ID {
+	return repoid.ID{Host: f.host, Owner: owner, Name: name}
+}
 
 // apply resolves owner/name with the API saying it is ext at apiOwner/apiName.
 func (f *fixture) apply(owner, name, ext string, expect int64, verified string) store.ApplyResult {
