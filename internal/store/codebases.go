@@ -59,7 +59,10 @@ func scanCodebase(row pgx.Row) (*Codebase, error) {
 const (
 	byLiveName = `SELECT ` + codebaseColumns + ` FROM codebases
 		WHERE host = $1 AND lower(owner) = lower($2) AND lower(name) = lower($3) AND NOT is_stale`
-	byExternalID = `SELECT ` + codebaseColumns + ` FROM codebases WHERE host = $1 AND external_repo_id = $2`
+	byExternalID    = `SELECT ` + codebaseColumns + ` FROM codebases WHERE host = $1 AND external_repo_id = $2`
+	byNameLiveFirst = `SELECT ` + codebaseColumns + ` FROM codebases
+		WHERE host = $1 AND lower(owner) = lower($2) AND lower(name) = lower($3)
+		ORDER BY is_stale, stale_since DESC NULLS FIRST LIMIT 1`
 )
 
 // LiveCodebaseByName returns the live codebase holding host/owner/name
@@ -76,9 +79,7 @@ func (s *Store) CodebaseByID(ctx context.Context, id int64) (*Codebase, error) {
 // FindCodebase is what a user means by a name: the live codebase holding it,
 // else the codebase that held it most recently and is now stale.
 func (s *Store) FindCodebase(ctx context.Context, r repoid.ID) (*Codebase, error) {
-	return scanCodebase(s.pool.QueryRow(ctx, `SELECT `+codebaseColumns+` FROM codebases
-		WHERE host = $1 AND lower(owner) = lower($2) AND lower(name) = lower($3)
-		ORDER BY is_stale, stale_since DESC NULLS FIRST LIMIT 1`, r.Host, r.Owner, r.Name))
+	return scanCodebase(s.pool.QueryRow(ctx, byNameLiveFirst, r.Host, r.Owner, r.Name))
 }
 
 // ApplyInput is everything identity resolution learned about one collection.
@@ -264,7 +265,9 @@ func (s *Store) FailCollection(ctx context.Context, f Failure) error {
 		err := tx.QueryRow(ctx, `SELECT codebase_id FROM collections WHERE key = $1`, f.Key).Scan(&codebaseID)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
-			cb, err := scanCodebase(tx.QueryRow(ctx, byLiveName, f.Repo.Host, f.Repo.Owner, f.Repo.Name))
+			// The failure belongs to the codebase the name means: the live
+			// one, or the one just marked stale because its repository is gone.
+			cb, err := scanCodebase(tx.QueryRow(ctx, byNameLiveFirst, f.Repo.Host, f.Repo.Owner, f.Repo.Name))
 			if err != nil {
 				return err
 			}

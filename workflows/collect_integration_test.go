@@ -1,0 +1,506 @@
+package workflows_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"gitfleet/internal/errclass"
+	"gitfleet/internal/forge"
+	"gitfleet/internal/identity"
+	"gitfleet/internal/repoid"
+	"gitfleet/internal/store"
+	"gitfleet/workflows"
+)
+
+var ownerSeq atomic.Int64
+
+// owner returns a fresh owner name so tests never see each other's
+// repositories or codebases.
+func owner(t *testing.T) string {
+	return fmt.Sprintf("o%d-%d", time.Now().Unix()%100000, ownerSeq.Add(1))
+}
+
+func id(owner, name string) repoid.ID { return repoid.ID{Host: fg.Host(), Owner: owner, Name: name} }
+
+func createRepo(t *testing.T, owner, name string, files ...string) (forge.Repo, string) {
+	t.Helper()
+	r, err := fg.CreateRepo(owner, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var head string
+	for _, f := range files {
+		head = commit(t, owner, name, f)
+	}
+	return r, head
+}
+
+func commit(t *testing.T, owner, name, file string) string {
+	t.Helper()
+	sha, err := fg.Commit(owner, name, "main", map[string]string{file: "content of " + file + "\n"}, "add "+file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sha
+}
+
+func startCollect(t *testing.T, r repoid.ID) client.WorkflowRun {
+	t.Helper()
+	run, err := env.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
+		ID:                       workflows.CollectWorkflowID(r),
+		TaskQueue:                workflows.TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		TypedSearchAttributes:    temporal.NewSearchAttributes(workflows.SARepository.ValueSet(r.Key())),
+	}, workflows.Collect, workflows.CollectInput{Repo: r, Trigger: "manual"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run
+}
+
+func collect(t *testing.T, r repoid.ID) (workflows.CollectResult, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var res workflows.CollectResult
+	err := startCollect(t, r).Get(ctx, &res)
+	return res, err
+}
+
+func mustCollect(t *testing.T, r repoid.ID, want identity.Case) workflows.CollectResult {
+	t.Helper()
+	res, err := collect(t, r)
+	if err != nil {
+		t.Fatalf("collect %s: %v", r, err)
+	}
+	if res.Case != want {
+		t.Fatalf("collect %s: case %s (%s), want %s (%s)", r, res.Case, res.Case.Describe(), want, want.Describe())
+	}
+	return res
+}
+
+func codebase(t *testing.T, id int64) *store.Codebase {
+	t.Helper()
+	cb, err := env.Store.CodebaseByID(context.Background(), id)
+	if err != nil || cb == nil {
+		t.Fatalf("codebase %d: %v, %v", id, cb, err)
+	}
+	return cb
+}
+
+func codebasesWithExternalID(t *testing.T, ext int64) int {
+	t.Helper()
+	var n int
+	err := env.Store.Pool().QueryRow(context.Background(), `SELECT count(*) FROM codebases WHERE host = $1 AND external_repo_id = $2`,
+		fg.Host(), strconv.FormatInt(ext, 10)).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// apiRequestsFor counts API requests whose path names owner.
+func apiRequestsFor(owner string) int {
+	n := 0
+	for _, r := range fg.Requests() {
+		if r.Kind == forge.API && (strings.Contains(r.Path, "/"+owner+"/") || strings.HasPrefix(r.Path, "/api/v3/repositories/")) {
+			n++
+		}
+	}
+	return n
+}
+
+func TestCaseA_NewRepository(t *testing.T) {
+	o := owner(t)
+	repo, head := createRepo(t, o, "app", "README.md")
+	res := mustCollect(t, id(o, "app"), identity.CaseNew)
+	cb := codebase(t, res.CodebaseID)
+	if cb.ExternalID != strconv.FormatInt(repo.ID, 10) || cb.LastCommitSHA != head || cb.DefaultBranch != "main" || cb.LastCompletedAt == nil {
+		t.Fatalf("codebase = %+v, want external id %d, last commit %s", cb, repo.ID, head)
+	}
+	if res.Commit != head || res.Repository != id(o, "app") {
+		t.Fatalf("result = %+v", res)
+	}
+
+	// The case and codebase are visible to Temporal's visibility (Web UI).
+	desc, err := env.Client.DescribeWorkflowExecution(context.Background(), workflows.CollectWorkflowID(id(o, "app")), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()
+	if got := string(sa[workflows.SACase.GetName()].GetData()); got != `"A"` {
+		t.Errorf("search attribute %s = %s, want \"A\"", workflows.SACase.GetName(), got)
+	}
+	if got := string(sa[workflows.SACodebase.GetName()].GetData()); got != strconv.FormatInt(res.CodebaseID, 10) {
+		t.Errorf("search attribute %s = %s, want %d", workflows.SACodebase.GetName(), got, res.CodebaseID)
+	}
+}
+
+func TestCaseB_RecollectNeedsNoAPIRequest(t *testing.T) {
+	o := owner(t)
+	createRepo(t, o, "app", "a.txt")
+	first := mustCollect(t, id(o, "app"), identity.CaseNew)
+
+	// Unchanged: the remote advertises the last commit as HEAD.
+	before := apiRequestsFor(o)
+	mustCollect(t, id(o, "app"), identity.CaseSame)
+	// Changed: the last commit is proven present by fetching it by SHA.
+	head := commit(t, o, "app", "b.txt")
+	res := mustCollect(t, id(o, "app"), identity.CaseSame)
+	if n := apiRequestsFor(o) - before; n != 0 {
+		t.Fatalf("re-collections made %d API requests, want 0", n)
+	}
+	if res.CodebaseID != first.CodebaseID || codebase(t, res.CodebaseID).LastCommitSHA != head {
+		t.Fatalf("re-collection = %+v, want codebase %d at %s", res, first.CodebaseID, head)
+	}
+}
+
+func TestCaseD_Rename(t *testing.T) {
+	o := owner(t)
+	repo, _ := createRepo(t, o, "old", "a.txt")
+	first := mustCollect(t, id(o, "old"), identity.CaseNew)
+	if err := fg.Rename(o, "old", "new"); err != nil {
+		t.Fatal(err)
+	}
+	res := mustCollect(t, id(o, "new"), identity.CaseMoved)
+	if res.CodebaseID != first.CodebaseID || res.Repository != id(o, "new") {
+		t.Fatalf("rename: %+v, want codebase %d now at %s/new", res, first.CodebaseID, o)
+	}
+	if cb := codebase(t, first.CodebaseID); cb.Name != "new" || cb.StaleSince != nil {
+		t.Fatalf("codebase after rename = %+v", cb)
+	}
+	// The old name redirects to the same repository: same codebase, no API.
+	before := apiRequestsFor(o)
+	if res := mustCollect(t, id(o, "old"), identity.CaseSame); res.CodebaseID != first.CodebaseID {
+		t.Fatalf("collect by the old name: %+v", res)
+	}
+	if n := apiRequestsFor(o) - before; n != 0 {
+		t.Errorf("collect by the old name made %d API requests", n)
+	}
+	if n := codebasesWithExternalID(t, repo.ID); n != 1 {
+		t.Fatalf("%d codebases for repository %d, want 1", n, repo.ID)
+	}
+}
+
+func TestCaseD_Transfer(t *testing.T) {
+	o, o2 := owner(t), owner(t)
+	createRepo(t, o, "app", "a.txt")
+	first := mustCollect(t, id(o, "app"), identity.CaseNew)
+	if err := fg.Transfer(o, "app", o2); err != nil {
+		t.Fatal(err)
+	}
+	commit(t, o2, "app", "b.txt")
+	res := mustCollect(t, id(o2, "app"), identity.CaseMoved)
+	if res.CodebaseID != first.CodebaseID || codebase(t, res.CodebaseID).Owner != o2 {
+		t.Fatalf("transfer: %+v", res)
+	}
+	hist, err := env.Store.Collections(context.Background(), res.CodebaseID, 10)
+	if err != nil || len(hist) != 2 || hist[1].Repo.Owner != o {
+		t.Fatalf("history kept across the transfer: %+v, %v", hist, err)
+	}
+}
+
+func TestCaseE_DeleteAndRecreate(t *testing.T) {
+	o := owner(t)
+	createRepo(t, o, "app", "a.txt")
+	first := mustCollect(t, id(o, "app"), identity.CaseNew)
+	if err := fg.Delete(o, "app"); err != nil {
+		t.Fatal(err)
+	}
+	repo, _ := createRepo(t, o, "app", "other.txt")
+	res := mustCollect(t, id(o, "app"), identity.CaseReplaced)
+	if res.CodebaseID == first.CodebaseID || res.RetiredCodebaseID != first.CodebaseID {
+		t.Fatalf("recreate: %+v, want a new codebase and %d retired", res, first.CodebaseID)
+	}
+	if codebase(t, first.CodebaseID).StaleSince == nil {
+		t.Fatal("the deleted repository's codebase is not stale")
+	}
+	if cb := codebase(t, res.CodebaseID); cb.ExternalID != strconv.FormatInt(repo.ID, 10) {
+		t.Fatalf("new codebase = %+v, want external id %d", cb, repo.ID)
+	}
+}
+
+func TestCaseF_ForcePush(t *testing.T) {
+	o := owner(t)
+	createRepo(t, o, "app", "a.txt", "b.txt")
+	first := mustCollect(t, id(o, "app"), identity.CaseNew)
+	head, err := fg.ForcePush(o, "app", "main", map[string]string{"rewritten.txt": "x\n"}, "rewrite history")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := mustCollect(t, id(o, "app"), identity.CaseForcePush)
+	if res.CodebaseID != first.CodebaseID || codebase(t, res.CodebaseID).LastCommitSHA != head {
+		t.Fatalf("force push: %+v", res)
+	}
+}
+
+func TestCaseR_StaleRepositoryComesBack(t *testing.T) {
+	o := owner(t)
+	createRepo(t, o, "app", "a.txt")
+	first := mustCollect(t, id(o, "app"), identity.CaseNew)
+	// The repository moves away and another takes its name: collecting the
+	// name retires the first codebase (E)...
+	if err := fg.Rename(o, "app", "moved"); err != nil {
+		t.Fatal(err)
+	}
+	createRepo(t, o, "app", "impostor.txt")
+	mustCollect(t, id(o, "app"), identity.CaseReplaced)
+	if codebase(t, first.CodebaseID).StaleSince == nil {
+		t.Fatal("first codebase not stale")
+	}
+	// ...until it is collected under its new name: it comes back (R).
+	res := mustCollect(t, id(o, "moved"), identity.CaseReturned)
+	if res.CodebaseID != first.CodebaseID {
+		t.Fatalf("came back as %d, want %d", res.CodebaseID, first.CodebaseID)
+	}
+	if cb := codebase(t, first.CodebaseID); cb.StaleSince != nil || cb.Name != "moved" {
+		t.Fatalf("returned codebase = %+v", cb)
+	}
+}
+
+// Two repositories swap names: the rename of one targets the name the
+// other's live codebase still holds; that codebase is retired in the same
+// transaction, and comes back when its repository is collected.
+func TestRenameOntoANameHeldByALiveCodebase(t *testing.T) {
+	o := owner(t)
+	createRepo(t, o, "a", "a.txt")
+	createRepo(t, o, "b", "b.txt")
+	ca := mustCollect(t, id(o, "a"), identity.CaseNew)
+	cbID := mustCollect(t, id(o, "b"), identity.CaseNew).CodebaseID
+	for _, step := range [][2]string{{"b", "tmp"}, {"a", "b"}, {"tmp", "a"}} {
+		if err := fg.Rename(o, step[0], step[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := mustCollect(t, id(o, "b"), identity.CaseReplaced)
+	if res.CodebaseID != ca.CodebaseID || res.RetiredCodebaseID != cbID {
+		t.Fatalf("collect %s/b after the swap: %+v, want codebase %d, %d retired", o, res, ca.CodebaseID, cbID)
+	}
+	res = mustCollect(t, id(o, "a"), identity.CaseReturned)
+	if res.CodebaseID != cbID {
+		t.Fatalf("collect %s/a after the swap: %+v, want codebase %d back", o, res, cbID)
+	}
+}
+
+func TestRaceRenamedBetweenCloneAndAPI(t *testing.T) {
+	o := owner(t)
+	repo, _ := createRepo(t, o, "app", "a.txt")
+	first := mustCollect(t, id(o, "app"), identity.CaseNew)
+	// Rewrite history so the next collection must ask the API, and rename
+	// the repository just before the API answers.
+	if _, err := fg.ForcePush(o, "app", "main", map[string]string{"x": "y"}, "rewrite"); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	remove := fg.AddFault(forge.Fault{Kind: forge.API, Path: "/api/v3/repos/" + o + "/app", Times: 1,
+		Before: func(*http.Request) {
+			once.Do(func() {
+				if err := fg.Rename(o, "app", "app2"); err != nil {
+					t.Error(err)
+				}
+			})
+		}})
+	defer remove()
+	res, err := collect(t, id(o, "app"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Attempts != 2 || res.CodebaseID != first.CodebaseID || res.Repository != id(o, "app2") {
+		t.Fatalf("race: %+v, want 2 attempts ending at %s/app2 on codebase %d", res, o, first.CodebaseID)
+	}
+	if n := codebasesWithExternalID(t, repo.ID); n != 1 {
+		t.Fatalf("%d codebases for the repository, want 1", n)
+	}
+}
+
+func TestAPINotFoundMarksStaleAndFailsPermanent(t *testing.T) {
+	o := owner(t)
+	createRepo(t, o, "app", "a.txt")
+	first := mustCollect(t, id(o, "app"), identity.CaseNew)
+	if _, err := fg.ForcePush(o, "app", "main", map[string]string{"x": "y"}, "rewrite"); err != nil {
+		t.Fatal(err)
+	}
+	remove := fg.AddFault(forge.Fault{Kind: forge.API, Path: "/api/v3/repos/" + o + "/app", Status: http.StatusNotFound})
+	defer remove()
+	before := apiRequestsFor(o)
+	_, err := collect(t, id(o, "app"))
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != string(errclass.Permanent) {
+		t.Fatalf("collect of a repository the API does not know: %v, want Permanent", err)
+	}
+	if n := apiRequestsFor(o) - before; n != 1 {
+		t.Errorf("%d API requests, want exactly 1 (Permanent is not retried)", n)
+	}
+	cb := codebase(t, first.CodebaseID)
+	if cb.StaleSince == nil {
+		t.Fatal("codebase not marked stale")
+	}
+	hist, _ := env.Store.Collections(context.Background(), cb.ID, 1)
+	if len(hist) != 1 || hist[0].Status != "failed" || hist[0].ErrorClass != string(errclass.Permanent) {
+		t.Fatalf("failed collection not recorded: %+v", hist)
+	}
+}
+
+func TestRetryableAPIErrorsAreRetried(t *testing.T) {
+	o := owner(t)
+	createRepo(t, o, "app", "a.txt")
+	remove := fg.AddFault(forge.Fault{Kind: forge.API, Path: "/api/v3/repos/" + o + "/app", Status: http.StatusBadGateway, Times: 2})
+	defer remove()
+	before := apiRequestsFor(o)
+	mustCollect(t, id(o, "app"), identity.CaseNew)
+	if n := apiRequestsFor(o) - before; n != 3 {
+		t.Fatalf("%d API requests, want 3 (two 502s retried)", n)
+	}
+}
+
+func TestSecondaryRateLimitIsWaitedOut(t *testing.T) {
+	o := owner(t)
+	createRepo(t, o, "app", "a.txt")
+	remove := fg.AddFault(forge.Fault{Kind: forge.API, Path: "/api/v3/repos/" + o + "/app", RetryAfter: time.Second, Times: 1})
+	defer remove()
+	mustCollect(t, id(o, "app"), identity.CaseNew)
+}
+
+func TestPrivateRepositoryFailsPermanentWithoutRetry(t *testing.T) {
+	o := owner(t)
+	createRepo(t, o, "secret", "a.txt")
+	if err := fg.SetPrivate(o, "secret", true); err != nil {
+		t.Fatal(err)
+	}
+	gitBefore := gitRequestsFor(o)
+	_, err := collect(t, id(o, "secret"))
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != string(errclass.Permanent) {
+		t.Fatalf("collect of a private repository: %v, want Permanent", err)
+	}
+	if n := gitRequestsFor(o) - gitBefore; n != 1 {
+		t.Errorf("%d git requests, want 1 (not retried)", n)
+	}
+}
+
+func gitRequestsFor(owner string) int {
+	n := 0
+	for _, r := range fg.Requests() {
+		if r.Kind == forge.Git && strings.HasPrefix(r.Path, "/"+owner+"/") {
+			n++
+		}
+	}
+	return n
+}
+
+func TestEmptyRepository(t *testing.T) {
+	o := owner(t)
+	createRepo(t, o, "empty")
+	res := mustCollect(t, id(o, "empty"), identity.CaseNew)
+	if !res.Empty || res.Commit != "" {
+		t.Fatalf("empty repository: %+v", res)
+	}
+	head := commit(t, o, "empty", "first.txt")
+	res2 := mustCollect(t, id(o, "empty"), identity.CaseSame)
+	if res2.CodebaseID != res.CodebaseID || codebase(t, res.CodebaseID).LastCommitSHA != head {
+		t.Fatalf("first commit after empty: %+v", res2)
+	}
+}
+
+func TestConcurrentCollectsShareOneRun(t *testing.T) {
+	o := owner(t)
+	repo, _ := createRepo(t, o, "app", "a.txt")
+	runs := make([]client.WorkflowRun, 4)
+	var wg sync.WaitGroup
+	for i := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Different letter case, same repository, same workflow id.
+			r := id(o, "app")
+			if i%2 == 1 {
+				r.Name = "APP"
+			}
+			runs[i] = startCollect(t, r)
+		}()
+	}
+	wg.Wait()
+	for _, run := range runs[1:] {
+		if run.GetRunID() != runs[0].GetRunID() {
+			t.Fatalf("concurrent requests started runs %s and %s", runs[0].GetRunID(), run.GetRunID())
+		}
+	}
+	var res workflows.CollectResult
+	if err := runs[0].Get(context.Background(), &res); err != nil {
+		t.Fatal(err)
+	}
+	if n := codebasesWithExternalID(t, repo.ID); n != 1 {
+		t.Fatalf("%d codebases, want 1", n)
+	}
+}
+
+func TestConcurrentCollectsOfOldAndNewName(t *testing.T) {
+	o := owner(t)
+	repo, _ := createRepo(t, o, "old", "a.txt")
+	mustCollect(t, id(o, "old"), identity.CaseNew)
+	if err := fg.Rename(o, "old", "new"); err != nil {
+		t.Fatal(err)
+	}
+	// Force the API path for both, so both race to apply a decision.
+	if _, err := fg.ForcePush(o, "new", "main", map[string]string{"x": "y"}, "rewrite"); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	results := make([]workflows.CollectResult, 2)
+	errs := make([]error, 2)
+	for i, name := range []string{"old", "new"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = collect(t, id(o, name))
+		}()
+	}
+	wg.Wait()
+	for i := range errs {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+	}
+	if results[0].CodebaseID != results[1].CodebaseID {
+		t.Fatalf("old and new name resolved to codebases %d and %d", results[0].CodebaseID, results[1].CodebaseID)
+	}
+	if n := codebasesWithExternalID(t, repo.ID); n != 1 {
+		t.Fatalf("%d codebases, want 1", n)
+	}
+	if cb := codebase(t, results[0].CodebaseID); cb.Name != "new" || cb.StaleSince != nil {
+		t.Fatalf("codebase = %+v, want live at %s/new", cb, o)
+	}
+}
+
+func TestCleanupStale(t *testing.T) {
+	o := owner(t)
+	createRepo(t, o, "app", "a.txt")
+	res := mustCollect(t, id(o, "app"), identity.CaseNew)
+	if err := env.Store.MarkStale(context.Background(), res.CodebaseID, time.Now().Add(-31*24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	run, err := env.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{TaskQueue: workflows.TaskQueue},
+		workflows.CleanupStale, workflows.CleanupStaleInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out workflows.CleanupStaleResult
+	if err := run.Get(context.Background(), &out); err != nil || out.Deleted < 1 {
+		t.Fatalf("cleanup = %+v, %v", out, err)
+	}
+	if cb, _ := env.Store.CodebaseByID(context.Background(), res.CodebaseID); cb != nil {
+		t.Fatal("stale codebase survived the cleanup")
+	}
+}
