@@ -64,7 +64,8 @@ func Collect(ctx workflow.Context, in CollectInput) (CollectResult, error) {
 
 		workflow.SetCurrentDetails(ctx, fmt.Sprintf("Resolving the identity of %s", synced.Cloned))
 		child := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-			WorkflowID: info.WorkflowExecution.ID + "/identity",
+			// Derived from the input, not the run: stable under replay.
+			WorkflowID: CollectWorkflowID(in.Repo) + "/identity",
 		})
 		err := workflow.ExecuteChildWorkflow(child, ResolveIdentity, ResolveIdentityInput{
 			Key: key, WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,

@@ -72,11 +72,18 @@ func startCollect(t *testing.T, r repoid.ID) client.WorkflowRun {
 
 func collect(t *testing.T, r repoid.ID) (workflows.CollectResult, error) {
 	t.Helper()
+	res, _, err := collectRun(t, r)
+	return res, err
+}
+
+func collectRun(t *testing.T, r repoid.ID) (workflows.CollectResult, client.WorkflowRun, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var res workflows.CollectResult
-	err := startCollect(t, r).Get(ctx, &res)
-	return res, err
+	run := startCollect(t, r)
+	err := run.Get(ctx, &res)
+	return res, run, err
 }
 
 func mustCollect(t *testing.T, r repoid.ID, want identity.Case) workflows.CollectResult {
@@ -125,7 +132,11 @@ func apiRequestsFor(owner string) int {
 func TestCaseA_NewRepository(t *testing.T) {
 	o := owner(t)
 	repo, head := createRepo(t, o, "app", "README.md")
-	res := mustCollect(t, id(o, "app"), identity.CaseNew)
+	res, run, err := collectRun(t, id(o, "app"))
+	if err != nil || res.Case != identity.CaseNew {
+		t.Fatalf("collect: %+v, %v; want case A", res, err)
+	}
+	recordHistory(t, "collect-new", run.GetID(), run.GetRunID())
 	cb := codebase(t, res.CodebaseID)
 	if cb.ExternalID != strconv.FormatInt(repo.ID, 10) || cb.LastCommitSHA != head || cb.DefaultBranch != "main" || cb.LastCompletedAt == nil {
 		t.Fatalf("codebase = %+v, want external id %d, last commit %s", cb, repo.ID, head)
@@ -158,7 +169,11 @@ func TestCaseB_RecollectNeedsNoAPIRequest(t *testing.T) {
 	mustCollect(t, id(o, "app"), identity.CaseSame)
 	// Changed: the last commit is proven present by fetching it by SHA.
 	head := commit(t, o, "app", "b.txt")
-	res := mustCollect(t, id(o, "app"), identity.CaseSame)
+	res, run, err := collectRun(t, id(o, "app"))
+	if err != nil || res.Case != identity.CaseSame {
+		t.Fatalf("collect: %+v, %v; want case B", res, err)
+	}
+	recordHistory(t, "collect-verified", run.GetID(), run.GetRunID())
 	if n := apiRequestsFor(o) - before; n != 0 {
 		t.Fatalf("re-collections made %d API requests, want 0", n)
 	}
@@ -313,10 +328,12 @@ func TestRaceRenamedBetweenCloneAndAPI(t *testing.T) {
 			})
 		}})
 	defer remove()
-	res, err := collect(t, id(o, "app"))
+	res, run, err := collectRun(t, id(o, "app"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	recordHistory(t, "collect-race", run.GetID(), run.GetRunID())
+	recordHistory(t, "resolve-identity-race-retry", run.GetID()+"/identity", "")
 	if res.Attempts != 2 || res.CodebaseID != first.CodebaseID || res.Repository != id(o, "app2") {
 		t.Fatalf("race: %+v, want 2 attempts ending at %s/app2 on codebase %d", res, o, first.CodebaseID)
 	}
@@ -335,7 +352,8 @@ func TestAPINotFoundMarksStaleAndFailsPermanent(t *testing.T) {
 	remove := fg.AddFault(forge.Fault{Kind: forge.API, Path: "/api/v3/repos/" + o + "/app", Status: http.StatusNotFound})
 	defer remove()
 	before := apiRequestsFor(o)
-	_, err := collect(t, id(o, "app"))
+	_, run, err := collectRun(t, id(o, "app"))
+	recordHistory(t, "collect-not-found", run.GetID(), run.GetRunID())
 	var app *temporal.ApplicationError
 	if !errors.As(err, &app) || app.Type() != string(errclass.Permanent) {
 		t.Fatalf("collect of a repository the API does not know: %v, want Permanent", err)
@@ -500,6 +518,7 @@ func TestCleanupStale(t *testing.T) {
 	if err := run.Get(context.Background(), &out); err != nil || out.Deleted < 1 {
 		t.Fatalf("cleanup = %+v, %v", out, err)
 	}
+	recordHistory(t, "cleanup-stale", run.GetID(), run.GetRunID())
 	if cb, _ := env.Store.CodebaseByID(context.Background(), res.CodebaseID); cb != nil {
 		t.Fatal("stale codebase survived the cleanup")
 	}
