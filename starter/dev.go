@@ -1,0 +1,275 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"gitfleet/internal/config"
+	"gitfleet/internal/forge"
+	"gitfleet/internal/pgcluster"
+	"gitfleet/internal/repoid"
+	"gitfleet/internal/temporalcli"
+	"gitfleet/internal/vcs"
+)
+
+type devOptions struct {
+	dataDir   string
+	pgPort    int
+	forgePort int
+	port      int
+	uiPort    int
+	demo      bool
+}
+
+func (a *app) devCmd() *cobra.Command {
+	o := devOptions{}
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run the whole stack locally: Temporal, PostgreSQL, the demo forge and a worker",
+		Long: `dev brings up everything gitfleet needs on this machine and keeps it running
+until Ctrl-C:
+
+  - the pinned Temporal dev server (gRPC 7233, Web UI 8233), state in <data-dir>/temporal.db
+  - a private PostgreSQL cluster in <data-dir>/pg (unless DATABASE_URL is set)
+  - the offline demo forge: a GitHub-compatible server with a few repositories
+  - a worker (the 'worker' binary next to this one)
+
+then runs a demo collection and prints where to look. 'make run' builds the
+binaries and runs this.`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.dev(cmd.Context(), o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.dataDir, "data-dir", ".data", "where the stack keeps its state")
+	f.IntVar(&o.port, "temporal-port", 7233, "Temporal gRPC port")
+	f.IntVar(&o.uiPort, "ui-port", 8233, "Temporal Web UI port")
+	f.IntVar(&o.pgPort, "pg-port", 54329, "PostgreSQL port")
+	f.IntVar(&o.forgePort, "forge-port", 7480, "demo forge port")
+	f.BoolVar(&o.demo, "demo", true, "run the demo collection once the stack is up")
+	return cmd
+}
+
+func (a *app) dev(ctx context.Context, o devOptions) error {
+	dataDir, err := filepath.Abs(o.dataDir)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return err
+	}
+	say := func(format string, args ...any) { fmt.Fprintf(a.stdout, "==> "+format+"\n", args...) }
+	quiet := func(string, ...any) {}
+
+	dbURL := a.getenv(config.EnvDatabaseURL)
+	if dbURL == "" {
+		say("Starting PostgreSQL in %s (port %d)", filepath.Join(dataDir, "pg"), o.pgPort)
+		pg, err := pgcluster.Start(ctx, pgcluster.Options{DataDir: filepath.Join(dataDir, "pg"), Port: o.pgPort, Logf: quiet})
+		if err != nil {
+			return err
+		}
+		defer stopping(a, "PostgreSQL", pg.Stop)
+		if err := pg.CreateDatabase(ctx, "gitfleet"); err != nil {
+			return err
+		}
+		dbURL = pg.URL("gitfleet")
+	} else {
+		say("Using the database at DATABASE_URL")
+	}
+
+	say("Starting the Temporal dev server (gRPC %d, Web UI %d)", o.port, o.uiPort)
+	ts, err := temporalcli.StartDevServer(ctx, temporalcli.DevServerOptions{
+		Port: o.port, UIPort: o.uiPort, DBFile: filepath.Join(dataDir, "temporal.db"),
+		Logf: func(format string, args ...any) { fmt.Fprintf(a.stderr, format+"\n", args...) },
+	})
+	if err != nil {
+		return err
+	}
+	defer stopping(a, "Temporal", ts.Stop)
+
+	// The forge keeps no state across runs: start from a clean directory
+	// and seed the same repositories (commits are deterministic).
+	forgeDir := filepath.Join(dataDir, "forge")
+	if err := os.RemoveAll(forgeDir); err != nil {
+		return err
+	}
+	say("Starting the demo forge on 127.0.0.1:%d", o.forgePort)
+	fg, err := forge.Start(forge.Options{Dir: forgeDir, Addr: "127.0.0.1:" + strconv.Itoa(o.forgePort)})
+	if err != nil {
+		return err
+	}
+	defer stopping(a, "the demo forge", fg.Close)
+	if err := seedDemo(fg); err != nil {
+		return fmt.Errorf("seed the demo forge: %w", err)
+	}
+
+	env := map[string]string{
+		config.EnvTemporalAddress: ts.Address(),
+		config.EnvTemporalUI:      ts.UIURL(),
+		config.EnvDatabaseURL:     dbURL,
+		vcs.EnvAPIURL:             fg.APIURL(),
+		config.EnvMirrorDir:       filepath.Join(dataDir, "mirrors"),
+	}
+	envFile := filepath.Join(dataDir, "dev.env")
+	if err := writeEnvFile(envFile, env); err != nil {
+		return err
+	}
+	cfg, err := config.Load(func(k string) string {
+		if v, ok := env[k]; ok {
+			return v
+		}
+		return a.getenv(k)
+	})
+	if err != nil {
+		return err
+	}
+	a.cfg = cfg
+
+	say("Starting the worker")
+	stopWorker, err := startWorker(ctx, a, env)
+	if err != nil {
+		return err
+	}
+	defer stopping(a, "the worker", stopWorker)
+
+	if o.demo {
+		if err := a.demo(ctx, fg); err != nil {
+			return err
+		}
+	}
+	host := cfg.Hosts.Default()
+	fmt.Fprintf(a.stdout, `
+gitfleet is running. Where to look:
+  Temporal Web UI   %s/namespaces/%s/workflows
+  demo forge        %s (repositories: demo/hello-world, demo/tools, acme/website)
+  environment       source %s   # then, in another terminal:
+                    bin/starter collect demo/tools
+                    bin/starter show %s/demo/hello-world
+                    temporal workflow list --query "GitfleetCase = 'D'"
+
+Press Ctrl-C to stop everything.
+`, ts.UIURL(), cfg.Namespace, fg.URL(), envFile, host)
+	<-ctx.Done()
+	fmt.Fprintln(a.stdout, "\n==> Stopping")
+	return nil
+}
+
+// stopping runs a stop function and reports failures; deferred, so parts
+// stop in the reverse order they started.
+func stopping(a *app, what string, stop func() error) {
+	if err := stop(); err != nil {
+		fmt.Fprintf(a.stderr, "stopping %s: %v\n", what, err)
+	}
+}
+
+func seedDemo(fg *forge.Forge) error {
+	type commit struct {
+		files map[string]string
+		msg   string
+	}
+	repos := map[string][]commit{
+		"demo/hello": {
+			{map[string]string{"README.md": "# hello\n\nThe demo repository.\n", "main.go": "package main\n\nfunc main() { println(\"hello\") }\n"}, "Initial commit"},
+			{map[string]string{"config/app.env": "LOG_LEVEL=debug\n"}, "Add configuration"},
+		},
+		"demo/tools":   {{map[string]string{"README.md": "# tools\n", "Makefile": "all:\n\techo tools\n"}, "Initial commit"}},
+		"acme/website": {{map[string]string{"index.html": "<h1>acme</h1>\n"}, "Initial commit"}},
+	}
+	for _, full := range []string{"demo/hello", "demo/tools", "acme/website"} {
+		owner, name, _ := strings.Cut(full, "/")
+		if _, err := fg.CreateRepo(owner, name); err != nil {
+			return err
+		}
+		for _, c := range repos[full] {
+			if _, err := fg.Commit(owner, name, "main", c.files, c.msg); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// demo collects a repository, renames it on the forge, and collects it under
+// its new name: the second collection finds the same codebase (case D).
+func (a *app) demo(ctx context.Context, fg *forge.Forge) error {
+	c, err := a.temporal(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	host := a.cfg.Hosts.Default()
+	fmt.Fprintln(a.stdout, "\n==> Demo: collecting demo/hello")
+	if err := a.collect(ctx, c, []repoid.ID{{Host: host, Owner: "demo", Name: "hello"}}, true); err != nil {
+		return err
+	}
+	if _, ok := fg.Lookup("demo", "hello"); ok {
+		if err := fg.Rename("demo", "hello", "hello-world"); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(a.stdout, "\n==> Demo: demo/hello was renamed to demo/hello-world on the forge; collecting the new name")
+	return a.collect(ctx, c, []repoid.ID{{Host: host, Owner: "demo", Name: "hello-world"}}, true)
+}
+
+func writeEnvFile(path string, env map[string]string) error {
+	var b strings.Builder
+	b.WriteString("# Written by 'starter dev': the settings of the running dev stack.\n")
+	for _, k := range []string{config.EnvTemporalAddress, config.EnvTemporalUI, config.EnvDatabaseURL, vcs.EnvAPIURL, config.EnvMirrorDir} {
+		fmt.Fprintf(&b, "export %s=%q\n", k, env[k])
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// startWorker runs the worker binary that sits next to this one.
+func startWorker(ctx context.Context, a *app, env map[string]string) (func() error, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	bin := filepath.Join(filepath.Dir(self), "worker")
+	if _, err := os.Stat(bin); err != nil {
+		return nil, fmt.Errorf("no worker binary next to %s: build both with 'make build' (or run 'make run')", self)
+	}
+	cmd := exec.Command(bin)
+	cmd.Env = os.Environ()
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Stdout, cmd.Stderr = a.stderr, a.stderr
+	// Its own process group: Ctrl-C reaches us, and we stop it in order.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return nil, fmt.Errorf("the worker exited at start: %v", err)
+	case <-time.After(2 * time.Second):
+	case <-ctx.Done():
+	}
+	return func() error {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-done:
+			var exit *exec.ExitError
+			if errors.As(err, &exit) && exit.Sys().(syscall.WaitStatus).Signaled() {
+				return nil
+			}
+			return err
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			return errors.New("the worker did not stop in 20s; killed")
+		}
+	}, nil
+}

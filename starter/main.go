@@ -1,0 +1,136 @@
+// Command starter is gitfleet's command line: it starts collections and
+// other workflows, shows results, and runs the local dev stack.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+
+	"gitfleet/internal/config"
+	"gitfleet/internal/logging"
+	"gitfleet/internal/repoid"
+	"gitfleet/internal/store"
+)
+
+// Exit codes.
+const (
+	exitFailed = 1 // the operation ran and failed
+	exitUsage  = 2 // bad flags or bad input; nothing was started
+)
+
+// usageError marks errors caused by the user's input.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	root := newRoot(os.Stdout, os.Stderr, os.Getenv)
+	err := root.ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starter:", err)
+		os.Exit(exitCode(err))
+	}
+}
+
+// exitCode maps an error to the process exit code.
+func exitCode(err error) int {
+	var u usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &u), errors.Is(err, repoid.ErrInvalid):
+		return exitUsage
+	}
+	return exitFailed
+}
+
+// app carries what subcommands share.
+type app struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	cfg            config.Config
+	json           bool
+}
+
+func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
+	a := &app{stdout: stdout, stderr: stderr, getenv: getenv}
+	root := &cobra.Command{
+		Use:   "starter",
+		Short: "gitfleet's command line: collect repositories and read the results",
+		Long: `starter talks to gitfleet's Temporal cluster and database.
+
+Configuration comes from the environment (the defaults match 'make run'):
+  TEMPORAL_ADDRESS    Temporal frontend (default ` + config.DefaultTemporalAddress + `)
+  TEMPORAL_NAMESPACE  namespace (default ` + config.DefaultNamespace + `)
+  GITFLEET_UI_URL     Temporal Web UI, for links (default ` + config.DefaultUIURL + `)
+  DATABASE_URL        gitfleet's PostgreSQL database
+  GITHUB_API_URL      GitHub or GitHub Enterprise API (default https://api.github.com/)
+  GITFLEET_HOST       the host name used in repository names, if not derived from GITHUB_API_URL`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := config.Load(a.getenv)
+			if err != nil {
+				return usageError{err}
+			}
+			a.cfg = cfg
+			return nil
+		},
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.PersistentFlags().BoolVar(&a.json, "json", false, "print JSON instead of text")
+	root.AddCommand(a.collectCmd(), a.showCmd(), a.migrateCmd(), a.cleanupCmd(), a.devCmd())
+	return root
+}
+
+// args wraps a cobra positional-argument check so that its complaint is a
+// usage error.
+func args(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, in []string) error {
+		if err := check(cmd, in); err != nil {
+			return usageError{err}
+		}
+		return nil
+	}
+}
+
+func (a *app) temporal(ctx context.Context) (client.Client, error) {
+	log, _ := logging.New("warn", "console")
+	c, err := client.DialContext(ctx, client.Options{
+		HostPort:  a.cfg.TemporalAddress,
+		Namespace: a.cfg.Namespace,
+		Logger:    logging.Temporal(log.WithOptions(zap.IncreaseLevel(zap.ErrorLevel))),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connect to Temporal at %s (is it running? 'make run' starts one): %w", a.cfg.TemporalAddress, err)
+	}
+	return c, nil
+}
+
+func (a *app) store(ctx context.Context) (*store.Store, error) {
+	return store.Open(ctx, a.cfg.DatabaseURL)
+}
+
+// uiLink is the Web UI page of a workflow run.
+func (a *app) uiLink(workflowID, runID string) string {
+	u := fmt.Sprintf("%s/namespaces/%s/workflows/%s", a.cfg.UIURL, url.PathEscape(a.cfg.Namespace), url.PathEscape(workflowID))
+	if runID != "" {
+		u += "/" + url.PathEscape(runID) + "/history"
+	}
+	return u
+}

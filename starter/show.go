@@ -1,0 +1,129 @@
+package main
+
+import (
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"gitfleet/internal/store"
+	"gitfleet/workflows"
+)
+
+func (a *app) showCmd() *cobra.Command {
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "show <host/owner/name | owner/name>",
+		Short: "Show a repository's identity, status and collection history",
+		Long: `Show prints what gitfleet knows about a repository: its codebase (the
+identity that follows renames and transfers), whether the repository still
+exists, its last collected commit, and its collection history.
+
+Showing counts as a view: repositories people look at are re-collected more often.`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, in []string) error {
+			r, err := a.cfg.Hosts.Parse(in[0])
+			if err != nil {
+				return err
+			}
+			if limit < 1 {
+				return usageError{fmt.Errorf("--limit must be at least 1")}
+			}
+			st, err := a.store(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			cb, err := st.FindCodebase(cmd.Context(), r)
+			if err != nil {
+				return err
+			}
+			if cb == nil {
+				return fmt.Errorf("%s has not been collected (try: starter collect %s)", r, r)
+			}
+			history, err := st.Collections(cmd.Context(), cb.ID, limit)
+			if err != nil {
+				return err
+			}
+			if err := st.RecordView(cmd.Context(), cb.ID, time.Now()); err != nil {
+				return err
+			}
+			if a.json {
+				return a.printJSON(struct {
+					Codebase *store.Codebase    `json:"codebase"`
+					Status   string             `json:"status"`
+					History  []store.Collection `json:"history"`
+				}{cb, status(cb), history})
+			}
+			a.printShow(cb, history)
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&limit, "limit", 20, "how many history entries to show")
+	return cmd
+}
+
+func status(cb *store.Codebase) string {
+	if cb.StaleSince != nil {
+		return "repository no longer exists"
+	}
+	return "live"
+}
+
+func (a *app) printShow(cb *store.Codebase, history []store.Collection) {
+	fmt.Fprintf(a.stdout, "%s  (codebase %d, repository id %s)\n", cb.Repo(), cb.ID, cb.ExternalID)
+	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	if cb.StaleSince != nil {
+		deleted := cb.StaleSince.Add(workflows.StaleRetention)
+		fmt.Fprintf(w, "  status\trepository no longer exists (stale since %s; deleted after %s)\n", when(*cb.StaleSince), when(deleted))
+	} else {
+		fmt.Fprintf(w, "  status\tlive\n")
+	}
+	if cb.DefaultBranch != "" {
+		fmt.Fprintf(w, "  default branch\t%s\n", cb.DefaultBranch)
+	}
+	if cb.LastCommitSHA != "" {
+		fmt.Fprintf(w, "  last commit\t%s\n", cb.LastCommitSHA)
+	}
+	if cb.LastCompletedAt != nil {
+		fmt.Fprintf(w, "  last collected\t%s\n", when(*cb.LastCompletedAt))
+	} else {
+		fmt.Fprintf(w, "  last collected\tnever completed\n")
+	}
+	if cb.ConsecutiveFailures > 0 {
+		fmt.Fprintf(w, "  failures\t%d in a row\n", cb.ConsecutiveFailures)
+	}
+	w.Flush()
+	if len(history) == 0 {
+		return
+	}
+	fmt.Fprintln(a.stdout, "\nHistory (newest first):")
+	w = tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "  STARTED\tSTATUS\tCASE\tCOMMIT\tAS\tDETAIL")
+	for _, c := range history {
+		detail := c.ErrorMessage
+		if detail == "" && c.Case != "" {
+			detail = c.Case.Describe()
+		}
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\t%s\n", c.StartedAt.UTC().Format("2006-01-02 15:04:05"), c.Status,
+			dash(string(c.Case)), dash(short(c.CommitSHA)), c.Repo, detail)
+	}
+	w.Flush()
+}
+
+func when(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

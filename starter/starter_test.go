@@ -1,0 +1,268 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"gitfleet/activities"
+	"gitfleet/internal/config"
+	"gitfleet/internal/forge"
+	"gitfleet/internal/gitmirror"
+	"gitfleet/internal/repoid"
+	"gitfleet/internal/testenv"
+	"gitfleet/internal/vcs"
+	"gitfleet/workflows"
+)
+
+var (
+	env  *testenv.Env
+	fg   *forge.Forge
+	vars map[string]string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Run(m, &env, func(e *testenv.Env) (func(), error) {
+		var err error
+		if fg, err = forge.Start(forge.Options{Dir: filepath.Join(e.Dir, "forge")}); err != nil {
+			return nil, err
+		}
+		vars = map[string]string{
+			config.EnvTemporalAddress: e.Temporal.Address(),
+			config.EnvDatabaseURL:     e.DatabaseURL,
+			config.EnvTemporalUI:      "http://ui.test",
+			vcs.EnvAPIURL:             fg.APIURL(),
+		}
+		cfg, err := config.Load(getenv)
+		if err != nil {
+			return nil, err
+		}
+		mirrors, err := gitmirror.New(filepath.Join(e.Dir, "mirrors"), nil)
+		if err != nil {
+			return nil, err
+		}
+		stop, err := e.StartWorker(&activities.Activities{Store: e.Store, Mirrors: mirrors, Hosts: cfg.Hosts, Log: e.Log})
+		if err != nil {
+			return nil, err
+		}
+		return func() { stop(); fg.Close() }, nil
+	}))
+}
+
+func getenv(k string) string { return vars[k] }
+
+// starter runs the command line in-process and returns its output and exit code.
+func starter(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	root := newRoot(&out, &errOut, getenv)
+	root.SetArgs(args)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	err := root.ExecuteContext(ctx)
+	if err != nil {
+		fmt.Fprintln(&errOut, "starter:", err)
+	}
+	return out.String(), errOut.String(), exitCode(err)
+}
+
+var seq atomic.Int64
+
+func newRepo(t *testing.T) (owner string, head string) {
+	t.Helper()
+	owner = fmt.Sprintf("cli%d-%d", time.Now().Unix()%100000, seq.Add(1))
+	if _, err := fg.CreateRepo(owner, "app"); err != nil {
+		t.Fatal(err)
+	}
+	head, err := fg.Commit(owner, "app", "main", map[string]string{"README.md": "hi\n"}, "init")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return owner, head
+}
+
+func TestCollectPrintsTheOutcome(t *testing.T) {
+	o, head := newRepo(t)
+	repo := fg.Host() + "/" + o + "/app"
+	out, errOut, code := starter(t, "collect", repo)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	wid := workflows.CollectWorkflowID(mustParse(t, repo))
+	for _, want := range []string{"case      A (new repository)", "codebase  ", head + " (main)", "workflow  " + wid,
+		"http://ui.test/namespaces/default/workflows/collect:" + strings.ReplaceAll(strings.ToLower(repo), "/", "%2F")} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+
+	// owner/name on the default host, JSON output, and a re-collection (B).
+	out, errOut, code = starter(t, "collect", "--json", o+"/app")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	var outcomes []collectOutcome
+	if err := json.Unmarshal([]byte(out), &outcomes); err != nil {
+		t.Fatalf("JSON output: %v\n%s", err, out)
+	}
+	if len(outcomes) != 1 || outcomes[0].Result == nil || outcomes[0].Result.Case != "B" || outcomes[0].Result.Commit != head {
+		t.Fatalf("JSON outcome = %+v", outcomes)
+	}
+}
+
+func TestCollectNoWait(t *testing.T) {
+	o, _ := newRepo(t)
+	out, errOut, code := starter(t, "collect", "--no-wait", o+"/app")
+	if code != 0 || !strings.Contains(out, "workflow  collect:") || strings.Contains(out, "case") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	run := env.Client.GetWorkflow(context.Background(), workflows.CollectWorkflowID(mustParse(t, o+"/app")), "")
+	var res workflows.CollectResult
+	if err := run.Get(context.Background(), &res); err != nil || res.Case != "A" {
+		t.Fatalf("the started collection: %+v, %v", res, err)
+	}
+}
+
+func TestCollectRejectsBadInputBeforeStarting(t *testing.T) {
+	o, _ := newRepo(t)
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"malformed", []string{"collect", "not a repo"}, "invalid repository"},
+		{"path trick", []string{"collect", fg.Host() + "/../app"}, "path trick"},
+		{"credentials", []string{"collect", "https://user:hunter2@" + fg.Host() + "/" + o + "/app"}, "credentials"},
+		{"unknown host", []string{"collect", "gitlab.example.com/" + o + "/app"}, "unknown host"},
+		{"over-long", []string{"collect", o + "/" + strings.Repeat("x", 101)}, "limit 100"},
+		{"one bad among good", []string{"collect", o + "/app", "bad//name"}, "invalid repository"},
+		{"no argument", []string{"collect"}, "requires at least 1 arg"},
+		{"unknown flag", []string{"collect", "--frobnicate", o + "/app"}, "unknown flag"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, code := starter(t, tt.args...)
+			if code != exitUsage {
+				t.Errorf("exit %d, want %d\n%s%s", code, exitUsage, out, errOut)
+			}
+			if !strings.Contains(errOut, tt.want) {
+				t.Errorf("stderr lacks %q: %s", tt.want, errOut)
+			}
+			if strings.Contains(out+errOut, "hunter2") {
+				t.Errorf("a credential was echoed: %s%s", out, errOut)
+			}
+			if strings.Contains(out, "Collecting") {
+				t.Errorf("a workflow was started: %s", out)
+			}
+		})
+	}
+	// Nothing was started for the good name either.
+	if _, err := env.Client.DescribeWorkflowExecution(context.Background(), workflows.CollectWorkflowID(mustParse(t, o+"/app")), ""); err == nil {
+		t.Error("a collection was started although the request held a bad name")
+	}
+}
+
+func TestCollectFailureExitsNonZero(t *testing.T) {
+	o, _ := newRepo(t)
+	if err := fg.SetPrivate(o, "app", true); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := starter(t, "collect", o+"/app")
+	if code != exitFailed || !strings.Contains(out, "FAILED") || !strings.Contains(out, "Permanent") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+func TestShowRecordsAViewAndTellsStaleRepositories(t *testing.T) {
+	o, head := newRepo(t)
+	if _, _, code := starter(t, "collect", o+"/app"); code != 0 {
+		t.Fatal("collect failed")
+	}
+	out, errOut, code := starter(t, "show", o+"/app")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{o + "/app", "status          live", "last commit     " + head, "History (newest first)", "succeeded"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show lacks %q:\n%s", want, out)
+		}
+	}
+	cb, err := env.Store.FindCodebase(context.Background(), mustParse(t, o+"/app"))
+	if err != nil || cb == nil || cb.LastViewedAt == nil {
+		t.Fatalf("show did not record a view: %+v, %v", cb, err)
+	}
+
+	if err := env.Store.MarkStale(context.Background(), cb.ID, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	out, _, _ = starter(t, "show", o+"/app")
+	if !strings.Contains(out, "repository no longer exists") {
+		t.Errorf("show of a stale codebase:\n%s", out)
+	}
+	out, _, _ = starter(t, "show", "--json", o+"/app")
+	if !strings.Contains(out, `"status": "repository no longer exists"`) {
+		t.Errorf("show --json of a stale codebase:\n%s", out)
+	}
+
+	_, errOut, code = starter(t, "show", o+"/never-collected")
+	if code != exitFailed || !strings.Contains(errOut, "has not been collected") {
+		t.Errorf("show of an unknown repository: exit %d, %s", code, errOut)
+	}
+}
+
+func TestMigrateAndCleanup(t *testing.T) {
+	out, errOut, code := starter(t, "migrate")
+	if code != 0 || !strings.Contains(out, "schema is at version") {
+		t.Fatalf("migrate: exit %d\n%s%s", code, out, errOut)
+	}
+	o, _ := newRepo(t)
+	if _, _, code := starter(t, "collect", o+"/app"); code != 0 {
+		t.Fatal("collect failed")
+	}
+	cb, _ := env.Store.FindCodebase(context.Background(), mustParse(t, o+"/app"))
+	if err := env.Store.MarkStale(context.Background(), cb.ID, time.Now().Add(-40*24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = starter(t, "cleanup-stale")
+	if code != 0 || !strings.Contains(out, "deleted") {
+		t.Fatalf("cleanup-stale: exit %d\n%s%s", code, out, errOut)
+	}
+	if gone, _ := env.Store.CodebaseByID(context.Background(), cb.ID); gone != nil {
+		t.Fatal("cleanup-stale left a codebase stale for 40 days")
+	}
+	if _, _, code := starter(t, "cleanup-stale", "--older-than", "-1h"); code != exitUsage {
+		t.Errorf("negative --older-than: exit %d, want %d", code, exitUsage)
+	}
+}
+
+func TestHelp(t *testing.T) {
+	out, _, code := starter(t, "--help")
+	for _, cmd := range []string{"collect", "show", "migrate", "cleanup-stale", "dev"} {
+		if !strings.Contains(out, cmd) {
+			t.Errorf("help lacks %s:\n%s", cmd, out)
+		}
+	}
+	if code != 0 {
+		t.Errorf("--help exit %d", code)
+	}
+}
+
+func mustParse(t *testing.T, s string) repoid.ID {
+	t.Helper()
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := cfg.Hosts.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
