@@ -117,7 +117,10 @@ func (a *app) dev(ctx context.Context, o devOptions) error {
 		config.EnvTemporalUI:      ts.UIURL(),
 		config.EnvDatabaseURL:     dbURL,
 		vcs.EnvAPIURL:             fg.APIURL(),
-		config.EnvMirrorDir:       filepath.Join(dataDir, "mirrors"),
+		// A readable name for the forge in repository names, workflow ids
+		// and the Web UI (.localhost names are loopback by definition).
+		vcs.EnvHost:         "forge.localhost",
+		config.EnvMirrorDir: filepath.Join(dataDir, "mirrors"),
 	}
 	envFile := filepath.Join(dataDir, "dev.env")
 	if err := writeEnvFile(envFile, env); err != nil {
@@ -223,7 +226,7 @@ func (a *app) demo(ctx context.Context, fg *forge.Forge) error {
 func writeEnvFile(path string, env map[string]string) error {
 	var b strings.Builder
 	b.WriteString("# Written by 'starter dev': the settings of the running dev stack.\n")
-	for _, k := range []string{config.EnvTemporalAddress, config.EnvTemporalUI, config.EnvDatabaseURL, vcs.EnvAPIURL, config.EnvMirrorDir} {
+	for _, k := range []string{config.EnvTemporalAddress, config.EnvTemporalUI, config.EnvDatabaseURL, vcs.EnvAPIURL, vcs.EnvHost, config.EnvMirrorDir} {
 		fmt.Fprintf(&b, "export %s=%q\n", k, env[k])
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
