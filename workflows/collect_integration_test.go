@@ -523,3 +523,42 @@ func TestCleanupStale(t *testing.T) {
 		t.Fatal("stale codebase survived the cleanup")
 	}
 }
+
+// The API token authenticates the worker's API requests but never reaches a
+// workflow input, a history or a log line.
+func TestTokenNeverLeaks(t *testing.T) {
+	o := owner(t)
+	createRepo(t, o, "app", "a.txt")
+	if err := fg.SetPrivate(o, "app", false); err != nil {
+		t.Fatal(err)
+	}
+	res, run, err := collectRun(t, id(o, "app"))
+	if err != nil || res.Case != identity.CaseNew {
+		t.Fatalf("collect: %+v, %v", res, err)
+	}
+	// The token was really used: a wrong one is refused by the forge.
+	authed := false
+	for _, r := range fg.Requests() {
+		if r.Kind == forge.API && strings.Contains(r.Path, "/"+o+"/") && r.Status == http.StatusOK {
+			authed = true
+		}
+	}
+	if !authed {
+		t.Fatal("no successful API request for the repository")
+	}
+	for _, wid := range []string{run.GetID(), run.GetID() + "/identity"} {
+		it := env.Client.GetWorkflowHistory(context.Background(), wid, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			e, err := it.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(e.String(), apiToken) {
+				t.Fatalf("history of %s holds the token in event %d (%s)", wid, e.GetEventId(), e.GetEventType())
+			}
+		}
+	}
+	if logs := workerLogs.String(); logs == "" || strings.Contains(logs, apiToken) {
+		t.Fatalf("worker logs empty or holding the token (%d bytes)", len(logs))
+	}
+}

@@ -1,7 +1,13 @@
 package workflows_test
 
 import (
+	"bytes"
 	"os"
+	"sync"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
 	"path/filepath"
 	"testing"
 
@@ -19,15 +25,38 @@ var (
 	env   *testenv.Env
 	fg    *forge.Forge
 	hosts vcs.Hosts
+	// workerLogs captures everything the worker's activities log.
+	workerLogs = &syncBuffer{}
 )
+
+// apiToken is the forge's token: the worker authenticates with it, and it
+// must never show up in logs or workflow histories.
+const apiToken = "ghp_gitfleetTestToken0123456789abcdefXYZ"
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
 
 func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, &env, func(e *testenv.Env) (func(), error) {
 		var err error
-		if fg, err = forge.Start(forge.Options{Dir: filepath.Join(e.Dir, "forge")}); err != nil {
+		if fg, err = forge.Start(forge.Options{Dir: filepath.Join(e.Dir, "forge"), Token: apiToken}); err != nil {
 			return nil, err
 		}
-		hosts, err = vcs.NewHosts(vcs.Host{Name: fg.Host(), GitURL: fg.URL(), APIURL: fg.APIURL()})
+		hosts, err = vcs.NewHosts(vcs.Host{Name: fg.Host(), GitURL: fg.URL(), APIURL: fg.APIURL(), Token: apiToken})
 		if err != nil {
 			return nil, err
 		}
@@ -35,7 +64,9 @@ func TestMain(m *testing.M) {
 		if err != nil {
 			return nil, err
 		}
-		stop, err := e.StartWorker(&activities.Activities{Store: e.Store, Mirrors: mirrors, Hosts: hosts, Log: e.Log})
+		log := zap.New(zapcore.NewTee(e.Log.Core(), zapcore.NewCore(
+			zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(workerLogs), zap.DebugLevel)))
+		stop, err := e.StartWorker(&activities.Activities{Store: e.Store, Mirrors: mirrors, Hosts: hosts, Log: log})
 		if err != nil {
 			return nil, err
 		}
