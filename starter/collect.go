@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -62,12 +61,7 @@ type collectOutcome struct {
 func (a *app) collect(ctx context.Context, c client.Client, repos []repoid.ID, wait bool) error {
 	runs := make([]client.WorkflowRun, len(repos))
 	for i, r := range repos {
-		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-			ID:                       workflows.CollectWorkflowID(r),
-			TaskQueue:                workflows.TaskQueue,
-			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-			TypedSearchAttributes:    temporal.NewSearchAttributes(workflows.SARepository.ValueSet(r.Key())),
-		}, workflows.Collect, workflows.CollectInput{Repo: r, Trigger: "manual"})
+		run, err := c.ExecuteWorkflow(ctx, workflows.CollectOptions(r), workflows.Collect, workflows.CollectInput{Repo: r, Trigger: "manual"})
 		if err != nil {
 			return fmt.Errorf("start collection of %s: %w", r, err)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"gitfleet/internal/childproc"
 	"gitfleet/internal/config"
 	"gitfleet/internal/forge"
 	"gitfleet/internal/pgcluster"
@@ -248,23 +249,21 @@ func startWorker(ctx context.Context, a *app, env map[string]string) (func() err
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	cmd.Stdout, cmd.Stderr = a.stderr, a.stderr
-	// Its own process group: Ctrl-C reaches us, and we stop it in order.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
+	proc, err := childproc.Start(cmd, syscall.SIGTERM)
+	if err != nil {
 		return nil, err
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	select {
-	case err := <-done:
-		return nil, fmt.Errorf("the worker exited at start: %v", err)
+	case <-proc.Done():
+		return nil, fmt.Errorf("the worker exited at start: %v", proc.Err())
 	case <-time.After(2 * time.Second):
 	case <-ctx.Done():
 	}
 	return func() error {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case err := <-done:
+		case <-proc.Done():
+			err := proc.Err()
 			var exit *exec.ExitError
 			if errors.As(err, &exit) && exit.Sys().(syscall.WaitStatus).Signaled() {
 				return nil

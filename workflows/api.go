@@ -27,6 +27,17 @@ const TaskQueue = "gitfleet"
 // case-folded, so that concurrent requests for one name share one run.
 func CollectWorkflowID(r repoid.ID) string { return "collect:" + r.Key() }
 
+// CollectOptions are the options every starter of a Collect uses: the
+// repository's workflow id, joining a run already in flight for it.
+func CollectOptions(r repoid.ID) client.StartWorkflowOptions {
+	return client.StartWorkflowOptions{
+		ID:                       CollectWorkflowID(r),
+		TaskQueue:                TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		TypedSearchAttributes:    temporal.NewSearchAttributes(SARepository.ValueSet(r.Key())),
+	}
+}
+
 // Search attributes make collections findable and readable in the Web UI
 // and with `temporal workflow list --query`.
 var (

@@ -58,12 +58,7 @@ func commit(t *testing.T, owner, name, file string) string {
 
 func startCollect(t *testing.T, r repoid.ID) client.WorkflowRun {
 	t.Helper()
-	run, err := env.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
-		ID:                       workflows.CollectWorkflowID(r),
-		TaskQueue:                workflows.TaskQueue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		TypedSearchAttributes:    temporal.NewSearchAttributes(workflows.SARepository.ValueSet(r.Key())),
-	}, workflows.Collect, workflows.CollectInput{Repo: r, Trigger: "manual"})
+	run, err := env.Client.ExecuteWorkflow(context.Background(), workflows.CollectOptions(r), workflows.Collect, workflows.CollectInput{Repo: r, Trigger: "manual"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,6 +44,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"gitfleet/internal/childproc"
 )
 
 // Superuser is the name of the cluster's superuser role.
@@ -92,9 +94,8 @@ type Cluster struct {
 	logPath string
 	logf    func(format string, args ...any)
 
-	cmd     *exec.Cmd
-	done    chan struct{} // closed when the postmaster has exited
-	waitErr error         // valid after done is closed
+	cmd  *exec.Cmd
+	proc *childproc.Process
 
 	stopOnce sync.Once
 	stopErr  error
@@ -590,19 +591,14 @@ func (c *Cluster) start(ctx context.Context, opts Options, id *runAs) (portInUse
 	cmd.Env = childEnv()
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Credential: id.cred,
-		// Own process group: a terminal's Ctrl-C goes to us, not to
-		// postgres; we shut it down in Stop.
-		Setpgid: true,
-	}
-	setPdeathsig(cmd.SysProcAttr, syscall.SIGINT)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: id.cred}
 	c.cmd = cmd
-	c.done = make(chan struct{})
-
-	if err := startLocked(cmd, c.done, &c.waitErr); err != nil {
+	// SIGINT if we die first: a fast shutdown leaves a clean cluster.
+	proc, err := childproc.Start(cmd, syscall.SIGINT)
+	if err != nil {
 		return false, fmt.Errorf("pgcluster: starting postgres: %w", err)
 	}
+	c.proc = proc
 
 	failed := func(what string, cause error) (bool, error) {
 		c.kill()
@@ -626,16 +622,16 @@ func (c *Cluster) start(ctx context.Context, opts Options, id *runAs) (portInUse
 	defer tick.Stop()
 	for {
 		select {
-		case <-c.done:
-			return failed("postgres exited during startup", c.waitErr)
+		case <-c.proc.Done():
+			return failed("postgres exited during startup", c.proc.Err())
 		default:
 		}
 		if lastErr = c.ping(ctx); lastErr == nil {
 			return false, nil
 		}
 		select {
-		case <-c.done:
-			return failed("postgres exited during startup", c.waitErr)
+		case <-c.proc.Done():
+			return failed("postgres exited during startup", c.proc.Err())
 		case <-ctx.Done():
 			return failed("postgres did not accept connections in time", fmt.Errorf("%w (last error: %v)", ctx.Err(), lastErr))
 		case <-tick.C:
@@ -666,45 +662,22 @@ func (c *Cluster) ping(ctx context.Context) error {
 	return nil
 }
 
-// startLocked starts cmd from a goroutine locked to its OS thread which
-// stays alive (waiting for the process) for the life of the process:
-// Pdeathsig fires when the thread that forked the child exits, so starting it
-// from an arbitrary goroutine's thread could signal it at a random time.
-func startLocked(cmd *exec.Cmd, done chan struct{}, waitErr *error) error {
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		// The thread is not unlocked: when this goroutine returns, the
-		// runtime terminates the thread, which is harmless because the
-		// process has exited by then.
-		if err := cmd.Start(); err != nil {
-			started <- err
-			close(done)
-			return
-		}
-		started <- nil
-		*waitErr = cmd.Wait()
-		close(done)
-	}()
-	return <-started
-}
-
 // kill terminates a postmaster that failed to start properly.
 func (c *Cluster) kill() {
 	if c.cmd == nil || c.cmd.Process == nil {
 		return
 	}
 	select {
-	case <-c.done:
+	case <-c.proc.Done():
 		return
 	default:
 	}
 	c.cmd.Process.Signal(syscall.SIGQUIT) // immediate shutdown
 	select {
-	case <-c.done:
+	case <-c.proc.Done():
 	case <-time.After(5 * time.Second):
 		c.cmd.Process.Kill()
-		<-c.done
+		<-c.proc.Done()
 	}
 }
 
@@ -821,7 +794,7 @@ func (c *Cluster) Stop() error {
 
 func (c *Cluster) stop() error {
 	select {
-	case <-c.done:
+	case <-c.proc.Done():
 		return nil // already exited (crashed or killed)
 	default:
 	}
@@ -829,7 +802,7 @@ func (c *Cluster) stop() error {
 		return fmt.Errorf("pgcluster: signalling postgres: %w", err)
 	}
 	select {
-	case <-c.done:
+	case <-c.proc.Done():
 		c.logf("pgcluster: PostgreSQL on port %d stopped", c.port)
 		return nil
 	case <-time.After(stopTimeout):
@@ -837,10 +810,10 @@ func (c *Cluster) stop() error {
 	c.logf("pgcluster: fast shutdown timed out after %v; doing an immediate shutdown", stopTimeout)
 	c.cmd.Process.Signal(syscall.SIGQUIT)
 	select {
-	case <-c.done:
+	case <-c.proc.Done():
 	case <-time.After(10 * time.Second):
 		c.cmd.Process.Kill()
-		<-c.done
+		<-c.proc.Done()
 	}
 	return fmt.Errorf("pgcluster: postgres did not shut down within %v and was terminated", stopTimeout)
 }

@@ -163,7 +163,7 @@ func TestRestartAfterCrash(t *testing.T) {
 	if err := c.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	<-c.done
+	<-c.proc.Done()
 	if _, err := os.Stat(filepath.Join(dir, "postmaster.pid")); err != nil {
 		t.Fatalf("expected a stale postmaster.pid after the crash: %v", err)
 	}

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,6 +20,8 @@ import (
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
+
+	"gitfleet/internal/childproc"
 )
 
 // DefaultStartTimeout bounds how long StartDevServer waits for the server to
@@ -77,9 +78,8 @@ type DevServer struct {
 	logf        func(format string, args ...any)
 	output      *tailWriter
 
-	cmd     *exec.Cmd
-	done    chan struct{} // closed when the process has exited
-	waitErr error         // valid once done is closed
+	cmd  *exec.Cmd
+	proc *childproc.Process
 
 	stopOnce sync.Once
 	stopErr  error
@@ -199,7 +199,6 @@ func StartDevServer(ctx context.Context, opts DevServerOptions) (*DevServer, err
 		stopTimeout: opts.StopTimeout,
 		logf:        logf,
 		output:      &tailWriter{max: outputTailLines},
-		done:        make(chan struct{}),
 	}
 	if d.stopTimeout <= 0 {
 		d.stopTimeout = DefaultStopTimeout
@@ -211,17 +210,13 @@ func StartDevServer(ctx context.Context, opts DevServerOptions) (*DevServer, err
 	cmd := exec.Command(path, args...)
 	cmd.Stdout = teeTail(d.output, opts.Stdout)
 	cmd.Stderr = teeTail(d.output, opts.Stderr)
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		// Own process group: a terminal's Ctrl-C goes to us, and we stop
-		// the server cleanly in Stop.
-		Setpgid: true,
-	}
-	setPdeathsig(cmd.SysProcAttr, syscall.SIGKILL)
 	d.cmd = cmd
 	logf("temporalcli: starting %s %s", path, strings.Join(args, " "))
-	if err := startLocked(cmd, d.done, &d.waitErr); err != nil {
+	proc, err := childproc.Start(cmd, syscall.SIGKILL)
+	if err != nil {
 		return nil, fmt.Errorf("temporalcli: starting %s: %w", path, err)
 	}
+	d.proc = proc
 
 	timeout := opts.StartTimeout
 	if timeout <= 0 {
@@ -267,7 +262,7 @@ func (d *DevServer) waitReady(ctx context.Context, namespaces []string) error {
 	defer cancelProbes()
 	go func() {
 		select {
-		case <-d.done:
+		case <-d.proc.Done():
 			cancelProbes()
 		case <-probeCtx.Done():
 		}
@@ -316,23 +311,23 @@ func (d *DevServer) waitReady(ctx context.Context, namespaces []string) error {
 	var lastErr error
 	for {
 		select {
-		case <-d.done:
-			return d.startError("the dev server exited during startup", d.waitErr)
+		case <-d.proc.Done():
+			return d.startError("the dev server exited during startup", d.proc.Err())
 		default:
 		}
 		if lastErr = check(); lastErr == nil {
 			// Make sure it is our process answering, not a server that
 			// grabbed the port while ours failed to bind.
 			select {
-			case <-d.done:
-				return d.startError("the dev server exited during startup", d.waitErr)
+			case <-d.proc.Done():
+				return d.startError("the dev server exited during startup", d.proc.Err())
 			default:
 				return nil
 			}
 		}
 		select {
-		case <-d.done:
-			return d.startError("the dev server exited during startup", d.waitErr)
+		case <-d.proc.Done():
+			return d.startError("the dev server exited during startup", d.proc.Err())
 		case <-ctx.Done():
 			return d.startError(fmt.Sprintf("the dev server at %s did not become ready", d.addr),
 				fmt.Errorf("%w (last error: %v)", ctx.Err(), lastErr))
@@ -371,7 +366,7 @@ func (d *DevServer) Stop() error {
 
 func (d *DevServer) stop() error {
 	select {
-	case <-d.done:
+	case <-d.proc.Done():
 		return nil
 	default:
 	}
@@ -380,38 +375,15 @@ func (d *DevServer) stop() error {
 		d.cmd.Process.Signal(syscall.SIGINT)
 	}
 	select {
-	case <-d.done:
+	case <-d.proc.Done():
 		d.logf("temporalcli: dev server at %s stopped", d.addr)
 		return nil
 	case <-time.After(d.stopTimeout):
 	}
 	syscall.Kill(-pid, syscall.SIGKILL)
 	d.cmd.Process.Kill()
-	<-d.done
+	<-d.proc.Done()
 	return fmt.Errorf("temporalcli: the dev server at %s did not exit within %v of SIGINT and was killed", d.addr, d.stopTimeout)
-}
-
-// startLocked starts cmd from a goroutine locked to its OS thread which
-// stays alive (waiting for the process) for the life of the process:
-// Pdeathsig fires when the thread that forked the child exits, so starting it
-// from an arbitrary goroutine's thread could kill it at a random time.
-func startLocked(cmd *exec.Cmd, done chan struct{}, waitErr *error) error {
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		// The thread is not unlocked: when this goroutine returns, the
-		// runtime terminates the thread, which is harmless because the
-		// process has exited by then.
-		if err := cmd.Start(); err != nil {
-			started <- err
-			close(done)
-			return
-		}
-		started <- nil
-		*waitErr = cmd.Wait()
-		close(done)
-	}()
-	return <-started
 }
 
 func freePort(ip string) (int, error) {

@@ -1,10 +1,10 @@
 //go:build !linux
 
-package temporalcli
+package childproc
 
 import "syscall"
 
 // setPdeathsig is a no-op where the kernel offers no parent-death signal: if
-// the calling process dies without calling Stop, the dev server keeps
-// running (it is in its own process group) and must be stopped by hand.
+// the calling process dies without calling Stop, the server keeps running
+// and a later Start reports the data directory as in use.
 func setPdeathsig(attr *syscall.SysProcAttr, sig syscall.Signal) {}
