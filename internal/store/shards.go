@@ -97,24 +97,33 @@ type Lease struct {
 	Owner   string `json:"owner"`
 }
 
-// Claim is the outcome of AcquireShard: a lease when the shard is Active.
+// Claim is the outcome of AcquireShard: a lease when the shard is Active
+// and free.
 type Claim struct {
 	Lease      Lease       `json:"lease"`
 	Status     ShardStatus `json:"status"`
 	ParkReason string      `json:"parkReason,omitempty"`
-	Deadline   time.Time   `json:"deadline"`
+	// Busy reports a live lease of another owner, held until Deadline.
+	Busy     bool      `json:"busy,omitempty"`
+	Deadline time.Time `json:"deadline"`
 }
 
 // AcquireShard claims an Active shard for owner: it bumps the fence, which
-// makes every earlier owner stale, and sets the lease deadline on the
-// database's clock. rearm turns a Done shard Active again (new work was
-// requested); a Parked shard stays parked.
+// makes every earlier holder stale, and sets the lease deadline on the
+// database's clock. A live lease of another owner is not taken (Busy); an
+// owner may take over from itself, which is how a retried activity attempt
+// fences off the attempt it replaces. rearm turns a Done shard Active again
+// (new work was requested); a Parked shard stays parked.
 func (s *Store) AcquireShard(ctx context.Context, shardID int64, owner string, leaseFor time.Duration, rearm bool) (Claim, error) {
 	var c Claim
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		c = Claim{}
-		err := tx.QueryRow(ctx, `SELECT status, coalesce(park_reason, '') FROM shards WHERE id = $1 FOR UPDATE`,
-			shardID).Scan(&c.Status, &c.ParkReason)
+		var holder string
+		var live bool
+		var deadline *time.Time
+		err := tx.QueryRow(ctx, `SELECT status, coalesce(park_reason, ''), coalesce(owner, ''),
+				coalesce(lease_deadline > clock_timestamp(), false), lease_deadline
+			FROM shards WHERE id = $1 FOR UPDATE`, shardID).Scan(&c.Status, &c.ParkReason, &holder, &live, &deadline)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errclass.Permanentf(errclass.ReasonNotFound, "shard %d does not exist", shardID)
 		}
@@ -125,6 +134,10 @@ func (s *Store) AcquireShard(ctx context.Context, shardID int64, owner string, l
 			c.Status = ShardActive
 		}
 		if c.Status != ShardActive {
+			return nil
+		}
+		if live && holder != owner {
+			c.Busy, c.Deadline = true, *deadline
 			return nil
 		}
 		c.Lease = Lease{ShardID: shardID, Owner: owner}

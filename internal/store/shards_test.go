@@ -46,7 +46,12 @@ func TestSupersededFenceIsRejectedForever(t *testing.T) {
 	ctx := context.Background()
 	shard := newShard(t)
 	scope, _ := env.Store.Scope(ctx, shard, "p1")
-	old := acquire(t, shard, "zombie", time.Minute)
+	old := acquire(t, shard, "owner", time.Minute)
+	// Another owner may not take a live lease...
+	if c, err := env.Store.AcquireShard(ctx, shard, "other", time.Minute, true); err != nil || !c.Busy || c.Lease.Fence != 0 {
+		t.Fatalf("acquire of a leased shard by another owner: %+v, %v; want Busy", c, err)
+	}
+	// ...but an owner takes over from its own earlier attempt, fencing it off.
 	cur := acquire(t, shard, "owner", time.Minute)
 	if cur.Fence != old.Fence+1 {
 		t.Fatalf("fences %d then %d", old.Fence, cur.Fence)
@@ -137,7 +142,7 @@ func TestFinalizeAndCheckpoint(t *testing.T) {
 		t.Fatalf("retried checkpoint: %s, %v", st, err)
 	}
 
-	l2 := acquire(t, shard, "owner", time.Minute)
+	l2 := acquire(t, shard, "owner2", time.Minute)
 	if _, err := env.Store.Checkpoint(ctx, l2, partial.ID); !isStaleOwner(err) {
 		t.Fatalf("checkpoint from an older fence's receipt: %v, want StaleOwner", err)
 	}
