@@ -1,0 +1,738 @@
+// Package gitwalk enumerates the blobs that ranges of Git history introduce,
+// streaming over the repository with go-git: the Git side of incremental
+// secret scanning. For each Range (one ref: its tip and its watermarks) it
+// walks the commits reachable from the tip and not from the watermarks,
+// diffs each commit's tree against its first parent's, skipping unchanged
+// subtrees by hash, and reports every blob introduced, once per blob hash
+// per Walk, after asking the caller whether the blob was already seen.
+//
+// # What a commit introduces
+//
+// A commit introduces the blobs whose (path, hash) entries are not in its
+// first parent's tree: added or modified files, not deletions. A mode-only
+// change (say 100644 to 100755) introduces nothing. A root commit introduces
+// its whole tree. A merge commit is diffed against its first parent only:
+// what the other parents bring was introduced by the commits on their side.
+// Those commits are walked too when they are in the range, and being older
+// they are diffed first, so the side's blobs are attributed to them and the
+// merge's diff only meets them again (counted in Stats.Duplicates). When the
+// side is excluded (it is behind a stop, so scanned before), the merge's
+// first-parent diff reports the side's blobs once more, and the caller's
+// Seen filters them. Blobs a merge creates itself (a conflict resolution)
+// differ from the first parent and are reported. Submodule entries
+// (gitlinks) are skipped; symbolic links are blobs and reported (their
+// content is the link target).
+//
+// # Order
+//
+// Ranges are walked in the given order. Within a range, the commits are
+// diffed oldest first: the walk collects the range's commits newest-first by
+// committer date (ties broken by hash) and diffs them in reverse (so with
+// skewed clocks a child may come before its parent). Within a
+// commit, entries come in Git's tree order, depth first. The first (commit,
+// path) where a blob is met wins, so a blob is attributed to the oldest
+// commit of the first range that introduces it. The order depends only on the
+// repository and the ranges: the same Walk reports the same blobs in the
+// same order every time.
+//
+// # Shared history
+//
+// A Walk keeps one set of the commits it has diffed. A commit reached again
+// by a later range is not diffed again, and once everything below a commit
+// has been diffed (it is "closed") later ranges stop there: a thousand refs
+// into one history walk it once.
+//
+// # Memory
+//
+// A Walk holds state per commit reached (about 150 bytes each), the set of
+// blob hashes met (about 40 bytes each: what the once-per-blob guarantee
+// needs) and a bounded LRU of parsed trees (Options.TreeCacheBytes); blob
+// contents are never loaded by the walk. go-git adds its object cache and
+// its in-memory pack indexes (about 80 bytes per object in the pack): see
+// Open. On a repository of 10,000 commits, 50,000 blobs and 1,000 refs a
+// full walk peaks at about 110 MB of heap, garbage included.
+package gitwalk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+)
+
+// Range is one ref's work: the commits reachable from Tip and not from any of
+// Stops.
+//
+// Stops are the watermarks: usually the ref's previous tip. A Stop that is
+// no longer an ancestor of Tip (the ref was force-pushed) still excludes the
+// history it shares with Tip; only the commits new on Tip's side are walked.
+// A Stop that is not in the repository (force-pushed away and garbage
+// collected, or never fetched) is ignored without error, so the whole history
+// of Tip is walked: blobs scanned before are still not re-scanned, as long
+// as the caller's Options.Seen remembers them. Tip and Stops may name
+// annotated tags; they are peeled to commits.
+type Range struct {
+	Ref   string
+	Tip   plumbing.Hash
+	Stops []plumbing.Hash
+}
+
+// Blob is a blob introduced by a commit.
+type Blob struct {
+	Hash plumbing.Hash
+	// Path is the blob's path in Commit's tree, '/'-separated.
+	Path string
+	// Commit introduced the blob; Ref is the Range.Ref of the range walked.
+	Commit plumbing.Hash
+	Ref    string
+	// Mode is the entry's mode: filemode.Regular, Executable, Deprecated or
+	// Symlink.
+	Mode filemode.FileMode
+	// Size is the blob's size in bytes (read from the object header; the
+	// content is not loaded).
+	Size int64
+}
+
+// Options configure a Walker.
+type Options struct {
+	// Seen is asked before a blob is reported; returning true skips it (the
+	// caller's seen-blobs set, possibly batched against a database). Called
+	// at most once per blob hash per Walk, from Walk's goroutine. Nil means
+	// nothing was seen.
+	Seen func(plumbing.Hash) bool
+	// TreeCacheBytes bounds the LRU cache of parsed trees; 0 means 8 MiB,
+	// negative disables it.
+	TreeCacheBytes int
+}
+
+// Stats are the counts of one Walk.
+type Stats struct {
+	// Ranges is the number of ranges walked; EmptyRanges those that had no
+	// commit left to diff (the tip is a stop, or everything was diffed by an
+	// earlier range). MissingStops counts stops not in the repository (or
+	// not commits), which were ignored.
+	Ranges, EmptyRanges, MissingStops int
+	// Commits is the number of commits diffed; SharedCommits the commits
+	// reached again by a later range and not diffed twice; CommitsRead the
+	// commit objects read (the boundary of excluded history included).
+	Commits, SharedCommits, CommitsRead int
+	// Trees is the number of trees visited (compared or listed);
+	// TreeCacheHits how many of them came from the parsed-tree cache.
+	Trees, TreeCacheHits int
+	// Blobs is the number of blobs reported to fn and BlobBytes their total
+	// size; SkippedSeen those Options.Seen skipped; Duplicates the times a
+	// blob already met in this Walk was introduced again (at another path or
+	// by another commit) and not reported or asked about again.
+	Blobs       int
+	BlobBytes   int64
+	SkippedSeen int
+	Duplicates  int
+}
+
+// ErrTipNotFound is wrapped by Walk's error when a range's Tip is not in
+// the repository (or is not a commit or a tag of one).
+var ErrTipNotFound = errors.New("gitwalk: tip not found")
+
+// Walker walks one repository. Its Walks and ReadBlob calls take turns on
+// the repository's storage (go-git's is not safe for concurrent use), so they
+// may be called from several goroutines: a scanner can read and scan the
+// blobs one Walk reports in worker goroutines with Walker.ReadBlob while the
+// walk goes on. Other users of the same *git.Repository (the package-level
+// ReadBlob included) must not run at the same time as a Walk; open another
+// repository for them.
+type Walker struct {
+	repo *git.Repository
+	s    storer.EncodedObjectStorer
+	opts Options
+	mu   sync.Mutex // serializes storage access
+}
+
+func (w *Walker) readRaw(t plumbing.ObjectType, h plumbing.Hash, buf []byte) ([]byte, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return readRaw(w.s, t, h, buf)
+}
+
+// readAny reads object h whatever its type, unless it is a blob (only its
+// type is returned).
+func (w *Walker) readAny(h plumbing.Hash, buf []byte) (plumbing.ObjectType, []byte, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	obj, err := w.s.EncodedObject(plumbing.AnyObject, h)
+	if err != nil {
+		return plumbing.InvalidObject, buf, err
+	}
+	if obj.Type() == plumbing.BlobObject {
+		return obj.Type(), buf, nil
+	}
+	buf, err = readObject(obj, buf)
+	return obj.Type(), buf, err
+}
+
+func (w *Walker) objectSize(h plumbing.Hash) (int64, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.s.EncodedObjectSize(h)
+}
+
+// New returns a Walker of repo.
+func New(repo *git.Repository, opts Options) *Walker {
+	if opts.TreeCacheBytes == 0 {
+		opts.TreeCacheBytes = 8 << 20
+	}
+	return &Walker{repo: repo, s: repo.Storer, opts: opts}
+}
+
+// Per-range marks of the commit walk.
+const (
+	fQueued = 1 << iota // pushed on the queue
+	fPopped             // taken off the queue
+	fUnint              // reachable from a stop
+	fDead               // object missing (shallow boundary): never queued
+)
+
+// cstate is a Walk's state of one commit.
+type cstate struct {
+	info      commitInfo
+	missing   bool // not in the repository
+	processed bool // diffed in this Walk
+	closed    bool // processed, and so is everything below it
+	pending   int32
+	waiters   []*cstate // processed children waiting for this one to close
+}
+
+type queued struct {
+	h    plumbing.Hash
+	when int64
+}
+
+type walk struct {
+	w     *Walker
+	ctx   context.Context
+	fn    func(Blob) error
+	stats Stats
+
+	commits map[plumbing.Hash]*cstate
+	blobs   map[plumbing.Hash]struct{}
+	trees   *treeCache
+
+	// per range
+	marks       map[plumbing.Hash]uint8
+	queue       []queued
+	interesting int // queued, not popped, not uninteresting
+	order       []plumbing.Hash
+	stack       []plumbing.Hash
+
+	// per commit
+	ref    string
+	commit plumbing.Hash
+	path   []byte
+	ticks  int
+
+	buf []byte
+}
+
+// Walk calls fn for every blob introduced by a commit in any of the ranges,
+// once per blob hash per Walk, in the order described in the package
+// documentation. It stops early when ctx is cancelled (returning ctx.Err())
+// or fn returns an error (returned as is). A Tip that is not in the
+// repository is an error wrapping ErrTipNotFound; ranges before it have been
+// walked. A tree or blob missing from the repository (a damaged or partial
+// clone) is an error; a missing parent commit (a shallow clone's boundary)
+// is not: its child is diffed as a root. The Stats count what was done, also
+// on error.
+func (w *Walker) Walk(ctx context.Context, ranges []Range, fn func(Blob) error) (Stats, error) {
+	wk := &walk{
+		w:       w,
+		ctx:     ctx,
+		fn:      fn,
+		commits: make(map[plumbing.Hash]*cstate),
+		blobs:   make(map[plumbing.Hash]struct{}),
+		trees:   newTreeCache(w.opts.TreeCacheBytes),
+		marks:   make(map[plumbing.Hash]uint8),
+	}
+	for _, r := range ranges {
+		if err := ctx.Err(); err != nil {
+			return wk.stats, err
+		}
+		if err := wk.walkRange(r); err != nil {
+			return wk.stats, err
+		}
+	}
+	return wk.stats, nil
+}
+
+func (wk *walk) walkRange(r Range) error {
+	wk.stats.Ranges++
+	commits, err := wk.collect(r)
+	if err != nil {
+		return err
+	}
+	if len(commits) == 0 {
+		wk.stats.EmptyRanges++
+		return nil
+	}
+	wk.ref = r.Ref
+	for i := len(commits) - 1; i >= 0; i-- { // oldest first
+		if err := wk.ctx.Err(); err != nil {
+			return err
+		}
+		if err := wk.diffCommit(commits[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// load returns the state of commit h, reading the commit if needed. A
+// missing commit has st.missing set and no error.
+func (wk *walk) load(h plumbing.Hash) (*cstate, error) {
+	if st := wk.commits[h]; st != nil {
+		return st, nil
+	}
+	var err error
+	wk.buf, err = wk.w.readRaw(plumbing.CommitObject, h, wk.buf)
+	switch {
+	case errors.Is(err, plumbing.ErrObjectNotFound):
+		st := &cstate{missing: true}
+		wk.commits[h] = st
+		return st, nil
+	case err != nil:
+		return nil, fmt.Errorf("commit %s: %w", h, err)
+	}
+	return wk.store(h, wk.buf)
+}
+
+// store parses raw commit h into a new state.
+func (wk *walk) store(h plumbing.Hash, raw []byte) (*cstate, error) {
+	st := &cstate{}
+	wk.stats.CommitsRead++
+	if err := parseCommit(raw, &st.info); err != nil {
+		return nil, fmt.Errorf("commit %s: %w", h, err)
+	}
+	if len(st.info.parents) == 0 {
+		st.info.parents = nil
+	}
+	wk.commits[h] = st
+	return st, nil
+}
+
+var errNotCommit = errors.New("not a commit")
+
+// peel follows annotated tags from h to a commit, and loads the commit.
+func (wk *walk) peel(h plumbing.Hash) (plumbing.Hash, error) {
+	for depth := 0; depth < 16; depth++ {
+		if st := wk.commits[h]; st != nil && !st.missing {
+			return h, nil
+		}
+		var typ plumbing.ObjectType
+		var err error
+		typ, wk.buf, err = wk.w.readAny(h, wk.buf)
+		if err != nil {
+			return h, err
+		}
+		switch typ {
+		case plumbing.CommitObject:
+			_, err := wk.store(h, wk.buf)
+			return h, err
+		case plumbing.TagObject:
+			target, ok := tagTarget(wk.buf)
+			if !ok {
+				return h, fmt.Errorf("tag %s: malformed", h)
+			}
+			h = target
+		default:
+			return h, errNotCommit
+		}
+	}
+	return h, fmt.Errorf("tag %s: chain too long", h)
+}
+
+func tagTarget(raw []byte) (plumbing.Hash, bool) {
+	const prefix = "object "
+	if len(raw) < len(prefix)+40 || string(raw[:len(prefix)]) != prefix {
+		return plumbing.ZeroHash, false
+	}
+	return parseHex(raw[len(prefix) : len(prefix)+40])
+}
+
+// collect returns the commits of r not yet diffed in this Walk, newest first.
+//
+// It is Git's revision walk: a queue ordered by committer date (newest
+// first), the stops' ancestry marked uninteresting as it is reached, ending
+// when only uninteresting commits are queued (and a few more, to absorb
+// clock skew). With skewed dates a commit may be taken for interesting too
+// early; the walk then diffs more than needed, never less, and the caller's
+// seen-set absorbs the difference. Commits already diffed by an earlier
+// range are walked through but not returned, and the walk stops at closed
+// commits (everything below already diffed).
+func (wk *walk) collect(r Range) ([]plumbing.Hash, error) {
+	if r.Tip.IsZero() {
+		return nil, fmt.Errorf("%w: ref %q has no tip", ErrTipNotFound, r.Ref)
+	}
+	tip, err := wk.peel(r.Tip)
+	if err != nil {
+		if errors.Is(err, plumbing.ErrObjectNotFound) || errors.Is(err, errNotCommit) {
+			return nil, fmt.Errorf("%w: ref %q tip %s: %v", ErrTipNotFound, r.Ref, r.Tip, err)
+		}
+		return nil, fmt.Errorf("ref %q tip %s: %w", r.Ref, r.Tip, err)
+	}
+	clear(wk.marks)
+	wk.queue = wk.queue[:0]
+	wk.order = wk.order[:0]
+	wk.interesting = 0
+
+	for _, s := range r.Stops {
+		c, err := wk.peel(s)
+		if err != nil {
+			if errors.Is(err, plumbing.ErrObjectNotFound) || errors.Is(err, errNotCommit) {
+				wk.stats.MissingStops++
+				continue
+			}
+			return nil, fmt.Errorf("ref %q stop %s: %w", r.Ref, s, err)
+		}
+		if err := wk.push(c, true); err != nil {
+			return nil, err
+		}
+	}
+	if err := wk.push(tip, false); err != nil {
+		return nil, err
+	}
+	if st := wk.commits[tip]; st != nil && st.missing {
+		return nil, fmt.Errorf("%w: ref %q tip %s", ErrTipNotFound, r.Ref, r.Tip)
+	}
+
+	slop := 5
+	for len(wk.queue) > 0 {
+		if wk.interesting == 0 {
+			if slop == 0 || len(wk.order) == 0 {
+				break // the tip is a stop's ancestor: nothing to walk
+			}
+			slop--
+		}
+		if wk.ticks++; wk.ticks&63 == 0 {
+			if err := wk.ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		h := wk.pop()
+		m := wk.marks[h]
+		wk.marks[h] = m | fPopped
+		if m&fUnint == 0 {
+			wk.interesting--
+		}
+		st := wk.commits[h]
+		if m&fUnint == 0 {
+			wk.order = append(wk.order, h)
+		}
+		if st.closed {
+			continue
+		}
+		for _, p := range st.info.parents {
+			if err := wk.push(p, m&fUnint != 0); err != nil {
+				return nil, err
+			}
+		}
+	}
+
+	// Keep what is still interesting (a late stop may have reached a commit
+	// already taken) and not diffed yet.
+	out := wk.order[:0]
+	for _, h := range wk.order {
+		if wk.marks[h]&fUnint != 0 {
+			continue
+		}
+		if wk.commits[h].processed {
+			wk.stats.SharedCommits++
+			continue
+		}
+		out = append(out, h)
+	}
+	return out, nil
+}
+
+// push queues commit h (once per range), marking it uninteresting if unint.
+func (wk *walk) push(h plumbing.Hash, unint bool) error {
+	m, ok := wk.marks[h]
+	if !ok {
+		st, err := wk.load(h)
+		if err != nil {
+			return err
+		}
+		if st.missing {
+			wk.marks[h] = fDead
+			return nil
+		}
+	}
+	if m&fDead != 0 {
+		return nil
+	}
+	if unint && m&fUnint == 0 {
+		wk.markUninteresting(h)
+		m = wk.marks[h]
+	}
+	if m&fQueued == 0 {
+		wk.marks[h] = m | fQueued
+		wk.heapPush(queued{h: h, when: wk.commits[h].info.when})
+		if m&fUnint == 0 {
+			wk.interesting++
+		}
+	}
+	return nil
+}
+
+// markUninteresting marks h and, if it was already walked, its walked
+// ancestry as reachable from a stop.
+func (wk *walk) markUninteresting(h plumbing.Hash) {
+	wk.stack = append(wk.stack[:0], h)
+	for len(wk.stack) > 0 {
+		x := wk.stack[len(wk.stack)-1]
+		wk.stack = wk.stack[:len(wk.stack)-1]
+		m := wk.marks[x]
+		if m&(fUnint|fDead) != 0 {
+			continue
+		}
+		wk.marks[x] = m | fUnint
+		if m&fQueued != 0 && m&fPopped == 0 {
+			wk.interesting--
+		}
+		if m&fPopped != 0 {
+			if st := wk.commits[x]; !st.closed {
+				for _, p := range st.info.parents {
+					if _, ok := wk.marks[p]; ok {
+						wk.stack = append(wk.stack, p)
+					}
+				}
+			}
+		}
+	}
+}
+
+// The queue is a binary heap: newest committer date first, then lowest hash.
+func (wk *walk) less(i, j int) bool {
+	a, b := &wk.queue[i], &wk.queue[j]
+	if a.when != b.when {
+		return a.when > b.when
+	}
+	return string(a.h[:]) < string(b.h[:])
+}
+
+func (wk *walk) heapPush(q queued) {
+	wk.queue = append(wk.queue, q)
+	for i := len(wk.queue) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !wk.less(i, p) {
+			break
+		}
+		wk.queue[i], wk.queue[p] = wk.queue[p], wk.queue[i]
+		i = p
+	}
+}
+
+func (wk *walk) pop() plumbing.Hash {
+	q := wk.queue
+	top := q[0].h
+	n := len(q) - 1
+	q[0] = q[n]
+	q = q[:n]
+	for i := 0; ; {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		c := l
+		if r := l + 1; r < n && wk.less(r, l) {
+			c = r
+		}
+		if !wk.less(c, i) {
+			break
+		}
+		q[i], q[c] = q[c], q[i]
+		i = c
+	}
+	wk.queue = q
+	return top
+}
+
+// diffCommit reports the blobs commit h introduces and marks it processed.
+func (wk *walk) diffCommit(h plumbing.Hash) error {
+	st := wk.commits[h]
+	var parentTree plumbing.Hash
+	if len(st.info.parents) > 0 {
+		ps, err := wk.load(st.info.parents[0])
+		if err != nil {
+			return err
+		}
+		if !ps.missing { // a missing parent (shallow clone) is a root
+			parentTree = ps.info.tree
+		}
+	}
+	wk.commit = h
+	wk.path = wk.path[:0]
+	if err := wk.diffTree(parentTree, st.info.tree); err != nil {
+		return err
+	}
+	wk.stats.Commits++
+	wk.processed(st)
+	return nil
+}
+
+// processed marks st diffed and closes it (and, in turn, its waiting
+// descendants) once all its parents are closed.
+func (wk *walk) processed(st *cstate) {
+	st.processed = true
+	var pending int32
+	for _, p := range st.info.parents {
+		ps := wk.commits[p]
+		if ps == nil || ps.missing || ps.closed {
+			continue
+		}
+		pending++
+		ps.waiters = append(ps.waiters, st)
+	}
+	st.pending = pending
+	if pending > 0 {
+		return
+	}
+	todo := []*cstate{st}
+	for len(todo) > 0 {
+		c := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		c.closed = true
+		for _, w := range c.waiters {
+			if w.pending--; w.pending == 0 {
+				todo = append(todo, w)
+			}
+		}
+		c.waiters = nil
+	}
+}
+
+func (wk *walk) tree(h plumbing.Hash) (*tree, error) {
+	wk.stats.Trees++
+	if wk.ticks++; wk.ticks&255 == 0 {
+		if err := wk.ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	if t := wk.trees.get(h); t != nil {
+		wk.stats.TreeCacheHits++
+		return t, nil
+	}
+	raw, err := wk.w.readRaw(plumbing.TreeObject, h, nil)
+	if err != nil {
+		return nil, fmt.Errorf("tree %s in commit %s: %w", h, wk.commit, err)
+	}
+	t, err := parseTree(raw)
+	if err != nil {
+		return nil, fmt.Errorf("tree %s in commit %s: %w", h, wk.commit, err)
+	}
+	wk.trees.put(h, t)
+	return t, nil
+}
+
+// diffTree reports the blobs of tree newH not in tree oldH (zero: none) at
+// the same path, recursing into changed subtrees only. wk.path holds the
+// directory prefix of both trees ("" or "dir/sub/").
+func (wk *walk) diffTree(oldH, newH plumbing.Hash) error {
+	if oldH == newH {
+		return nil
+	}
+	nt, err := wk.tree(newH)
+	if err != nil {
+		return err
+	}
+	var ot *tree
+	if !oldH.IsZero() {
+		if ot, err = wk.tree(oldH); err != nil {
+			return err
+		}
+	}
+	base := len(wk.path)
+	i := 0 // next entry of ot
+	for j := range nt.entries {
+		e := &nt.entries[j]
+		typ := e.mode & modeTypeMask
+		if typ == modeGitlink {
+			continue
+		}
+		name := nt.name(e)
+		isDir := typ == modeDir
+		var oe *treeEntry
+		for ot != nil && i < len(ot.entries) {
+			o := &ot.entries[i]
+			c := compareEntries(ot.name(o), o.mode&modeTypeMask == modeDir, name, isDir)
+			if c < 0 {
+				i++
+				continue
+			}
+			if c == 0 {
+				oe = o
+				i++
+			}
+			break
+		}
+		h := nt.hash(e)
+		if isDir {
+			var oh plumbing.Hash
+			if oe != nil {
+				oh = ot.hash(oe)
+			}
+			if oh == h {
+				continue
+			}
+			wk.path = append(append(wk.path[:base], name...), '/')
+			err := wk.diffTree(oh, h)
+			wk.path = wk.path[:base]
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if typ != modeRegular && typ != modeSymlink {
+			continue // not a file mode Git writes
+		}
+		if oe != nil && ot.hash(oe) == h {
+			continue
+		}
+		if err := wk.report(h, name, e.mode); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (wk *walk) report(h plumbing.Hash, name []byte, mode uint32) error {
+	if _, dup := wk.blobs[h]; dup {
+		wk.stats.Duplicates++
+		return nil
+	}
+	wk.blobs[h] = struct{}{}
+	if seen := wk.w.opts.Seen; seen != nil && seen(h) {
+		wk.stats.SkippedSeen++
+		return nil
+	}
+	base := len(wk.path)
+	wk.path = append(wk.path, name...)
+	path := string(wk.path)
+	wk.path = wk.path[:base]
+	size, err := wk.w.objectSize(h)
+	if err != nil {
+		return fmt.Errorf("blob %s at %s in commit %s: %w", h, path, wk.commit, err)
+	}
+	wk.stats.Blobs++
+	wk.stats.BlobBytes += size
+	return wk.fn(Blob{
+		Hash:   h,
+		Path:   path,
+		Commit: wk.commit,
+		Ref:    wk.ref,
+		Mode:   filemode.FileMode(mode),
+		Size:   size,
+	})
+}

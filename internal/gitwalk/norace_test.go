@@ -1,0 +1,5 @@
+//go:build !race
+
+package gitwalk
+
+const raceEnabled = false
