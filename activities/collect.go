@@ -156,3 +156,25 @@ func (a *Activities) DeleteStaleCodebases(ctx context.Context, maxAge time.Durat
 	a.logger(ctx).Info("stale codebases deleted", zap.Int64("count", n), zap.Duration("maxAge", maxAge))
 	return n, nil
 }
+
+// CodebaseShard describes the shard that scans a codebase: keyed by the
+// codebase, so a renamed repository continues from its watermarks and a
+// recreated one (a new codebase) starts afresh; located at the codebase's
+// current clone URL.
+func (a *Activities) CodebaseShard(ctx context.Context, codebaseID int64) (store.ShardSpec, error) {
+	cb, err := a.Store.CodebaseByID(ctx, codebaseID)
+	if err != nil {
+		return store.ShardSpec{}, AppError(err)
+	}
+	if cb == nil {
+		return store.ShardSpec{}, AppError(errclass.Permanentf(errclass.ReasonNotFound, "codebase %d does not exist", codebaseID))
+	}
+	host, err := a.Hosts.Lookup(cb.Host)
+	if err != nil {
+		return store.ShardSpec{}, AppError(errclass.Wrap(errclass.Permanent, errclass.ReasonInvalidInput, err))
+	}
+	return store.ShardSpec{Key: CodebaseShardKey(codebaseID), CodebaseID: codebaseID, Location: host.CloneURL(cb.Owner, cb.Name)}, nil
+}
+
+// CodebaseShardKey is the shard key of a codebase.
+func CodebaseShardKey(codebaseID int64) string { return fmt.Sprintf("codebase:%d", codebaseID) }

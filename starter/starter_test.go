@@ -48,7 +48,12 @@ func TestMain(m *testing.M) {
 		if err != nil {
 			return nil, err
 		}
-		stop, err := e.StartWorker(&activities.Activities{Store: e.Store, Mirrors: mirrors, Hosts: cfg.Hosts, Log: e.Log})
+		scanner, err := activities.NewScanner(context.Background(), e.Store, "", nil)
+		if err != nil {
+			return nil, err
+		}
+		stop, err := e.StartWorker(&activities.Activities{Store: e.Store, Mirrors: mirrors, Hosts: cfg.Hosts, Log: e.Log},
+			&activities.Shards{Store: e.Store, Mirrors: mirrors, Scanner: scanner, Log: e.Log})
 		if err != nil {
 			return nil, err
 		}

@@ -40,6 +40,8 @@ Configuration comes from the environment:
   GITFLEET_HOST        the host name users write, when not derived from GITHUB_API_URL
   GITFLEET_GIT_URL     base of clone URLs, when not derived from GITHUB_API_URL
   GITFLEET_MIRROR_DIR  where mirrors live (default: the user cache directory)
+  GITFLEET_RULES       gitleaks-format rule file (default: the built-in rules)
+  GITFLEET_FINDING_KEY key of the findings' secret hashes (default: generated once, kept in the database)
   GITFLEET_LOG_LEVEL   debug, info, warn, error (default info)
   GITFLEET_LOG_FORMAT  console or json (default console)
 `, workflows.TaskQueue, config.DefaultTemporalAddress, config.DefaultNamespace, config.DefaultDatabaseURL)
@@ -95,12 +97,18 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	scanner, err := activities.NewScanner(ctx, st, cfg.RulesFile, cfg.HashKey)
+	if err != nil {
+		return err
+	}
 	w := worker.New(c, workflows.TaskQueue, worker.Options{})
 	workflows.Register(w)
 	w.RegisterActivity(&activities.Activities{Store: st, Mirrors: mirrors, Hosts: cfg.Hosts, Log: log})
+	w.RegisterActivity(&activities.Shards{Store: st, Mirrors: mirrors, Scanner: scanner, Log: log})
 
 	log.Info("worker starting", zap.String("temporal", cfg.TemporalAddress), zap.String("namespace", cfg.Namespace),
-		zap.String("taskQueue", workflows.TaskQueue), zap.Strings("hosts", cfg.Hosts.Names()))
+		zap.String("taskQueue", workflows.TaskQueue), zap.Strings("hosts", cfg.Hosts.Names()),
+		zap.String("policy", scanner.Policy()[:12]), zap.Int("rules", scanner.Rules().Len()))
 	if err := w.Start(); err != nil {
 		return err
 	}

@@ -47,6 +47,8 @@ var (
 	SACase = temporal.NewSearchAttributeKeyKeyword("GitfleetCase")
 	// SACodebase is the codebase id the collection resolved to.
 	SACodebase = temporal.NewSearchAttributeKeyInt64("GitfleetCodebase")
+	// SAShard is the shard key a scan runs.
+	SAShard = temporal.NewSearchAttributeKeyKeyword("GitfleetShard")
 )
 
 // SearchAttributes lists every custom search attribute with its type, for
@@ -56,6 +58,7 @@ var SearchAttributes = map[string]enumspb.IndexedValueType{
 	SARepository.GetName(): enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	SACase.GetName():       enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	SACodebase.GetName():   enumspb.INDEXED_VALUE_TYPE_INT,
+	SAShard.GetName():      enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 }
 
 // EnsureSearchAttributes registers the missing search attributes in a
@@ -87,6 +90,7 @@ func Register(w worker.WorkflowRegistry) {
 	w.RegisterWorkflow(Collect)
 	w.RegisterWorkflow(ResolveIdentity)
 	w.RegisterWorkflow(CleanupStale)
+	w.RegisterWorkflow(ExecuteShard)
 }
 
 // retryPolicy retries Retryable errors with backoff and never retries the

@@ -12,6 +12,7 @@ import (
 	"gitfleet/internal/errclass"
 	"gitfleet/internal/identity"
 	"gitfleet/internal/repoid"
+	"gitfleet/internal/store"
 )
 
 // CollectInput asks for one repository to be collected.
@@ -38,6 +39,8 @@ type CollectResult struct {
 	// Attempts counts identity resolutions; more than one means a rename
 	// raced the clone and resolution started over.
 	Attempts int `json:"attempts"`
+	// Scan is the codebase's shard after this collection's scan.
+	Scan *ExecuteShardResult `json:"scan,omitempty"`
 }
 
 // maxResolveAttempts bounds how often a collection starts over from the
@@ -85,6 +88,13 @@ func Collect(ctx workflow.Context, in CollectInput) (CollectResult, error) {
 	out.CodebaseID, out.Case, out.RetiredCodebaseID = resolved.CodebaseID, resolved.Case, resolved.RetiredCodebaseID
 	out.Repository = repoid.ID{Host: in.Repo.Host, Owner: resolved.Owner, Name: resolved.Name}
 
+	// Runs recorded before collections scanned for secrets replay without it.
+	if v := workflow.GetVersion(ctx, "scan-after-identity", workflow.DefaultVersion, 1); v == 1 && !out.Empty {
+		if err := scanCodebase(ctx, &out); err != nil {
+			return out, fail(ctx, key, in.Repo, "scan", err)
+		}
+	}
+
 	workflow.SetCurrentDetails(ctx, "Recording the collection")
 	err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), a.CompleteCollection, activities.CompleteCollectionInput{
 		Key: key, CodebaseID: out.CodebaseID, Commit: out.Commit,
@@ -96,6 +106,30 @@ func Collect(ctx workflow.Context, in CollectInput) (CollectResult, error) {
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Collected %s: case %s (%s), codebase %d",
 		out.Repository, out.Case, out.Case.Describe(), out.CodebaseID))
 	return out, nil
+}
+
+// scanCodebase runs the codebase's shard (ExecuteShard, a child) after its
+// identity is settled. A parked shard fails the collection as Permanent.
+func scanCodebase(ctx workflow.Context, out *CollectResult) error {
+	var a *activities.Activities
+	var spec store.ShardSpec
+	if err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), a.CodebaseShard, out.CodebaseID).Get(ctx, &spec); err != nil {
+		return err
+	}
+	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Scanning codebase %d", out.CodebaseID))
+	child := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID: CollectWorkflowID(out.Requested) + "/scan",
+	})
+	var res ExecuteShardResult
+	if err := workflow.ExecuteChildWorkflow(child, ExecuteShard, ExecuteShardInput{Spec: spec}).Get(ctx, &res); err != nil {
+		return err
+	}
+	out.Scan = &res
+	if res.Status == store.ShardParked {
+		return temporal.NewApplicationError(fmt.Sprintf("the scan of codebase %d is parked: %s", out.CodebaseID, res.ParkReason),
+			string(errclass.Permanent), res.ParkReason)
+	}
+	return nil
 }
 
 // fail records the failed collection and returns the workflow's error: an

@@ -27,6 +27,12 @@ func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	env.RegisterWorkflow(Collect)
 	env.RegisterWorkflow(ResolveIdentity)
 	env.RegisterActivity(&activities.Activities{})
+	env.RegisterWorkflow(ExecuteShard)
+	// The scan after identity resolution is ExecuteShard's business; these
+	// tests see it as a child that succeeds.
+	var a *activities.Activities
+	env.OnActivity(a.CodebaseShard, mock.Anything, mock.Anything).Return(store.ShardSpec{Key: "codebase:1"}, nil).Maybe()
+	env.OnWorkflow(ExecuteShard, mock.Anything, mock.Anything).Return(ExecuteShardResult{Status: store.ShardDone}, nil).Maybe()
 	return env
 }
 

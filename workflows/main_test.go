@@ -2,8 +2,10 @@ package workflows_test
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -66,7 +68,14 @@ func TestMain(m *testing.M) {
 		}
 		log := zap.New(zapcore.NewTee(e.Log.Core(), zapcore.NewCore(
 			zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(workerLogs), zap.DebugLevel)))
-		stop, err := e.StartWorker(&activities.Activities{Store: e.Store, Mirrors: mirrors, Hosts: hosts, Log: log})
+		scanner, err := activities.NewScanner(context.Background(), e.Store, "", nil)
+		if err != nil {
+			return nil, err
+		}
+		// Small batches and short leases so tests see several durable
+		// writes per scan and lease renewals within seconds.
+		stop, err := e.StartWorker(&activities.Activities{Store: e.Store, Mirrors: mirrors, Hosts: hosts, Log: log},
+			&activities.Shards{Store: e.Store, Mirrors: mirrors, Scanner: scanner, Log: log, BatchBlobs: 50, LeaseFor: 6 * time.Second})
 		if err != nil {
 			return nil, err
 		}

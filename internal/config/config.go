@@ -20,6 +20,8 @@ const (
 	EnvMirrorDir         = "GITFLEET_MIRROR_DIR"
 	EnvLogLevel          = "GITFLEET_LOG_LEVEL"
 	EnvLogFormat         = "GITFLEET_LOG_FORMAT"
+	EnvRules             = "GITFLEET_RULES"
+	EnvHashKey           = "GITFLEET_FINDING_KEY"
 )
 
 // Defaults: the dev stack's addresses.
@@ -40,6 +42,11 @@ type Config struct {
 	LogLevel        string
 	LogFormat       string
 	Hosts           vcs.Hosts
+	// RulesFile is a gitleaks-format rule file; "" means the default rules.
+	RulesFile string
+	// HashKey keys the findings' secret hashes; nil means the key the
+	// database generates once per installation. Secret: never logged.
+	HashKey []byte
 }
 
 // Load reads the configuration through getenv (os.Getenv in binaries).
@@ -57,6 +64,13 @@ func Load(getenv func(string) string) (Config, error) {
 		LogLevel:        or(getenv(EnvLogLevel), "info"),
 		LogFormat:       or(getenv(EnvLogFormat), "console"),
 		Hosts:           hosts,
+		RulesFile:       getenv(EnvRules),
+	}
+	if k := getenv(EnvHashKey); k != "" {
+		if len(k) < 16 {
+			return Config{}, fmt.Errorf("%s must be at least 16 characters", EnvHashKey)
+		}
+		c.HashKey = []byte(k)
 	}
 	if c.MirrorDir == "" {
 		cache, err := os.UserCacheDir()

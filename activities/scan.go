@@ -1,0 +1,465 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"go.temporal.io/sdk/activity"
+	"go.uber.org/zap"
+
+	"gitfleet/internal/errclass"
+	"gitfleet/internal/gitwalk"
+	"gitfleet/internal/scan"
+	"gitfleet/internal/store"
+	"gitfleet/internal/target"
+)
+
+// repository is an opened repository to scan.
+type repository struct {
+	repo   *git.Repository
+	closer io.Closer
+	// path of the mirror (or the local repository), for writing synthetic refs.
+	mirror bool
+	url    string
+}
+
+func (r *repository) Close() error { return r.closer.Close() }
+
+// open syncs a URL target's mirror (or checks a local target) and opens it.
+func (s *Shards) open(ctx context.Context, spec store.ShardSpec) (*repository, error) {
+	if spec.Local {
+		repo, closer, err := gitwalk.Open(spec.Location, gitwalk.DefaultObjectCacheBytes)
+		if err != nil {
+			return nil, errclass.Wrap(errclass.Permanent, errclass.ReasonNotFound, fmt.Errorf("open the local repository: %w", err))
+		}
+		return &repository{repo: repo, closer: closer}, nil
+	}
+	remote, err := s.Mirrors.Sync(ctx, spec.Location)
+	if err != nil {
+		return nil, err
+	}
+	repo, closer, err := gitwalk.Open(s.Mirrors.Path(remote.URL), gitwalk.DefaultObjectCacheBytes)
+	if err != nil {
+		if remote.Empty {
+			return nil, errclass.Permanentf(errclass.ReasonEmptyRepository, "the repository is empty")
+		}
+		return nil, fmt.Errorf("open the mirror: %w", err)
+	}
+	return &repository{repo: repo, closer: closer, mirror: true, url: remote.URL}, nil
+}
+
+// ScanShard is Executing and InnerDurable: it walks (watermark, tip] of
+// every selected ref, scans each blob the scope has not seen, writes the
+// data ops in fenced batches as it goes (a crash loses at most a batch, and
+// replaying a batch changes nothing), and finalizes: watermarks only when
+// nothing was skipped. It returns the receipt.
+//
+// A retried attempt takes over the lease with a new fence first, so the
+// attempt it replaces — if still running somewhere — can no longer write.
+func (s *Shards) ScanShard(ctx context.Context, w ShardWork) (store.Receipt, error) {
+	lease := w.Lease
+	if activity.IsActivity(ctx) && activity.GetInfo(ctx).Attempt > 1 {
+		c, err := s.Store.AcquireShard(ctx, lease.ShardID, lease.Owner, s.leaseFor(), false)
+		if err != nil {
+			return store.Receipt{}, AppError(err)
+		}
+		if c.Status != store.ShardActive || c.Busy {
+			return store.Receipt{}, AppError(errclass.StaleOwnerf("shard %d is %s (busy=%t)", lease.ShardID, c.Status, c.Busy))
+		}
+		lease = c.Lease
+	}
+	log := s.logger(ctx, lease.ShardID, lease.Fence)
+	r, err := s.scan(ctx, lease, w, log)
+	if err != nil {
+		log.Warn("scan stopped", zap.String("class", string(errclass.Classify(err).Class)), zap.String("reason", errclass.Classify(err).Reason))
+		return store.Receipt{}, AppError(err)
+	}
+	log.Info("scan finalized", zap.Int64("receipt", r.ID), zap.Bool("complete", r.Complete), zap.Int64("commits", r.Commits),
+		zap.Int64("blobs", r.BlobsScanned), zap.Int64("bytes", r.BytesScanned), zap.Int64("skipped", r.BlobsSkipped),
+		zap.Int64("findings", r.Findings))
+	return r, nil
+}
+
+func (s *Shards) scan(ctx context.Context, lease store.Lease, w ShardWork, log *zap.Logger) (store.Receipt, error) {
+	// The keeper renews the lease and heartbeats; losing the lease cancels
+	// the scan at once.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var progress progress
+	stopKeeper := s.keepLease(ctx, lease, &progress, cancel)
+	defer stopKeeper()
+
+	repo, err := s.open(ctx, w.Spec)
+	if err != nil {
+		return store.Receipt{}, err
+	}
+	defer repo.Close()
+
+	scopeID, err := s.Store.Scope(ctx, lease.ShardID, s.Scanner.Policy())
+	if err != nil {
+		return store.Receipt{}, err
+	}
+	marks, err := s.Store.Watermarks(ctx, scopeID)
+	if err != nil {
+		return store.Receipt{}, err
+	}
+	tips, err := s.selectRefs(ctx, repo, w.Spec.Selection)
+	if err != nil {
+		return store.Receipt{}, err
+	}
+	ranges := rangesFor(tips, marks)
+	log.Info("scan starting", zap.Int("refs", len(tips)), zap.Int("watermarks", len(marks)))
+
+	run := &scanRun{ctx: ctx, s: s, lease: lease, scopeID: scopeID, walker: gitwalk.New(repo.repo, gitwalk.Options{}), progress: &progress}
+	if w.MaxDuration > 0 {
+		run.deadline = time.Now().Add(w.MaxDuration)
+	}
+	stats, walkErr := run.walker.Walk(ctx, ranges, run.add)
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return store.Receipt{}, cause // the lease was lost
+	}
+	if walkErr != nil && !errors.Is(walkErr, errBudget) {
+		if ctx.Err() != nil {
+			return store.Receipt{}, ctx.Err()
+		}
+		return store.Receipt{}, walkErr
+	}
+	complete := walkErr == nil
+	if err := run.flush(ctx); err != nil {
+		return store.Receipt{}, err
+	}
+	complete = complete && !run.partial
+	watermarks := make(map[string]string, len(tips))
+	for ref, tip := range tips {
+		watermarks[ref] = tip.String()
+	}
+	return s.Store.Finalize(ctx, store.FinalizeInput{
+		Lease: lease, ScopeID: scopeID, Complete: complete, Watermarks: watermarks,
+		Stats: store.Receipt{Commits: int64(stats.Commits), BlobsScanned: run.scanned, BytesScanned: run.bytes,
+			BlobsSkipped: run.skipped, Findings: run.findings},
+	})
+}
+
+var errBudget = errors.New("time budget spent")
+
+// progress is what the heartbeat reports: counts only.
+type progress struct {
+	mu                     sync.Mutex
+	Blobs, Bytes, Findings int64
+}
+
+func (p *progress) add(blobs, bytes, findings int64) {
+	p.mu.Lock()
+	p.Blobs, p.Bytes, p.Findings = p.Blobs+blobs, p.Bytes+bytes, p.Findings+findings
+	p.mu.Unlock()
+}
+
+func (p *progress) snapshot() map[string]int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return map[string]int64{"blobs": p.Blobs, "bytes": p.Bytes, "findings": p.Findings}
+}
+
+func (s *Shards) keepLease(ctx context.Context, lease store.Lease, p *progress, lost context.CancelCauseFunc) (stop func()) {
+	every := s.leaseFor() / 3
+	if hb := heartbeatEvery(ctx); hb < every {
+		every = hb
+	}
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if _, err := s.Store.RenewLease(ctx, lease, s.leaseFor()); err != nil {
+				if c := errclass.Classify(err); c.Class == errclass.StaleOwner {
+					lost(err)
+					return
+				}
+				// A database hiccup: the next tick tries again, and the
+				// deadline check in every write keeps us honest meanwhile.
+			}
+			if activity.IsActivity(ctx) {
+				activity.RecordHeartbeat(ctx, p.snapshot())
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+func heartbeatEvery(ctx context.Context) time.Duration {
+	if activity.IsActivity(ctx) {
+		if hb := activity.GetInfo(ctx).HeartbeatTimeout; hb > 0 {
+			return hb / 3
+		}
+	}
+	return 10 * time.Second
+}
+
+// selectRefs resolves the selection to ref → commit tips: every branch and
+// tag by default; named refs; explicit commits as synthetic refs.
+func (s *Shards) selectRefs(ctx context.Context, r *repository, sel target.Selection) (map[string]plumbing.Hash, error) {
+	tips := map[string]plumbing.Hash{}
+	if sel.Empty() {
+		iter, err := r.repo.References()
+		if err != nil {
+			return nil, err
+		}
+		err = iter.ForEach(func(ref *plumbing.Reference) error {
+			if ref.Type() == plumbing.HashReference && (ref.Name().IsBranch() || ref.Name().IsTag()) {
+				tips[ref.Name().String()] = ref.Hash()
+			}
+			return nil
+		})
+		return tips, err
+	}
+	for _, name := range sel.Refs {
+		ref, err := resolveRef(r.repo, name)
+		if err != nil {
+			return nil, err
+		}
+		tips[ref.Name().String()] = ref.Hash()
+	}
+	for _, c := range sel.Commits {
+		h, err := s.commit(ctx, r, c)
+		if err != nil {
+			return nil, err
+		}
+		tips[target.SyntheticRef(c)] = h
+	}
+	return tips, nil
+}
+
+func resolveRef(repo *git.Repository, name string) (*plumbing.Reference, error) {
+	candidates := []plumbing.ReferenceName{plumbing.ReferenceName(name)}
+	if !strings.HasPrefix(name, "refs/") {
+		candidates = []plumbing.ReferenceName{plumbing.NewBranchReferenceName(name), plumbing.NewTagReferenceName(name)}
+	}
+	for _, c := range candidates {
+		if ref, err := repo.Reference(c, true); err == nil {
+			return ref, nil
+		}
+	}
+	return nil, errclass.Permanentf(errclass.ReasonNotFound, "the selected ref does not exist (digest %s)", digest(name))
+}
+
+// commit checks that an explicit commit exists and is a commit, fetching it
+// by SHA into a mirror that lacks it, and pins it there under its synthetic
+// ref so later fetches never prune it.
+func (s *Shards) commit(ctx context.Context, r *repository, hexID string) (plumbing.Hash, error) {
+	if len(hexID) != 40 {
+		return plumbing.ZeroHash, errclass.Permanentf(errclass.ReasonUnsupported, "only SHA-1 repositories are supported")
+	}
+	h := plumbing.NewHash(hexID)
+	obj, err := r.repo.Storer.EncodedObject(plumbing.AnyObject, h)
+	if errors.Is(err, plumbing.ErrObjectNotFound) && r.mirror {
+		ref := target.SyntheticRef(hexID)
+		fetchErr := git.NewRemote(r.repo.Storer, &config.RemoteConfig{Name: "origin", URLs: []string{r.url}}).FetchContext(ctx,
+			&git.FetchOptions{RefSpecs: []config.RefSpec{config.RefSpec(hexID + ":" + ref)}, Tags: git.NoTags})
+		if fetchErr != nil && !errors.Is(fetchErr, git.NoErrAlreadyUpToDate) {
+			if strings.Contains(fetchErr.Error(), "not our ref") {
+				return plumbing.ZeroHash, errclass.Permanentf(errclass.ReasonNotFound, "the selected commit does not exist in the repository")
+			}
+			return plumbing.ZeroHash, fetchErr
+		}
+		obj, err = r.repo.Storer.EncodedObject(plumbing.AnyObject, h)
+	}
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		return plumbing.ZeroHash, errclass.Permanentf(errclass.ReasonNotFound, "the selected commit does not exist in the repository")
+	}
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if obj.Type() != plumbing.CommitObject {
+		return plumbing.ZeroHash, errclass.Permanentf(errclass.ReasonInvalidInput, "the selected object is a %s, not a commit", obj.Type())
+	}
+	if r.mirror {
+		if err := r.repo.Storer.SetReference(plumbing.NewHashReference(plumbing.ReferenceName(target.SyntheticRef(hexID)), h)); err != nil {
+			return plumbing.ZeroHash, err
+		}
+	}
+	if _, err := object.GetCommit(r.repo.Storer, h); err != nil {
+		return plumbing.ZeroHash, errclass.Wrap(errclass.Permanent, "poisoned", err)
+	}
+	return h, nil
+}
+
+// rangesFor builds the walk: each ref from its tip down to any watermark.
+// Every watermark stops every ref — what is reachable from one was scanned.
+func rangesFor(tips map[string]plumbing.Hash, marks map[string]string) []gitwalk.Range {
+	var stops []plumbing.Hash
+	for _, c := range marks {
+		if plumbing.IsHash(c) {
+			stops = append(stops, plumbing.NewHash(c))
+		}
+	}
+	slices.SortFunc(stops, func(a, b plumbing.Hash) int { return strings.Compare(a.String(), b.String()) })
+	stops = slices.Compact(stops)
+	refs := make([]string, 0, len(tips))
+	for ref := range tips {
+		refs = append(refs, ref)
+	}
+	slices.Sort(refs) // a deterministic walk: first-seen paths and commits do not depend on map order
+	ranges := make([]gitwalk.Range, 0, len(refs))
+	for _, ref := range refs {
+		ranges = append(ranges, gitwalk.Range{Ref: ref, Tip: tips[ref], Stops: stops})
+	}
+	return ranges
+}
+
+// scanRun is one scan's pipeline: blobs from the walk are batched, checked
+// against the seen set, read, scanned in parallel and written durably.
+type scanRun struct {
+	ctx      context.Context // the walk's callback carries none
+	s        *Shards
+	lease    store.Lease
+	scopeID  int64
+	walker   *gitwalk.Walker
+	progress *progress
+	deadline time.Time
+
+	pending []gitwalk.Blob
+
+	scanned, bytes, skipped, findings int64
+	partial                           bool
+}
+
+func (r *scanRun) batchSize() int {
+	if r.s.BatchBlobs > 0 {
+		return r.s.BatchBlobs
+	}
+	return 2000
+}
+
+func (r *scanRun) add(b gitwalk.Blob) error {
+	r.pending = append(r.pending, b)
+	if len(r.pending) < r.batchSize() {
+		return nil
+	}
+	if err := r.flush(r.ctx); err != nil {
+		return err
+	}
+	if !r.deadline.IsZero() && time.Now().After(r.deadline) {
+		return errBudget
+	}
+	return nil
+}
+
+type scanned struct {
+	seen     store.SeenBlob
+	findings []store.Finding
+	bytes    int64
+	skipped  bool
+	partial  bool
+}
+
+// flush scans the pending batch and writes its data ops under the fence.
+func (r *scanRun) flush(ctx context.Context) error {
+	batch := r.pending
+	r.pending = r.pending[:0:0]
+	if len(batch) == 0 {
+		return nil
+	}
+	hashes := make([][]byte, len(batch))
+	for i := range batch {
+		hashes[i] = batch[i].Hash[:]
+	}
+	seen, err := r.s.Store.SeenBlobs(ctx, r.scopeID, hashes)
+	if err != nil {
+		return err
+	}
+	var todo []gitwalk.Blob
+	for _, b := range batch {
+		if !seen[string(b.Hash[:])] {
+			todo = append(todo, b)
+		}
+	}
+	results := make([]scanned, len(todo))
+	var wg sync.WaitGroup
+	work := make(chan int)
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				results[i] = r.scanBlob(todo[i])
+			}
+		}()
+	}
+	for i := range todo {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+
+	var ops store.DataOps
+	var bytes int64
+	for _, res := range results {
+		if res.seen.Blob != nil {
+			ops.Seen = append(ops.Seen, res.seen)
+		}
+		ops.Findings = append(ops.Findings, res.findings...)
+		bytes += res.bytes
+		if res.skipped {
+			r.skipped++
+		} else {
+			r.scanned++
+		}
+		r.partial = r.partial || res.partial
+	}
+	r.bytes += bytes
+	n, err := r.s.Store.WriteData(ctx, r.lease, r.scopeID, ops)
+	if err != nil {
+		return err
+	}
+	r.findings += n
+	r.progress.add(int64(len(todo)), bytes, n)
+	return nil
+}
+
+// scanBlob reads and scans one blob. An unreadable blob is skipped and
+// makes the run Partial, and is not marked seen: the next run tries again.
+func (r *scanRun) scanBlob(b gitwalk.Blob) scanned {
+	limit := r.s.Scanner.MaxBlobBytes()
+	content, size, err := r.walker.ReadBlob(b.Hash, limit)
+	hash := append([]byte(nil), b.Hash[:]...)
+	switch {
+	case errors.Is(err, gitwalk.ErrTooLarge):
+		res := r.s.Scanner.Oversized(size)
+		return scanned{seen: store.SeenBlob{Blob: hash, Outcome: store.OutcomeOversized}, skipped: true, partial: res.Partial}
+	case err != nil:
+		return scanned{skipped: true, partial: true}
+	}
+	res := r.s.Scanner.Scan(b.Path, content, b.Commit.String())
+	out := scanned{bytes: int64(len(content)), partial: res.Partial}
+	switch res.Skipped {
+	case scan.SkipBinary:
+		out.seen, out.skipped = store.SeenBlob{Blob: hash, Outcome: store.OutcomeBinary}, true
+	case scan.SkipOversized:
+		out.seen, out.skipped = store.SeenBlob{Blob: hash, Outcome: store.OutcomeOversized}, true
+	default:
+		out.seen = store.SeenBlob{Blob: hash, Outcome: store.OutcomeScanned}
+	}
+	for _, f := range res.Findings {
+		out.findings = append(out.findings, store.Finding{RuleID: f.RuleID, Blob: hash, Start: f.Start, End: f.End,
+			Line: f.Line, Path: b.Path, Commit: b.Commit.String(), SecretHash: f.SecretHash, Preview: f.Preview})
+	}
+	return out
+}

@@ -1,0 +1,156 @@
+package activities
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.uber.org/zap"
+
+	"gitfleet/internal/errclass"
+	"gitfleet/internal/gitmirror"
+	"gitfleet/internal/scan"
+	"gitfleet/internal/store"
+)
+
+// Shards are the shard execution activities (DESIGN §4). They log digests
+// and counts only: never secrets, file paths, refs or commit ids of the
+// content they scan.
+type Shards struct {
+	Store   *store.Store
+	Mirrors *gitmirror.Mirrors
+	Scanner *scan.Scanner
+	Log     *zap.Logger
+	// LeaseFor is how long a lease lasts between renewals (default 1 min);
+	// the scan renews it every third of that.
+	LeaseFor time.Duration
+	// BatchBlobs is how many blobs a scan handles between durable writes
+	// of its data ops (default 2,000).
+	BatchBlobs int
+}
+
+func (s *Shards) leaseFor() time.Duration {
+	if s.LeaseFor > 0 {
+		return s.LeaseFor
+	}
+	return time.Minute
+}
+
+// digest names a shard key, location or ref in logs without revealing it.
+func digest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:6])
+}
+
+func (s *Shards) logger(ctx context.Context, shardID, fence int64) *zap.Logger {
+	l := s.Log
+	if l == nil {
+		l = zap.NewNop()
+	}
+	l = l.With(zap.Int64("shard", shardID), zap.Int64("fence", fence))
+	if activity.IsActivity(ctx) {
+		info := activity.GetInfo(ctx)
+		l = l.With(zap.String("activity", info.ActivityType.Name), zap.Int32("attempt", info.Attempt))
+	}
+	return l
+}
+
+// EnsureShard creates or finds a shard and returns its id.
+func (s *Shards) EnsureShard(ctx context.Context, spec store.ShardSpec) (int64, error) {
+	id, err := s.Store.EnsureShard(ctx, spec)
+	return id, AppError(err)
+}
+
+// AcquireShardInput asks for a lease.
+type AcquireShardInput struct {
+	ShardID int64  `json:"shardId"`
+	Owner   string `json:"owner"`
+	Rearm   bool   `json:"rearm,omitempty"`
+}
+
+// AcquireShard claims a shard. Another owner's live lease is waited out: a
+// Retryable error whose delay runs until that lease's deadline.
+func (s *Shards) AcquireShard(ctx context.Context, in AcquireShardInput) (store.Claim, error) {
+	c, err := s.Store.AcquireShard(ctx, in.ShardID, in.Owner, s.leaseFor(), in.Rearm)
+	if err != nil {
+		return store.Claim{}, AppError(err)
+	}
+	if c.Busy {
+		e := errclass.Wrap(errclass.Retryable, "shard leased by another owner",
+			fmt.Errorf("shard %d is leased by another owner until %s", in.ShardID, c.Deadline.Format(time.RFC3339)))
+		e.RetryAfter = time.Until(c.Deadline) + 100*time.Millisecond
+		return store.Claim{}, AppError(e)
+	}
+	s.logger(ctx, in.ShardID, c.Lease.Fence).Info("shard claimed", zap.String("status", string(c.Status)))
+	return c, nil
+}
+
+// ShardWork is a lease and what it is for.
+type ShardWork struct {
+	Lease       store.Lease     `json:"lease"`
+	Spec        store.ShardSpec `json:"spec"`
+	MaxDuration time.Duration   `json:"maxDuration,omitempty"`
+}
+
+// SyncShardMirror brings the shard's mirror up to date (nothing to do for
+// a local repository but to check it is one). It writes nothing durable, so
+// it needs no fence check; the scan syncs again if it lands elsewhere.
+func (s *Shards) SyncShardMirror(ctx context.Context, w ShardWork) error {
+	defer keepAlive(ctx, 5*time.Second)()
+	_, err := s.open(ctx, w.Spec)
+	return AppError(err)
+}
+
+// CheckpointInput advances a shard's frontier to a receipt.
+type CheckpointInput struct {
+	Lease     store.Lease `json:"lease"`
+	ReceiptID int64       `json:"receiptId"`
+}
+
+// CheckpointShard is outer durability (see store.Checkpoint).
+func (s *Shards) CheckpointShard(ctx context.Context, in CheckpointInput) (store.ShardStatus, error) {
+	st, err := s.Store.Checkpoint(ctx, in.Lease, in.ReceiptID)
+	if err != nil {
+		return "", AppError(err)
+	}
+	s.logger(ctx, in.Lease.ShardID, in.Lease.Fence).Info("shard checkpointed", zap.Int64("receipt", in.ReceiptID),
+		zap.String("status", string(st)))
+	return st, nil
+}
+
+// ParkInput parks a shard.
+type ParkInput struct {
+	Lease  store.Lease `json:"lease"`
+	Reason string      `json:"reason"`
+}
+
+// ParkShard sets a shard aside until something external changes.
+func (s *Shards) ParkShard(ctx context.Context, in ParkInput) error {
+	if err := s.Store.Park(ctx, in.Lease, in.Reason); err != nil {
+		return AppError(err)
+	}
+	s.logger(ctx, in.Lease.ShardID, in.Lease.Fence).Warn("shard parked", zap.String("reason", in.Reason))
+	return nil
+}
+
+// NewScanner builds the scanner: the rules of a gitleaks-format file (""
+// means the default rule set) and the key of the findings' keyed hashes
+// (nil means the installation's key, generated once in the database).
+func NewScanner(ctx context.Context, st *store.Store, rulesFile string, key []byte) (*scan.Scanner, error) {
+	rules, err := scan.Default()
+	if rulesFile != "" {
+		rules, err = scan.LoadFile(rulesFile)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if key == nil {
+		if key, err = st.SecretHashKey(ctx); err != nil {
+			return nil, fmt.Errorf("finding hash key: %w", err)
+		}
+	}
+	return scan.New(rules, scan.DefaultConfig(), key)
+}

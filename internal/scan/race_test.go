@@ -1,0 +1,5 @@
+//go:build race
+
+package scan
+
+func init() { raceEnabled = true }

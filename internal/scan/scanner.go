@@ -1,0 +1,634 @@
+package scan
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// DefaultMaxBlobBytes is the default size limit of a scanned blob.
+const DefaultMaxBlobBytes = 10 << 20
+
+// binarySniffLen is how much of a blob is searched for a NUL byte, like git's
+// buffer_is_binary.
+const binarySniffLen = 8000
+
+// MinHashKeyLen is the shortest accepted HMAC key.
+const MinHashKeyLen = 16
+
+// Config holds the scanner's limits. Its zero value is NOT the default: use
+// DefaultConfig and change what you need.
+type Config struct {
+	// MaxBlobBytes: larger blobs are skipped as oversized. 0 means
+	// DefaultMaxBlobBytes; negative means no limit.
+	MaxBlobBytes int64
+	// OversizedIsPartial: an oversized skip makes the run Partial (default true).
+	OversizedIsPartial bool
+	// BinaryIsPartial: a binary skip makes the run Partial (default false).
+	BinaryIsPartial bool
+}
+
+// DefaultConfig is 10 MiB, oversized → Partial, binary → not Partial.
+func DefaultConfig() Config {
+	return Config{MaxBlobBytes: DefaultMaxBlobBytes, OversizedIsPartial: true, BinaryIsPartial: false}
+}
+
+// SkipReason says why a blob was not scanned.
+type SkipReason string
+
+const (
+	NotSkipped    SkipReason = ""
+	SkipBinary    SkipReason = "binary"    // a NUL byte in the first 8000 bytes
+	SkipOversized SkipReason = "oversized" // larger than Config.MaxBlobBytes
+)
+
+// Finding is one secret found in a blob. It never holds the secret, the path
+// or the commit.
+type Finding struct {
+	RuleID      string
+	Description string
+	// Line is the 1-based line of the secret's first byte (lines end at
+	// '\n'; a CRLF counts once). Column is its 1-based byte column in that
+	// line. Both are 0 for a path-only rule, which reports the blob itself.
+	Line, Column int
+	// Start and End are byte offsets of the secret in the blob, End
+	// exclusive (0, 0 for a path-only rule).
+	Start, End int
+	// SecretHash is hex(HMAC-SHA256(hashKey, secret)); empty for a path-only
+	// rule. The same secret has the same hash under the same key, whatever
+	// rule found it.
+	SecretHash string
+	// Preview shows at most 4 characters of the secret (a quarter of it,
+	// rounded down, when it is shorter than 16 characters), "…" and its
+	// length in characters, e.g. "ghp_…(40)". Empty for a path-only rule.
+	Preview string
+}
+
+// Result of scanning one blob.
+type Result struct {
+	// Findings are ordered by Start, then RuleID; nil when none. Each
+	// (rule, Start) is reported once, but a span found by two rules is
+	// reported once per rule: a GitHub token assigned to GITHUB_TOKEN is both
+	// a github-pat and a generic-secret finding. Group by SecretHash for one
+	// entry per secret.
+	Findings []Finding
+	// Skipped is set when the content was not scanned. Path-only rules are
+	// still applied to skipped blobs (they need no content).
+	Skipped SkipReason
+	// Partial: the blob was skipped, and the Config says that this kind of
+	// skip makes the run partial.
+	Partial bool
+}
+
+// Scanner scans blobs with one rule set. It is immutable and safe for
+// concurrent use.
+type Scanner struct {
+	rs     *RuleSet
+	cfg    Config
+	key    []byte
+	policy string
+	pool   sync.Pool // *scratch
+
+	// onRegex, when set (tests only), is called each time a rule's regex runs
+	// on a blob.
+	onRegex func(ruleID string)
+	// wholeBlob (tests only) disables anchored matching.
+	wholeBlob bool
+}
+
+// New makes a scanner. hashKey keys the SecretHash of findings; it must be
+// at least MinHashKeyLen bytes and should be a secret of the caller's.
+func New(rs *RuleSet, cfg Config, hashKey []byte) (*Scanner, error) {
+	if rs == nil {
+		return nil, errors.New("scan: nil rule set")
+	}
+	if len(hashKey) < MinHashKeyLen {
+		return nil, fmt.Errorf("scan: the hash key must be at least %d bytes", MinHashKeyLen)
+	}
+	if cfg.MaxBlobBytes == 0 {
+		cfg.MaxBlobBytes = DefaultMaxBlobBytes
+	}
+	s := &Scanner{rs: rs, cfg: cfg, key: slices.Clone(hashKey)}
+	s.policy = policyHash(rs, cfg, s.key)
+	s.pool.New = func() any { return newScratch(rs) }
+	return s, nil
+}
+
+// Rules is the scanner's rule set.
+func (s *Scanner) Rules() *RuleSet { return s.rs }
+
+// Config is the effective configuration.
+func (s *Scanner) Config() Config { return s.cfg }
+
+// MaxBlobBytes is the effective size limit: larger blobs are skipped as
+// oversized. Negative means no limit.
+func (s *Scanner) MaxBlobBytes() int64 { return s.cfg.MaxBlobBytes }
+
+// Oversized is the Result for a blob of this size that the caller did not
+// read because it is larger than MaxBlobBytes: skipped as oversized, Partial
+// as configured. Unlike Precheck it applies no allowlist and no path rule.
+func (s *Scanner) Oversized(size int64) Result {
+	return Result{Skipped: SkipOversized, Partial: s.IsPartial(SkipOversized)}
+}
+
+// IsPartial says whether a skip of this kind makes a run Partial.
+func (s *Scanner) IsPartial(r SkipReason) bool {
+	switch r {
+	case SkipBinary:
+		return s.cfg.BinaryIsPartial
+	case SkipOversized:
+		return s.cfg.OversizedIsPartial
+	}
+	return false
+}
+
+// Policy is a stable hex digest of everything that determines the findings
+// a scan produces: the rule set's Hash, the Config, the scanner's version
+// and a one-way fingerprint of the hash key (so that stored SecretHashes are
+// only ever compared under one key). When it changes, blobs must be
+// re-scanned.
+func (s *Scanner) Policy() string { return s.policy }
+
+const scannerVersion = "gitfleet-scan/1"
+
+func policyHash(rs *RuleSet, cfg Config, key []byte) string {
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte("gitfleet scan key fingerprint"))
+	keyID := hex.EncodeToString(mac.Sum(nil)[:8])
+	doc := fmt.Sprintf("%s\nrules=%s\nmaxBlobBytes=%d\noversizedIsPartial=%t\nbinaryIsPartial=%t\nbinarySniff=%d\nkey=%s\n",
+		scannerVersion, rs.Hash(), cfg.MaxBlobBytes, cfg.OversizedIsPartial, cfg.BinaryIsPartial, binarySniffLen, keyID)
+	sum := sha256.Sum256([]byte(doc))
+	return hex.EncodeToString(sum[:])
+}
+
+// allowState is an allowlist's verdict for a blob, from its commit and path
+// alone.
+type allowState uint8
+
+const (
+	allowUnknown    allowState = iota // not computed yet for this blob
+	allowAll                          // allows every finding in the blob
+	allowNever                        // allows none
+	allowPerFinding                   // depends on the finding (regexes, stopwords)
+)
+
+type rawFinding struct {
+	rule       int32
+	start, end int
+}
+
+// scratch is the per-scan state, pooled.
+type scratch struct {
+	kwFound  []bool
+	ruleHit  []bool
+	hitList  []int32
+	cands    [][]span // per rule, anchored rules only: candidate match starts
+	candRule []int32  // rules with candidates
+	alState  []allowState
+	raw      []rawFinding
+	lower    []byte
+	rs       *RuleSet
+	mac      hash.Hash
+	sum      [sha256.Size]byte
+}
+
+func newScratch(rs *RuleSet) *scratch {
+	return &scratch{
+		kwFound: make([]bool, len(rs.kwRules)),
+		ruleHit: make([]bool, len(rs.rules)),
+		cands:   make([][]span, len(rs.rules)),
+		alState: make([]allowState, rs.nAllow),
+		rs:      rs,
+	}
+}
+
+func (sc *scratch) reset() {
+	clear(sc.kwFound)
+	for _, r := range sc.hitList {
+		sc.ruleHit[r] = false
+	}
+	sc.hitList = sc.hitList[:0]
+	for _, r := range sc.candRule {
+		sc.cands[r] = sc.cands[r][:0]
+	}
+	sc.candRule = sc.candRule[:0]
+	clear(sc.alState)
+	sc.raw = sc.raw[:0]
+}
+
+// keywordHit records keyword occurrences ending at i.
+func (sc *scratch) keywordHit(kws []int32, i int) {
+	rs := sc.rs
+	for _, kw := range kws {
+		if !sc.kwFound[kw] {
+			sc.kwFound[kw] = true
+			for _, r := range rs.kwRules[kw] {
+				if !sc.ruleHit[r] {
+					sc.ruleHit[r] = true
+					sc.hitList = append(sc.hitList, r)
+				}
+			}
+		}
+		ar := rs.kwAnchRules[kw]
+		if len(ar) == 0 {
+			continue
+		}
+		start := i + 1 - rs.kw.kwLen[kw]
+		for _, r := range ar {
+			lo := start - rs.rules[r].plan.before
+			cs := sc.cands[r]
+			if n := len(cs); n > 0 {
+				if last := &cs[n-1]; lo <= last.hi+1 && start >= last.lo-1 {
+					last.lo, last.hi = min(last.lo, lo), max(last.hi, start)
+					continue
+				}
+			} else {
+				sc.candRule = append(sc.candRule, r)
+			}
+			sc.cands[r] = append(cs, span{lo, start})
+		}
+	}
+}
+
+// Precheck decides a blob from its size alone, before it is read: when the
+// blob is allowlisted by path or commit for every rule, or oversized, it
+// returns the Result that Scan would return and true. Otherwise it returns
+// false and the blob must be read and passed to Scan.
+func (s *Scanner) Precheck(path string, size int64, commit string) (Result, bool) {
+	sc := s.pool.Get().(*scratch)
+	defer s.put(sc)
+	if s.allowlistedBlob(sc, path, commit) {
+		return Result{}, true
+	}
+	if s.cfg.MaxBlobBytes >= 0 && size > s.cfg.MaxBlobBytes {
+		return s.skipped(sc, path, commit, SkipOversized), true
+	}
+	return Result{}, false
+}
+
+// Scan scans one blob. path and commit are used only for allowlists and
+// path rules; the findings do not contain them.
+func (s *Scanner) Scan(path string, content []byte, commit string) Result {
+	sc := s.pool.Get().(*scratch)
+	defer s.put(sc)
+	rs := s.rs
+
+	if s.allowlistedBlob(sc, path, commit) {
+		return Result{}
+	}
+	if s.cfg.MaxBlobBytes >= 0 && int64(len(content)) > s.cfg.MaxBlobBytes {
+		return s.skipped(sc, path, commit, SkipOversized)
+	}
+	if bytes.IndexByte(content[:min(len(content), binarySniffLen)], 0) >= 0 {
+		return s.skipped(sc, path, commit, SkipBinary)
+	}
+	s.pathRules(sc, path, commit)
+
+	// One pass for every keyword, then only the rules whose keywords occur.
+	if len(rs.kwRules) > 0 {
+		rs.kw.scan(content, sc)
+	}
+	for _, r := range rs.noKeyword {
+		s.runRule(sc, rs.rules[r], path, commit, content)
+	}
+	for _, r := range sc.hitList {
+		s.runRule(sc, rs.rules[r], path, commit, content)
+	}
+	return Result{Findings: s.finish(sc, content)}
+}
+
+func (s *Scanner) put(sc *scratch) {
+	sc.reset()
+	s.pool.Put(sc)
+}
+
+func (s *Scanner) skipped(sc *scratch, path, commit string, why SkipReason) Result {
+	s.pathRules(sc, path, commit)
+	return Result{Findings: s.finish(sc, nil), Skipped: why, Partial: s.IsPartial(why)}
+}
+
+// allowlistedBlob reports whether a global allowlist that applies to every
+// rule allows the whole blob by its path or commit.
+func (s *Scanner) allowlistedBlob(sc *scratch, path, commit string) bool {
+	for _, a := range s.rs.global {
+		if a.targets == nil && sc.state(a, path, commit) == allowAll {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Scanner) pathRules(sc *scratch, path, commit string) {
+	for _, r := range s.rs.pathOnly {
+		cr := s.rs.rules[r]
+		if !cr.path.MatchString(path) || s.ruleAllowsAll(sc, cr, path, commit) {
+			continue
+		}
+		sc.raw = append(sc.raw, rawFinding{rule: r})
+	}
+}
+
+// ruleAllowsAll reports whether an allowlist allows all of the rule's
+// findings in this blob, so the rule need not run.
+func (s *Scanner) ruleAllowsAll(sc *scratch, cr *compiledRule, path, commit string) bool {
+	for _, a := range cr.global {
+		if sc.state(a, path, commit) == allowAll {
+			return true
+		}
+	}
+	for _, a := range cr.allow {
+		if sc.state(a, path, commit) == allowAll {
+			return true
+		}
+	}
+	return false
+}
+
+func (sc *scratch) state(a *compiledAllowlist, path, commit string) allowState {
+	if st := sc.alState[a.idx]; st != allowUnknown {
+		return st
+	}
+	st := a.blobState(path, commit)
+	sc.alState[a.idx] = st
+	return st
+}
+
+func (a *compiledAllowlist) blobState(path, commit string) allowState {
+	var checks, passed int
+	if len(a.commits) > 0 {
+		checks++
+		if commit != "" && a.commits[lowerASCII(commit)] {
+			passed++
+		}
+	}
+	if len(a.paths) > 0 {
+		checks++
+		for _, re := range a.paths {
+			if re.MatchString(path) {
+				passed++
+				break
+			}
+		}
+	}
+	perFinding := len(a.regexes) > 0 || len(a.stops) > 0
+	if a.and {
+		switch {
+		case passed < checks:
+			return allowNever
+		case perFinding:
+			return allowPerFinding
+		}
+		return allowAll
+	}
+	switch {
+	case passed > 0:
+		return allowAll
+	case perFinding:
+		return allowPerFinding
+	}
+	return allowNever
+}
+
+func (s *Scanner) runRule(sc *scratch, cr *compiledRule, path, commit string, content []byte) {
+	if cr.path != nil && !cr.path.MatchString(path) {
+		return
+	}
+	if s.ruleAllowsAll(sc, cr, path, commit) {
+		return
+	}
+	if s.onRegex != nil {
+		s.onRegex(cr.ID)
+	}
+	if cr.mode == modeAnchored && !s.wholeBlob {
+		s.matchAnchored(sc, cr, path, commit, content)
+		return
+	}
+	for _, m := range cr.re.FindAllSubmatchIndex(content, -1) {
+		s.match(sc, cr, path, commit, content, m, 0, m[0])
+	}
+}
+
+// matchAnchored tries the regex at the candidate starts, left to right,
+// resuming after each match like FindAll (see anchored.go).
+func (s *Scanner) matchAnchored(sc *scratch, cr *compiledRule, path, commit string, content []byte) {
+	p := cr.plan
+	cands := mergeSpans(sc.cands[cr.idx])
+	sc.cands[cr.idx] = cands
+	next := 0 // the end of the previous match
+	for _, c := range cands {
+		for st := max(c.lo, next, 0); st <= c.hi && st < len(content); st++ {
+			if !p.first[content[st]] || !runeStart(content, st) {
+				continue
+			}
+			end := min(len(content), st+p.maxLen+utf8.UTFMax)
+			var m []int
+			off := 0
+			if st == 0 {
+				m = p.atZero.FindSubmatchIndex(content[:end])
+			} else {
+				off = st - 1
+				m = p.inText.FindSubmatchIndex(content[off:end])
+			}
+			if m == nil || m[1]+off <= st {
+				continue
+			}
+			s.match(sc, cr, path, commit, content, m, off, st)
+			next = m[1] + off
+			st = next - 1
+		}
+	}
+}
+
+// match handles one regex match: m are submatch indexes relative to off,
+// and the match proper starts at start (m[0]+off, or later when the anchored
+// regex consumed a rune of context).
+func (s *Scanner) match(sc *scratch, cr *compiledRule, path, commit string, content []byte, m []int, off, start int) {
+	ss, se := -1, -1
+	if g := cr.SecretGroup; g > 0 {
+		ss, se = m[2*g], m[2*g+1]
+	} else {
+		for g := 1; 2*g+1 < len(m); g++ {
+			if m[2*g] >= 0 && m[2*g+1] > m[2*g] {
+				ss, se = m[2*g], m[2*g+1]
+				break
+			}
+		}
+		if ss < 0 {
+			ss, se = start-off, m[1]
+		}
+	}
+	if ss < 0 || se <= ss {
+		return
+	}
+	ss, se = ss+off, se+off
+	secret := content[ss:se]
+	if cr.Entropy > 0 && shannon(secret) < cr.Entropy {
+		return
+	}
+	if s.allowed(sc, cr, path, commit, content, start, m[1]+off, secret) {
+		return
+	}
+	sc.raw = append(sc.raw, rawFinding{rule: cr.idx, start: ss, end: se})
+}
+
+// allowed applies the global and the rule's allowlists to one finding.
+func (s *Scanner) allowed(sc *scratch, cr *compiledRule, path, commit string, content []byte, ms, me int, secret []byte) bool {
+	for _, list := range [2][]*compiledAllowlist{cr.global, cr.allow} {
+		for _, a := range list {
+			switch sc.state(a, path, commit) {
+			case allowAll:
+				return true
+			case allowPerFinding:
+				if a.allowsFinding(sc, content, ms, me, secret) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// allowsFinding evaluates the finding-level checks; the blob-level ones
+// (commits, paths) have already passed (AND) or failed (OR).
+func (a *compiledAllowlist) allowsFinding(sc *scratch, content []byte, ms, me int, secret []byte) bool {
+	regexOK := false
+	if len(a.regexes) > 0 {
+		target := secret
+		switch a.target {
+		case targetMatch:
+			target = content[ms:me]
+		case targetLine:
+			lo := bytes.LastIndexByte(content[:ms], '\n') + 1
+			hi := len(content)
+			if i := bytes.IndexByte(content[me:], '\n'); i >= 0 {
+				hi = me + i
+			}
+			if hi > lo && content[hi-1] == '\r' {
+				hi--
+			}
+			target = content[lo:hi]
+		}
+		for _, re := range a.regexes {
+			if re.Match(target) {
+				regexOK = true
+				break
+			}
+		}
+	}
+	stopOK := false
+	if len(a.stops) > 0 {
+		sc.lower = append(sc.lower[:0], secret...)
+		for i, c := range sc.lower {
+			sc.lower[i] = lowerByte(c)
+		}
+		for _, w := range a.stops {
+			if bytes.Contains(sc.lower, w) {
+				stopOK = true
+				break
+			}
+		}
+	}
+	if a.and {
+		return (len(a.regexes) == 0 || regexOK) && (len(a.stops) == 0 || stopOK)
+	}
+	return regexOK || stopOK
+}
+
+// finish sorts, de-duplicates and renders the findings.
+func (s *Scanner) finish(sc *scratch, content []byte) []Finding {
+	if len(sc.raw) == 0 {
+		return nil
+	}
+	slices.SortFunc(sc.raw, func(x, y rawFinding) int {
+		if x.start != y.start {
+			return x.start - y.start
+		}
+		return int(x.rule - y.rule) // rules are sorted by id
+	})
+	out := make([]Finding, 0, len(sc.raw))
+	line, lineStart, pos := 1, 0, 0
+	for i, f := range sc.raw {
+		if i > 0 && f.rule == sc.raw[i-1].rule && f.start == sc.raw[i-1].start {
+			continue
+		}
+		cr := s.rs.rules[f.rule]
+		fd := Finding{RuleID: cr.ID, Description: cr.Description}
+		if cr.re != nil {
+			seg := content[pos:f.start]
+			if n := bytes.Count(seg, nl); n > 0 {
+				line += n
+				lineStart = pos + bytes.LastIndexByte(seg, '\n') + 1
+			}
+			pos = f.start
+			secret := content[f.start:f.end]
+			fd.Line, fd.Column = line, f.start-lineStart+1
+			fd.Start, fd.End = f.start, f.end
+			fd.SecretHash = s.hashSecret(sc, secret)
+			fd.Preview = preview(secret)
+		}
+		out = append(out, fd)
+	}
+	return out
+}
+
+var nl = []byte{'\n'}
+
+func (s *Scanner) hashSecret(sc *scratch, secret []byte) string {
+	if sc.mac == nil {
+		sc.mac = hmac.New(sha256.New, s.key)
+	}
+	sc.mac.Reset()
+	sc.mac.Write(secret)
+	return hex.EncodeToString(sc.mac.Sum(sc.sum[:0]))
+}
+
+// preview shows at most 4 characters of the secret: min(4, n/4) of its n
+// characters (so never all of a short one), non-printable ones as '?', then
+// "…" and n.
+func preview(secret []byte) string {
+	n := utf8.RuneCount(secret)
+	k := min(4, n/4)
+	var b strings.Builder
+	for i := 0; i < k; i++ {
+		r, size := utf8.DecodeRune(secret)
+		secret = secret[size:]
+		if r < 0x20 || r == 0x7f || r == utf8.RuneError || (r >= 0x80 && r < 0xa0) {
+			r = '?'
+		}
+		b.WriteRune(r)
+	}
+	b.WriteString("…(")
+	b.WriteString(strconv.Itoa(n))
+	b.WriteByte(')')
+	return b.String()
+}
+
+// shannon is the Shannon entropy of b in bits per byte.
+func shannon(b []byte) float64 {
+	if len(b) == 0 {
+		return 0
+	}
+	var counts [256]int
+	for _, c := range b {
+		counts[c]++
+	}
+	n := float64(len(b))
+	h := 0.0
+	for _, c := range counts {
+		if c > 0 {
+			p := float64(c) / n
+			h -= p * math.Log2(p)
+		}
+	}
+	return h
+}

@@ -1,0 +1,184 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"gitfleet/activities"
+	"gitfleet/internal/errclass"
+	"gitfleet/internal/store"
+)
+
+// Phase is where an ExecuteShard run is inside the Active state. Phases are
+// worker-local: visible in the Web UI and through the "phase" query, never
+// persisted as shard status.
+type Phase string
+
+const (
+	PhaseStarting          Phase = "Starting"
+	PhaseClaimed           Phase = "Claimed"
+	PhaseMirrorSync        Phase = "MirrorSync"
+	PhaseExecuting         Phase = "Executing"
+	PhaseInnerDurable      Phase = "InnerDurable"
+	PhaseOuterCheckpointed Phase = "OuterCheckpointed"
+)
+
+// PhaseQuery is the query that returns an ExecuteShard run's phase.
+const PhaseQuery = "phase"
+
+// ShardWorkflowID is the id of the ExecuteShard run a scan request starts:
+// identical requests share it.
+func ShardWorkflowID(key string) string { return "scan:" + key }
+
+// ExecuteShardInput names the shard to run.
+type ExecuteShardInput struct {
+	Spec store.ShardSpec `json:"spec"`
+	// MaxDuration bounds one scan; what is left is picked up by the next
+	// run (the result is Partial). Zero means no budget.
+	MaxDuration time.Duration `json:"maxDuration,omitempty"`
+}
+
+// ExecuteShardResult is the shard's state after the run.
+type ExecuteShardResult struct {
+	ShardID    int64             `json:"shardId"`
+	Status     store.ShardStatus `json:"status"`
+	ParkReason string            `json:"parkReason,omitempty"`
+	// Receipt is the durable receipt of this run's finalize (absent when
+	// the shard was not Active: already Done without new work, or Parked).
+	Receipt *store.Receipt `json:"receipt,omitempty"`
+	// Owners counts leases taken: more than one means an owner went stale
+	// (lost its lease) and a new one finished the work.
+	Owners int `json:"owners"`
+}
+
+// maxOwners bounds how often a run takes a new lease after losing one.
+const maxOwners = 5
+
+var (
+	// scanOptions: the scan heartbeats (a dead worker is noticed within the
+	// heartbeat timeout) and retries Retryable errors within its budget.
+	scanOptions = workflow.ActivityOptions{
+		StartToCloseTimeout:    2 * time.Hour,
+		ScheduleToCloseTimeout: 6 * time.Hour,
+		HeartbeatTimeout:       20 * time.Second,
+		RetryPolicy:            retryPolicy(0),
+	}
+	// acquireOptions: waiting for another owner's lease to end is a
+	// Retryable error whose delay runs until its deadline.
+	acquireOptions = func() workflow.ActivityOptions {
+		o := dbOptions
+		o.ScheduleToCloseTimeout = 6 * time.Hour
+		return o
+	}()
+)
+
+// ExecuteShard claims a shard under a lease with a fence, syncs its mirror,
+// scans every blob it has not seen, finalizes findings and watermarks
+// atomically, and only then checkpoints (DESIGN §4).
+func ExecuteShard(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResult, error) {
+	var a *activities.Shards
+	phase := PhaseStarting
+	if err := workflow.SetQueryHandler(ctx, PhaseQuery, func() (Phase, error) { return phase, nil }); err != nil {
+		return ExecuteShardResult{}, err
+	}
+	enter := func(p Phase, detail string) {
+		phase = p
+		workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s** %s", p, detail))
+	}
+	out := ExecuteShardResult{}
+	if err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), a.EnsureShard, in.Spec).Get(ctx, &out.ShardID); err != nil {
+		return out, err
+	}
+	owner := workflow.GetInfo(ctx).WorkflowExecution.ID + "/" + workflow.GetInfo(ctx).WorkflowExecution.RunID
+
+	for out.Owners < maxOwners {
+		var claim store.Claim
+		err := workflow.ExecuteActivity(withOptions(ctx, acquireOptions), a.AcquireShard, activities.AcquireShardInput{
+			ShardID: out.ShardID, Owner: owner, Rearm: out.Owners == 0,
+		}).Get(ctx, &claim)
+		if err != nil {
+			return out, err
+		}
+		out.Status, out.ParkReason = claim.Status, claim.ParkReason
+		if claim.Status != store.ShardActive {
+			enter(phase, fmt.Sprintf("shard %d is %s", out.ShardID, claim.Status))
+			return out, nil
+		}
+		out.Owners++
+		lease := claim.Lease
+		enter(PhaseClaimed, fmt.Sprintf("shard %d, fence %d", out.ShardID, lease.Fence))
+
+		enter(PhaseMirrorSync, fmt.Sprintf("shard %d", out.ShardID))
+		err = workflow.ExecuteActivity(withOptions(ctx, gitOptions), a.SyncShardMirror, activities.ShardWork{
+			Lease: lease, Spec: in.Spec,
+		}).Get(ctx, nil)
+		if err == nil {
+			enter(PhaseExecuting, fmt.Sprintf("shard %d, fence %d", out.ShardID, lease.Fence))
+			var receipt store.Receipt
+			err = workflow.ExecuteActivity(withOptions(ctx, scanOptions), a.ScanShard, activities.ShardWork{
+				Lease: lease, Spec: in.Spec, MaxDuration: in.MaxDuration,
+			}).Get(ctx, &receipt)
+			if err == nil {
+				out.Receipt = &receipt
+				// A retried scan attempt fences off the one it replaces: the
+				// receipt's fence is the lease to checkpoint with.
+				lease.Fence = receipt.Fence
+				enter(PhaseInnerDurable, fmt.Sprintf("receipt %d: %d blobs scanned, %d new findings, complete=%t",
+					receipt.ID, receipt.BlobsScanned, receipt.Findings, receipt.Complete))
+				err = workflow.ExecuteActivity(withOptions(ctx, dbOptions), a.CheckpointShard, activities.CheckpointInput{
+					Lease: lease, ReceiptID: receipt.ID,
+				}).Get(ctx, &out.Status)
+			}
+		}
+		switch class, reason := classOf(err); {
+		case err == nil:
+			enter(PhaseOuterCheckpointed, fmt.Sprintf("shard %d is %s", out.ShardID, out.Status))
+			return out, nil
+		case class == errclass.StaleOwner:
+			// This owner lost its lease: stop at once, no checkpoint, no
+			// park. The shard stays Active; a new lease finishes it.
+			workflow.GetLogger(ctx).Warn("Lease lost; taking a new one", "shard", out.ShardID, "fence", lease.Fence)
+			continue
+		case class == errclass.Permanent:
+			return park(ctx, out, lease, parkReason(reason))
+		case isTimeout(err):
+			// Retryable errors ran out their budget.
+			return park(ctx, out, lease, "too many errors")
+		default:
+			return out, err
+		}
+	}
+	return out, temporal.NewApplicationError(fmt.Sprintf("shard %d: lost its lease %d times", out.ShardID, maxOwners),
+		string(errclass.Retryable), "contention")
+}
+
+func park(ctx workflow.Context, out ExecuteShardResult, lease store.Lease, reason string) (ExecuteShardResult, error) {
+	var a *activities.Shards
+	err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), a.ParkShard, activities.ParkInput{Lease: lease, Reason: reason}).Get(ctx, nil)
+	if class, _ := classOf(err); err != nil && class != errclass.StaleOwner {
+		return out, err
+	}
+	if err == nil {
+		out.Status, out.ParkReason = store.ShardParked, reason
+	}
+	workflow.SetCurrentDetails(ctx, fmt.Sprintf("shard %d parked: %s", out.ShardID, reason))
+	return out, nil
+}
+
+// parkReason maps an error reason to the reasons a shard is parked for.
+func parkReason(reason string) string {
+	switch reason {
+	case errclass.ReasonNotFound, errclass.ReasonPermissionDenied:
+		return reason
+	}
+	return "poisoned"
+}
+
+func isTimeout(err error) bool {
+	var t *temporal.TimeoutError
+	return errors.As(err, &t)
+}
