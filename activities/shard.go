@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"time"
 
@@ -99,9 +100,19 @@ type ShardWork struct {
 // a local repository but to check it is one). It writes nothing durable, so
 // it needs no fence check; the scan syncs again if it lands elsewhere.
 func (s *Shards) SyncShardMirror(ctx context.Context, w ShardWork) error {
-	defer keepAlive(ctx, 5*time.Second)()
-	_, err := s.open(ctx, w.Spec)
-	return AppError(err)
+	// The lease is held through the sync too: a slow fetch must not let it
+	// lapse before the scan starts.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer s.keepLease(ctx, w.Lease, &progress{}, cancel)()
+	repo, err := s.open(ctx, w.Spec)
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return AppError(cause) // the lease was lost
+	}
+	if err != nil {
+		return AppError(err)
+	}
+	return AppError(repo.Close())
 }
 
 // CheckpointInput advances a shard's frontier to a receipt.

@@ -36,8 +36,11 @@ func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	return env
 }
 
-func permanent(reason string) error {
-	return temporal.NewApplicationErrorWithOptions(reason, string(errclass.Permanent),
+func permanent(reason string) error { return permanentOf(errclass.Permanent, reason) }
+
+// permanentOf is an activity error of a non-retryable class, as AppError makes it.
+func permanentOf(class errclass.Class, reason string) error {
+	return temporal.NewApplicationErrorWithOptions(reason, string(class),
 		temporal.ApplicationErrorOptions{NonRetryable: true, Details: []any{reason}})
 }
 

@@ -1,0 +1,104 @@
+package workflows
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/testsuite"
+
+	"gitfleet/activities"
+	"gitfleet/internal/errclass"
+	"gitfleet/internal/store"
+)
+
+func newShardEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *activities.Shards) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(ExecuteShard)
+	env.RegisterActivity(&activities.Shards{})
+	var a *activities.Shards
+	env.OnActivity(a.EnsureShard, mock.Anything, mock.Anything).Return(int64(42), nil)
+	return env, a
+}
+
+func claim(fence int64) store.Claim {
+	return store.Claim{Status: store.ShardActive, Lease: store.Lease{ShardID: 42, Fence: fence, Owner: "o"}}
+}
+
+func TestExecuteShardHappyPath(t *testing.T) {
+	env, a := newShardEnv(t)
+	env.OnActivity(a.AcquireShard, mock.Anything, mock.MatchedBy(func(in activities.AcquireShardInput) bool { return in.Rearm })).Return(claim(3), nil).Once()
+	env.OnActivity(a.SyncShardMirror, mock.Anything, mock.Anything).Return(nil).Once()
+	env.OnActivity(a.ScanShard, mock.Anything, mock.Anything).Return(store.Receipt{ID: 9, ShardID: 42, Fence: 3, Complete: true}, nil).Once()
+	env.OnActivity(a.CheckpointShard, mock.Anything, activities.CheckpointInput{Lease: claim(3).Lease, ReceiptID: 9}).Return(store.ShardDone, nil).Once()
+	env.ExecuteWorkflow(ExecuteShard, ExecuteShardInput{Spec: store.ShardSpec{Key: "k"}})
+	var res ExecuteShardResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != store.ShardDone || res.Owners != 1 || res.Receipt == nil || res.Receipt.ID != 9 {
+		t.Fatalf("result = %+v", res)
+	}
+	v, err := env.QueryWorkflow(PhaseQuery)
+	var phase Phase
+	if err != nil || v.Get(&phase) != nil || phase != PhaseOuterCheckpointed {
+		t.Fatalf("phase = %s, %v", phase, err)
+	}
+	env.AssertExpectations(t)
+}
+
+// StaleOwner stops the attempt: no checkpoint, no park; a new lease
+// finishes the work, and the checkpoint uses the fence of the receipt.
+func TestExecuteShardStaleOwnerTakesANewLease(t *testing.T) {
+	env, a := newShardEnv(t)
+	env.OnActivity(a.AcquireShard, mock.Anything, mock.Anything).Return(claim(3), nil).Once()
+	env.OnActivity(a.AcquireShard, mock.Anything, mock.Anything).Return(claim(5), nil).Once()
+	env.OnActivity(a.SyncShardMirror, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(a.ScanShard, mock.Anything, mock.Anything).Return(store.Receipt{}, permanentOf(errclass.StaleOwner, errclass.ReasonStaleFence)).Once()
+	env.OnActivity(a.ScanShard, mock.Anything, mock.Anything).Return(store.Receipt{ID: 11, ShardID: 42, Fence: 6, Complete: true}, nil).Once()
+	env.OnActivity(a.CheckpointShard, mock.Anything, mock.MatchedBy(func(in activities.CheckpointInput) bool {
+		return in.Lease.Fence == 6 && in.ReceiptID == 11
+	})).Return(store.ShardDone, nil).Once()
+	env.ExecuteWorkflow(ExecuteShard, ExecuteShardInput{Spec: store.ShardSpec{Key: "k"}})
+	var res ExecuteShardResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Owners != 2 || res.Status != store.ShardDone {
+		t.Fatalf("result = %+v", res)
+	}
+	env.AssertNotCalled(t, "ParkShard", mock.Anything, mock.Anything)
+	env.AssertExpectations(t)
+}
+
+func TestExecuteShardPermanentParks(t *testing.T) {
+	env, a := newShardEnv(t)
+	env.OnActivity(a.AcquireShard, mock.Anything, mock.Anything).Return(claim(1), nil).Once()
+	env.OnActivity(a.SyncShardMirror, mock.Anything, mock.Anything).Return(permanentOf(errclass.Permanent, errclass.ReasonPermissionDenied)).Once()
+	env.OnActivity(a.ParkShard, mock.Anything, activities.ParkInput{Lease: claim(1).Lease, Reason: errclass.ReasonPermissionDenied}).Return(nil).Once()
+	env.ExecuteWorkflow(ExecuteShard, ExecuteShardInput{Spec: store.ShardSpec{Key: "k"}})
+	var res ExecuteShardResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != store.ShardParked || res.ParkReason != errclass.ReasonPermissionDenied {
+		t.Fatalf("result = %+v", res)
+	}
+	env.AssertNotCalled(t, "ScanShard", mock.Anything, mock.Anything)
+	env.AssertNotCalled(t, "CheckpointShard", mock.Anything, mock.Anything)
+	env.AssertExpectations(t)
+}
+
+func TestExecuteShardNotActiveDoesNothing(t *testing.T) {
+	env, a := newShardEnv(t)
+	env.OnActivity(a.AcquireShard, mock.Anything, mock.Anything).Return(store.Claim{Status: store.ShardParked, ParkReason: "not found"}, nil).Once()
+	env.ExecuteWorkflow(ExecuteShard, ExecuteShardInput{Spec: store.ShardSpec{Key: "k"}})
+	var res ExecuteShardResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != store.ShardParked || res.Owners != 0 {
+		t.Fatalf("result = %+v", res)
+	}
+	env.AssertNotCalled(t, "SyncShardMirror", mock.Anything, mock.Anything)
+}
