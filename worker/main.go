@@ -41,6 +41,8 @@ Configuration comes from the environment:
   GITFLEET_GIT_URL     base of clone URLs, when not derived from GITHUB_API_URL
   GITFLEET_MIRROR_DIR  where mirrors live (default: the user cache directory)
   GITFLEET_RULES       gitleaks-format rule file (default: the built-in rules)
+  GITFLEET_SHARD_LEASE shard lease between renewals (default 1m)
+  GITFLEET_SCAN_BATCH  blobs per durable write of a scan (default 2000)
   GITFLEET_FINDING_KEY key of the findings' secret hashes (default: generated once, kept in the database)
   GITFLEET_LOG_LEVEL   debug, info, warn, error (default info)
   GITFLEET_LOG_FORMAT  console or json (default console)
@@ -104,7 +106,8 @@ func run() error {
 	w := worker.New(c, workflows.TaskQueue, worker.Options{})
 	workflows.Register(w)
 	w.RegisterActivity(&activities.Activities{Store: st, Mirrors: mirrors, Hosts: cfg.Hosts, Log: log})
-	w.RegisterActivity(&activities.Shards{Store: st, Mirrors: mirrors, Scanner: scanner, Log: log})
+	w.RegisterActivity(&activities.Shards{Store: st, Mirrors: mirrors, Scanner: scanner, Log: log,
+		LeaseFor: cfg.ShardLease, BatchBlobs: cfg.ScanBatch})
 
 	log.Info("worker starting", zap.String("temporal", cfg.TemporalAddress), zap.String("namespace", cfg.Namespace),
 		zap.String("taskQueue", workflows.TaskQueue), zap.Strings("hosts", cfg.Hosts.Names()),

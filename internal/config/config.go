@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"time"
 
 	"gitfleet/internal/vcs"
 )
@@ -21,6 +23,8 @@ const (
 	EnvLogLevel          = "GITFLEET_LOG_LEVEL"
 	EnvLogFormat         = "GITFLEET_LOG_FORMAT"
 	EnvRules             = "GITFLEET_RULES"
+	EnvShardLease        = "GITFLEET_SHARD_LEASE"
+	EnvScanBatch         = "GITFLEET_SCAN_BATCH"
 	EnvHashKey           = "GITFLEET_FINDING_KEY"
 )
 
@@ -44,6 +48,12 @@ type Config struct {
 	Hosts           vcs.Hosts
 	// RulesFile is a gitleaks-format rule file; "" means the default rules.
 	RulesFile string
+	// ShardLease is how long a shard lease lasts between renewals; 0 means
+	// the default.
+	ShardLease time.Duration
+	// ScanBatch is how many blobs a scan handles between durable writes; 0
+	// means the default.
+	ScanBatch int
 	// HashKey keys the findings' secret hashes; nil means the key the
 	// database generates once per installation. Secret: never logged.
 	HashKey []byte
@@ -65,6 +75,20 @@ func Load(getenv func(string) string) (Config, error) {
 		LogFormat:       or(getenv(EnvLogFormat), "console"),
 		Hosts:           hosts,
 		RulesFile:       getenv(EnvRules),
+	}
+	if v := getenv(EnvShardLease); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second {
+			return Config{}, fmt.Errorf("%s=%q: want a duration of at least 1s", EnvShardLease, v)
+		}
+		c.ShardLease = d
+	}
+	if v := getenv(EnvScanBatch); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return Config{}, fmt.Errorf("%s=%q: want a positive number", EnvScanBatch, v)
+		}
+		c.ScanBatch = n
 	}
 	if k := getenv(EnvHashKey); k != "" {
 		if len(k) < 16 {

@@ -1,0 +1,239 @@
+package activities_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"gitfleet/activities"
+	"gitfleet/internal/errclass"
+	"gitfleet/internal/repogen"
+	"gitfleet/internal/scan"
+	"gitfleet/internal/store"
+	"gitfleet/internal/target"
+	"gitfleet/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { os.Exit(testenv.RunDatabase(m, &env)) }
+
+var ghToken = "ghp_" + strings.Repeat("Kp3", 12)
+
+func shards(t *testing.T, leaseFor time.Duration, batch int) *activities.Shards {
+	t.Helper()
+	rs, err := scan.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := scan.New(rs, scan.DefaultConfig(), []byte("0123456789abcdef-test-key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &activities.Shards{Store: env.Store, Scanner: sc, LeaseFor: leaseFor, BatchBlobs: batch}
+}
+
+func generate(t *testing.T, spec repogen.Spec) (string, repogen.Info) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "repo.git")
+	info, err := repogen.Generate(dir, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, info
+}
+
+func localShard(t *testing.T, s *activities.Shards, dir string) (store.ShardSpec, int64) {
+	t.Helper()
+	n, err := target.Normalize([]target.Request{{Location: dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := n.Targets[0]
+	spec := store.ShardSpec{Key: tg.Key(), Location: tg.Location, Local: true}
+	id, err := s.EnsureShard(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec, id
+}
+
+func lease(t *testing.T, s *activities.Shards, shard int64, owner string) store.Lease {
+	t.Helper()
+	c, err := s.AcquireShard(context.Background(), activities.AcquireShardInput{ShardID: shard, Owner: owner, Rearm: true})
+	if err != nil || c.Status != store.ShardActive {
+		t.Fatalf("acquire: %+v, %v", c, err)
+	}
+	return c.Lease
+}
+
+func count(t *testing.T, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := env.Store.Pool().QueryRow(context.Background(), query, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func seenCount(t *testing.T, shard int64) int {
+	return count(t, `SELECT count(*) FROM seen_blobs b JOIN scan_scopes s ON s.id = b.scope_id WHERE s.shard_id = $1`, shard)
+}
+
+func isClass(err error, c errclass.Class) bool {
+	var app interface{ Type() string }
+	return errors.As(err, &app) && app.Type() == string(c)
+}
+
+// Invariant 2: losing the lease stops the scan before it goes any further.
+func TestLeaseLossStopsTheScan(t *testing.T) {
+	s := shards(t, 3*time.Second, 100)
+	dir, info := generate(t, repogen.Spec{Commits: 2000, FilesPerCommit: 5, BlobSize: 3000, Seed: 11})
+	spec, shard := localShard(t, s, dir)
+	l := lease(t, s, shard, "owner")
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.ScanShard(context.Background(), activities.ShardWork{Lease: l, Spec: spec})
+		done <- err
+	}()
+	for seenCount(t, shard) == 0 {
+		select {
+		case err := <-done:
+			t.Fatalf("the scan finished before the test could take its lease: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	// Another owner takes over.
+	if _, err := env.Store.Pool().Exec(context.Background(), `UPDATE shards SET fence = fence + 1 WHERE id = $1`, shard); err != nil {
+		t.Fatal(err)
+	}
+	err := <-done
+	if !isClass(err, errclass.StaleOwner) {
+		t.Fatalf("scan after losing its lease: %v, want StaleOwner", err)
+	}
+	stoppedAt := seenCount(t, shard)
+	if stoppedAt >= info.Blobs {
+		t.Fatalf("the scan wrote all %d blobs after losing its lease", stoppedAt)
+	}
+	if n := count(t, `SELECT count(*) FROM shard_receipts WHERE shard_id = $1`, shard); n != 0 {
+		t.Fatalf("%d receipts written by an owner that lost its lease", n)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := seenCount(t, shard); n != stoppedAt {
+		t.Fatalf("writes went on after the scan returned: %d → %d", stoppedAt, n)
+	}
+}
+
+// Invariant 1 at the activity: a zombie attempt with a superseded fence
+// writes nothing.
+func TestZombieAttemptWritesNothing(t *testing.T) {
+	s := shards(t, time.Minute, 10)
+	dir, _ := generate(t, repogen.Spec{Commits: 20, FilesPerCommit: 2, BlobSize: 200, Seed: 5})
+	spec, shard := localShard(t, s, dir)
+	zombie := lease(t, s, shard, "owner")
+	lease(t, s, shard, "owner") // the retried attempt takes over
+	_, err := s.ScanShard(context.Background(), activities.ShardWork{Lease: zombie, Spec: spec})
+	if !isClass(err, errclass.StaleOwner) {
+		t.Fatalf("zombie scan: %v, want StaleOwner", err)
+	}
+	if n := seenCount(t, shard); n != 0 {
+		t.Fatalf("the zombie wrote %d seen blobs", n)
+	}
+}
+
+type findingKey struct {
+	rule, blob, path, commit string
+	start                    int
+}
+
+func findingSet(t *testing.T, shard int64) map[findingKey]int {
+	t.Helper()
+	fs, err := env.Store.Findings(context.Background(), shard, 100000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[findingKey]int{}
+	for _, f := range fs {
+		out[findingKey{f.RuleID, f.BlobHex, f.Path, f.Commit, f.Start}]++
+	}
+	return out
+}
+
+// Invariants 3 and 8: a crash between finalize and checkpoint leaves the
+// frontier where it was; the next owner re-runs, finds everything seen,
+// and checkpoints its own receipt — nothing duplicated, nothing lost.
+func TestCrashBetweenFinalizeAndCheckpoint(t *testing.T) {
+	s := shards(t, time.Second, 20)
+	dir, _ := generate(t, repogen.Spec{Commits: 50, FilesPerCommit: 3, BlobSize: 300, Seed: 9,
+		Secrets: []repogen.Secret{{Commit: 20, Path: "a/creds.txt", Content: "token: " + ghToken + "\n"}}})
+	spec, shard := localShard(t, s, dir)
+	first := lease(t, s, shard, "crashed")
+	r1, err := s.ScanShard(context.Background(), activities.ShardWork{Lease: first, Spec: spec})
+	if err != nil || !r1.Complete || r1.Findings != 1 {
+		t.Fatalf("first scan: %+v, %v", r1, err)
+	}
+	// The owner dies here, before its checkpoint.
+	before := findingSet(t, shard)
+	if sh, _ := env.Store.ShardByID(context.Background(), shard); sh.CheckpointReceiptID != 0 || sh.Status != store.ShardActive {
+		t.Fatalf("frontier moved without a checkpoint: %+v", sh)
+	}
+	time.Sleep(1100 * time.Millisecond) // its lease runs out
+
+	next := lease(t, s, shard, "next")
+	r2, err := s.ScanShard(context.Background(), activities.ShardWork{Lease: next, Spec: spec})
+	if err != nil || r2.BlobsScanned != 0 || r2.Findings != 0 {
+		t.Fatalf("re-run after the crash: %+v, %v; want nothing rescanned", r2, err)
+	}
+	if _, err := s.CheckpointShard(context.Background(), activities.CheckpointInput{Lease: first, ReceiptID: r1.ID}); !isClass(err, errclass.StaleOwner) {
+		t.Fatalf("late checkpoint of the crashed owner: %v, want StaleOwner", err)
+	}
+	st, err := s.CheckpointShard(context.Background(), activities.CheckpointInput{Lease: next, ReceiptID: r2.ID})
+	if err != nil || st != store.ShardDone {
+		t.Fatalf("checkpoint: %s, %v", st, err)
+	}
+	after := findingSet(t, shard)
+	if fmt.Sprint(after) != fmt.Sprint(before) || len(after) != 1 {
+		t.Fatalf("findings changed across the crash: %v → %v", before, after)
+	}
+}
+
+// Scale, and invariant 4: a repository of 10,000 commits, 50,000 blobs and
+// 1,000 refs scans completely, and the control-plane rows of a shard grow
+// with its refs, not with the objects in the repository.
+func TestScaleAndControlPlaneRows(t *testing.T) {
+	if testing.Short() {
+		t.Skip("generates and scans a 50,000-blob repository")
+	}
+	s := shards(t, time.Minute, 2000)
+	controlRows := func(shard int64) int {
+		return count(t, `SELECT (SELECT count(*) FROM shards WHERE id = $1)
+			+ (SELECT count(*) FROM scan_scopes WHERE shard_id = $1)
+			+ (SELECT count(*) FROM shard_receipts WHERE shard_id = $1)
+			+ (SELECT count(*) FROM shard_watermarks w JOIN scan_scopes s ON s.id = w.scope_id WHERE s.shard_id = $1)`, shard)
+	}
+	for _, tt := range []struct {
+		spec repogen.Spec
+	}{
+		{repogen.Spec{Commits: 100, FilesPerCommit: 5, Refs: 1000, BlobSize: 200, Seed: 1}},
+		{repogen.Spec{Commits: 10000, FilesPerCommit: 5, Refs: 1000, BlobSize: 200, Seed: 2}},
+	} {
+		dir, info := generate(t, tt.spec)
+		spec, shard := localShard(t, s, dir)
+		r, err := s.ScanShard(context.Background(), activities.ShardWork{Lease: lease(t, s, shard, "o"), Spec: spec})
+		if err != nil || !r.Complete || r.Commits != int64(tt.spec.Commits) {
+			t.Fatalf("scan of %d commits: %+v, %v", tt.spec.Commits, r, err)
+		}
+		if got := r.BlobsScanned + r.BlobsSkipped; got != int64(info.Blobs) {
+			t.Fatalf("scanned %d blobs, the repository has %d", got, info.Blobs)
+		}
+		if rows := controlRows(shard); rows != 3+len(info.Refs) {
+			t.Fatalf("%d control-plane rows for %d blobs and %d refs, want %d", rows, info.Blobs, len(info.Refs), 3+len(info.Refs))
+		}
+	}
+}
