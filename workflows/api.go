@@ -124,7 +124,8 @@ var (
 	}
 	// dbOptions: short database transactions.
 	dbOptions = workflow.ActivityOptions{
-		StartToCloseTimeout:    time.Minute,
+		// Short: a task handed to a worker that hangs is retried soon.
+		StartToCloseTimeout:    30 * time.Second,
 		ScheduleToCloseTimeout: 30 * time.Minute,
 		RetryPolicy:            retryPolicy(0),
 	}

@@ -64,7 +64,7 @@ var (
 	scanOptions = workflow.ActivityOptions{
 		StartToCloseTimeout:    2 * time.Hour,
 		ScheduleToCloseTimeout: 6 * time.Hour,
-		HeartbeatTimeout:       20 * time.Second,
+		HeartbeatTimeout:       10 * time.Second,
 		RetryPolicy:            retryPolicy(0),
 	}
 	// acquireOptions: waiting for another owner's lease to end is a
