@@ -271,3 +271,55 @@ func mustParse(t *testing.T, s string) repoid.ID {
 	}
 	return r
 }
+
+func TestScanAndFindings(t *testing.T) {
+	o, _ := newRepo(t)
+	token := "ghp_" + strings.Repeat("Qx9", 12)
+	if _, err := fg.Commit(o, "app", "main", map[string]string{"ci/secrets.env": "GH=" + token + "\n"}, "oops"); err != nil {
+		t.Fatal(err)
+	}
+	url := fg.URL() + "/" + o + "/app"
+	out, errOut, code := starter(t, "scan", url+".git", "http://x:hunter2@"+fg.Host()+"/"+o+"/app/")
+	if code != 0 {
+		t.Fatalf("scan: exit %d\n%s%s", code, out, errOut)
+	}
+	if strings.Count(out, "Scanning ") != 1 || !strings.Contains(out, "shard ") || !strings.Contains(out, ": Done") ||
+		!strings.Contains(out, "findings  ") || !strings.Contains(errOut, "credentials in URLs were dropped") {
+		t.Fatalf("scan output (the two spellings are one target):\n%s%s", out, errOut)
+	}
+	if strings.Contains(out+errOut, "hunter2") || strings.Contains(out+errOut, token) {
+		t.Fatalf("scan output echoes a credential or the secret:\n%s%s", out, errOut)
+	}
+	out, errOut, code = starter(t, "findings", url)
+	if code != 0 || !strings.Contains(out, "github-pat") || !strings.Contains(out, "ci/secrets.env:1") || strings.Contains(out, token) {
+		t.Fatalf("findings: exit %d\n%s%s", code, out, errOut)
+	}
+	out, _, _ = starter(t, "findings", "--json", url)
+	var listed struct {
+		Findings []struct {
+			Rule, Path, Preview string
+		} `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(out), &listed); err != nil || len(listed.Findings) == 0 || listed.Findings[0].Rule != "github-pat" {
+		t.Fatalf("findings --json: %v\n%s", err, out)
+	}
+
+	// A collected repository's findings, by name; a view is recorded.
+	if _, _, code := starter(t, "collect", o+"/app"); code != 0 {
+		t.Fatal("collect failed")
+	}
+	out, errOut, code = starter(t, "findings", o+"/app")
+	if code != 0 || !strings.Contains(out, "github-pat") {
+		t.Fatalf("findings of a collected repository: exit %d\n%s%s", code, out, errOut)
+	}
+
+	for _, bad := range [][]string{
+		{"scan", url, "--commit", "abc123"},
+		{"scan", "ftp://example.com/x"},
+		{"findings", o + "/app", "--ref", "main"},
+	} {
+		if _, errOut, code := starter(t, bad...); code != exitUsage {
+			t.Errorf("%v: exit %d, want %d (%s)", bad, code, exitUsage, errOut)
+		}
+	}
+}

@@ -1,6 +1,10 @@
 package workflows
 
 import (
+	"errors"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
 	"testing"
 
 	"github.com/stretchr/testify/mock"
@@ -101,4 +105,23 @@ func TestExecuteShardNotActiveDoesNothing(t *testing.T) {
 		t.Fatalf("result = %+v", res)
 	}
 	env.AssertNotCalled(t, "SyncShardMirror", mock.Anything, mock.Anything)
+}
+
+// Retryable errors that outlast the activity's budget park the shard.
+func TestExecuteShardTooManyErrorsParks(t *testing.T) {
+	env, a := newShardEnv(t)
+	env.OnActivity(a.AcquireShard, mock.Anything, mock.Anything).Return(claim(1), nil).Once()
+	env.OnActivity(a.SyncShardMirror, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(a.ScanShard, mock.Anything, mock.Anything).Return(store.Receipt{},
+		temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, errors.New("502 again"))).Once()
+	env.OnActivity(a.ParkShard, mock.Anything, activities.ParkInput{Lease: claim(1).Lease, Reason: "too many errors"}).Return(nil).Once()
+	env.ExecuteWorkflow(ExecuteShard, ExecuteShardInput{Spec: store.ShardSpec{Key: "k"}})
+	var res ExecuteShardResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != store.ShardParked || res.ParkReason != "too many errors" {
+		t.Fatalf("result = %+v", res)
+	}
+	env.AssertExpectations(t)
 }

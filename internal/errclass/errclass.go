@@ -13,6 +13,7 @@ package errclass
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -233,7 +234,12 @@ func classifyPostgres(err error) *Error {
 
 func classifyNetwork(err error) *Error {
 	var nerr net.Error
+	var tlsHeader tls.RecordHeaderError
 	switch {
+	case errors.As(err, &tlsHeader), strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
+		// Speaking TLS to a plain HTTP server (or the reverse) fails the
+		// same way every time.
+		return &Error{Class: Permanent, Reason: ReasonUnsupported}
 	case errors.As(err, &nerr),
 		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF),
 		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):

@@ -60,6 +60,7 @@ func TestClassify(t *testing.T) {
 		{"pg undefined table", &pgconn.PgError{Code: "42P01"}, Permanent, "database rejected the statement"},
 		{"connection refused", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, Retryable, "network"},
 		{"reset", fmt.Errorf("read: %w", syscall.ECONNRESET), Retryable, "network"},
+		{"https to an http server", fmt.Errorf("get: %w", errors.New("http: server gave HTTP response to HTTPS client")), Permanent, ReasonUnsupported},
 		{"unknown", errors.New("something odd"), Retryable, "unclassified"},
 	}
 	for _, tt := range tests {

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"gitfleet/internal/repogen"
+	"gitfleet/internal/repoid"
 	"gitfleet/internal/store"
 	"gitfleet/internal/target"
 	"gitfleet/workflows"
@@ -228,6 +229,51 @@ func TestWorkerFaultsMidScan(t *testing.T) {
 		if !bytes.Contains(zombie.logs(), []byte("StaleOwner")) && !bytes.Contains(zombie.logs(), []byte("interrupted")) {
 			t.Logf("zombie log tail:\n%s", tail(zombie.logs(), 2000))
 			t.Fatal("the zombie's attempt did not end on a fence or cancellation")
+		}
+	})
+
+	// A collection through the forge (API token in use), then another on a
+	// fresh worker whose mirror directory is empty: it mirrors again and
+	// scans only what is new.
+	t.Run("collect on another worker", func(t *testing.T) {
+		if _, err := fg.CreateRepo("acme", "app"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fg.Commit("acme", "app", "main", map[string]string{secretPath: "gh " + ghToken + "\n", "README": "hi\n"}, "init"); err != nil {
+			t.Fatal(err)
+		}
+		repo := repoid.ID{Host: fg.Host(), Owner: "acme", Name: "app"}
+		collect := func() workflows.CollectResult {
+			run, err := env.Client.ExecuteWorkflow(context.Background(), workflows.CollectOptions(repo), workflows.Collect,
+				workflows.CollectInput{Repo: repo, Trigger: "manual"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var res workflows.CollectResult
+			if err := run.Get(ctxTimeout(t, 2*time.Minute), &res); err != nil {
+				for _, id := range []string{run.GetID(), run.GetID() + "/identity", run.GetID() + "/scan"} {
+					if d, derr := env.Client.DescribeWorkflowExecution(context.Background(), id, ""); derr == nil {
+						t.Logf("%s: %s pending %v", id, d.GetWorkflowExecutionInfo().GetStatus(), d.GetPendingActivities())
+					}
+				}
+				t.Fatal(err)
+			}
+			return res
+		}
+		// Workers started by earlier subtests ended with them.
+		w := startWorker(t)
+		first := collect()
+		if first.Scan == nil || first.Scan.Receipt == nil || first.Scan.Receipt.Findings != 1 {
+			t.Fatalf("first collection: %+v", first.Scan)
+		}
+		w.kill()
+		startWorker(t)
+		if _, err := fg.Commit("acme", "app", "main", map[string]string{"ops/keys.txt": awsKey + "\n"}, "more"); err != nil {
+			t.Fatal(err)
+		}
+		second := collect()
+		if r := second.Scan.Receipt; r == nil || r.BlobsScanned != 1 || r.Findings != 1 || second.Scan.ShardID != first.Scan.ShardID {
+			t.Fatalf("collection on a fresh worker: %+v", second.Scan)
 		}
 	})
 
