@@ -8,7 +8,7 @@ TEMPORAL_CLI_VERSION := v1.5.1
 TEMPORAL := $(GOBIN)/temporal
 export TEMPORAL_CLI ?= $(TEMPORAL)
 
-.PHONY: all build run test unit bench temporal-cli compose-check clean
+.PHONY: all build run test unit bench gitleaks temporal-cli compose-check clean
 
 all: build
 
@@ -35,9 +35,16 @@ test: temporal-cli
 unit:
 	$(GO) test ./internal/repoid/ ./internal/identity/ ./internal/errclass/ ./internal/vcs/
 
-## bench: benchmarks against the real stack; they print their figures
-bench: temporal-cli
+## bench: benchmarks against the real stack; they print their figures.
+## GITFLEET_BENCH_REPO=/path/to/repo measures the scan on any local repository.
+bench: temporal-cli gitleaks
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./...
+
+## gitleaks: the scanner the benchmarks compare against (best effort)
+gitleaks:
+	@command -v gitleaks >/dev/null || test -x $(GOBIN)/gitleaks || \
+		$(GO) install github.com/zricethezav/gitleaks/v8@v8.30.1 || \
+		echo "gitleaks could not be installed: the scan benchmark runs without the comparison"
 
 ## compose-check: validate docker-compose.yml (needs the docker compose plugin)
 compose-check:

@@ -29,6 +29,7 @@ import (
 type repository struct {
 	repo   *git.Repository
 	closer io.Closer
+	path   string
 	// path of the mirror (or the local repository), for writing synthetic refs.
 	mirror bool
 	url    string
@@ -39,24 +40,24 @@ func (r *repository) Close() error { return r.closer.Close() }
 // open syncs a URL target's mirror (or checks a local target) and opens it.
 func (s *Shards) open(ctx context.Context, spec store.ShardSpec) (*repository, error) {
 	if spec.Local {
-		repo, closer, err := gitwalk.Open(spec.Location, gitwalk.DefaultObjectCacheBytes)
+		repo, closer, err := gitwalk.Open(spec.Location, walkCacheBytes)
 		if err != nil {
 			return nil, errclass.Wrap(errclass.Permanent, errclass.ReasonNotFound, fmt.Errorf("open the local repository: %w", err))
 		}
-		return &repository{repo: repo, closer: closer}, nil
+		return &repository{repo: repo, closer: closer, path: spec.Location}, nil
 	}
 	remote, err := s.Mirrors.Sync(ctx, spec.Location)
 	if err != nil {
 		return nil, err
 	}
-	repo, closer, err := gitwalk.Open(s.Mirrors.Path(remote.URL), gitwalk.DefaultObjectCacheBytes)
+	repo, closer, err := gitwalk.Open(s.Mirrors.Path(remote.URL), walkCacheBytes)
 	if err != nil {
 		if remote.Empty {
 			return nil, errclass.Permanentf(errclass.ReasonEmptyRepository, "the repository is empty")
 		}
 		return nil, fmt.Errorf("open the mirror: %w", err)
 	}
-	return &repository{repo: repo, closer: closer, mirror: true, url: remote.URL}, nil
+	return &repository{repo: repo, closer: closer, path: s.Mirrors.Path(remote.URL), mirror: true, url: remote.URL}, nil
 }
 
 // ScanShard is Executing and InnerDurable: it walks (watermark, tip] of
@@ -121,7 +122,19 @@ func (s *Shards) scan(ctx context.Context, lease store.Lease, w ShardWork, log *
 	ranges := rangesFor(tips, marks)
 	log.Info("scan starting", zap.Int("refs", len(tips)), zap.Int("watermarks", len(marks)))
 
-	run := &scanRun{ctx: ctx, s: s, lease: lease, scopeID: scopeID, walker: gitwalk.New(repo.repo, gitwalk.Options{}), progress: &progress}
+	// Decoding blobs is the expensive part: each scan goroutine reads
+	// through a repository handle of its own, in parallel with the others.
+	readers := make([]*git.Repository, runtime.GOMAXPROCS(0))
+	for i := range readers {
+		r, closer, err := gitwalk.Open(repo.path, readerCacheBytes)
+		if err != nil {
+			return store.Receipt{}, fmt.Errorf("open the repository: %w", err)
+		}
+		defer closer.Close()
+		readers[i] = r
+	}
+	run := &scanRun{ctx: ctx, s: s, lease: lease, scopeID: scopeID, walker: gitwalk.New(repo.repo, gitwalk.Options{}),
+		readers: readers, progress: &progress}
 	if w.MaxDuration > 0 {
 		run.deadline = time.Now().Add(w.MaxDuration)
 	}
@@ -152,6 +165,14 @@ func (s *Shards) scan(ctx context.Context, lease store.Lease, w ShardWork, log *
 }
 
 var errBudget = errors.New("time budget spent")
+
+// readerCacheBytes is the object cache of each blob reader: small, since
+// most blobs are read once; it mostly holds delta bases.
+const readerCacheBytes = 1 << 20
+
+// walkCacheBytes is the object cache of the walk, which reads commits and
+// trees (gitwalk keeps its own tree cache besides).
+const walkCacheBytes = 4 << 20
 
 // progress is what the heartbeat reports: counts only.
 type progress struct {
@@ -332,6 +353,7 @@ type scanRun struct {
 	lease    store.Lease
 	scopeID  int64
 	walker   *gitwalk.Walker
+	readers  []*git.Repository // one per scan goroutine
 	progress *progress
 	deadline time.Time
 
@@ -394,12 +416,12 @@ func (r *scanRun) flush(ctx context.Context) error {
 	results := make([]scanned, len(todo))
 	var wg sync.WaitGroup
 	work := make(chan int)
-	for range runtime.GOMAXPROCS(0) {
+	for _, reader := range r.readers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				results[i] = r.scanBlob(todo[i])
+				results[i] = r.scanBlob(reader, todo[i])
 			}
 		}()
 	}
@@ -436,9 +458,9 @@ func (r *scanRun) flush(ctx context.Context) error {
 
 // scanBlob reads and scans one blob. An unreadable blob is skipped and
 // makes the run Partial, and is not marked seen: the next run tries again.
-func (r *scanRun) scanBlob(b gitwalk.Blob) scanned {
+func (r *scanRun) scanBlob(reader *git.Repository, b gitwalk.Blob) scanned {
 	limit := r.s.Scanner.MaxBlobBytes()
-	content, size, err := r.walker.ReadBlob(b.Hash, limit)
+	content, size, err := gitwalk.ReadBlob(reader, b.Hash, limit)
 	hash := append([]byte(nil), b.Hash[:]...)
 	switch {
 	case errors.Is(err, gitwalk.ErrTooLarge):

@@ -21,7 +21,12 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) { os.Exit(testenv.RunDatabase(m, &env)) }
+func TestMain(m *testing.M) {
+	if req := os.Getenv(helperEnv); req != "" {
+		os.Exit(scanHelper(req))
+	}
+	os.Exit(testenv.RunDatabase(m, &env))
+}
 
 var ghToken = "ghp_" + strings.Repeat("Kp3", 12)
 
@@ -207,9 +212,6 @@ func TestCrashBetweenFinalizeAndCheckpoint(t *testing.T) {
 // 1,000 refs scans completely, and the control-plane rows of a shard grow
 // with its refs, not with the objects in the repository.
 func TestScaleAndControlPlaneRows(t *testing.T) {
-	if testing.Short() {
-		t.Skip("generates and scans a 50,000-blob repository")
-	}
 	s := shards(t, time.Minute, 2000)
 	controlRows := func(shard int64) int {
 		return count(t, `SELECT (SELECT count(*) FROM shards WHERE id = $1)

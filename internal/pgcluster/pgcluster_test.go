@@ -17,11 +17,12 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// skipWithoutPostgres skips tests when no PostgreSQL server is installed.
-func skipWithoutPostgres(t *testing.T) {
+// needPostgres fails tests when no PostgreSQL server is installed (CI
+// installs one).
+func needPostgres(t *testing.T) {
 	t.Helper()
 	if _, err := FindBinDir(""); err != nil {
-		t.Skipf("no PostgreSQL server binaries: %v", err)
+		t.Fatalf("no PostgreSQL server binaries: %v", err)
 	}
 }
 
@@ -55,7 +56,7 @@ func connect(t *testing.T, ctx context.Context, url string) *pgx.Conn {
 }
 
 func TestStartCreateRestart(t *testing.T) {
-	skipWithoutPostgres(t)
+	needPostgres(t)
 	t.Parallel()
 	ctx := testContext(t)
 	dir := filepath.Join(t.TempDir(), "pgdata")
@@ -144,7 +145,7 @@ func TestStartCreateRestart(t *testing.T) {
 }
 
 func TestRestartAfterCrash(t *testing.T) {
-	skipWithoutPostgres(t)
+	needPostgres(t)
 	t.Parallel()
 	ctx := testContext(t)
 	dir := t.TempDir()
@@ -193,7 +194,7 @@ func TestRestartAfterCrash(t *testing.T) {
 }
 
 func TestEphemeralAndRunningDir(t *testing.T) {
-	skipWithoutPostgres(t)
+	needPostgres(t)
 	t.Parallel()
 	ctx := testContext(t)
 	dir := t.TempDir()
@@ -213,7 +214,7 @@ func TestEphemeralAndRunningDir(t *testing.T) {
 }
 
 func TestPortInUse(t *testing.T) {
-	skipWithoutPostgres(t)
+	needPostgres(t)
 	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -246,7 +247,7 @@ func TestBadBinDir(t *testing.T) {
 }
 
 func TestFindBinDirEnv(t *testing.T) {
-	skipWithoutPostgres(t)
+	needPostgres(t)
 	dir, err := FindBinDir("")
 	if err != nil {
 		t.Fatal(err)
@@ -284,7 +285,7 @@ func TestNewestSystemBinDir(t *testing.T) {
 }
 
 func TestStartErrorIncludesLog(t *testing.T) {
-	skipWithoutPostgres(t)
+	needPostgres(t)
 	t.Parallel()
 	ctx := testContext(t)
 	dir := t.TempDir()
@@ -314,7 +315,7 @@ func TestStartErrorIncludesLog(t *testing.T) {
 // test binary, see TestMain) that exits without calling Stop, and checks that
 // the postmaster shuts down on its own.
 func TestServerStopsWhenParentDies(t *testing.T) {
-	skipWithoutPostgres(t)
+	needPostgres(t)
 	if runtime.GOOS != "linux" {
 		t.Skip("parent-death signal is Linux-only")
 	}

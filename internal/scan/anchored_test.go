@@ -218,7 +218,7 @@ func TestAnchoredEqualsWhole(t *testing.T) {
 	}
 	positives := defaultPositives()
 	rounds := 1500
-	if raceEnabled || testing.Short() {
+	if raceEnabled {
 		rounds = 150 // the whole-blob runs are slow under the race detector
 	}
 	findings := 0

@@ -22,12 +22,12 @@ import (
 	"go.temporal.io/sdk/client"
 )
 
-// cliPath returns the Temporal CLI or skips the test.
+// cliPath returns the Temporal CLI; without it the tests fail (CI installs it).
 func cliPath(t *testing.T) string {
 	t.Helper()
 	p, err := Find()
 	if err != nil {
-		t.Skipf("Temporal CLI not installed: %v", err)
+		t.Fatalf("Temporal CLI not installed: %v", err)
 	}
 	return p
 }
