@@ -43,6 +43,9 @@ Configuration comes from the environment:
   GITFLEET_RULES       gitleaks-format rule file (default: the built-in rules)
   GITFLEET_SHARD_LEASE shard lease between renewals (default 1m)
   GITFLEET_SCAN_BATCH  blobs per durable write of a scan (default 2000)
+  GITFLEET_SWEEP_EVERY how often the recollection-sweep schedule fires (default 1h)
+  GITFLEET_CLEANUP_EVERY how often the stale-cleanup schedule fires (default 24h)
+  GITFLEET_DECAY       decay table, e.g. 7d=6h,14d=12h,30d=24h,60d=3d,90d=7d (the default)
   GITFLEET_FINDING_KEY key of the findings' secret hashes (default: generated once, kept in the database)
   GITFLEET_LOG_LEVEL   debug, info, warn, error (default info)
   GITFLEET_LOG_FORMAT  console or json (default console)
@@ -108,6 +111,11 @@ func run() error {
 	w.RegisterActivity(&activities.Activities{Store: st, Mirrors: mirrors, Hosts: cfg.Hosts, Log: log})
 	w.RegisterActivity(&activities.Shards{Store: st, Mirrors: mirrors, Scanner: scanner, Log: log,
 		LeaseFor: cfg.ShardLease, BatchBlobs: cfg.ScanBatch})
+	w.RegisterActivity(&activities.Sweeps{Store: st, Client: c, Start: workflows.StartCollect, Hosts: cfg.Hosts,
+		Heads: activities.LsRemote{}, Policy: scanner.Policy(), Decay: cfg.Decay, Log: log})
+	if err := workflows.EnsureSchedules(ctx, c, workflows.ScheduleConfig{SweepEvery: cfg.SweepEvery, CleanupEvery: cfg.CleanupEvery}); err != nil {
+		return err
+	}
 
 	log.Info("worker starting", zap.String("temporal", cfg.TemporalAddress), zap.String("namespace", cfg.Namespace),
 		zap.String("taskQueue", workflows.TaskQueue), zap.Strings("hosts", cfg.Hosts.Names()),

@@ -91,6 +91,7 @@ func Register(w worker.WorkflowRegistry) {
 	w.RegisterWorkflow(ResolveIdentity)
 	w.RegisterWorkflow(CleanupStale)
 	w.RegisterWorkflow(ExecuteShard)
+	w.RegisterWorkflow(RecollectionSweep)
 }
 
 // retryPolicy retries Retryable errors with backoff and never retries the

@@ -55,6 +55,14 @@ func Collect(ctx workflow.Context, in CollectInput) (CollectResult, error) {
 	key := info.WorkflowExecution.ID + "/" + info.WorkflowExecution.RunID
 	out := CollectResult{Requested: in.Repo}
 
+	// A person asking again clears the failure streak that took the
+	// repository out of automatic refresh.
+	if v := workflow.GetVersion(ctx, "manual-resets-failures", workflow.DefaultVersion, 1); v == 1 && in.Trigger == "manual" {
+		if err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), a.ResetFailures, in.Repo).Get(ctx, nil); err != nil {
+			return out, fail(ctx, key, in.Repo, "reset failures", err)
+		}
+	}
+
 	var resolved ResolveIdentityResult
 	for {
 		out.Attempts++

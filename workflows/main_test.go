@@ -18,6 +18,7 @@ import (
 	"gitfleet/internal/gitmirror"
 	"gitfleet/internal/testenv"
 	"gitfleet/internal/vcs"
+	"gitfleet/workflows"
 )
 
 // One stack for the whole test binary: a Temporal dev server, PostgreSQL,
@@ -29,7 +30,25 @@ var (
 	hosts vcs.Hosts
 	// workerLogs captures everything the worker's activities log.
 	workerLogs = &syncBuffer{}
+	// heads answers the sweep's change checks: ls-remote, or a stub that
+	// says "unchanged" for the sweep benchmark.
+	heads = &switchableHeads{}
 )
+
+type switchableHeads struct {
+	mu   sync.Mutex
+	stub string // when set, every repository's head
+}
+
+func (h *switchableHeads) Head(ctx context.Context, url string) (string, error) {
+	h.mu.Lock()
+	stub := h.stub
+	h.mu.Unlock()
+	if stub != "" {
+		return stub, nil
+	}
+	return activities.LsRemote{}.Head(ctx, url)
+}
 
 // apiToken is the forge's token: the worker authenticates with it, and it
 // must never show up in logs or workflow histories.
@@ -75,7 +94,9 @@ func TestMain(m *testing.M) {
 		// Small batches and short leases so tests see several durable
 		// writes per scan and lease renewals within seconds.
 		stop, err := e.StartWorker(&activities.Activities{Store: e.Store, Mirrors: mirrors, Hosts: hosts, Log: log},
-			&activities.Shards{Store: e.Store, Mirrors: mirrors, Scanner: scanner, Log: log, BatchBlobs: 50, LeaseFor: 6 * time.Second})
+			&activities.Shards{Store: e.Store, Mirrors: mirrors, Scanner: scanner, Log: log, BatchBlobs: 50, LeaseFor: 6 * time.Second},
+			&activities.Sweeps{Store: e.Store, Client: e.Client, Start: workflows.StartCollect, Hosts: hosts, Heads: heads,
+				Policy: scanner.Policy(), Log: log})
 		if err != nil {
 			return nil, err
 		}

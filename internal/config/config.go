@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"gitfleet/internal/decay"
 	"gitfleet/internal/vcs"
 )
 
@@ -25,6 +26,9 @@ const (
 	EnvRules             = "GITFLEET_RULES"
 	EnvShardLease        = "GITFLEET_SHARD_LEASE"
 	EnvScanBatch         = "GITFLEET_SCAN_BATCH"
+	EnvSweepEvery        = "GITFLEET_SWEEP_EVERY"
+	EnvCleanupEvery      = "GITFLEET_CLEANUP_EVERY"
+	EnvDecay             = "GITFLEET_DECAY"
 	EnvHashKey           = "GITFLEET_FINDING_KEY"
 )
 
@@ -54,6 +58,10 @@ type Config struct {
 	// ScanBatch is how many blobs a scan handles between durable writes; 0
 	// means the default.
 	ScanBatch int
+	// SweepEvery and CleanupEvery are the schedules' intervals.
+	SweepEvery, CleanupEvery time.Duration
+	// Decay is the re-collection decay table.
+	Decay decay.Table
 	// HashKey keys the findings' secret hashes; nil means the key the
 	// database generates once per installation. Secret: never logged.
 	HashKey []byte
@@ -89,6 +97,28 @@ func Load(getenv func(string) string) (Config, error) {
 			return Config{}, fmt.Errorf("%s=%q: want a positive number", EnvScanBatch, v)
 		}
 		c.ScanBatch = n
+	}
+	for _, d := range []struct {
+		env string
+		dst *time.Duration
+		def time.Duration
+	}{{EnvSweepEvery, &c.SweepEvery, time.Hour}, {EnvCleanupEvery, &c.CleanupEvery, 24 * time.Hour}} {
+		*d.dst = d.def
+		if v := getenv(d.env); v != "" {
+			iv, err := time.ParseDuration(v)
+			if err != nil || iv < time.Minute {
+				return Config{}, fmt.Errorf("%s=%q: want a duration of at least 1m", d.env, v)
+			}
+			*d.dst = iv
+		}
+	}
+	c.Decay = decay.Default
+	if v := getenv(EnvDecay); v != "" {
+		t, err := decay.Parse(v)
+		if err != nil {
+			return Config{}, fmt.Errorf("%s: %w", EnvDecay, err)
+		}
+		c.Decay = t
 	}
 	if k := getenv(EnvHashKey); k != "" {
 		if len(k) < 16 {

@@ -340,3 +340,15 @@ func (m *Mirrors) lock(ctx context.Context, path string) (func(), error) {
 		mu.Unlock()
 	}, nil
 }
+
+// Head is what the remote's HEAD points at now, from the reference
+// advertisement alone (git ls-remote): no clone, no API request. An empty
+// repository has no head ("").
+func Head(ctx context.Context, remoteURL string) (string, error) {
+	refs, err := ListRefs(ctx, remoteURL)
+	if err != nil {
+		return "", err
+	}
+	_, head := headOf(refs)
+	return head, nil
+}

@@ -23,6 +23,7 @@ type Codebase struct {
 	LastCommitSHA       string     `json:"lastCommitSha,omitempty"`
 	LastCompletedAt     *time.Time `json:"lastCompletedAt,omitempty"`
 	LastViewedAt        *time.Time `json:"lastViewedAt,omitempty"`
+	LastCheckedAt       *time.Time `json:"lastCheckedAt,omitempty"`
 	ConsecutiveFailures int        `json:"consecutiveFailures"`
 	StaleSince          *time.Time `json:"staleSince,omitempty"`
 	CreatedAt           time.Time  `json:"createdAt"`
@@ -41,12 +42,12 @@ func (c *Codebase) Identity() *identity.Codebase {
 }
 
 const codebaseColumns = `id, host, external_repo_id, owner, name, coalesce(default_branch, ''),
-	coalesce(last_commit_sha, ''), last_completed_at, last_viewed_at, consecutive_failures, stale_since, created_at`
+	coalesce(last_commit_sha, ''), last_completed_at, last_viewed_at, last_checked_at, consecutive_failures, stale_since, created_at`
 
 func scanCodebase(row pgx.Row) (*Codebase, error) {
 	var c Codebase
 	err := row.Scan(&c.ID, &c.Host, &c.ExternalID, &c.Owner, &c.Name, &c.DefaultBranch,
-		&c.LastCommitSHA, &c.LastCompletedAt, &c.LastViewedAt, &c.ConsecutiveFailures, &c.StaleSince, &c.CreatedAt)
+		&c.LastCommitSHA, &c.LastCompletedAt, &c.LastViewedAt, &c.LastCheckedAt, &c.ConsecutiveFailures, &c.StaleSince, &c.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}

@@ -1,0 +1,92 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"gitfleet/internal/repoid"
+)
+
+// StaleCleanupScheduleID is the Temporal Schedule that starts CleanupStale.
+const StaleCleanupScheduleID = "stale-cleanup"
+
+// ScheduleConfig says how often the schedules fire.
+type ScheduleConfig struct {
+	SweepEvery   time.Duration // default 1h
+	CleanupEvery time.Duration // default 24h
+}
+
+// Schedules are the schedules gitfleet keeps, by id.
+func Schedules(cfg ScheduleConfig) map[string]client.ScheduleOptions {
+	if cfg.SweepEvery <= 0 {
+		cfg.SweepEvery = time.Hour
+	}
+	if cfg.CleanupEvery <= 0 {
+		cfg.CleanupEvery = 24 * time.Hour
+	}
+	return map[string]client.ScheduleOptions{
+		SweepScheduleID: {
+			ID:   SweepScheduleID,
+			Spec: client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: cfg.SweepEvery}}, Jitter: time.Minute},
+			// One sweep at a time: the schedule is the lock (no workflow
+			// retry policy either: a failed sweep waits for the next cycle).
+			Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
+			Action: &client.ScheduleWorkflowAction{
+				ID: SweepScheduleID, Workflow: RecollectionSweep, Args: []any{RecollectionSweepInput{}}, TaskQueue: TaskQueue,
+			},
+			Note: "gitfleet: re-collect the repositories people look at, with adaptive decay",
+		},
+		StaleCleanupScheduleID: {
+			ID:      StaleCleanupScheduleID,
+			Spec:    client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: cfg.CleanupEvery}}},
+			Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
+			Action: &client.ScheduleWorkflowAction{
+				ID: StaleCleanupScheduleID, Workflow: CleanupStale, Args: []any{CleanupStaleInput{}}, TaskQueue: TaskQueue,
+			},
+			Note: "gitfleet: delete codebases whose repository has been gone for 30 days",
+		},
+	}
+}
+
+// EnsureSchedules creates the schedules, or brings existing ones back to
+// this configuration (spec, action, overlap policy); pausing is left as the
+// operator set it. Idempotent: every worker runs it on start.
+func EnsureSchedules(ctx context.Context, c client.Client, cfg ScheduleConfig) error {
+	for id, opts := range Schedules(cfg) {
+		_, err := c.ScheduleClient().Create(ctx, opts)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
+			return fmt.Errorf("create schedule %s: %w", id, err)
+		}
+		err = c.ScheduleClient().GetHandle(ctx, id).Update(ctx, client.ScheduleUpdateOptions{
+			DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
+				s := in.Description.Schedule
+				s.Spec = &opts.Spec
+				s.Action = opts.Action
+				if s.Policy == nil {
+					s.Policy = &client.SchedulePolicies{}
+				}
+				s.Policy.Overlap = opts.Overlap
+				return &client.ScheduleUpdate{Schedule: &s}, nil
+			},
+		})
+		if err != nil {
+			return fmt.Errorf("update schedule %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// StartCollect starts (or joins) a sweep's Collect of a repository.
+func StartCollect(ctx context.Context, c client.Client, repo repoid.ID) error {
+	_, err := c.ExecuteWorkflow(ctx, CollectOptions(repo), Collect, CollectInput{Repo: repo, Trigger: "sweep"})
+	return err
+}

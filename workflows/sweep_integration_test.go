@@ -1,0 +1,359 @@
+package workflows_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+
+	"gitfleet/internal/forge"
+	"gitfleet/internal/identity"
+	"gitfleet/workflows"
+)
+
+// Each sweep test runs on a clock of its own, a thousand days apart, so the
+// views it sets up are invisible to the other tests' sweeps: seen from
+// another test's clock they are in the future or long idle.
+var clockSeq atomic.Int64
+
+func sweepClock() time.Time {
+	return time.Now().UTC().Add(time.Duration(clockSeq.Add(1)) * 1000 * 24 * time.Hour).Truncate(time.Second)
+}
+
+const day = 24 * time.Hour
+
+// sweepRepo is a collected repository with view, completion and failure
+// times set relative to a sweep clock.
+type sweepRepo struct {
+	name            string
+	viewed, done    *time.Duration // ago; nil = never
+	failures        int
+	changeAfterDone bool // push a commit after the collection
+	wantDue         bool
+	wantStarted     bool
+}
+
+func ago(d time.Duration) *time.Duration { return &d }
+
+func setUp(t *testing.T, now time.Time, o string, repos []sweepRepo) map[string]int64 {
+	t.Helper()
+	ids := map[string]int64{}
+	for _, r := range repos {
+		createRepo(t, o, r.name, "a.txt")
+		res := mustCollect(t, id(o, r.name), identity.CaseNew)
+		ids[r.name] = res.CodebaseID
+		if r.changeAfterDone {
+			commit(t, o, r.name, "b.txt")
+		}
+		at := func(d *time.Duration) *time.Time {
+			if d == nil {
+				return nil
+			}
+			v := now.Add(-*d)
+			return &v
+		}
+		if _, err := env.Store.Pool().Exec(context.Background(), `UPDATE codebases SET last_viewed_at = $2,
+			last_completed_at = $3, consecutive_failures = $4 WHERE id = $1`,
+			res.CodebaseID, at(r.viewed), at(r.done), r.failures); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ids
+}
+
+func runSweep(t *testing.T, in workflows.RecollectionSweepInput) workflows.SweepResult {
+	t.Helper()
+	run, err := env.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{TaskQueue: workflows.TaskQueue},
+		workflows.RecollectionSweep, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res workflows.SweepResult
+	if err := run.Get(ctxTimeout(t, 2*time.Minute), &res); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func ctxTimeout(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// collectedSince reports whether a codebase completed a collection between
+// since and now on the real clock (the times setUp writes are on the
+// sweep's clock, far from both).
+func collectedSince(t *testing.T, id int64, since time.Time) bool {
+	cb := codebase(t, id)
+	return cb.LastCompletedAt != nil && cb.LastCompletedAt.After(since) && !cb.LastCompletedAt.After(time.Now())
+}
+
+// waitCompleted waits until a codebase completes a collection after since.
+func waitCompleted(t *testing.T, id int64, since time.Time) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if collectedSince(t, id, since) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("codebase %d was not collected again", id)
+}
+
+// requestsFor counts the forge's API requests and git fetches (upload-pack
+// POSTs) that name one repository.
+func requestsFor(owner, name string) (api, fetches int) {
+	for _, r := range fg.Requests() {
+		switch {
+		case r.Kind == forge.API && strings.Contains(r.Path, "/"+owner+"/"+name):
+			api++
+		case r.Kind == forge.Git && r.Method == http.MethodPost && strings.HasPrefix(r.Path, "/"+owner+"/"+name+"."):
+			fetches++
+		}
+	}
+	return api, fetches
+}
+
+func TestSweepCollectsExactlyTheDueRepositories(t *testing.T) {
+	now := sweepClock()
+	o := owner(t)
+	repos := []sweepRepo{
+		{name: "hot-unchanged", viewed: ago(day), done: ago(7 * time.Hour), wantDue: true},
+		{name: "hot-changed", viewed: ago(day), done: ago(7 * time.Hour), changeAfterDone: true, wantDue: true, wantStarted: true},
+		{name: "hot-fresh", viewed: ago(day), done: ago(2 * time.Hour), changeAfterDone: true},
+		{name: "week-7d23h", viewed: ago(7*day + 23*time.Hour), done: ago(7 * time.Hour), changeAfterDone: true, wantDue: true, wantStarted: true},
+		{name: "warm-8d", viewed: ago(8 * day), done: ago(7 * time.Hour), changeAfterDone: true},
+		{name: "warm-due", viewed: ago(10 * day), done: ago(13 * time.Hour), changeAfterDone: true, wantDue: true, wantStarted: true},
+		{name: "cold-90d", viewed: ago(90 * day), done: ago(8 * day), changeAfterDone: true, wantDue: true, wantStarted: true},
+		{name: "idle-91d", viewed: ago(91 * day), done: ago(30 * day), changeAfterDone: true},
+		{name: "never-viewed", done: ago(30 * day), changeAfterDone: true},
+		{name: "future-view", viewed: ago(-day), done: ago(30 * day), changeAfterDone: true},
+		{name: "never-completed", viewed: ago(day), changeAfterDone: true, wantDue: true, wantStarted: true},
+		{name: "five-failures", viewed: ago(day), done: ago(30 * day), failures: 5, changeAfterDone: true},
+	}
+	ids := setUp(t, now, o, repos)
+	before := time.Now()
+	api0, fetches0 := requestsFor(o, "hot-unchanged")
+
+	res := runSweep(t, workflows.RecollectionSweepInput{Now: now, PageSize: 4})
+	var due, started int
+	for _, r := range repos {
+		if r.wantDue {
+			due++
+		}
+		if r.wantStarted {
+			started++
+		}
+	}
+	if res.Due != due || res.Started != started || res.Unchanged != 1 || res.Halted || res.Runs != 1 {
+		t.Fatalf("sweep = %+v, want %d due, %d started, 1 unchanged", res, due, started)
+	}
+	for _, r := range repos {
+		if r.wantStarted {
+			waitCompleted(t, ids[r.name], before)
+		}
+	}
+	for _, r := range repos {
+		if got := collectedSince(t, ids[r.name], before); got != r.wantStarted {
+			t.Errorf("%s: collected = %v, want %v", r.name, got, r.wantStarted)
+		}
+	}
+	// The unchanged repository cost an ls-remote: no clone, no API request.
+	unchanged := codebase(t, ids["hot-unchanged"])
+	if unchanged.LastCheckedAt == nil || !unchanged.LastCheckedAt.Equal(now) {
+		t.Errorf("unchanged repository's check not recorded: %v", unchanged.LastCheckedAt)
+	}
+	if api, fetches := requestsFor(o, "hot-unchanged"); api != api0 || fetches != fetches0 {
+		t.Errorf("the unchanged repository cost %d API requests and %d fetches", api-api0, fetches-fetches0)
+	}
+
+	// A second sweep on the same clock: everything is fresh or unchanged now.
+	again := runSweep(t, workflows.RecollectionSweepInput{Now: now})
+	if again.Started != 0 || again.Halted {
+		t.Fatalf("second sweep on the same clock: %+v", again)
+	}
+}
+
+func TestSweepCircuitBreaker(t *testing.T) {
+	now := sweepClock()
+	o := owner(t)
+	var repos []sweepRepo
+	for i := range 5 {
+		repos = append(repos, sweepRepo{name: fmt.Sprintf("r%d", i), viewed: ago(day), done: ago(10 * time.Hour), changeAfterDone: true})
+	}
+	setUp(t, now, o, repos)
+	remove := fg.AddFault(forge.Fault{Kind: forge.Git, Path: "/" + o + "/", Status: http.StatusServiceUnavailable})
+	res := runSweep(t, workflows.RecollectionSweepInput{Now: now})
+	remove()
+	if !res.Halted || res.Failed != 3 || res.Started != 0 {
+		t.Fatalf("sweep against a failing forge: %+v, want halted after 3 failures", res)
+	}
+	// The next cycle starts fresh.
+	res = runSweep(t, workflows.RecollectionSweepInput{Now: now})
+	if res.Halted || res.Started != 5 {
+		t.Fatalf("next sweep: %+v, want all 5 started", res)
+	}
+}
+
+func TestPrivateRepositoryDropsOutAfterFiveFailures(t *testing.T) {
+	now := sweepClock()
+	o := owner(t)
+	ids := setUp(t, now, o, []sweepRepo{{name: "secret", viewed: ago(day), done: ago(30 * day)}})
+	if err := fg.SetPrivate(o, "secret", true); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 5; i++ {
+		res := runSweep(t, workflows.RecollectionSweepInput{Now: now})
+		if res.Gone != 1 || res.Halted {
+			t.Fatalf("sweep %d: %+v, want the private repository counted as gone", i, res)
+		}
+		if f := codebase(t, ids["secret"]).ConsecutiveFailures; f != i {
+			t.Fatalf("after sweep %d: %d failures", i, f)
+		}
+	}
+	before := gitRequestsFor(o)
+	res := runSweep(t, workflows.RecollectionSweepInput{Now: now})
+	if res.Gone != 0 || gitRequestsFor(o) != before {
+		t.Fatalf("sixth sweep: %+v, %d git requests; the repository should no longer be attempted", res, gitRequestsFor(o)-before)
+	}
+	// A manual collect resets the streak (and fails again, counting one).
+	if err := fg.SetPrivate(o, "secret", false); err != nil {
+		t.Fatal(err)
+	}
+	mustCollect(t, id(o, "secret"), identity.CaseSame)
+	if f := codebase(t, ids["secret"]).ConsecutiveFailures; f != 0 {
+		t.Fatalf("failures after a successful manual collect: %d", f)
+	}
+}
+
+// Two sweeps overlapping with manual collects never run two Collects for one
+// codebase at a time: every start joins the run in flight for its repository.
+func TestOverlappingSweepsAndManualCollects(t *testing.T) {
+	now := sweepClock()
+	o := owner(t)
+	var repos []sweepRepo
+	for i := range 4 {
+		repos = append(repos, sweepRepo{name: fmt.Sprintf("r%d", i), viewed: ago(day), done: ago(10 * time.Hour), changeAfterDone: true})
+	}
+	setUp(t, now, o, repos)
+	since := time.Now()
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() { defer wg.Done(); runSweep(t, workflows.RecollectionSweepInput{Now: now, StartWindow: 4}) }()
+	}
+	for _, r := range repos {
+		wg.Add(1)
+		go func() { defer wg.Done(); _, _ = collect(t, id(o, r.name)) }()
+	}
+	wg.Wait()
+	for _, r := range repos {
+		wid := workflows.CollectWorkflowID(id(o, r.name))
+		resp, err := env.Client.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
+			Query: fmt.Sprintf("WorkflowId = '%s'", wid)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		type span struct{ start, end time.Time }
+		var spans []span
+		for _, e := range resp.Executions {
+			if e.GetStartTime().AsTime().Before(since) {
+				continue
+			}
+			end := time.Now()
+			if e.GetCloseTime() != nil {
+				end = e.GetCloseTime().AsTime()
+			}
+			spans = append(spans, span{e.GetStartTime().AsTime(), end})
+		}
+		for i := range spans {
+			for j := i + 1; j < len(spans); j++ {
+				if spans[i].start.Before(spans[j].end) && spans[j].start.Before(spans[i].end) {
+					t.Fatalf("%s: two Collect runs overlapped: %v and %v", wid, spans[i], spans[j])
+				}
+			}
+		}
+		if len(spans) == 0 {
+			t.Fatalf("%s: no Collect ran", wid)
+		}
+	}
+}
+
+func TestSchedulesTriggerSweepAndCleanup(t *testing.T) {
+	ctx := context.Background()
+	// Long intervals: the test triggers them itself.
+	if err := workflows.EnsureSchedules(ctx, env.Client, workflows.ScheduleConfig{SweepEvery: 240 * time.Hour, CleanupEvery: 240 * time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	// Applying twice is fine and keeps one schedule each.
+	if err := workflows.EnsureSchedules(ctx, env.Client, workflows.ScheduleConfig{SweepEvery: 240 * time.Hour, CleanupEvery: 240 * time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	o := owner(t)
+	now := time.Now().UTC()
+	ids := setUp(t, now, o, []sweepRepo{{name: "due", viewed: ago(time.Hour), done: ago(7 * time.Hour), changeAfterDone: true}})
+	before := time.Now()
+	trigger(t, workflows.SweepScheduleID)
+	waitCompleted(t, ids["due"], before)
+
+	// Stale cleanup: only codebases stale for more than 30 days go.
+	old := setUp(t, now, o, []sweepRepo{{name: "gone-31d"}, {name: "gone-29d"}})
+	for name, age := range map[string]time.Duration{"gone-31d": 31 * day, "gone-29d": 29 * day} {
+		if err := env.Store.MarkStale(ctx, old[name], now.Add(-age)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	trigger(t, workflows.StaleCleanupScheduleID)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		cb, _ := env.Store.CodebaseByID(ctx, old["gone-31d"])
+		if cb == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stale-cleanup schedule did not delete a codebase stale for 31 days")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if cb, _ := env.Store.CodebaseByID(ctx, old["gone-29d"]); cb == nil {
+		t.Fatal("the stale cleanup deleted a codebase stale for 29 days")
+	}
+}
+
+// trigger starts a schedule's action now and waits for that run to finish.
+func trigger(t *testing.T, id string) {
+	t.Helper()
+	ctx := context.Background()
+	h := env.Client.ScheduleClient().GetHandle(ctx, id)
+	d, err := h.Describe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	actions := d.Info.NumActions
+	if err := h.Trigger(ctx, client.ScheduleTriggerOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		d, err = h.Describe(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Info.NumActions > actions && len(d.Info.RunningWorkflows) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("schedule %s: the triggered run did not finish", id)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
