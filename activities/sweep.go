@@ -57,18 +57,18 @@ type DueRepo struct {
 
 // SweepPageInput asks for the next page of candidates.
 type SweepPageInput struct {
-	After int64     `json:"after"`
-	Limit int       `json:"limit"`
-	Now   time.Time `json:"now"`
+	After store.SweepCursor `json:"after"`
+	Limit int               `json:"limit"`
+	Now   time.Time         `json:"now"`
 }
 
 // SweepPage is one page of decisions.
 type SweepPage struct {
 	// Next is where the next page starts; Done reports the last page.
-	Next       int64     `json:"next"`
-	Done       bool      `json:"done"`
-	Considered int       `json:"considered"`
-	Due        []DueRepo `json:"due,omitempty"`
+	Next       store.SweepCursor `json:"next"`
+	Done       bool              `json:"done"`
+	Considered int               `json:"considered"`
+	Due        []DueRepo         `json:"due,omitempty"`
 }
 
 // ListDue reads a page of candidates and decides, with the decay table,
@@ -78,13 +78,13 @@ func (s *Sweeps) ListDue(ctx context.Context, in SweepPageInput) (SweepPage, err
 	if table == nil {
 		table = decay.Default
 	}
-	cands, err := s.Store.SweepCandidates(ctx, in.After, in.Now.Add(-table.Horizon()), in.Limit)
+	cands, err := s.Store.SweepCandidates(ctx, in.After, in.Now.Add(-table.Horizon()), in.Now, in.Limit)
 	if err != nil {
 		return SweepPage{}, AppError(err)
 	}
 	page := SweepPage{Next: in.After, Considered: len(cands), Done: len(cands) < in.Limit}
 	for _, c := range cands {
-		page.Next = c.ID
+		page.Next = store.SweepCursor{Viewed: *c.LastViewedAt, ID: c.ID}
 		due, _ := table.Decide(decay.Candidate{LastViewed: c.LastViewedAt, LastCompleted: c.LastCompletedAt,
 			LastChecked: c.LastCheckedAt, ConsecutiveFailures: c.ConsecutiveFailures}, in.Now)
 		if due {

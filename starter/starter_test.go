@@ -323,3 +323,35 @@ func TestScanAndFindings(t *testing.T) {
 		}
 	}
 }
+
+func TestSchedulesCommands(t *testing.T) {
+	vars[config.EnvSweepEvery] = "240h"
+	defer delete(vars, config.EnvSweepEvery)
+	out, errOut, code := starter(t, "schedules", "apply")
+	if code != 0 || !strings.Contains(out, "recollection-sweep every 240h") {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
+	}
+	out, _, code = starter(t, "schedules", "pause", "recollection-sweep", "--note", "maintenance")
+	if code != 0 {
+		t.Fatalf("pause: exit %d %s", code, out)
+	}
+	out, errOut, code = starter(t, "schedules", "list")
+	if code != 0 || !strings.Contains(out, "paused (maintenance)") || !strings.Contains(out, "stale-cleanup") || !strings.Contains(out, "240h0m0s") {
+		t.Fatalf("list: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, _, code = starter(t, "schedules", "unpause", "recollection-sweep"); code != 0 {
+		t.Fatal("unpause failed")
+	}
+	out, _, code = starter(t, "schedules", "trigger", "stale-cleanup")
+	if code != 0 || !strings.Contains(out, "trigger done") {
+		t.Fatalf("trigger: exit %d %s", code, out)
+	}
+	out, _, _ = starter(t, "schedules", "list", "--json")
+	var listed []scheduleInfo
+	if err := json.Unmarshal([]byte(out), &listed); err != nil || len(listed) != 2 || listed[0].Paused || listed[1].Paused {
+		t.Fatalf("list --json: %v\n%s", err, out)
+	}
+	if _, errOut, code := starter(t, "schedules", "trigger", "nope"); code != exitUsage || !strings.Contains(errOut, "unknown schedule") {
+		t.Fatalf("unknown schedule: exit %d %s", code, errOut)
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"gitfleet/activities"
 	"gitfleet/internal/repoid"
+	"gitfleet/internal/store"
 )
 
 // SweepScheduleID is the Temporal Schedule that starts RecollectionSweep.
@@ -23,8 +24,8 @@ type RecollectionSweepInput struct {
 	// StartWindow bounds the Collect starts in flight at once.
 	StartWindow int `json:"startWindow,omitempty"`
 
-	After int64       `json:"after,omitempty"`
-	Stats SweepResult `json:"stats,omitempty"`
+	After store.SweepCursor `json:"after,omitempty"`
+	Stats SweepResult       `json:"stats,omitempty"`
 }
 
 // SweepResult is the sweep's outcome, shown in the Web UI.

@@ -13,6 +13,7 @@ import (
 
 	"gitfleet/activities"
 	"gitfleet/internal/repoid"
+	"gitfleet/internal/store"
 )
 
 func newSweepEnv() (*testsuite.TestWorkflowEnvironment, *activities.Sweeps) {
@@ -28,7 +29,7 @@ func newSweepEnv() (*testsuite.TestWorkflowEnvironment, *activities.Sweeps) {
 func TestSweepContinuesAsNew(t *testing.T) {
 	env, a := newSweepEnv()
 	env.OnActivity(a.ListDue, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.SweepPageInput) (activities.SweepPage, error) {
-		return activities.SweepPage{Next: in.After + int64(in.Limit), Considered: in.Limit}, nil
+		return activities.SweepPage{Next: store.SweepCursor{ID: in.After.ID + int64(in.Limit)}, Considered: in.Limit}, nil
 	})
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	env.ExecuteWorkflow(RecollectionSweep, RecollectionSweepInput{Now: now, PageSize: 10})
@@ -40,7 +41,7 @@ func TestSweepContinuesAsNew(t *testing.T) {
 	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
 		t.Fatal(err)
 	}
-	if next.After != int64(10*pagesPerRun) || next.Stats.Considered != 10*pagesPerRun || !next.Now.Equal(now) || next.Stats.Runs != 1 {
+	if next.After.ID != int64(10*pagesPerRun) || next.Stats.Considered != 10*pagesPerRun || !next.Now.Equal(now) || next.Stats.Runs != 1 {
 		t.Fatalf("continued with %+v", next)
 	}
 }

@@ -23,22 +23,33 @@ type SweepCandidate struct {
 	ScanPolicy string `json:"scanPolicy,omitempty"`
 }
 
+// SweepCursor is where a sweep is: the (last view, id) of the last
+// candidate it read.
+type SweepCursor struct {
+	Viewed time.Time `json:"viewed"`
+	ID     int64     `json:"id"`
+}
+
 // SweepCandidatesQuery pages through the candidates: live, fewer than five
-// failures in a row, viewed since $2; keyset-paged by id after $1. Its
-// predicate matches the partial index codebases_sweep.
+// failures in a row, viewed between $3 and $4, after the cursor ($1, $2) in
+// (last_viewed_at, id) order — the partial index codebases_sweep.
 const SweepCandidatesQuery = `SELECT c.id, c.host, c.owner, c.name, coalesce(c.last_commit_sha, ''), c.last_viewed_at,
 		c.last_completed_at, c.last_checked_at, c.consecutive_failures, coalesce(sc.policy_hash, '')
 	FROM codebases c
 	LEFT JOIN shards s ON s.key = 'codebase:' || c.id AND s.status = 'Done'
 	LEFT JOIN shard_receipts r ON r.id = s.checkpoint_receipt_id
 	LEFT JOIN scan_scopes sc ON sc.id = r.scope_id
-	WHERE NOT c.is_stale AND c.consecutive_failures < 5 AND c.id > $1 AND c.last_viewed_at >= $2
-	ORDER BY c.id LIMIT $3`
+	WHERE NOT c.is_stale AND c.consecutive_failures < 5
+		AND c.last_viewed_at >= $3 AND c.last_viewed_at <= $4 AND (c.last_viewed_at, c.id) > ($1, $2)
+	ORDER BY c.last_viewed_at, c.id LIMIT $5`
 
-// SweepCandidates returns up to limit candidates with ids above after,
-// viewed since viewedSince.
-func (s *Store) SweepCandidates(ctx context.Context, after int64, viewedSince time.Time, limit int) ([]SweepCandidate, error) {
-	rows, err := s.pool.Query(ctx, SweepCandidatesQuery, after, viewedSince, limit)
+// SweepCandidates returns up to limit candidates after the cursor, viewed
+// between since and until. A zero cursor starts at since.
+func (s *Store) SweepCandidates(ctx context.Context, after SweepCursor, since, until time.Time, limit int) ([]SweepCandidate, error) {
+	if after.Viewed.Before(since) {
+		after = SweepCursor{Viewed: since}
+	}
+	rows, err := s.pool.Query(ctx, SweepCandidatesQuery, after.Viewed, after.ID, since, until, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -48,13 +59,6 @@ func (s *Store) SweepCandidates(ctx context.Context, after int64, viewedSince ti
 			&c.LastCompletedAt, &c.LastCheckedAt, &c.ConsecutiveFailures, &c.ScanPolicy)
 		return c, err
 	})
-}
-
-// LastSweepID is the highest codebase id, where a sweep ends.
-func (s *Store) LastSweepID(ctx context.Context) (int64, error) {
-	var id int64
-	err := s.pool.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM codebases`).Scan(&id)
-	return id, err
 }
 
 // RecordChecks notes that cheap change checks found these codebases

@@ -3,11 +3,12 @@
 -- counts it like a completed collection when deciding what is due.
 ALTER TABLE codebases ADD COLUMN last_checked_at TIMESTAMPTZ;
 
--- The re-collection sweep's candidate query pages through live codebases
--- with fewer than five failures in a row (decay.MaxFailures) by id; the
--- included columns let it decide from the index alone.
-CREATE INDEX codebases_sweep ON codebases (id)
-    INCLUDE (last_viewed_at, last_completed_at, last_checked_at)
+-- The re-collection sweep's candidates: live codebases with fewer than five
+-- failures in a row (decay.MaxFailures), keyset-paged by (last_viewed_at,
+-- id) from the decay horizon on, so a sweep reads only the codebases people
+-- looked at recently, however many are idle. A view during a sweep only
+-- moves a codebase forward: it may be met twice, never skipped.
+CREATE INDEX codebases_sweep ON codebases (last_viewed_at, id)
     WHERE NOT is_stale AND consecutive_failures < 5;
 
 -- +goose Down
