@@ -42,7 +42,7 @@ func TestReplayRecordedHistories(t *testing.T) {
 		})
 		seen[workflowTypeOf(t, f)] = true
 	}
-	for _, wf := range []string{"Collect", "ResolveIdentity", "CleanupStale"} {
+	for _, wf := range []string{"Collect", "ResolveIdentity", "CleanupStale", "ExecuteShard", "RecollectionSweep"} {
 		if !seen[wf] {
 			t.Errorf("no recorded history of %s", wf)
 		}

@@ -59,7 +59,11 @@ func TestCollectScansForSecrets(t *testing.T) {
 	o := owner(t)
 	createRepo(t, o, "app", "README.md")
 	first := commitFiles(t, o, "app", map[string]string{"config/ci.env": "GITHUB_TOKEN=" + ghToken + "\n", "src/main.go": "package main\n"})
-	res := mustCollect(t, id(o, "app"), identity.CaseNew)
+	res, run, err := collectRun(t, id(o, "app"))
+	if err != nil || res.Case != identity.CaseNew {
+		t.Fatalf("collect: %+v, %v", res, err)
+	}
+	recordHistory(t, "collect-with-scan", run.GetID(), run.GetRunID())
 	if res.Scan == nil || res.Scan.Status != store.ShardDone || res.Scan.Receipt == nil || !res.Scan.Receipt.Complete {
 		t.Fatalf("scan after collect: %+v", res.Scan)
 	}
@@ -271,6 +275,7 @@ func TestDuplicateScanSubmissions(t *testing.T) {
 	if err := a.Get(context.Background(), &res); err != nil {
 		t.Fatal(err)
 	}
+	recordHistory(t, "execute-shard", a.GetID(), a.GetRunID())
 	before := findings(t, tg.Key())
 	again := runScan(t, tg, 0)
 	if again.Receipt.BlobsScanned != 0 || again.Receipt.Findings != 0 || again.ShardID != res.ShardID {

@@ -79,6 +79,9 @@ func runSweep(t *testing.T, in workflows.RecollectionSweepInput) workflows.Sweep
 	if err := run.Get(ctxTimeout(t, 2*time.Minute), &res); err != nil {
 		t.Fatal(err)
 	}
+	if res.Started > 0 && !res.Halted {
+		recordHistory(t, "recollection-sweep", run.GetID(), run.GetRunID())
+	}
 	return res
 }
 
@@ -300,10 +303,28 @@ func TestSchedulesTriggerSweepAndCleanup(t *testing.T) {
 	}
 	o := owner(t)
 	now := time.Now().UTC()
-	ids := setUp(t, now, o, []sweepRepo{{name: "due", viewed: ago(time.Hour), done: ago(7 * time.Hour), changeAfterDone: true}})
+	// The scheduled sweep runs on the real clock; these views spread over
+	// the decay bands around it (other tests' views are far from it).
+	repos := []sweepRepo{
+		{name: "hot-due", viewed: ago(time.Hour), done: ago(7 * time.Hour), changeAfterDone: true, wantStarted: true},
+		{name: "hot-fresh", viewed: ago(time.Hour), done: ago(5 * time.Hour), changeAfterDone: true},
+		{name: "warm-fresh", viewed: ago(9 * day), done: ago(11 * time.Hour), changeAfterDone: true},
+		{name: "cold-due", viewed: ago(89 * day), done: ago(8 * day), changeAfterDone: true, wantStarted: true},
+		{name: "idle", viewed: ago(92 * day), done: ago(30 * day), changeAfterDone: true},
+	}
+	ids := setUp(t, now, o, repos)
 	before := time.Now()
 	trigger(t, workflows.SweepScheduleID)
-	waitCompleted(t, ids["due"], before)
+	for _, r := range repos {
+		if r.wantStarted {
+			waitCompleted(t, ids[r.name], before)
+		}
+	}
+	for _, r := range repos {
+		if got := collectedSince(t, ids[r.name], before); got != r.wantStarted {
+			t.Errorf("%s: collected by the scheduled sweep = %v, want %v", r.name, got, r.wantStarted)
+		}
+	}
 
 	// Stale cleanup: only codebases stale for more than 30 days go.
 	old := setUp(t, now, o, []sweepRepo{{name: "gone-31d"}, {name: "gone-29d"}})
