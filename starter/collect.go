@@ -134,6 +134,10 @@ func (a *app) printCollect(r repoid.ID, o collectOutcome) {
 	default:
 		fmt.Fprintf(a.stdout, "  commit    %s (%s)\n", res.Commit, res.DefaultBranch)
 	}
+	if sc := res.Scan; sc != nil && sc.Receipt != nil {
+		fmt.Fprintf(a.stdout, "  scan      shard %d %s: %d blobs scanned, %d new findings (starter findings %s)\n",
+			sc.ShardID, sc.Status, sc.Receipt.BlobsScanned, sc.Receipt.Findings, res.Repository)
+	}
 	if res.RetiredCodebaseID != 0 {
 		fmt.Fprintf(a.stdout, "  retired   codebase %d (its repository no longer holds this name)\n", res.RetiredCodebaseID)
 	}

@@ -158,6 +158,8 @@ gitfleet is running. Where to look:
   environment       source %s   # then, in another terminal:
                     bin/starter collect demo/tools
                     bin/starter show %s/demo/hello-world
+                    bin/starter findings demo/hello-world
+                    bin/starter schedules list
                     temporal workflow list --query "GitfleetCase = 'D'"
 
 Press Ctrl-C to stop everything.
@@ -183,7 +185,9 @@ func seedDemo(fg *forge.Forge) error {
 	repos := map[string][]commit{
 		"demo/hello": {
 			{map[string]string{"README.md": "# hello\n\nThe demo repository.\n", "main.go": "package main\n\nfunc main() { println(\"hello\") }\n"}, "Initial commit"},
-			{map[string]string{"config/app.env": "LOG_LEVEL=debug\n"}, "Add configuration"},
+			// A planted (fake) key, so the scan has something to find;
+			// built from parts so this file is no finding itself.
+			{map[string]string{"config/app.env": "LOG_LEVEL=debug\nAWS_ACCESS_KEY_ID=" + "AKIA" + "DEMO7QX2LMN4ZP5K" + "\n"}, "Add configuration"},
 		},
 		"demo/tools":   {{map[string]string{"README.md": "# tools\n", "Makefile": "all:\n\techo tools\n"}, "Initial commit"}},
 		"acme/website": {{map[string]string{"index.html": "<h1>acme</h1>\n"}, "Initial commit"}},
