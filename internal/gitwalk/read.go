@@ -23,7 +23,14 @@ var ErrTooLarge = errors.New("gitwalk: blob larger than the limit")
 // error wrapping ErrTooLarge. A missing blob is an error wrapping
 // plumbing.ErrObjectNotFound.
 func ReadBlob(repo *git.Repository, h plumbing.Hash, limit int64) ([]byte, int64, error) {
-	return readBlob(repo.Storer, h, limit)
+	return readBlob(repo.Storer, h, limit, nil)
+}
+
+// ReadBlobInto is ReadBlob reusing buf's memory when it is large enough: a
+// reader that handles blobs one after another allocates once, not per blob.
+// The returned slice aliases buf.
+func ReadBlobInto(repo *git.Repository, h plumbing.Hash, limit int64, buf []byte) ([]byte, int64, error) {
+	return readBlob(repo.Storer, h, limit, buf)
 }
 
 // ReadBlob is the package's ReadBlob on w's repository, safe to call from
@@ -31,10 +38,10 @@ func ReadBlob(repo *git.Repository, h plumbing.Hash, limit int64) ([]byte, int64
 func (w *Walker) ReadBlob(h plumbing.Hash, limit int64) ([]byte, int64, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return readBlob(w.s, h, limit)
+	return readBlob(w.s, h, limit, nil)
 }
 
-func readBlob(s storer.EncodedObjectStorer, h plumbing.Hash, limit int64) ([]byte, int64, error) {
+func readBlob(s storer.EncodedObjectStorer, h plumbing.Hash, limit int64, buf []byte) ([]byte, int64, error) {
 	if limit > 0 {
 		size, err := s.EncodedObjectSize(h)
 		if err != nil {
@@ -51,7 +58,7 @@ func readBlob(s storer.EncodedObjectStorer, h plumbing.Hash, limit int64) ([]byt
 	if limit > 0 && obj.Size() > limit { // the size check raced a changed object store
 		return nil, obj.Size(), fmt.Errorf("blob %s: %d bytes: %w", h, obj.Size(), ErrTooLarge)
 	}
-	data, err := readObject(obj, nil)
+	data, err := readObject(obj, buf)
 	if err != nil {
 		return nil, 0, err
 	}
