@@ -80,6 +80,15 @@ func Reason(err *temporal.ApplicationError) string {
 // worker that dies is noticed within the heartbeat timeout rather than the
 // start-to-close timeout.
 func keepAlive(ctx context.Context, every time.Duration) (stop func()) {
+	return tick(ctx, every, func() bool {
+		activity.RecordHeartbeat(ctx)
+		return true
+	})
+}
+
+// tick calls fn every interval, in a goroutine, until stop is called, ctx
+// ends or fn returns false.
+func tick(ctx context.Context, every time.Duration, fn func() bool) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		t := time.NewTicker(every)
@@ -91,7 +100,9 @@ func keepAlive(ctx context.Context, every time.Duration) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				activity.RecordHeartbeat(ctx)
+				if !fn() {
+					return
+				}
 			}
 		}
 	}()

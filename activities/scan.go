@@ -200,37 +200,23 @@ func (p *progress) snapshot() map[string]int64 {
 	return map[string]int64{"blobs": p.Blobs, "bytes": p.Bytes, "findings": p.Findings}
 }
 
+// keepLease renews the lease and heartbeats every third of the lease (or of
+// the heartbeat timeout, if shorter); losing the lease cancels ctx's work
+// through lost at once.
 func (s *Shards) keepLease(ctx context.Context, lease store.Lease, p *progress, lost context.CancelCauseFunc) (stop func()) {
-	every := s.leaseFor() / 3
-	if hb := heartbeatEvery(ctx); hb < every {
-		every = hb
-	}
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			if _, err := s.Store.RenewLease(ctx, lease, s.leaseFor()); err != nil {
-				if c := errclass.Classify(err); c.Class == errclass.StaleOwner {
-					lost(err)
-					return
-				}
-				// A database hiccup: the next tick tries again, and the
-				// deadline check in every write keeps us honest meanwhile.
-			}
-			if activity.IsActivity(ctx) {
-				activity.RecordHeartbeat(ctx, p.snapshot())
-			}
+	every := min(s.leaseFor()/3, heartbeatEvery(ctx))
+	return tick(ctx, every, func() bool {
+		if _, err := s.Store.RenewLease(ctx, lease, s.leaseFor()); err != nil && errclass.Classify(err).Class == errclass.StaleOwner {
+			lost(err)
+			return false
 		}
-	}()
-	return func() { close(done) }
+		// Any other failure is a database hiccup: the next tick tries
+		// again, and the fence check in every write keeps us honest.
+		if activity.IsActivity(ctx) {
+			activity.RecordHeartbeat(ctx, p.snapshot())
+		}
+		return true
+	})
 }
 
 func heartbeatEvery(ctx context.Context) time.Duration {

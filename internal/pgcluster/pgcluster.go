@@ -35,6 +35,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -407,7 +408,7 @@ func makeTraversable(dir string, id *runAs, logf func(string, ...any)) error {
 		switch {
 		case int(sys.Uid) == id.uid:
 			can = mode&0o100 != 0
-		case containsInt(id.gids, int(sys.Gid)):
+		case slices.Contains(id.gids, int(sys.Gid)):
 			can = mode&0o010 != 0
 		default:
 			can = mode&0o001 != 0
@@ -421,15 +422,6 @@ func makeTraversable(dir string, id *runAs, logf func(string, ...any)) error {
 		logf("pgcluster: added o+x to %s so that user %s can reach the data directory", d, id.name)
 	}
 	return nil
-}
-
-func containsInt(list []int, v int) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 func chownTree(root string, uid, gid int) error {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -183,7 +184,7 @@ func StartDevServer(ctx context.Context, opts DevServerOptions) (*DevServer, err
 		if name == "" || strings.ContainsAny(name, "= \t") {
 			return nil, fmt.Errorf("temporalcli: invalid search attribute name %q", name)
 		}
-		if !containsString(validSearchAttributeTypes, typ) {
+		if !slices.Contains(validSearchAttributeTypes, typ) {
 			return nil, fmt.Errorf("temporalcli: search attribute %s has type %q, want one of %s",
 				name, typ, strings.Join(validSearchAttributeTypes, ", "))
 		}
@@ -237,15 +238,6 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // quietLogger discards the SDK's log output (connection retries and the
