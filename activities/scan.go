@@ -84,8 +84,9 @@ func (s *Shards) ScanShard(ctx context.Context, w ShardWork) (store.Receipt, err
 	log := s.logger(ctx, lease.ShardID, lease.Fence)
 	r, err := s.scan(ctx, lease, w, log)
 	if err != nil {
-		log.Warn("scan stopped", zap.String("class", string(errclass.Classify(err).Class)), zap.String("reason", errclass.Classify(err).Reason))
-		return store.Receipt{}, AppError(err)
+		c := errclass.Classify(err)
+		log.Warn("scan stopped", zap.String("class", string(c.Class)), zap.String("reason", c.Reason))
+		return store.Receipt{}, redactedError(err)
 	}
 	log.Info("scan finalized", zap.Int64("receipt", r.ID), zap.Bool("complete", r.Complete), zap.Int64("commits", r.Commits),
 		zap.Int64("blobs", r.BlobsScanned), zap.Int64("bytes", r.BytesScanned), zap.Int64("skipped", r.BlobsSkipped),

@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"go.temporal.io/sdk/activity"
 	"go.uber.org/zap"
 
@@ -110,9 +112,9 @@ func (s *Shards) SyncShardMirror(ctx context.Context, w ShardWork) error {
 		return AppError(cause) // the lease was lost
 	}
 	if err != nil {
-		return AppError(err)
+		return redactedError(err)
 	}
-	return AppError(repo.Close())
+	return redactedError(repo.Close())
 }
 
 // CheckpointInput advances a shard's frontier to a receipt.
@@ -164,4 +166,33 @@ func NewScanner(ctx context.Context, st *store.Store, rulesFile string, key []by
 		}
 	}
 	return scan.New(rules, scan.DefaultConfig(), key)
+}
+
+// redactedError is AppError for the shard activities, whose errors come back
+// from the Git layer naming refs, paths, commits and repository locations:
+// the class and reason are kept; every token that could name scanned
+// content is replaced by a digest, because these messages end up in logs
+// and workflow histories.
+func redactedError(err error) error {
+	if err == nil {
+		return nil
+	}
+	c := errclass.Classify(err)
+	return AppError(&errclass.Error{Class: c.Class, Reason: c.Reason, RetryAfter: c.RetryAfter, Err: errors.New(redact(err.Error()))})
+}
+
+// redact replaces refs, paths, URLs, quoted names and object ids by
+// digests, so equal names still read as equal.
+func redact(msg string) string {
+	fields := strings.Fields(msg)
+	for i, f := range fields {
+		core := strings.Trim(f, `"'(),:;`)
+		if core == "" {
+			continue
+		}
+		if strings.ContainsAny(core, "/\\") || plumbing.IsHash(core) || strings.HasPrefix(strings.TrimLeft(f, "("), `"`) {
+			fields[i] = strings.Replace(f, core, "‹"+digest(core)+"›", 1)
+		}
+	}
+	return strings.Join(fields, " ")
 }

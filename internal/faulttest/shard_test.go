@@ -151,7 +151,7 @@ func equalFindings(t *testing.T, got, want []string) {
 // uninterrupted run, and a worker stopped mid-scan (a zombie) that resumes
 // after its replacement took over cannot write.
 func TestWorkerFaultsMidScan(t *testing.T) {
-	dirs, _ := bigRepo(t, 3)
+	dirs, info := bigRepo(t, 3)
 	first := startWorker(t)
 
 	ref := targetOf(t, dirs[0])
@@ -280,7 +280,7 @@ func TestWorkerFaultsMidScan(t *testing.T) {
 	t.Run("no secrets in logs or histories", func(t *testing.T) {
 		logs := allWorkerLogs(t)
 		for name, s := range map[string]string{"github token": ghToken, "aws key": awsKey, "forge token": forgeToken,
-			"file path": secretPath} {
+			"file path": secretPath, "commit of a planted secret": info.Commits[200], "another": info.Commits[1500]} {
 			if bytes.Contains(logs, []byte(s)) {
 				t.Errorf("worker logs hold the %s", name)
 			}
