@@ -239,3 +239,37 @@ func TestScaleAndControlPlaneRows(t *testing.T) {
 		}
 	}
 }
+
+// A retried scan attempt took the lease over; the workflow still holds the
+// first fence when it parks: the owner parks all the same.
+func TestParkAfterTakeover(t *testing.T) {
+	s := shards(t, time.Minute, 10)
+	dir, _ := generate(t, repogen.Spec{Commits: 3, FilesPerCommit: 1, BlobSize: 100, Seed: 1})
+	_, shard := localShard(t, s, dir)
+	first := lease(t, s, shard, "owner")
+	lease(t, s, shard, "owner") // the retried attempt
+	if err := s.ParkShard(context.Background(), activities.ParkInput{Lease: first, Reason: "not found"}); err != nil {
+		t.Fatalf("park with the first fence: %v", err)
+	}
+	if sh, _ := env.Store.ShardByID(context.Background(), shard); sh.Status != store.ShardParked || sh.ParkReason != "not found" {
+		t.Fatalf("shard %+v, want parked", sh)
+	}
+	// Another owner's live lease is not taken to park.
+	other := newShardFor(t, s, dir+"/../other")
+	mine := lease(t, s, other, "owner")
+	if _, err := env.Store.Pool().Exec(context.Background(), `UPDATE shards SET owner = 'someone else', fence = fence + 1 WHERE id = $1`, other); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ParkShard(context.Background(), activities.ParkInput{Lease: mine, Reason: "x"}); !isClass(err, errclass.StaleOwner) {
+		t.Fatalf("park of a shard leased by another owner: %v, want StaleOwner", err)
+	}
+}
+
+func newShardFor(t *testing.T, s *activities.Shards, location string) int64 {
+	t.Helper()
+	id, err := s.EnsureShard(context.Background(), store.ShardSpec{Key: "target:" + location, Location: location, Local: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}

@@ -140,9 +140,23 @@ type ParkInput struct {
 	Reason string      `json:"reason"`
 }
 
-// ParkShard sets a shard aside until something external changes.
+// ParkShard sets a shard aside until something external changes. The
+// failing scan may have been a retried attempt that took the lease over
+// with a newer fence: the owner then takes the lease once more to park.
 func (s *Shards) ParkShard(ctx context.Context, in ParkInput) error {
-	if err := s.Store.Park(ctx, in.Lease, in.Reason); err != nil {
+	err := s.Store.Park(ctx, in.Lease, in.Reason)
+	if c := errclass.Classify(err); c != nil && c.Class == errclass.StaleOwner {
+		claim, aerr := s.Store.AcquireShard(ctx, in.Lease.ShardID, in.Lease.Owner, s.leaseFor(), false)
+		if aerr != nil {
+			return AppError(aerr)
+		}
+		if claim.Status != store.ShardActive || claim.Busy {
+			return AppError(err) // someone else owns it now: not ours to park
+		}
+		in.Lease = claim.Lease
+		err = s.Store.Park(ctx, in.Lease, in.Reason)
+	}
+	if err != nil {
 		return AppError(err)
 	}
 	s.logger(ctx, in.Lease.ShardID, in.Lease.Fence).Warn("shard parked", zap.String("reason", in.Reason))
