@@ -129,17 +129,18 @@ func (s *Shards) scan(ctx context.Context, lease store.Lease, w ShardWork, log *
 	log.Info("scan starting", zap.Int("refs", len(tips)), zap.Int("watermarks", len(marks)))
 
 	// Decoding blobs is the expensive part: each scan goroutine reads
-	// through a repository handle of its own, in parallel with the others.
-	readers := make([]*git.Repository, runtime.GOMAXPROCS(0))
-	for i := range readers {
-		r, closer, err := gitwalk.Open(repo.path, readerCacheBytes)
-		if err != nil {
-			return store.Receipt{}, fmt.Errorf("open the repository: %w", err)
-		}
-		defer closer.Close()
-		readers[i] = r
+	// straight from the packs with a reader of its own, in parallel, into a
+	// buffer it reuses; only what the packs lack goes through go-git.
+	packs, err := gitwalk.OpenPacks(repo.path)
+	if err != nil {
+		return store.Receipt{}, fmt.Errorf("open the packs: %w", err)
 	}
-	run := &scanRun{ctx: ctx, s: s, lease: lease, scopeID: scopeID, walker: gitwalk.New(repo.repo, gitwalk.Options{}),
+	defer packs.Close()
+	readers := make([]*gitwalk.PackReader, runtime.GOMAXPROCS(0))
+	for i := range readers {
+		readers[i] = packs.NewReader()
+	}
+	run := &scanRun{ctx: ctx, s: s, lease: lease, scopeID: scopeID, walker: gitwalk.New(repo.repo, gitwalk.Options{TreeCacheBytes: treeCacheBytes}),
 		readers: readers, buffers: make([][]byte, len(readers)), progress: &progress}
 	if w.MaxDuration > 0 {
 		run.deadline = time.Now().Add(w.MaxDuration)
@@ -173,15 +174,14 @@ func (s *Shards) scan(ctx context.Context, lease store.Lease, w ShardWork, log *
 var errBudget = errors.New("time budget spent")
 
 // scanGCPercent is the GC target while a scan runs (GOGC's default is 100).
-const scanGCPercent = 30
-
-// readerCacheBytes is the object cache of each blob reader: small, since
-// most blobs are read once; it mostly holds delta bases.
-const readerCacheBytes = 1 << 20
+const scanGCPercent = 20
 
 // walkCacheBytes is the object cache of the walk, which reads commits and
 // trees (gitwalk keeps its own tree cache besides).
 const walkCacheBytes = 4 << 20
+
+// treeCacheBytes bounds the walk's cache of parsed trees.
+const treeCacheBytes = 2 << 20
 
 // progress is what the heartbeat reports: counts only.
 type progress struct {
@@ -348,8 +348,8 @@ type scanRun struct {
 	lease    store.Lease
 	scopeID  int64
 	walker   *gitwalk.Walker
-	readers  []*git.Repository // one per scan goroutine
-	buffers  [][]byte          // and a read buffer each, reused blob after blob
+	readers  []*gitwalk.PackReader // one per scan goroutine
+	buffers  [][]byte              // and a read buffer each, reused blob after blob
 	progress *progress
 	deadline time.Time
 
@@ -454,10 +454,16 @@ func (r *scanRun) flush(ctx context.Context) error {
 
 // scanBlob reads and scans one blob. An unreadable blob is skipped and
 // makes the run Partial, and is not marked seen: the next run tries again.
-func (r *scanRun) scanBlob(reader *git.Repository, buf *[]byte, b gitwalk.Blob) scanned {
+func (r *scanRun) scanBlob(reader *gitwalk.PackReader, buf *[]byte, b gitwalk.Blob) scanned {
 	limit := r.s.Scanner.MaxBlobBytes()
-	content, size, err := gitwalk.ReadBlobInto(reader, b.Hash, limit, *buf)
-	*buf = content[:0]
+	content, size, err := reader.Read(b.Hash, limit, *buf)
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		// Not in a pack the scan opened (alternates, a pack written since).
+		content, size, err = r.walker.ReadBlob(b.Hash, limit)
+	}
+	if err == nil && cap(content) > cap(*buf) {
+		*buf = content[:0]
+	}
 	hash := append([]byte(nil), b.Hash[:]...)
 	switch {
 	case errors.Is(err, gitwalk.ErrTooLarge):

@@ -21,7 +21,8 @@ var ErrTooLarge = errors.New("gitwalk: blob larger than the limit")
 // ReadBlob returns the content of blob h and its size. With limit > 0, a blob
 // larger than limit is not read: ReadBlob returns nil, the blob's size and an
 // error wrapping ErrTooLarge. A missing blob is an error wrapping
-// plumbing.ErrObjectNotFound.
+// plumbing.ErrObjectNotFound. PackReader reads blobs faster and with far
+// less garbage.
 func ReadBlob(repo *git.Repository, h plumbing.Hash, limit int64) ([]byte, int64, error) {
 	return readBlob(repo.Storer, h, limit, nil)
 }
