@@ -204,7 +204,7 @@ func (m *Mirrors) fetchInto(ctx context.Context, path, remoteURL string, head pl
 	if err != nil {
 		return err
 	}
-	err = remote(repo, remoteURL).FetchContext(ctx, &git.FetchOptions{
+	err = remote(repo, path, remoteURL).FetchContext(ctx, &git.FetchOptions{
 		RefSpecs: []config.RefSpec{"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"},
 		Tags:     git.NoTags, // the refspec above already takes them all
 		Force:    true,
@@ -229,10 +229,12 @@ func (m *Mirrors) fetchInto(ctx context.Context, path, remoteURL string, head pl
 	return nil
 }
 
-// remote is an anonymous remote on repo: mirrors keep no remote
-// configuration, since the URL a repository answers at can change.
-func remote(repo *git.Repository, url string) *git.Remote {
-	return git.NewRemote(repo.Storer, &config.RemoteConfig{Name: "origin", URLs: []string{url}})
+// remote is an anonymous remote on repo, the bare repository at dir:
+// mirrors keep no remote configuration, since the URL a repository answers
+// at can change. Its fetches write packs with packfmt's indexer (see
+// packStorage).
+func remote(repo *git.Repository, dir, url string) *git.Remote {
+	return git.NewRemote(withPackWriter(repo.Storer, dir), &config.RemoteConfig{Name: "origin", URLs: []string{url}})
 }
 
 // open opens the bare mirror at path, creating it atomically if missing so a
@@ -285,7 +287,7 @@ func (m *Mirrors) HasCommit(ctx context.Context, remoteURL, sha string) (bool, e
 	if err != nil {
 		return false, err
 	}
-	err = remote(repo, remoteURL).FetchContext(ctx, &git.FetchOptions{
+	err = remote(repo, tmp, remoteURL).FetchContext(ctx, &git.FetchOptions{
 		RefSpecs: []config.RefSpec{config.RefSpec(sha + ":refs/gitfleet/verify")},
 		Depth:    1,
 		Tags:     git.NoTags,

@@ -11,11 +11,14 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"gitfleet/internal/packfmt"
 )
 
 // errCorrupt is wrapped by the errors of PackReader.Read and OpenPacks for
-// data that breaks the pack, index or loose object format.
-var errCorrupt = errors.New("gitwalk: corrupt object data")
+// data that breaks the pack, index or loose object format (packfmt's, which
+// also decodes the deltas).
+var errCorrupt = packfmt.ErrCorrupt
 
 // Packs holds the pack indexes of a repository, loaded once and shared,
 // read-only, by any number of PackReaders: the blob reader of a scanner that

@@ -1,0 +1,873 @@
+package packfmt
+
+import (
+	"bytes"
+	"compress/flate"
+	"crypto"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/adler32"
+	"hash/crc32"
+	"io"
+	"os"
+	"sort"
+	"sync"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	gghash "github.com/go-git/go-git/v5/plumbing/hash"
+)
+
+// Tuning of an Indexer (variables for the tests).
+var (
+	// chunkBytes is the unit in which received data is written to the file
+	// and handed to the parser.
+	chunkBytes = 128 << 10
+	// streamCacheBytes bounds the objects kept, while the pack streams in,
+	// as bases for the deltas that follow them. A delta whose base is not
+	// there is resolved after the stream, from the file.
+	streamCacheBytes = 64 << 20
+	// workerCacheBytes bounds each resolving goroutine's cache of bases.
+	workerCacheBytes = 32 << 20
+	// inflightBytes bounds the inflated data between the parsing and the
+	// hashing goroutine.
+	inflightBytes int64 = 32 << 20
+	// bigObjectBytes: a whole object larger than this is hashed as it
+	// inflates, never held in memory while the pack streams in.
+	bigObjectBytes int64 = 16 << 20
+	// preallocBytes: data up to this size gets its memory at once from the
+	// size in its header; larger data gets memory as it actually inflates,
+	// so a corrupt size costs no huge allocation.
+	preallocBytes int64 = 16 << 20
+)
+
+const (
+	// maxObjectBytes bounds any object's size.
+	maxObjectBytes = 1 << 40
+	// maxDeltaChain bounds a delta chain (Git's own limit is 4095).
+	maxDeltaChain = 10000
+	// maxWorkers bounds the goroutines resolving deltas.
+	maxWorkers = 8
+)
+
+// ErrEmpty is returned by Finish when no byte of a pack was written.
+var ErrEmpty = errors.New("packfmt: no pack data")
+
+// errStopped ends the goroutines of an indexer that failed or was aborted.
+var errStopped = errors.New("packfmt: indexing stopped")
+
+// Options configure an Indexer.
+type Options struct {
+	// Base returns the type and content of an object that is not in the
+	// pack: the base of a REF_DELTA in a thin pack. With it the indexer
+	// completes a thin pack as `git index-pack --fix-thin` does, appending
+	// those bases to the pack; without it a thin pack is an error. It is
+	// called from Finish's goroutine.
+	Base func(plumbing.Hash) (plumbing.ObjectType, []byte, error)
+	// Workers is the number of goroutines resolving deltas after the
+	// stream; 0 means GOMAXPROCS (at most 8).
+	Workers int
+}
+
+// entry is one object of the pack.
+type entry struct {
+	off  int64
+	size int64 // inflated size of the entry's data: the object or the delta
+	base int32 // entry index of a delta's base; -1 while unknown
+	crc  uint32
+	hdr  uint8 // header length: the zlib data starts at off+hdr
+	typ  uint8 // entry type
+	otyp uint8 // object type, once resolved
+	hash plumbing.Hash
+}
+
+// refDelta is a REF_DELTA entry and the name of its base.
+type refDelta struct {
+	idx  int32
+	base plumbing.Hash
+}
+
+// item is an entry on its way from the parsing to the hashing goroutine.
+type item struct {
+	off     int64
+	size    int64
+	baseOff int64         // OFS_DELTA
+	refBase plumbing.Hash // REF_DELTA
+	crc     uint32
+	adler   uint32
+	hdr     uint8
+	typ     uint8
+	data    []byte        // the inflated data, nil for a big object
+	hash    plumbing.Hash // a big object's name, hashed as it inflated
+}
+
+// Indexer indexes a pack while it is written to it, the way `git
+// index-pack` does: it writes the pack to a file and parses it as it comes
+// (one goroutine inflates every entry, checking its zlib stream and taking
+// its CRC-32; a second one names the whole objects, and the deltas whose
+// base is still in its cache), then, once the pack is complete, checks the
+// pack's trailing checksum and resolves the remaining deltas from the file,
+// delta tree by delta tree on several goroutines. Index.WriteTo then
+// writes the version 2 index. Object names use go-git's configured SHA-1
+// (sha1cd, with collision detection, by default).
+//
+// Write the pack with Write or ReadFrom (an Indexer is an io.Writer and an
+// io.ReaderFrom), then call Finish, or Abort to give up. An Indexer is not
+// safe for concurrent use; it runs goroutines of its own until Finish or
+// Abort returns.
+//
+// Corrupt data is an error wrapping ErrCorrupt, never a panic, and the
+// sizes in headers are checked against the data before memory is allocated
+// for them beyond preallocBytes.
+type Indexer struct {
+	f    *os.File
+	opts Options
+	pool bufPool
+
+	// The writer's side.
+	chunk    []byte
+	chunks   chan []byte // to the parser
+	free     chan []byte // back from the parser
+	sum      hash.Hash   // of everything written but the last 20 bytes
+	tail     [hashSize]byte
+	tailN    int
+	written  int64
+	werr     error
+	finished bool
+
+	stop     chan struct{} // closed on failure or abort
+	stopOnce sync.Once
+	errMu    sync.Mutex
+	err      error // the first failure
+
+	// The parser (its goroutine until pDone is closed).
+	src     streamBuf
+	inf     inflater
+	fl      io.ReadCloser // for the largest entries
+	items   chan item
+	budget  *budget
+	count   uint32
+	trailer plumbing.Hash
+	end     int64 // offset of the trailer
+	pDone   chan struct{}
+
+	// The hasher (its goroutine until hDone is closed).
+	entries  []entry
+	refs     []refDelta
+	cache    *objCache
+	h        *hasher
+	deferred int // deltas left for after the stream
+	hDone    chan struct{}
+}
+
+// NewIndexer returns an indexer writing the pack to f, an empty file open
+// for reading and writing.
+func NewIndexer(f *os.File, opts Options) *Indexer {
+	x := &Indexer{
+		f:      f,
+		opts:   opts,
+		chunks: make(chan []byte, 16),
+		free:   make(chan []byte, 32),
+		sum:    gghash.New(crypto.SHA1),
+		stop:   make(chan struct{}),
+		items:  make(chan item, 256),
+		budget: newBudget(inflightBytes),
+		pDone:  make(chan struct{}),
+		hDone:  make(chan struct{}),
+		h:      newHasher(),
+	}
+	x.cache = newObjCache(&x.pool, streamCacheBytes)
+	x.src.init(x.chunks, x.free, x.stop)
+	x.fl = flate.NewReader(&x.src)
+	go x.parse()
+	go x.hashItems()
+	return x
+}
+
+// fail records the first error and stops the goroutines.
+func (x *Indexer) fail(err error) {
+	x.errMu.Lock()
+	if x.err == nil {
+		x.err = err
+	}
+	x.errMu.Unlock()
+	x.stopOnce.Do(func() {
+		close(x.stop)
+		x.budget.stop()
+	})
+}
+
+func (x *Indexer) firstErr() error {
+	x.errMu.Lock()
+	defer x.errMu.Unlock()
+	return x.err
+}
+
+// Write writes p to the pack.
+func (x *Indexer) Write(p []byte) (int, error) {
+	if err := x.writable(); err != nil {
+		return 0, err
+	}
+	n := 0
+	for len(p) > 0 {
+		if x.chunk == nil {
+			x.chunk = x.newChunk()
+		}
+		m := copy(x.chunk[len(x.chunk):cap(x.chunk)], p)
+		x.chunk = x.chunk[:len(x.chunk)+m]
+		p = p[m:]
+		n += m
+		if len(x.chunk) == cap(x.chunk) {
+			if err := x.flush(); err != nil {
+				return n, err
+			}
+		}
+	}
+	return n, nil
+}
+
+// ReadFrom writes what r reads, until its end, to the pack.
+func (x *Indexer) ReadFrom(r io.Reader) (int64, error) {
+	if err := x.writable(); err != nil {
+		return 0, err
+	}
+	var n int64
+	for {
+		if x.chunk == nil {
+			x.chunk = x.newChunk()
+		}
+		m, err := r.Read(x.chunk[len(x.chunk):cap(x.chunk)])
+		x.chunk = x.chunk[:len(x.chunk)+m]
+		n += int64(m)
+		if len(x.chunk) == cap(x.chunk) {
+			if ferr := x.flush(); ferr != nil {
+				return n, ferr
+			}
+		}
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
+func (x *Indexer) writable() error {
+	if x.finished {
+		return errors.New("packfmt: write after Finish")
+	}
+	if x.werr != nil {
+		return x.werr
+	}
+	select {
+	case <-x.stop:
+		return x.firstErr()
+	default:
+		return nil
+	}
+}
+
+func (x *Indexer) newChunk() []byte {
+	select {
+	case c := <-x.free:
+		return c[:0]
+	default:
+		return make([]byte, 0, chunkBytes)
+	}
+}
+
+// flush writes the chunk to the file, adds it to the pack's checksum and
+// hands it to the parser.
+func (x *Indexer) flush() error {
+	c := x.chunk
+	x.chunk = nil
+	if len(c) == 0 {
+		return nil
+	}
+	if _, err := x.f.Write(c); err != nil {
+		x.werr = fmt.Errorf("write pack: %w", err)
+		x.fail(x.werr)
+		return x.werr
+	}
+	x.written += int64(len(c))
+	x.checksum(c)
+	select {
+	case x.chunks <- c:
+		return nil
+	case <-x.stop:
+		x.werr = x.firstErr()
+		return x.werr
+	}
+}
+
+// checksum adds p to the pack's checksum, holding the last 20 bytes back:
+// they are the trailer, if the pack ends there.
+func (x *Indexer) checksum(p []byte) {
+	if len(p) >= hashSize {
+		x.sum.Write(x.tail[:x.tailN])
+		x.sum.Write(p[:len(p)-hashSize])
+		copy(x.tail[:], p[len(p)-hashSize:])
+		x.tailN = hashSize
+		return
+	}
+	var tmp [2 * hashSize]byte
+	n := copy(tmp[:], x.tail[:x.tailN])
+	n += copy(tmp[n:], p)
+	if n > hashSize {
+		x.sum.Write(tmp[:n-hashSize])
+		copy(x.tail[:], tmp[n-hashSize:n])
+		x.tailN = hashSize
+	} else {
+		copy(x.tail[:], tmp[:n])
+		x.tailN = n
+	}
+}
+
+// Abort stops the indexer without finishing the pack. The file is left as
+// it is, for the caller to remove.
+func (x *Indexer) Abort() {
+	if x.finished {
+		return
+	}
+	x.finished = true
+	x.fail(errStopped)
+	close(x.chunks)
+	<-x.pDone
+	<-x.hDone
+}
+
+// Finish ends the pack: it waits for the parse of what was written,
+// checks the pack's checksum, resolves the deltas left and, for a thin
+// pack, appends the missing bases (Options.Base) to the file. It returns
+// the index of the pack, or ErrEmpty when nothing was written. The file
+// holds the complete pack when Finish succeeds.
+func (x *Indexer) Finish() (*Index, error) {
+	if x.finished {
+		return nil, errors.New("packfmt: Finish called twice")
+	}
+	if x.werr == nil {
+		_ = x.flush()
+	}
+	x.finished = true
+	close(x.chunks)
+	<-x.pDone
+	<-x.hDone
+	defer x.cache.clear()
+	if err := x.firstErr(); err != nil {
+		if x.written == 0 && x.werr == nil && errors.Is(err, io.EOF) {
+			return nil, ErrEmpty
+		}
+		return nil, err
+	}
+	if x.tailN != hashSize || !bytes.Equal(x.sum.Sum(nil), x.tail[:]) {
+		return nil, fmt.Errorf("%w: pack checksum mismatch", ErrCorrupt)
+	}
+	x.cache.clear()
+	ix := &Index{entries: x.entries, Checksum: x.trailer, Size: x.end + hashSize}
+	if x.deferred > 0 {
+		if err := x.resolve(ix); err != nil {
+			return nil, err
+		}
+	}
+	ix.entries = x.entries
+	return ix, nil
+}
+
+// streamBuf is the parser's input: the chunks the writer hands over,
+// copied into a buffer the inflater reads from (inBuf), also read as the
+// flate.Reader of compress/flate for the largest entries. It takes the
+// CRC-32 of the bytes of each entry.
+type streamBuf struct {
+	inBuf
+	in      <-chan []byte
+	free    chan<- []byte
+	stop    <-chan struct{}
+	chunk   []byte // the chunk being copied in
+	pend    []byte // the rest of it
+	base    int64  // stream offset of buf[0]
+	crcFrom int64  // stream offset: the CRC covers the entry up to here
+	crc     uint32
+	err     error
+}
+
+// keepBytes is what fetch keeps before the read position: the inflater
+// may give back up to 8 bytes.
+const keepBytes = 16
+
+func (s *streamBuf) init(in <-chan []byte, free chan<- []byte, stop <-chan struct{}) {
+	s.in, s.free, s.stop = in, free, stop
+	s.buf = make([]byte, chunkBytes+4*keepBytes)
+	s.more = s.fetch
+}
+
+// fetch makes more bytes available.
+func (s *streamBuf) fetch() error {
+	if s.err != nil {
+		return s.err
+	}
+	if cut := s.r - keepBytes; cut > 0 {
+		if from := s.crcFrom - s.base; from < int64(cut) {
+			s.crc = crc32.Update(s.crc, crc32.IEEETable, s.buf[from:cut])
+			s.crcFrom = s.base + int64(cut)
+		}
+		n := copy(s.buf, s.buf[cut:s.w])
+		s.base += int64(cut)
+		s.r -= cut
+		s.w = n
+	}
+	if s.w == len(s.buf) {
+		grown := make([]byte, 2*len(s.buf))
+		copy(grown, s.buf[:s.w])
+		s.buf = grown
+	}
+	for len(s.pend) == 0 {
+		if s.chunk != nil {
+			select {
+			case s.free <- s.chunk:
+			default:
+			}
+			s.chunk = nil
+		}
+		select {
+		case c, ok := <-s.in:
+			if !ok {
+				s.err = io.EOF
+				return s.err
+			}
+			s.chunk, s.pend = c, c
+		case <-s.stop:
+			s.err = errStopped
+			return s.err
+		}
+	}
+	m := copy(s.buf[s.w:], s.pend)
+	s.w += m
+	s.pend = s.pend[m:]
+	return nil
+}
+
+func (s *streamBuf) ReadByte() (byte, error) {
+	if s.r == s.w {
+		if err := s.fetch(); err != nil {
+			return 0, err
+		}
+	}
+	c := s.buf[s.r]
+	s.r++
+	return c, nil
+}
+
+func (s *streamBuf) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if s.r == s.w {
+		if err := s.fetch(); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, s.buf[s.r:s.w])
+	s.r += n
+	return n, nil
+}
+
+func (s *streamBuf) pos() int64 { return s.base + int64(s.r) }
+
+// beginCRC starts the CRC-32 of an entry at the current position.
+func (s *streamBuf) beginCRC() { s.crcFrom, s.crc = s.pos(), 0 }
+
+// endCRC returns the CRC-32 of the bytes read since beginCRC.
+func (s *streamBuf) endCRC() uint32 {
+	s.crc = crc32.Update(s.crc, crc32.IEEETable, s.buf[s.crcFrom-s.base:s.r])
+	s.crcFrom = s.pos()
+	return s.crc
+}
+
+// parse is the parsing goroutine: it reads the pack's entries as they
+// arrive and hands them, inflated, to the hashing goroutine.
+func (x *Indexer) parse() {
+	defer close(x.pDone)
+	defer close(x.items)
+	if err := x.parseAll(); err != nil {
+		x.fail(err)
+	}
+}
+
+func readErr(err error) error {
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return fmt.Errorf("%w: pack truncated", ErrCorrupt)
+	}
+	return err
+}
+
+func (x *Indexer) parseAll() error {
+	s := &x.src
+	var hdr [12]byte
+	if n, err := io.ReadFull(s, hdr[:]); err != nil {
+		if n == 0 && err == io.EOF {
+			return io.EOF // nothing written: ErrEmpty
+		}
+		return readErr(err)
+	}
+	if string(hdr[:4]) != "PACK" {
+		return fmt.Errorf("%w: no pack signature", ErrCorrupt)
+	}
+	if v := binary.BigEndian.Uint32(hdr[4:8]); v != 2 && v != 3 {
+		return fmt.Errorf("%w: pack version %d not supported", ErrCorrupt, v)
+	}
+	x.count = binary.BigEndian.Uint32(hdr[8:12])
+	var scratch []byte
+	var big *hasher
+	for i := uint32(0); i < x.count; i++ {
+		it := item{off: s.pos()}
+		s.beginCRC()
+		c, err := s.ReadByte()
+		if err != nil {
+			return readErr(err)
+		}
+		it.typ = c >> 4 & 7
+		size := uint64(c & 0x0f)
+		for shift := uint(4); c&0x80 != 0; shift += 7 {
+			if shift > 53 {
+				return fmt.Errorf("%w: entry size overflows at offset %d", ErrCorrupt, it.off)
+			}
+			if c, err = s.ReadByte(); err != nil {
+				return readErr(err)
+			}
+			size |= uint64(c&0x7f) << shift
+		}
+		if size > maxObjectBytes {
+			return fmt.Errorf("%w: entry of %d bytes at offset %d", ErrCorrupt, size, it.off)
+		}
+		it.size = int64(size)
+		switch it.typ {
+		case objCommit, objTree, objBlob, objTag:
+		case objOfsDelta:
+			if c, err = s.ReadByte(); err != nil {
+				return readErr(err)
+			}
+			dist := uint64(c & 0x7f)
+			for c&0x80 != 0 {
+				if dist >= 1<<55 {
+					return fmt.Errorf("%w: delta base distance overflows at offset %d", ErrCorrupt, it.off)
+				}
+				if c, err = s.ReadByte(); err != nil {
+					return readErr(err)
+				}
+				dist = (dist+1)<<7 | uint64(c&0x7f)
+			}
+			if dist == 0 || dist > uint64(it.off-12) {
+				return fmt.Errorf("%w: delta base distance %d at offset %d", ErrCorrupt, dist, it.off)
+			}
+			it.baseOff = it.off - int64(dist)
+		case objRefDelta:
+			if _, err := io.ReadFull(s, it.refBase[:]); err != nil {
+				return readErr(err)
+			}
+		default:
+			return fmt.Errorf("%w: entry type %d at offset %d", ErrCorrupt, it.typ, it.off)
+		}
+		it.hdr = uint8(s.pos() - it.off)
+		if err := x.zlibHeader(); err != nil {
+			return fmt.Errorf("offset %d: %w", it.off, err)
+		}
+		if it.size > preallocBytes {
+			if err := x.fl.(flate.Resetter).Reset(&x.src, nil); err != nil {
+				return err
+			}
+		}
+		if !isDelta(it.typ) && it.size > bigObjectBytes {
+			if big == nil {
+				big, scratch = newHasher(), make([]byte, 64<<10)
+			}
+			if it.hash, it.adler, err = x.inflateHashed(big, it.typ, it.size, scratch); err != nil {
+				return fmt.Errorf("offset %d: %w", it.off, err)
+			}
+			if err := x.checkAdler(it.adler); err != nil {
+				return fmt.Errorf("offset %d: %w", it.off, err)
+			}
+		} else {
+			if !x.budget.acquire(it.size) {
+				return errStopped
+			}
+			if it.data, err = x.inflate(it.size); err != nil {
+				x.budget.release(it.size)
+				return fmt.Errorf("offset %d: %w", it.off, err)
+			}
+			var a [4]byte
+			if _, err := io.ReadFull(s, a[:]); err != nil {
+				x.budget.release(it.size)
+				return readErr(err)
+			}
+			it.adler = binary.BigEndian.Uint32(a[:])
+		}
+		it.crc = s.endCRC()
+		select {
+		case x.items <- it:
+		case <-x.stop:
+			x.budget.release(int64(len(it.data)))
+			return errStopped
+		}
+	}
+	x.end = s.pos()
+	if _, err := io.ReadFull(s, x.trailer[:]); err != nil {
+		return readErr(err)
+	}
+	if _, err := s.ReadByte(); err != io.EOF {
+		if err == nil {
+			return fmt.Errorf("%w: data after the pack's end", ErrCorrupt)
+		}
+		return err
+	}
+	return nil
+}
+
+// zlibHeader reads and checks a zlib header (RFC 1950).
+func (x *Indexer) zlibHeader() error {
+	var h [2]byte
+	if _, err := io.ReadFull(&x.src, h[:]); err != nil {
+		return readErr(err)
+	}
+	if !zlibHeaderOK(h[0], h[1]) {
+		return fmt.Errorf("%w: bad zlib header", ErrCorrupt)
+	}
+	return nil
+}
+
+func zlibHeaderOK(cmf, flg byte) bool {
+	return cmf&0x0f == 8 && cmf>>4 <= 7 && (uint16(cmf)<<8|uint16(flg))%31 == 0 && flg&0x20 == 0
+}
+
+// inflate inflates the size bytes of the Deflate stream at the parser's
+// position into a buffer from the pool, and checks that the stream ends
+// there. Entries over preallocBytes are read with compress/flate, which
+// gets memory as their data actually inflates.
+func (x *Indexer) inflate(size int64) ([]byte, error) {
+	if size > preallocBytes {
+		return inflateInto(x.fl, &x.pool, size)
+	}
+	out := x.pool.get(int(size))
+	if err := x.inf.inflate(&x.src.inBuf, out); err != nil {
+		x.pool.put(out)
+		if err == io.EOF {
+			err = errTruncated
+		}
+		return nil, err
+	}
+	return out, nil
+}
+
+func inflateInto(fl io.Reader, pool *bufPool, size int64) ([]byte, error) {
+	var out []byte
+	if size <= preallocBytes {
+		out = pool.get(int(size))
+		if _, err := io.ReadFull(fl, out); err != nil {
+			pool.put(out)
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				return nil, fmt.Errorf("%w: data inflates to less than its header's %d bytes", ErrCorrupt, size)
+			}
+			return nil, inflateErr(err)
+		}
+	} else {
+		if size > int64(maxInt) {
+			return nil, fmt.Errorf("%w: entry of %d bytes", ErrCorrupt, size)
+		}
+		n := int(size)
+		out = make([]byte, 0, preallocBytes)
+		for len(out) < n {
+			if len(out) == cap(out) {
+				grown := make([]byte, len(out), min(n, 2*cap(out)))
+				copy(grown, out)
+				out = grown
+			}
+			m, err := fl.Read(out[len(out):cap(out)])
+			out = out[:len(out)+m]
+			if err == io.EOF && len(out) < n {
+				return nil, fmt.Errorf("%w: data inflates to %d bytes, its header says %d", ErrCorrupt, len(out), n)
+			}
+			if err != nil && err != io.EOF {
+				return nil, inflateErr(err)
+			}
+		}
+	}
+	if err := streamEnds(fl); err != nil {
+		pool.put(out)
+		return nil, err
+	}
+	return out, nil
+}
+
+// streamEnds checks that the inflater is at the end of its stream.
+func streamEnds(fl io.Reader) error {
+	var b [1]byte
+	for i := 0; ; i++ {
+		m, err := fl.Read(b[:])
+		if m > 0 {
+			return fmt.Errorf("%w: data inflates to more than its header says", ErrCorrupt)
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return inflateErr(err)
+		}
+		if i == 8 {
+			return fmt.Errorf("%w: inflater makes no progress", ErrCorrupt)
+		}
+	}
+}
+
+// inflateHashed inflates a whole object of size bytes without holding it,
+// and returns its name and the Adler-32 of the data.
+func (x *Indexer) inflateHashed(h *hasher, typ uint8, size int64, scratch []byte) (plumbing.Hash, uint32, error) {
+	h.begin(typ, size)
+	ad := adler32.New()
+	for left := size; left > 0; {
+		n := int64(len(scratch))
+		if left < n {
+			n = left
+		}
+		m, err := x.fl.Read(scratch[:n])
+		h.h.Write(scratch[:m])
+		ad.Write(scratch[:m])
+		left -= int64(m)
+		if err == io.EOF && left > 0 {
+			return plumbing.ZeroHash, 0, fmt.Errorf("%w: object inflates to less than its header's %d bytes", ErrCorrupt, size)
+		}
+		if err != nil && err != io.EOF {
+			return plumbing.ZeroHash, 0, inflateErr(err)
+		}
+	}
+	if err := streamEnds(x.fl); err != nil {
+		return plumbing.ZeroHash, 0, err
+	}
+	return h.end(), ad.Sum32(), nil
+}
+
+// checkAdler reads the Adler-32 trailer of the zlib stream just inflated.
+func (x *Indexer) checkAdler(sum uint32) error {
+	var a [4]byte
+	if _, err := io.ReadFull(&x.src, a[:]); err != nil {
+		return readErr(err)
+	}
+	if binary.BigEndian.Uint32(a[:]) != sum {
+		return fmt.Errorf("%w: zlib checksum mismatch", ErrCorrupt)
+	}
+	return nil
+}
+
+func inflateErr(err error) error {
+	var ce flate.CorruptInputError
+	var ie flate.InternalError
+	if errors.As(err, &ce) || errors.As(err, &ie) || err == io.ErrUnexpectedEOF {
+		return fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if err == io.EOF {
+		return fmt.Errorf("%w: pack truncated", ErrCorrupt)
+	}
+	return err
+}
+
+// hashItems is the hashing goroutine: it records the entries the parser
+// hands over, names whole objects and resolves the deltas whose base is
+// still in the cache.
+func (x *Indexer) hashItems() {
+	defer close(x.hDone)
+	failed := false
+	for it := range x.items {
+		n := int64(len(it.data))
+		if !failed {
+			if err := x.record(&it); err != nil {
+				x.fail(err)
+				failed = true
+			}
+		} else {
+			x.pool.put(it.data)
+		}
+		x.budget.release(n)
+	}
+}
+
+func (x *Indexer) record(it *item) error {
+	if len(x.entries) >= 1<<31-1 {
+		return fmt.Errorf("%w: too many objects", ErrCorrupt)
+	}
+	i := int32(len(x.entries))
+	e := entry{off: it.off, size: it.size, base: -1, crc: it.crc, hdr: it.hdr, typ: it.typ}
+	if it.data != nil && adler32.Checksum(it.data) != it.adler {
+		x.pool.put(it.data)
+		return fmt.Errorf("%w: zlib checksum mismatch at offset %d", ErrCorrupt, it.off)
+	}
+	switch it.typ {
+	case objOfsDelta:
+		j := x.entryAt(it.baseOff)
+		if j < 0 {
+			x.pool.put(it.data)
+			return fmt.Errorf("%w: delta at offset %d has no entry at its base offset %d", ErrCorrupt, it.off, it.baseOff)
+		}
+		e.base = j
+		if base := x.cache.getPinned(j); base != nil {
+			out, err := x.applyDelta(base, it.data)
+			x.cache.unpin(j)
+			x.pool.put(it.data)
+			if err != nil {
+				return fmt.Errorf("delta at offset %d: %w", it.off, err)
+			}
+			e.otyp = x.entries[j].otyp
+			e.hash = x.h.object(e.otyp, out)
+			x.entries = append(x.entries, e)
+			x.cache.put(i, out, false)
+			return nil
+		}
+		x.pool.put(it.data)
+		x.deferred++
+	case objRefDelta:
+		x.pool.put(it.data)
+		x.refs = append(x.refs, refDelta{idx: i, base: it.refBase})
+		x.deferred++
+	default:
+		e.otyp = it.typ
+		if it.data == nil {
+			e.hash = it.hash
+		} else {
+			e.hash = x.h.object(e.otyp, it.data)
+			x.cache.put(i, it.data, false)
+		}
+	}
+	x.entries = append(x.entries, e)
+	return nil
+}
+
+// applyDelta applies delta to base into a buffer from the pool.
+func (x *Indexer) applyDelta(base, delta []byte) ([]byte, error) {
+	return applyPooled(&x.pool, base, delta)
+}
+
+func applyPooled(pool *bufPool, base, delta []byte) ([]byte, error) {
+	_, tgt, _, err := DeltaSizes(delta)
+	if err != nil {
+		return nil, err
+	}
+	var dst []byte
+	if tgt <= uint64(preallocBytes) {
+		dst = pool.get(int(tgt))
+	}
+	out, err := ApplyDelta(dst, base, delta) // checks tgt before allocating
+	if err != nil {
+		pool.put(dst)
+		return nil, err
+	}
+	return out, nil
+}
+
+// entryAt returns the index of the entry at offset off, or -1.
+func (x *Indexer) entryAt(off int64) int32 {
+	es := x.entries
+	i := sort.Search(len(es), func(i int) bool { return es[i].off >= off })
+	if i < len(es) && es[i].off == off {
+		return int32(i)
+	}
+	return -1
+}

@@ -1,0 +1,319 @@
+package packfmt
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// resolve resolves the deltas the stream left: from each resolved object
+// with unresolved deltas on it, down their delta trees, on several
+// goroutines. The bases a thin pack lacks are then appended to the pack
+// and their trees resolved.
+func (x *Indexer) resolve(ix *Index) error {
+	n := len(x.entries)
+	g := &graph{x: x, claimed: make([]atomic.Bool, n)}
+	// Children of each entry by offset (CSR), for the unresolved OFS_DELTAs.
+	g.ofsStart = make([]int32, n+1)
+	for i := range x.entries {
+		e := &x.entries[i]
+		if e.typ == objOfsDelta && e.otyp == 0 {
+			g.ofsStart[e.base+1]++
+		}
+	}
+	for i := 0; i < n; i++ {
+		g.ofsStart[i+1] += g.ofsStart[i]
+	}
+	g.ofsKids = make([]int32, g.ofsStart[n])
+	fill := make([]int32, n)
+	for i := range x.entries {
+		e := &x.entries[i]
+		if e.typ == objOfsDelta && e.otyp == 0 {
+			g.ofsKids[g.ofsStart[e.base]+fill[e.base]] = int32(i)
+			fill[e.base]++
+		}
+	}
+	fill = nil
+	if len(x.refs) > 0 {
+		g.refKids = make(map[plumbing.Hash][]int32, len(x.refs))
+		for _, r := range x.refs {
+			g.refKids[r.base] = append(g.refKids[r.base], r.idx)
+		}
+	}
+	var roots []int32
+	for i := range x.entries {
+		if x.entries[i].otyp != 0 && g.hasKids(int32(i)) {
+			roots = append(roots, int32(i))
+		}
+	}
+	if err := g.run(roots); err != nil {
+		return err
+	}
+	if left := x.unresolved(); left > 0 {
+		roots, notFound, err := x.fixThin(g, ix)
+		if err != nil {
+			return err
+		}
+		if err := g.run(roots); err != nil {
+			return err
+		}
+		if left := x.unresolved(); left > 0 {
+			if notFound != nil {
+				return notFound
+			}
+			return fmt.Errorf("%w: %d deltas cannot be resolved (a delta cycle, or a base of another type)", ErrCorrupt, left)
+		}
+	}
+	return nil
+}
+
+func (x *Indexer) unresolved() int {
+	left := 0
+	for i := range x.entries {
+		if x.entries[i].otyp == 0 {
+			left++
+		}
+	}
+	return left
+}
+
+// graph is the delta forest of the deltas left after the stream.
+type graph struct {
+	x        *Indexer
+	ofsStart []int32 // ofsKids[ofsStart[i]:ofsStart[i+1]] have base i
+	ofsKids  []int32
+	refKids  map[plumbing.Hash][]int32 // by base name
+	claimed  []atomic.Bool             // a delta is resolved by whoever claims it
+
+	next  atomic.Int64
+	errMu sync.Mutex
+	err   error
+	stop  atomic.Bool
+}
+
+func (g *graph) kids(i int32) ([]int32, []int32) {
+	ofs := g.ofsKids[g.ofsStart[i]:g.ofsStart[i+1]]
+	var ref []int32
+	if g.refKids != nil {
+		ref = g.refKids[g.x.entries[i].hash]
+	}
+	return ofs, ref
+}
+
+func (g *graph) hasKids(i int32) bool {
+	ofs, ref := g.kids(i)
+	return len(ofs)+len(ref) > 0
+}
+
+func (g *graph) fail(err error) {
+	g.errMu.Lock()
+	if g.err == nil {
+		g.err = err
+	}
+	g.errMu.Unlock()
+	g.stop.Store(true)
+}
+
+// run resolves the trees under roots on the workers.
+func (g *graph) run(roots []int32) error {
+	if len(roots) == 0 {
+		return nil
+	}
+	workers := g.x.opts.Workers
+	if workers <= 0 {
+		workers = min(runtime.GOMAXPROCS(0), maxWorkers)
+	}
+	workers = max(1, min(workers, len(roots)))
+	g.next.Store(0)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := newWorker(g)
+			defer w.close()
+			for !g.stop.Load() {
+				k := g.next.Add(1) - 1
+				if k >= int64(len(roots)) {
+					return
+				}
+				if err := w.tree(roots[k]); err != nil {
+					g.fail(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return g.err
+}
+
+// worker resolves delta trees, reading the pack file.
+type worker struct {
+	g     *graph
+	x     *Indexer
+	inf   inflater
+	in    inBuf
+	comp  []byte // compressed data
+	cache *objCache
+	h     *hasher
+	delta []byte
+	chain []int32
+	stack []frame
+}
+
+type frame struct {
+	node     int32
+	ofs, ref []int32
+	next     int
+}
+
+func newWorker(g *graph) *worker {
+	w := &worker{g: g, x: g.x, h: newHasher()}
+	w.cache = newObjCache(&g.x.pool, workerCacheBytes)
+	return w
+}
+
+func (w *worker) close() { w.cache.clear() }
+
+// tree resolves the unresolved deltas under root, depth first.
+func (w *worker) tree(root int32) error {
+	w.stack = w.stack[:0]
+	w.push(root)
+	for len(w.stack) > 0 {
+		if w.g.stop.Load() {
+			return nil
+		}
+		f := &w.stack[len(w.stack)-1]
+		var k int32
+		switch {
+		case f.next < len(f.ofs):
+			k = f.ofs[f.next]
+		case f.next < len(f.ofs)+len(f.ref):
+			k = f.ref[f.next-len(f.ofs)]
+		default:
+			w.stack = w.stack[:len(w.stack)-1]
+			continue
+		}
+		f.next++
+		if !w.g.claimed[k].CompareAndSwap(false, true) {
+			continue
+		}
+		node := f.node
+		base, err := w.acquire(node)
+		if err != nil {
+			return err
+		}
+		out, err := w.applyEntry(k, base)
+		w.cache.unpin(node)
+		if err != nil {
+			return err
+		}
+		e := &w.x.entries[k]
+		e.base = node
+		e.otyp = w.x.entries[node].otyp
+		e.hash = w.h.object(e.otyp, out)
+		if w.g.hasKids(k) {
+			w.cache.put(k, out, false)
+			w.push(k) // f is invalid from here
+		} else {
+			w.x.pool.put(out)
+		}
+	}
+	return nil
+}
+
+func (w *worker) push(i int32) {
+	ofs, ref := w.g.kids(i)
+	w.stack = append(w.stack, frame{node: i, ofs: ofs, ref: ref})
+}
+
+// applyEntry inflates delta entry k and applies it to base.
+func (w *worker) applyEntry(k int32, base []byte) ([]byte, error) {
+	var err error
+	if w.delta, err = w.inflate(k, w.delta); err != nil {
+		return nil, err
+	}
+	out, err := applyPooled(&w.x.pool, base, w.delta)
+	if err != nil {
+		return nil, fmt.Errorf("delta at offset %d: %w", w.x.entries[k].off, err)
+	}
+	if cap(w.delta) > 4<<20 {
+		w.delta = nil
+	}
+	return out, nil
+}
+
+// inflate inflates the data of entry i (checked by the parse) into dst.
+func (w *worker) inflate(i int32, dst []byte) ([]byte, error) {
+	e := &w.x.entries[i]
+	start := e.off + int64(e.hdr) + 2 // after the zlib header
+	end := w.x.end
+	if int(i)+1 < len(w.x.entries) {
+		end = w.x.entries[i+1].off
+	}
+	end -= 4 // the Adler-32
+	if end < start {
+		return nil, fmt.Errorf("%w: entry at offset %d overlaps the next", ErrCorrupt, e.off)
+	}
+	w.comp = Sized(w.comp, int(end-start))
+	if _, err := w.x.f.ReadAt(w.comp, start); err != nil {
+		return nil, fmt.Errorf("read pack: %w", err)
+	}
+	out := Sized(dst, int(e.size))
+	w.in = inBuf{buf: w.comp, w: len(w.comp), more: noMore}
+	if err := w.inf.inflate(&w.in, out); err != nil {
+		return nil, fmt.Errorf("offset %d: reinflate: %w", e.off, err)
+	}
+	if cap(w.comp) > 4<<20 {
+		w.comp = nil
+	}
+	return out, nil
+}
+
+// acquire returns the content of resolved entry i, pinned in the cache
+// until unpin: from the cache, else rebuilt from the nearest cached object
+// or whole object down its delta chain.
+func (w *worker) acquire(i int32) ([]byte, error) {
+	if d := w.cache.getPinned(i); d != nil {
+		return d, nil
+	}
+	chain := w.chain[:0]
+	j := i
+	var base []byte
+	for {
+		if base = w.cache.getPinned(j); base != nil {
+			break
+		}
+		e := &w.x.entries[j]
+		if !isDelta(e.typ) {
+			var err error
+			if base, err = w.inflate(j, w.x.pool.get(int(e.size))); err != nil {
+				return nil, err
+			}
+			w.cache.put(j, base, true)
+			break
+		}
+		chain = append(chain, j)
+		if len(chain) > maxDeltaChain || e.base < 0 {
+			return nil, fmt.Errorf("%w: delta chain at offset %d too long", ErrCorrupt, e.off)
+		}
+		j = e.base
+	}
+	for k := len(chain) - 1; k >= 0; k-- {
+		c := chain[k]
+		out, err := w.applyEntry(c, base)
+		if err != nil {
+			w.cache.unpin(j)
+			return nil, err
+		}
+		w.cache.put(c, out, true)
+		w.cache.unpin(j)
+		base, j = out, c
+	}
+	w.chain = chain[:0]
+	return base, nil
+}
