@@ -128,19 +128,22 @@ func (s *Shards) scan(ctx context.Context, lease store.Lease, w ShardWork, log *
 	ranges := rangesFor(tips, marks)
 	log.Info("scan starting", zap.Int("refs", len(tips)), zap.Int("watermarks", len(marks)))
 
-	// Decoding blobs is the expensive part: each scan goroutine reads
-	// straight from the packs with a reader of its own, in parallel, into a
-	// buffer it reuses; only what the packs lack goes through go-git.
+	// The walk reads commits and trees, and the scan goroutines blobs,
+	// straight from the packs, each with a reader of its own (the scan
+	// goroutines in parallel, into a buffer each reuses); only what the
+	// packs lack goes through go-git, which then loads its own indexes.
+	// (Closed after the walk and the scan, before the repository.)
 	packs, err := gitwalk.OpenPacks(repo.path)
 	if err != nil {
 		return store.Receipt{}, fmt.Errorf("open the packs: %w", err)
 	}
 	defer packs.Close()
+	walker := gitwalk.New(repo.repo, gitwalk.Options{Packs: packs, TreeCacheBytes: treeCacheBytes})
 	readers := make([]*gitwalk.PackReader, runtime.GOMAXPROCS(0))
 	for i := range readers {
 		readers[i] = packs.NewReader()
 	}
-	run := &scanRun{ctx: ctx, s: s, lease: lease, scopeID: scopeID, walker: gitwalk.New(repo.repo, gitwalk.Options{TreeCacheBytes: treeCacheBytes}),
+	run := &scanRun{ctx: ctx, s: s, lease: lease, scopeID: scopeID, walker: walker,
 		readers: readers, buffers: make([][]byte, len(readers)), progress: &progress}
 	if w.MaxDuration > 0 {
 		run.deadline = time.Now().Add(w.MaxDuration)
@@ -176,8 +179,10 @@ var errBudget = errors.New("time budget spent")
 // scanGCPercent is the GC target while a scan runs (GOGC's default is 100).
 const scanGCPercent = 20
 
-// walkCacheBytes is the object cache of the walk, which reads commits and
-// trees (gitwalk keeps its own tree cache besides).
+// walkCacheBytes is go-git's object cache, for what the walk and the scan
+// read through go-git: objects the packs opened for the scan lack, and the
+// selection's explicit commits (gitwalk keeps its own tree cache, and its
+// pack reader its own cache of delta bases).
 const walkCacheBytes = 4 << 20
 
 // treeCacheBytes bounds the walk's cache of parsed trees.

@@ -346,18 +346,23 @@ func TestWalk(t *testing.T) {
 			want: []string{"f=4", "f=5"},
 		},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			b := newBuilder(t)
-			ranges, opts := tc.setup(b)
-			blobs, st := walkAll(t, b.repo, opts, ranges...)
-			if !tc.anyBlobs {
-				if got := contents(t, b.repo, blobs); !slices.Equal(got, tc.want) {
-					t.Errorf("blobs:\n got %q\nwant %q", got, tc.want)
-				}
-			}
-			if tc.check != nil {
-				tc.check(t, b, result{blobs, st})
+	for _, m := range walkModes {
+		t.Run(m.name, func(t *testing.T) {
+			for _, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) {
+					b := m.newBuilder(t)
+					ranges, opts := tc.setup(b)
+					opts = m.prepare(t, b, opts)
+					blobs, st := walkAll(t, b.repo, opts, ranges...)
+					if !tc.anyBlobs {
+						if got := contents(t, b.repo, blobs); !slices.Equal(got, tc.want) {
+							t.Errorf("blobs:\n got %q\nwant %q", got, tc.want)
+						}
+					}
+					if tc.check != nil {
+						tc.check(t, b, result{blobs, st})
+					}
+				})
 			}
 		})
 	}
@@ -373,9 +378,15 @@ func contentOf(t *testing.T, b *builder, bl Blob) string {
 }
 
 func TestTipNotFound(t *testing.T) {
-	b := newBuilder(t)
+	for _, m := range walkModes {
+		t.Run(m.name, func(t *testing.T) { testTipNotFound(t, m) })
+	}
+}
+
+func testTipNotFound(t *testing.T, m walkMode) {
+	b := m.newBuilder(t)
 	c := b.commit(base)
-	w := New(b.repo, Options{})
+	w := New(b.repo, m.prepare(t, b, Options{}))
 	n := 0
 	missing := plumbing.NewHash("2222222222222222222222222222222222222222")
 	st, err := w.Walk(context.Background(), []Range{{Ref: "ok", Tip: c}, {Ref: "gone", Tip: missing}}, func(Blob) error { n++; return nil })
@@ -395,14 +406,20 @@ func TestTipNotFound(t *testing.T) {
 }
 
 func TestStopsEarly(t *testing.T) {
-	b := newBuilder(t)
+	for _, m := range walkModes {
+		t.Run(m.name, func(t *testing.T) { testStopsEarly(t, m) })
+	}
+}
+
+func testStopsEarly(t *testing.T, m walkMode) {
+	b := m.newBuilder(t)
 	var parents []plumbing.Hash
 	for i := 0; i < 50; i++ {
 		c := b.commit(map[string]entry{"f": file(fmt.Sprint(i)), "g": file(fmt.Sprint("g", i))}, parents...)
 		parents = []plumbing.Hash{c}
 	}
 	tip := parents[0]
-	w := New(b.repo, Options{})
+	w := New(b.repo, m.prepare(t, b, Options{}))
 
 	t.Run("fn error", func(t *testing.T) {
 		boom := errors.New("boom")
@@ -443,13 +460,20 @@ func TestStopsEarly(t *testing.T) {
 }
 
 func TestReadBlob(t *testing.T) {
-	b := newBuilder(t)
+	for _, m := range walkModes {
+		t.Run(m.name, func(t *testing.T) { testReadBlob(t, m) })
+	}
+}
+
+func testReadBlob(t *testing.T, m walkMode) {
+	b := m.newBuilder(t)
 	h := b.blob("0123456789")
+	opts := m.prepare(t, b, Options{})
 	data, size, err := ReadBlob(b.repo, h, 10)
 	if err != nil || string(data) != "0123456789" || size != 10 {
 		t.Errorf("ReadBlob = %q, %d, %v", data, size, err)
 	}
-	data, size, err = New(b.repo, Options{}).ReadBlob(h, 9)
+	data, size, err = New(b.repo, opts).ReadBlob(h, 9)
 	if !errors.Is(err, ErrTooLarge) || data != nil || size != 10 {
 		t.Errorf("oversized: %q, %d, %v", data, size, err)
 	}

@@ -19,11 +19,13 @@ import (
 	"gitfleet/internal/repogen"
 )
 
-// builder writes objects straight into an in-memory repository.
+// builder writes objects straight into an in-memory repository (or, see
+// walkMode.newBuilder, an on-disk one).
 type builder struct {
 	t    testing.TB
 	repo *git.Repository
 	time int64
+	dir  string // the repository's, on disk (walkMode.newBuilder); "" in memory
 }
 
 func newBuilder(t testing.TB) *builder {

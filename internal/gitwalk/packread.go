@@ -15,14 +15,15 @@ import (
 	"gitfleet/internal/packfmt"
 )
 
-// errCorrupt is wrapped by the errors of PackReader.Read and OpenPacks for
+// errCorrupt is wrapped by the errors of PackReader's reads and OpenPacks for
 // data that breaks the pack, index or loose object format (packfmt's, which
 // also decodes the deltas).
 var errCorrupt = packfmt.ErrCorrupt
 
 // Packs holds the pack indexes of a repository, loaded once and shared,
-// read-only, by any number of PackReaders: the blob reader of a scanner that
-// reads from several goroutines (see PackReader).
+// read-only, by any number of PackReaders: the blob readers of a scanner
+// that reads from several goroutines (see PackReader), and the reader of a
+// Walker (Options.Packs).
 //
 // Each index is kept as the bytes of its .idx file (28 to 36 bytes per
 // object) and searched in place: the fan-out table narrows a lookup to the

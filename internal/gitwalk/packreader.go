@@ -17,10 +17,19 @@ import (
 const (
 	// packWindowSize is the read-ahead of a reader over a pack.
 	packWindowSize = 16 << 10
+	// firstFillBytes is what the window reads first after a seek: most
+	// entries a seek lands on (a header, a delta, a small object) are
+	// smaller, and a short read costs less.
+	firstFillBytes = 4 << 10
 	// deltaBaseCacheBytes bounds a reader's cache of delta bases; objects
 	// over a quarter of it are not cached.
 	deltaBaseCacheBytes = 4 << 20
 	deltaBaseCacheSlots = 2048 // a power of two
+	// A Walker's reader (Options.Packs) keeps more, smaller objects: the
+	// latest version of every tree a walk goes through, the base of the
+	// next version's delta, besides the bases of its chains.
+	walkBaseCacheBytes = 8 << 20
+	walkBaseCacheSlots = 16384
 	// maxDeltaChain bounds a delta chain (Git's own limit is 4095); it also
 	// stops a cycle of REF_DELTAs in a corrupt pack.
 	maxDeltaChain = 10000
@@ -50,16 +59,19 @@ const (
 	objRefDelta = 7
 )
 
-// PackReader reads blobs from the packs of a Packs, and loose objects, with
-// few allocations: it inflates an object straight into the caller's buffer,
+// PackReader reads objects from the packs of a Packs, and loose objects,
+// with few allocations: blobs for scanning (Read), commits, trees and tags
+// for a walk (ReadObject, ObjectSize; see Options.Packs). It inflates an
+// object straight into the caller's buffer,
 // applies deltas into buffers it reuses, and reads the pack files through a
 // window of its own. It is not safe for concurrent use: give each goroutine
 // its own (Packs.NewReader); they share the Packs' indexes and files.
 //
 // A reader holds about 150 KiB (its read window, inflater and cache
-// table), the delta bases it caches (up to 4 MiB, filled as chains are
-// resolved) and scratch buffers the size of the largest delta chain object
-// it resolved (dropped after the read when over 4 MiB).
+// table, allocated when it first caches), the delta bases it caches (up to
+// 4 MiB, filled as chains are resolved; a Walker's reader holds up to 8 MiB
+// in a table of 768 KiB) and scratch buffers the size of the largest delta
+// chain object it resolved (dropped after the read when over 4 MiB).
 type PackReader struct {
 	p      *Packs
 	win    packWindow
@@ -98,10 +110,16 @@ func (e *chainEntry) isDelta() bool { return e.typ == objOfsDelta || e.typ == ob
 
 // NewReader returns a reader of ps's objects, for one goroutine.
 func (ps *Packs) NewReader() *PackReader {
+	return ps.newReader(deltaBaseCacheBytes, deltaBaseCacheSlots)
+}
+
+// newReader returns a reader whose delta base cache holds cacheBytes in
+// slots slots (a power of two).
+func (ps *Packs) newReader(cacheBytes, slots int) *PackReader {
 	r := &PackReader{p: ps}
 	r.win.buf = make([]byte, packWindowSize)
 	r.fl = flate.NewReader(&r.win)
-	r.cache.init(deltaBaseCacheBytes, deltaBaseCacheSlots)
+	r.cache.init(cacheBytes, slots)
 	return r
 }
 
@@ -136,10 +154,11 @@ func (r *PackReader) Read(h plumbing.Hash, limit int64, buf []byte) ([]byte, int
 		return nil, 0, fmt.Errorf("blob %s: %w", h, err)
 	}
 	if !ok {
-		return r.readLoose(h, limit, buf)
+		_, data, size, err := r.readLoose(h, readBlobOnly, limit, buf)
+		return data, size, err
 	}
 	r.last = pi
-	data, size, err := r.readPacked(pi, off, limit, buf)
+	_, data, size, err := r.readPacked(pi, off, readBlobOnly, limit, buf)
 	r.trim()
 	if err != nil {
 		if errors.Is(err, ErrTooLarge) {
@@ -150,38 +169,149 @@ func (r *PackReader) Read(h plumbing.Hash, limit int64, buf []byte) ([]byte, int
 	return data, size, nil
 }
 
+// ReadObject returns the type and content of object h, whatever its type,
+// in buf's memory when it is large enough (as Read: the returned slice
+// aliases buf, and on error is nil). The object is looked up as Read looks
+// up blobs, with the same checks of corrupt data; an object not found is
+// an error wrapping plumbing.ErrObjectNotFound. The trees it returns are
+// also kept in the delta base cache: a walk reads a tree's next version,
+// often a delta on it, soon after.
+func (r *PackReader) ReadObject(h plumbing.Hash, buf []byte) (plumbing.ObjectType, []byte, error) {
+	return r.readObject(h, readAny, buf)
+}
+
+// readObject is ReadObject; with readNotBlob, a blob's content is not read
+// (its type is returned, and no data).
+func (r *PackReader) readObject(h plumbing.Hash, mode readMode, buf []byte) (plumbing.ObjectType, []byte, error) {
+	r.stats.reads++
+	pi, off, ok, err := r.p.find(&h, r.last)
+	if err != nil {
+		return plumbing.InvalidObject, nil, fmt.Errorf("object %s: %w", h, err)
+	}
+	if !ok {
+		typ, data, _, err := r.readLoose(h, mode, 0, buf)
+		return plumbing.ObjectType(typ), data, err
+	}
+	r.last = pi
+	typ, data, _, err := r.readPacked(pi, off, mode, 0, buf)
+	r.trim()
+	if err != nil {
+		return plumbing.InvalidObject, nil, fmt.Errorf("object %s: %s offset %d: %w", h, filepath.Base(r.p.packs[pi].path), off, err)
+	}
+	return plumbing.ObjectType(typ), data, nil
+}
+
+// ObjectSize returns the type and size of object h without inflating the
+// object: the size comes from the entry's header or, for a delta, from the
+// start of the delta data, and a delta's type from the headers of its
+// chain down to its base (a delta has its base's type), or from the delta
+// base cache. A loose object's come from its header. An object not found
+// is an error wrapping plumbing.ErrObjectNotFound.
+func (r *PackReader) ObjectSize(h plumbing.Hash) (plumbing.ObjectType, int64, error) {
+	return r.objectSize(h, true)
+}
+
+// objectSize is ObjectSize; without withType, a delta's type is not looked
+// up (InvalidObject is returned for it), which saves reading the headers
+// of its chain.
+func (r *PackReader) objectSize(h plumbing.Hash, withType bool) (plumbing.ObjectType, int64, error) {
+	pi, off, ok, err := r.p.find(&h, r.last)
+	if err != nil {
+		return plumbing.InvalidObject, 0, fmt.Errorf("object %s: %w", h, err)
+	}
+	if !ok {
+		typ, _, size, err := r.readLoose(h, readSize, 0, nil)
+		return plumbing.ObjectType(typ), size, err
+	}
+	r.last = pi
+	typ, size, err := r.packedSize(pi, off, withType)
+	if err != nil {
+		return plumbing.InvalidObject, 0, fmt.Errorf("object %s: %s offset %d: %w", h, filepath.Base(r.p.packs[pi].path), off, err)
+	}
+	return plumbing.ObjectType(typ), size, nil
+}
+
+// packedSize returns the type and size of the object at pack pi's offset
+// off (type 0 for a delta without withType).
+func (r *PackReader) packedSize(pi int, off int64, withType bool) (int, int64, error) {
+	if data, typ := r.cache.lookup(pi, off); data != nil {
+		return typ, int64(len(data)), nil
+	}
+	e, err := r.header(pi, off)
+	if err != nil {
+		return 0, 0, err
+	}
+	if !e.isDelta() {
+		return e.typ, e.size, nil
+	}
+	size, err := r.deltaTargetSize(&e)
+	if err != nil || !withType {
+		return 0, size, err
+	}
+	for n := 1; e.isDelta(); n++ {
+		if n > maxDeltaChain {
+			return 0, 0, fmt.Errorf("%w: delta chain longer than %d", errCorrupt, maxDeltaChain)
+		}
+		if data, typ := r.cache.lookup(e.basePack, e.baseOff); data != nil {
+			return typ, size, nil
+		}
+		if e, err = r.header(e.basePack, e.baseOff); err != nil {
+			return 0, 0, err
+		}
+	}
+	return e.typ, size, nil
+}
+
+// readMode says which objects a read returns.
+type readMode uint8
+
+const (
+	readBlobOnly readMode = iota // blobs only: another type is errNotBlob
+	readAny                      // any type
+	readNotBlob                  // any type; a blob's content is not read
+	readSize                     // the type and size only (loose objects)
+)
+
 var errNotBlob = fmt.Errorf("not a blob: %w", plumbing.ErrObjectNotFound)
 
-// readPacked reads the blob at pack pi's offset off.
-func (r *PackReader) readPacked(pi int, off int64, limit int64, buf []byte) ([]byte, int64, error) {
-	if data := r.cache.get(pi, off); data != nil {
+// readPacked reads the object at pack pi's offset off and returns its type
+// (a pack entry type), content and size.
+func (r *PackReader) readPacked(pi int, off int64, mode readMode, limit int64, buf []byte) (int, []byte, int64, error) {
+	if data, typ := r.cache.lookup(pi, off); data != nil {
 		r.stats.cacheHits++
 		size := int64(len(data))
-		if limit > 0 && size > limit {
-			return nil, size, ErrTooLarge
+		switch {
+		case mode == readBlobOnly && typ != objBlob:
+			return 0, nil, 0, fmt.Errorf("%s: %w", plumbing.ObjectType(typ), errNotBlob)
+		case mode == readNotBlob && typ == objBlob:
+			return typ, nil, size, nil
+		case limit > 0 && size > limit:
+			return typ, nil, size, ErrTooLarge
 		}
 		out := sized(buf, len(data))
 		copy(out, data)
-		return out, size, nil
+		return typ, out, size, nil
 	}
 
 	// Follow the chain from the object down to its base (a full object),
 	// or to a delta base in the cache, reading only the entry headers.
 	var cached []byte
+	typ := 0
 	r.chain = r.chain[:0]
 	e, err := r.header(pi, off)
 	for {
 		if err != nil {
-			return nil, 0, err
+			return 0, nil, 0, err
 		}
 		r.chain = append(r.chain, e)
 		if !e.isDelta() {
+			typ = e.typ
 			break
 		}
 		if len(r.chain) > maxDeltaChain {
-			return nil, 0, fmt.Errorf("%w: delta chain longer than %d", errCorrupt, maxDeltaChain)
+			return 0, nil, 0, fmt.Errorf("%w: delta chain longer than %d", errCorrupt, maxDeltaChain)
 		}
-		if cached = r.cache.get(e.basePack, e.baseOff); cached != nil {
+		if cached, typ = r.cache.lookup(e.basePack, e.baseOff); cached != nil {
 			r.stats.cacheHits++
 			break
 		}
@@ -190,9 +320,12 @@ func (r *PackReader) readPacked(pi int, off int64, limit int64, buf []byte) ([]b
 	if n := len(r.chain); n > r.stats.longestChain {
 		r.stats.longestChain = n
 	}
-	// A delta has its base's type; the cache only holds blobs.
-	if base := &r.chain[len(r.chain)-1]; cached == nil && base.typ != objBlob {
-		return nil, 0, fmt.Errorf("%s: %w", plumbing.ObjectType(base.typ), errNotBlob)
+	// A delta has its base's type.
+	switch {
+	case mode == readBlobOnly && typ != objBlob:
+		return 0, nil, 0, fmt.Errorf("%s: %w", plumbing.ObjectType(typ), errNotBlob)
+	case mode == readNotBlob && typ == objBlob:
+		return typ, nil, 0, nil
 	}
 
 	target := &r.chain[0]
@@ -206,31 +339,38 @@ func (r *PackReader) readPacked(pi int, off int64, limit int64, buf []byte) ([]b
 			// The delta is no larger than the limit: inflate all of it
 			// now, not its start now and all of it again below.
 			if r.tdelta, err = r.inflate(target, r.tdelta); err != nil {
-				return nil, 0, err
+				return 0, nil, 0, err
 			}
 			_, tgt, _, err := deltaSizes(r.tdelta)
 			if err != nil {
-				return nil, 0, err
+				return 0, nil, 0, err
 			}
 			if tgt > maxObjectBytes {
-				return nil, 0, fmt.Errorf("%w: delta target of %d bytes", errCorrupt, tgt)
+				return 0, nil, 0, fmt.Errorf("%w: delta target of %d bytes", errCorrupt, tgt)
 			}
 			size, haveDelta = int64(tgt), true
 		default:
 			if size, err = r.deltaTargetSize(target); err != nil {
-				return nil, 0, err
+				return 0, nil, 0, err
 			}
 		}
 	}
 	if limit > 0 && size > limit {
-		return nil, size, ErrTooLarge
+		return typ, nil, size, ErrTooLarge
 	}
+	// A tree read by a walk is likely the base of the next version's
+	// delta (packs written by fast-import or pushed delta the new version
+	// against the old, and a walk reads the old one first): keep it too.
+	keep := mode == readAny && typ == objTree
 	if !target.isDelta() {
 		out, err := r.inflate(target, buf)
 		if err != nil {
-			return nil, 0, err
+			return 0, nil, 0, err
 		}
-		return out, size, nil
+		if keep {
+			r.cache.add(target.pack, target.off, typ, out)
+		}
+		return typ, out, size, nil
 	}
 
 	// Resolve the chain upwards: each object is its delta applied to the
@@ -241,10 +381,10 @@ func (r *PackReader) readPacked(pi int, off int64, limit int64, buf []byte) ([]b
 	if cur == nil {
 		base := &r.chain[top]
 		if r.tmp[0], err = r.inflate(base, r.tmp[0]); err != nil {
-			return nil, 0, err
+			return 0, nil, 0, err
 		}
 		cur, held = r.tmp[0], 0
-		r.cache.put(base.pack, base.off, cur)
+		r.cache.add(base.pack, base.off, typ, cur)
 		top--
 	}
 	for i := top; i >= 0; i-- {
@@ -257,20 +397,23 @@ func (r *PackReader) readPacked(pi int, off int64, limit int64, buf []byte) ([]b
 		if i == 0 {
 			if !haveDelta {
 				if r.tdelta, err = r.inflate(e, r.tdelta); err != nil {
-					return nil, 0, err
+					return 0, nil, 0, err
 				}
 			}
 			out, err := applyDelta(buf, cur, r.tdelta)
 			if err != nil {
-				return nil, 0, err
+				return 0, nil, 0, err
 			}
 			if size >= 0 && int64(len(out)) != size { // applyDelta checked it against the same header
-				return nil, 0, fmt.Errorf("%w: delta target size changed", errCorrupt)
+				return 0, nil, 0, fmt.Errorf("%w: delta target size changed", errCorrupt)
 			}
-			return out, int64(len(out)), nil
+			if keep {
+				r.cache.add(e.pack, e.off, typ, out)
+			}
+			return typ, out, int64(len(out)), nil
 		}
 		if r.delta, err = r.inflate(e, r.delta); err != nil {
-			return nil, 0, err
+			return 0, nil, 0, err
 		}
 		j := 0
 		if held == 0 {
@@ -278,11 +421,11 @@ func (r *PackReader) readPacked(pi int, off int64, limit int64, buf []byte) ([]b
 		}
 		out, err := applyDelta(r.tmp[j], cur, r.delta)
 		if err != nil {
-			return nil, 0, err
+			return 0, nil, 0, err
 		}
 		r.tmp[j] = out
 		cur, held = out, j
-		r.cache.put(e.pack, e.off, cur) // after cur's base was used: put may reuse its memory
+		r.cache.add(e.pack, e.off, typ, cur) // after cur's base was used: add may reuse its memory
 	}
 	panic("unreachable")
 }
@@ -530,44 +673,52 @@ func (r *PackReader) trim() {
 	}
 }
 
-// readLoose reads blob h from its loose object file: zlib data of
-// "blob <size>\x00" and the content.
-func (r *PackReader) readLoose(h plumbing.Hash, limit int64, buf []byte) ([]byte, int64, error) {
+// readLoose reads object h from its loose object file (zlib data of
+// "<type> <size>\x00" and the content), as readPacked reads a packed one;
+// with readSize, only its header.
+func (r *PackReader) readLoose(h plumbing.Hash, mode readMode, limit int64, buf []byte) (int, []byte, int64, error) {
+	what := "object"
+	if mode == readBlobOnly {
+		what = "blob"
+	}
 	hex := h.String()
 	f, err := os.Open(filepath.Join(r.p.objects, hex[:2], hex[2:]))
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, 0, fmt.Errorf("blob %s: %w", h, plumbing.ErrObjectNotFound)
+			return 0, nil, 0, fmt.Errorf("%s %s: %w", what, h, plumbing.ErrObjectNotFound)
 		}
-		return nil, 0, fmt.Errorf("blob %s: %w", h, err)
+		return 0, nil, 0, fmt.Errorf("%s %s: %w", what, h, err)
 	}
 	defer f.Close()
 	r.stats.loose++
-	data, size, err := r.readLooseFile(f, limit, buf)
+	typ, data, size, err := r.readLooseFile(f, mode, limit, buf)
 	r.win.f = nil // f's address may be reused by another file: forget the window
 	switch {
 	case err == nil:
-		return data, size, nil
+		return typ, data, size, nil
 	case errors.Is(err, ErrTooLarge):
-		return nil, size, fmt.Errorf("blob %s: %d bytes: %w", h, size, ErrTooLarge)
+		return typ, nil, size, fmt.Errorf("%s %s: %d bytes: %w", what, h, size, ErrTooLarge)
 	default:
-		return nil, 0, fmt.Errorf("blob %s: loose object: %w", h, err)
+		return 0, nil, 0, fmt.Errorf("%s %s: loose object: %w", what, h, err)
 	}
 }
 
-func (r *PackReader) readLooseFile(f *os.File, limit int64, buf []byte) ([]byte, int64, error) {
+// Loose object type names, by pack entry type.
+var looseTypes = [...]string{objCommit: "commit", objTree: "tree", objBlob: "blob", objTag: "tag"}
+
+func (r *PackReader) readLooseFile(f *os.File, mode readMode, limit int64, buf []byte) (int, []byte, int64, error) {
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, 0, err
+		return 0, nil, 0, err
 	}
 	r.win.seek(f, fi.Size(), 0)
 	if err := r.startZlib(); err != nil {
-		return nil, 0, err
+		return 0, nil, 0, err
 	}
 	n, err := io.ReadFull(r.fl, r.hdr[:])
 	r.stats.inflated += int64(n)
 	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
-		return nil, 0, inflateErr(err)
+		return 0, nil, 0, inflateErr(err)
 	}
 	hdr := r.hdr[:n]
 	nul := -1
@@ -578,55 +729,61 @@ func (r *PackReader) readLooseFile(f *os.File, limit int64, buf []byte) ([]byte,
 		}
 	}
 	if nul < 0 {
-		return nil, 0, fmt.Errorf("%w: bad loose object header", errCorrupt)
+		return 0, nil, 0, fmt.Errorf("%w: bad loose object header", errCorrupt)
 	}
-	var typ string
+	var typName string
 	var sizeField []byte
 	for i, c := range hdr[:nul] {
 		if c == ' ' {
-			typ, sizeField = string(hdr[:i]), hdr[i+1:nul]
+			typName, sizeField = string(hdr[:i]), hdr[i+1:nul]
 			break
 		}
 	}
-	if typ == "" || len(sizeField) == 0 {
-		return nil, 0, fmt.Errorf("%w: bad loose object header", errCorrupt)
+	if typName == "" || len(sizeField) == 0 {
+		return 0, nil, 0, fmt.Errorf("%w: bad loose object header", errCorrupt)
 	}
 	var size uint64
 	for _, c := range sizeField {
 		if c < '0' || c > '9' || size > maxObjectBytes {
-			return nil, 0, fmt.Errorf("%w: bad loose object size", errCorrupt)
+			return 0, nil, 0, fmt.Errorf("%w: bad loose object size", errCorrupt)
 		}
 		size = size*10 + uint64(c-'0')
 	}
 	if size > maxObjectBytes || size > uint64(fi.Size())*maxDeflateRatio+1024 {
-		return nil, 0, fmt.Errorf("%w: loose object of %d bytes in a %d-byte file", errCorrupt, size, fi.Size())
+		return 0, nil, 0, fmt.Errorf("%w: loose object of %d bytes in a %d-byte file", errCorrupt, size, fi.Size())
 	}
-	switch typ {
-	case "blob":
-	case "commit", "tree", "tag":
-		return nil, 0, fmt.Errorf("%s: %w", typ, errNotBlob)
-	default:
-		return nil, 0, fmt.Errorf("%w: loose object type %q", errCorrupt, typ)
+	typ := 0
+	for t, name := range looseTypes {
+		if name != "" && name == typName {
+			typ = t
+		}
 	}
-	if limit > 0 && int64(size) > limit {
-		return nil, int64(size), ErrTooLarge
+	switch {
+	case typ == 0:
+		return 0, nil, 0, fmt.Errorf("%w: loose object type %q", errCorrupt, typName)
+	case mode == readBlobOnly && typ != objBlob:
+		return 0, nil, 0, fmt.Errorf("%s: %w", typName, errNotBlob)
+	case mode == readSize || mode == readNotBlob && typ == objBlob:
+		return typ, nil, int64(size), nil
+	case limit > 0 && int64(size) > limit:
+		return typ, nil, int64(size), ErrTooLarge
 	}
 	// Part of the content came with the header.
 	head := hdr[nul+1:]
 	if uint64(len(head)) > size {
-		return nil, 0, fmt.Errorf("%w: loose object longer than its header says", errCorrupt)
+		return 0, nil, 0, fmt.Errorf("%w: loose object longer than its header says", errCorrupt)
 	}
 	sum := adler32.New()
 	sum.Write(hdr[:nul+1])
 	out, err := r.inflateBody(buf, head, int64(size))
 	if err != nil {
-		return nil, 0, err
+		return 0, nil, 0, err
 	}
 	sum.Write(out)
 	if err := r.finishZlib(sum.Sum32()); err != nil {
-		return nil, 0, err
+		return 0, nil, 0, err
 	}
-	return out, int64(size), nil
+	return typ, out, int64(size), nil
 }
 
 // packWindow is a read-ahead window over a file read with ReadAt (so any
@@ -638,7 +795,10 @@ type packWindow struct {
 	end   int64 // no reading at or past end
 	buf   []byte
 	start int64 // file offset of buf[0]
-	r, w  int   // buf[r:w] is unread
+	// seeked is the offset of the last seek out of the window: the first
+	// fill there reads firstFillBytes, the next ones the whole window.
+	seeked int64
+	r, w   int // buf[r:w] is unread
 }
 
 // seek positions the window at offset off of f, of which end bytes are
@@ -648,7 +808,7 @@ func (w *packWindow) seek(f *os.File, end, off int64) {
 		w.r = int(off - w.start)
 		return
 	}
-	w.f, w.end, w.start, w.r, w.w = f, end, off, 0, 0
+	w.f, w.end, w.start, w.r, w.w, w.seeked = f, end, off, 0, 0, off
 }
 
 // pos is the file offset of the next byte.
@@ -661,6 +821,9 @@ func (w *packWindow) fill() error {
 		return io.EOF
 	}
 	n := len(w.buf)
+	if w.start == w.seeked {
+		n = min(n, firstFillBytes)
+	}
 	if rem := w.end - w.start; rem < int64(n) {
 		n = int(rem)
 	}
@@ -700,14 +863,17 @@ func (w *packWindow) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// baseCache is a reader's cache of resolved delta bases, keyed by pack and
-// offset: direct-mapped slots, bounded by the memory the slots hold. Their
+// baseCache is a reader's cache of resolved delta bases, of any type (each
+// slot holds its object's type: a delta, found by the offset of its base,
+// has the base's type), keyed by pack and offset: direct-mapped slots,
+// bounded by the memory the slots hold. Their
 // capacities are rounded up to powers of two, so that memory is reused by
 // the next object of a similar size: the slot's own, or that of the slot
 // evicted to make room. Eviction is by the clock algorithm (an
 // approximation of least recently used).
 type baseCache struct {
-	slots     []cacheSlot
+	slots     []cacheSlot // allocated by the first add
+	n         int         // number of slots
 	used, max int
 	hand      int
 }
@@ -716,13 +882,14 @@ type cacheSlot struct {
 	pack  int
 	off   int64
 	data  []byte // nil: no memory
+	typ   uint8  // the object's type (objCommit, objTree, objBlob, objTag)
 	valid bool
 	ref   bool // used since the clock hand last passed
 }
 
 func (c *baseCache) init(max, slots int) {
-	c.max = max
-	c.slots = make([]cacheSlot, slots)
+	c.max, c.n = max, slots
+	c.slots = nil
 	c.used, c.hand = 0, 0
 }
 
@@ -731,20 +898,29 @@ func (c *baseCache) slot(pack int, off int64) *cacheSlot {
 	return &c.slots[k>>32&uint64(len(c.slots)-1)]
 }
 
-func (c *baseCache) get(pack int, off int64) []byte {
+// lookup returns the object cached for pack and offset, and its type; nil
+// if none.
+func (c *baseCache) lookup(pack int, off int64) ([]byte, int) {
+	if c.slots == nil {
+		return nil, 0
+	}
 	s := c.slot(pack, off)
 	if !s.valid || s.pack != pack || s.off != off {
-		return nil
+		return nil, 0
 	}
 	s.ref = true
-	return s.data
+	return s.data, int(s.typ)
 }
 
-// put copies data into the cache. The memory it reuses may be that of
-// earlier get results: they must not be used after.
-func (c *baseCache) put(pack int, off int64, data []byte) {
+// add copies data, an object of type typ, into the cache. The memory it
+// reuses may be that of earlier lookup results: they must not be used
+// after.
+func (c *baseCache) add(pack int, off int64, typ int, data []byte) {
 	if len(data) > c.max/4 {
 		return
+	}
+	if c.slots == nil {
+		c.slots = make([]cacheSlot, c.n)
 	}
 	s := c.slot(pack, off)
 	if s.valid && s.pack == pack && s.off == off {
@@ -779,7 +955,7 @@ func (c *baseCache) put(pack int, off int64, data []byte) {
 	}
 	s.data = s.data[:len(data)]
 	copy(s.data, data)
-	s.pack, s.off, s.valid, s.ref = pack, off, true, true
+	s.pack, s.off, s.typ, s.valid, s.ref = pack, off, uint8(typ), true, true
 }
 
 // victim returns the next slot holding memory the clock hand finds unused

@@ -36,15 +36,18 @@ func smallRepo(t *testing.T) (string, repogen.Info) {
 // The same walk gives the same blobs in the same order, on a fresh Walker
 // and a freshly opened repository.
 func TestDeterministicOrder(t *testing.T) {
+	for _, packs := range []bool{false, true} {
+		t.Run(repoModeName(packs), func(t *testing.T) { testDeterministicOrder(t, packs) })
+	}
+}
+
+func testDeterministicOrder(t *testing.T, packs bool) {
 	dir, info := smallRepo(t)
 	var runs [][]string
 	for i := 0; i < 3; i++ {
-		repo, closer, err := Open(dir, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		blobs, st := walkAll(t, repo, Options{}, allRefs(t, repo)...)
-		closer.Close()
+		repo, opts, closer := openRepo(t, dir, packs)
+		blobs, st := walkAll(t, repo, opts, allRefs(t, repo)...)
+		closer()
 		if st.Blobs != info.Blobs || st.Commits != smallSpec.Commits {
 			t.Fatalf("stats %+v, want %d blobs", st, info.Blobs)
 		}
@@ -62,14 +65,17 @@ func TestDeterministicOrder(t *testing.T) {
 // Incremental scans: each ref's previous tip is its stop, and the caller's
 // seen-set carries over. The union of the scans is the full scan.
 func TestIncrementalScans(t *testing.T) {
-	dir, info := smallRepo(t)
-	repo, closer, err := Open(dir, 0)
-	if err != nil {
-		t.Fatal(err)
+	for _, packs := range []bool{false, true} {
+		t.Run(repoModeName(packs), func(t *testing.T) { testIncrementalScans(t, packs) })
 	}
-	defer closer.Close()
+}
+
+func testIncrementalScans(t *testing.T, packs bool) {
+	dir, info := smallRepo(t)
+	repo, opts, closer := openRepo(t, dir, packs)
+	defer closer()
 	seen := map[plumbing.Hash]bool{}
-	opts := Options{Seen: func(h plumbing.Hash) bool { return seen[h] }}
+	opts.Seen = func(h plumbing.Hash) bool { return seen[h] }
 	record := func(blobs []Blob) {
 		for _, b := range blobs {
 			if seen[b.Hash] {
@@ -102,13 +108,16 @@ func TestIncrementalScans(t *testing.T) {
 // Blobs can be read and scanned by worker goroutines while the walk goes on
 // (run with -race).
 func TestConcurrentReads(t *testing.T) {
-	dir, info := smallRepo(t)
-	repo, closer, err := Open(dir, 0)
-	if err != nil {
-		t.Fatal(err)
+	for _, packs := range []bool{false, true} {
+		t.Run(repoModeName(packs), func(t *testing.T) { testConcurrentReads(t, packs) })
 	}
-	defer closer.Close()
-	w := New(repo, Options{})
+}
+
+func testConcurrentReads(t *testing.T, packs bool) {
+	dir, info := smallRepo(t)
+	repo, opts, closer := openRepo(t, dir, packs)
+	defer closer()
+	w := New(repo, opts)
 	work := make(chan Blob)
 	var mu sync.Mutex
 	var total int64
