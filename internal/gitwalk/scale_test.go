@@ -17,9 +17,6 @@ import (
 // TestScale walks a generated repository of 10,000 commits, ~50,000 blobs
 // and 1,000 refs: every blob once, every commit diffed once.
 func TestScale(t *testing.T) {
-	if raceEnabled {
-		t.Skip("too slow under the race detector; the small repositories of TestWalk cover the same code")
-	}
 	for _, packs := range []bool{false, true} {
 		t.Run(repoModeName(packs), func(t *testing.T) { testScale(t, packs) })
 	}

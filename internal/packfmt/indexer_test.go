@@ -52,27 +52,12 @@ func genRepo(t testing.TB, spec repogen.Spec) string {
 	return dir
 }
 
-// addEditHistory adds a branch of versions commits, each editing a line
-// of every one of files text files: long delta chains for the repack.
+// addEditHistory adds long delta chains' worth of history (see repogen).
 func addEditHistory(t testing.TB, dir string, files, versions int) {
 	t.Helper()
-	rng := rand.New(rand.NewPCG(uint64(files), uint64(versions)))
-	lines := make([][]string, files)
-	for f := range lines {
-		for i := 0; i < 150; i++ {
-			lines[f] = append(lines[f], fmt.Sprintf("line %d of file %d: %x", i, f, rng.Uint64()))
-		}
+	if err := repogen.AddEditHistory(dir, files, versions); err != nil {
+		t.Fatal(err)
 	}
-	var stream bytes.Buffer
-	for v := 0; v < versions; v++ {
-		fmt.Fprintf(&stream, "commit refs/heads/edits\ncommitter A <a@example.invalid> %d +0000\ndata 5\nedit\n", 1600000000+v)
-		for f := range lines {
-			lines[f][rng.IntN(len(lines[f]))] = fmt.Sprintf("edited in version %d: %x", v, rng.Uint64())
-			content := strings.Join(lines[f], "\n") + "\n"
-			fmt.Fprintf(&stream, "M 100644 inline edits/file%d.txt\ndata %d\n%s\n", f, len(content), content)
-		}
-	}
-	runGit(t, dir, &stream, "fast-import", "--quiet")
 }
 
 // gitIndex returns the .idx `git index-pack` writes for pack.

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -386,4 +387,34 @@ func git(dir string, stdin io.Reader, args ...string) (string, error) {
 		return "", fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(stderr.String()))
 	}
 	return stdout.String(), nil
+}
+
+// AddEditHistory adds a branch "edits" of versions commits to the bare
+// repository at dir, each editing one line of every one of files text files
+// of 150 lines: generated content changes each file only a few times, these
+// give a repack (git repack -adf --depth=50) long delta chains to test.
+func AddEditHistory(dir string, files, versions int) error {
+	rng := rand.New(rand.NewPCG(uint64(files), uint64(versions)))
+	lines := make([][]string, files)
+	for f := range lines {
+		for i := 0; i < 150; i++ {
+			lines[f] = append(lines[f], fmt.Sprintf("line %d of file %d: %x", i, f, rng.Uint64()))
+		}
+	}
+	var stream bytes.Buffer
+	for v := 0; v < versions; v++ {
+		fmt.Fprintf(&stream, "commit refs/heads/edits\ncommitter A <a@example.invalid> %d +0000\ndata 5\nedit\n", 1600000000+v)
+		for f := range lines {
+			lines[f][rng.IntN(len(lines[f]))] = fmt.Sprintf("edited in version %d: %x", v, rng.Uint64())
+			content := strings.Join(lines[f], "\n") + "\n"
+			fmt.Fprintf(&stream, "M 100644 inline edits/file%d.txt\ndata %d\n%s\n", f, len(content), content)
+		}
+	}
+	cmd := exec.Command("git", "fast-import", "--quiet")
+	cmd.Env = append(os.Environ(), "GIT_DIR="+dir)
+	cmd.Stdin = &stream
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("repogen: fast-import: %v: %s", err, out)
+	}
+	return nil
 }

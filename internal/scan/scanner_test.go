@@ -512,17 +512,3 @@ func TestConcurrentScans(t *testing.T) {
 // raceEnabled is set by race_test.go: the race detector makes sync.Pool drop
 // items, so allocation counts are meaningless under it.
 var raceEnabled bool
-
-func TestCleanScanDoesNotAllocate(t *testing.T) {
-	if raceEnabled {
-		t.Skip("allocation counts are not meaningful under the race detector")
-	}
-	s := newTestScanner(t, mustDefault(t))
-	blob := []byte(strings.Repeat("func add(a, b int) int { return a + b }\n", 100))
-	tokenBlob := []byte(strings.Repeat("tokens := lexer.Next(nextToken)\n", 100))
-	for name, b := range map[string][]byte{"clean": blob, "keyword, no match": tokenBlob} {
-		if n := testing.AllocsPerRun(100, func() { s.Scan("x.go", b, "") }); n != 0 {
-			t.Errorf("%s blob: %v allocations per scan", name, n)
-		}
-	}
-}

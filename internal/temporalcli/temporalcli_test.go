@@ -7,10 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -287,36 +284,6 @@ func TestTailWriter(t *testing.T) {
 	fmt.Fprint(tw, "c\nd\ne")
 	if got, want := tw.String(), "b\nc\nd\ne"; got != want {
 		t.Errorf("tail = %q, want %q", got, want)
-	}
-}
-
-// TestServerDiesWithParent starts a dev server from a child process (this
-// test binary, see TestMain) that exits without calling Stop, and checks that
-// the server is killed.
-func TestServerDiesWithParent(t *testing.T) {
-	path := cliPath(t)
-	if runtime.GOOS != "linux" {
-		t.Skip("parent-death signal is Linux-only")
-	}
-	t.Parallel()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"="+path)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("helper: %v", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
-	if err != nil {
-		t.Fatalf("helper output %q: %v", out, err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for running(pid) {
-		if time.Now().After(deadline) {
-			syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("dev server %d still running after its parent died", pid)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 
