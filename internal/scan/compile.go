@@ -26,6 +26,9 @@ type compiledRule struct {
 	global []*compiledAllowlist // the global allowlists that apply to this rule
 	mode   matchMode
 	plan   *anchoredPlan // modeAnchored only
+	// generic rules (an id containing "generic", as gitleaks decides) give
+	// way to a specific rule that found the same secret.
+	generic bool
 }
 
 type regexTarget uint8
@@ -117,7 +120,7 @@ func compile(m *merged) (*RuleSet, error) {
 }
 
 func compileRule(r Rule, ids map[string]bool, nAllow *int) (*compiledRule, error) {
-	cr := &compiledRule{Rule: r}
+	cr := &compiledRule{Rule: r, generic: strings.Contains(strings.ToLower(r.ID), "generic")}
 	if r.Regex == "" && r.Path == "" {
 		return nil, fmt.Errorf("scan: rule %q has neither regex nor path", r.ID)
 	}

@@ -77,10 +77,11 @@ type Finding struct {
 // Result of scanning one blob.
 type Result struct {
 	// Findings are ordered by Start, then RuleID; nil when none. Each
-	// (rule, Start) is reported once, but a span found by two rules is
-	// reported once per rule: a GitHub token assigned to GITHUB_TOKEN is both
-	// a github-pat and a generic-secret finding. Group by SecretHash for one
-	// entry per secret.
+	// (rule, Start) is reported once. A generic rule's finding inside the
+	// span of a specific rule's is dropped, as gitleaks does: a GitHub token
+	// assigned to GITHUB_TOKEN is a github-pat finding only. Other spans
+	// found by two rules are reported once per rule; group by SecretHash for
+	// one entry per secret.
 	Findings []Finding
 	// Skipped is set when the content was not scanned. Path-only rules are
 	// still applied to skipped blobs (they need no content).
@@ -562,6 +563,9 @@ func (s *Scanner) finish(sc *scratch, content []byte) []Finding {
 			continue
 		}
 		cr := s.rs.rules[f.rule]
+		if cr.generic && s.coveredBySpecific(sc.raw, f) {
+			continue
+		}
 		fd := Finding{RuleID: cr.ID, Description: cr.Description}
 		if cr.re != nil {
 			seg := content[pos:f.start]
@@ -582,6 +586,17 @@ func (s *Scanner) finish(sc *scratch, content []byte) []Finding {
 }
 
 var nl = []byte{'\n'}
+
+// coveredBySpecific reports whether a finding of a non-generic rule spans
+// f. raw holds one blob's findings, a handful, so a linear look is enough.
+func (s *Scanner) coveredBySpecific(raw []rawFinding, f rawFinding) bool {
+	for _, g := range raw {
+		if !s.rs.rules[g.rule].generic && s.rs.rules[g.rule].re != nil && g.start <= f.start && f.end <= g.end {
+			return true
+		}
+	}
+	return false
+}
 
 func (s *Scanner) hashSecret(sc *scratch, secret []byte) string {
 	if sc.mac == nil {

@@ -512,3 +512,35 @@ func TestConcurrentScans(t *testing.T) {
 // raceEnabled is set by race_test.go: the race detector makes sync.Pool drop
 // items, so allocation counts are meaningless under it.
 var raceEnabled bool
+
+// A generic rule gives way to a specific rule that found the same secret
+// (gitleaks' rule), but not where its secret reaches beyond the specific
+// one's, and two specific rules on one span are both reported.
+func TestGenericGivesWay(t *testing.T) {
+	rs := mustLoad(t, `
+[[rules]]
+id = "vendor-token"
+regex = '''vt_[a-z0-9]{8}'''
+[[rules]]
+id = "other-vendor"
+regex = '''vt_[a-z0-9]{8}'''
+[[rules]]
+id = "generic-assignment"
+regex = '''token\s*=\s*"?([a-z0-9_]{8,})'''
+secretGroup = 1
+`)
+	s := newTestScanner(t, rs)
+	cases := []struct{ text, want string }{
+		{`token = "vt_ab12cd34"`, "other-vendor,vendor-token"},
+		{`token = "vt_ab12cd34_and_more"`, "generic-assignment,other-vendor,vendor-token"},
+		{`token = "plainvalue99"`, "generic-assignment"},
+		{`token = "plainvalue99"` + "\nvt_ab12cd34", "generic-assignment,other-vendor,vendor-token"},
+	}
+	for _, c := range cases {
+		ids := ruleIDs(s.Scan("f.txt", []byte(c.text), "").Findings)
+		slices.Sort(ids)
+		if got := strings.Join(ids, ","); got != c.want {
+			t.Errorf("%q: findings %s, want %s", c.text, got, c.want)
+		}
+	}
+}
