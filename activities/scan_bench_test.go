@@ -15,6 +15,7 @@ import (
 	"gitfleet/activities"
 	"gitfleet/internal/forge"
 	"gitfleet/internal/gitmirror"
+	"gitfleet/internal/gittest"
 	"gitfleet/internal/repogen"
 	"gitfleet/internal/store"
 )
@@ -129,46 +130,23 @@ func gitleaksPath() string {
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
-func git(b *testing.B, dir string, args ...string) string {
-	b.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@b", "GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@b")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		b.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
 // addCommit adds one small commit on top of HEAD of a bare repository.
 func addCommit(b *testing.B, bare string) {
 	b.Helper()
-	head := git(b, bare, "rev-parse", "HEAD")
-	cmd := exec.Command("git", "hash-object", "-w", "--stdin")
-	cmd.Dir = bare
-	cmd.Stdin = strings.NewReader("one more line of configuration\nlevel = 3\n")
-	out, err := cmd.Output()
-	if err != nil {
-		b.Fatal(err)
+	git := func(stdin string, args ...string) string {
+		return strings.TrimSpace(gittest.Git(b, bare, strings.NewReader(stdin), args...))
 	}
-	idx := filepath.Join(b.TempDir(), "index")
-	for _, args := range [][]string{{"read-tree", head}, {"update-index", "--add", "--cacheinfo", "100644," + strings.TrimSpace(string(out)) + ",bench/new.txt"}} {
-		c := exec.Command("git", args...)
-		c.Dir = bare
-		c.Env = append(os.Environ(), "GIT_INDEX_FILE="+idx)
-		if o, err := c.CombinedOutput(); err != nil {
-			b.Fatalf("git %v: %v %s", args, err, o)
-		}
+	blob := git("one more line of configuration\nlevel = 3\n", "hash-object", "-w", "--stdin")
+	tree := git(git("", "ls-tree", "HEAD")+"\n100644 blob "+blob+"\tgitfleet-bench-new.txt\n", "mktree")
+	git("", "update-ref", "HEAD", git("", "commit-tree", tree, "-p", "HEAD", "-m", "one more"))
+}
+
+// cloneMirror runs `git clone --mirror` as a user would.
+func cloneMirror(b *testing.B, src, dst string) {
+	b.Helper()
+	if out, err := exec.Command("git", "clone", "--quiet", "--mirror", src, dst).CombinedOutput(); err != nil {
+		b.Fatalf("git clone --mirror %s: %v %s", src, err, out)
 	}
-	c := exec.Command("git", "write-tree")
-	c.Dir, c.Env = bare, append(os.Environ(), "GIT_INDEX_FILE="+idx)
-	newTree, err := c.Output()
-	if err != nil {
-		b.Fatal(err)
-	}
-	commit := git(b, bare, "commit-tree", strings.TrimSpace(string(newTree)), "-p", head, "-m", "one more")
-	git(b, bare, "update-ref", "HEAD", commit)
 }
 
 // benchRepo is the repository to measure: GITFLEET_BENCH_REPO (any local
@@ -177,9 +155,7 @@ func benchRepo(b *testing.B) (path, label string) {
 	b.Helper()
 	dst := filepath.Join(b.TempDir(), "bench.git")
 	if src := os.Getenv("GITFLEET_BENCH_REPO"); src != "" {
-		if out, err := exec.Command("git", "clone", "--quiet", "--mirror", src, dst).CombinedOutput(); err != nil {
-			b.Fatalf("copy %s: %v %s", src, err, out)
-		}
+		cloneMirror(b, src, dst)
 		return dst, src
 	}
 	spec := repogen.Spec{Commits: 5000, FilesPerCommit: 5, Refs: 50, BlobSize: 2000, Seed: 2026,
@@ -273,7 +249,7 @@ func BenchmarkMirrorSync(b *testing.B) {
 	}
 	ours := time.Since(start)
 	start = time.Now()
-	git(b, b.TempDir(), "clone", "--quiet", "--mirror", url, "clone.git")
+	cloneMirror(b, url, filepath.Join(b.TempDir(), "clone.git"))
 	theirs := time.Since(start)
 	start = time.Now()
 	if _, err := m.Sync(context.Background(), url); err != nil {

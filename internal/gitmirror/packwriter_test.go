@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -24,22 +23,10 @@ import (
 
 	"gitfleet/internal/errclass"
 	"gitfleet/internal/forge"
+	"gitfleet/internal/gittest"
 	"gitfleet/internal/packfmt"
 	"gitfleet/internal/repogen"
 )
-
-func gitCmd(t testing.TB, dir string, stdin io.Reader, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Stdin = stdin
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v: %s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
 
 // recordPacks records the indexes of the packs the mirrors write.
 func recordPacks(t *testing.T) func() []*packfmt.Index {
@@ -78,7 +65,7 @@ func generated(t *testing.T, fg *forge.Forge, owner, name string, spec repogen.S
 	if err != nil {
 		t.Fatal(err)
 	}
-	gitCmd(t, dir, nil, "repack", "-adf", "-q", "--depth=50", "--window=50")
+	gittest.Git(t, dir, nil, "repack", "-adf", "-q", "--depth=50", "--window=50")
 }
 
 // checkMirror checks the mirror at dir against the remote's repository:
@@ -98,7 +85,7 @@ func checkMirror(t *testing.T, dir, remoteDir string) {
 			t.Fatal(err)
 		}
 		out := filepath.Join(scratch, filepath.Base(p)+".idx")
-		gitCmd(t, scratch, nil, "index-pack", "-o", out, p)
+		gittest.Git(t, scratch, nil, "index-pack", "-o", out, p)
 		theirs, err := os.ReadFile(out)
 		if err != nil {
 			t.Fatal(err)
@@ -110,11 +97,11 @@ func checkMirror(t *testing.T, dir, remoteDir string) {
 	if tmp, _ := filepath.Glob(filepath.Join(dir, "objects", "pack", "tmp_*")); len(tmp) > 0 {
 		t.Errorf("temporary files left: %v", tmp)
 	}
-	if out := gitCmd(t, dir, nil, "fsck", "--full", "--no-dangling"); strings.TrimSpace(out) != "" {
+	if out := gittest.Git(t, dir, nil, "fsck", "--full", "--no-dangling"); strings.TrimSpace(out) != "" {
 		t.Errorf("git fsck: %s", out)
 	}
 	refs := func(d string) string {
-		return gitCmd(t, d, nil, "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads", "refs/tags")
+		return gittest.Git(t, d, nil, "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads", "refs/tags")
 	}
 	if a, b := refs(dir), refs(remoteDir); a != b {
 		t.Errorf("mirror refs:\n%s\nremote refs:\n%s", a, b)
@@ -195,7 +182,7 @@ func checkMirror(t *testing.T, dir, remoteDir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := strings.Count(gitCmd(t, remoteDir, nil, "rev-list", "--objects", "--all"), "\n")
+	want := strings.Count(gittest.Git(t, remoteDir, nil, "rev-list", "--objects", "--all"), "\n")
 	if len(seen) != want {
 		t.Errorf("go-git read %d objects, the remote has %d", len(seen), want)
 	}
@@ -298,7 +285,7 @@ func TestPackWriterCorruptAndEmpty(t *testing.T) {
 	fg, _ := setup(t)
 	generated(t, fg, "acme", "app", repogen.Spec{Commits: 20, FilesPerCommit: 3, Refs: 3, Seed: 1})
 	remoteDir, _ := fg.GitDir("acme", "app")
-	good := []byte(gitCmd(t, remoteDir, nil, "pack-objects", "--all", "--stdout", "-q", "--delta-base-offset"))
+	good := []byte(gittest.Git(t, remoteDir, nil, "pack-objects", "--all", "--stdout", "-q", "--delta-base-offset"))
 
 	dir := filepath.Join(t.TempDir(), "m.git")
 	repo, err := git.PlainInit(dir, true)
@@ -329,7 +316,7 @@ func TestPackWriterCorruptAndEmpty(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The storage sees the new pack at once.
-	heads := gitCmd(t, remoteDir, nil, "rev-parse", "main")
+	heads := gittest.Git(t, remoteDir, nil, "rev-parse", "main")
 	if _, err := repo.CommitObject(plumbing.NewHash(strings.TrimSpace(heads))); err != nil {
 		t.Fatalf("new pack not visible: %v", err)
 	}

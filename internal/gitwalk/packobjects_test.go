@@ -18,6 +18,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/storage"
 
+	"gitfleet/internal/gittest"
 	"gitfleet/internal/repogen"
 )
 
@@ -94,7 +95,7 @@ func TestPackReaderObjects(t *testing.T) {
 				t.Fatal(err)
 			}
 			addEditHistory(t, dir, 3, 60)
-			runGit(t, dir, nil, "-c", fmt.Sprintf("repack.useDeltaBaseOffset=%v", !refDeltas), "repack", "-adf", "-q", "--depth=50", "--window=50")
+			gittest.Git(t, dir, nil, "-c", fmt.Sprintf("repack.useDeltaBaseOffset=%v", !refDeltas), "repack", "-adf", "-q", "--depth=50", "--window=50")
 			objs := catAll(t, dir)
 			types := map[plumbing.ObjectType]int{}
 			for _, o := range objs {
@@ -176,11 +177,11 @@ func TestPackReaderReadBlobsOnly(t *testing.T) {
 // Loose objects of every type, and missing objects.
 func TestPackReaderLooseObjects(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "r.git")
-	runGit(t, filepath.Dir(dir), nil, "init", "-q", "--bare", dir)
-	blob := strings.TrimSpace(runGit(t, dir, strings.NewReader(strings.Repeat("loose blob\n", 500)), "hash-object", "-w", "--stdin"))
-	tree := strings.TrimSpace(runGit(t, dir, strings.NewReader("100644 blob "+blob+"\tf.txt\n"), "mktree"))
-	commit := strings.TrimSpace(runGit(t, dir, nil, "-c", "user.name=A", "-c", "user.email=a@example.invalid", "commit-tree", tree, "-m", "loose"))
-	tag := strings.TrimSpace(runGit(t, dir, strings.NewReader("object "+commit+"\ntype commit\ntag v1\ntagger A <a@example.invalid> 1700000000 +0000\n\nv1\n"), "mktag"))
+	gittest.Git(t, filepath.Dir(dir), nil, "init", "-q", "--bare", dir)
+	blob := strings.TrimSpace(gittest.Git(t, dir, strings.NewReader(strings.Repeat("loose blob\n", 500)), "hash-object", "-w", "--stdin"))
+	tree := strings.TrimSpace(gittest.Git(t, dir, strings.NewReader("100644 blob "+blob+"\tf.txt\n"), "mktree"))
+	commit := strings.TrimSpace(gittest.Git(t, dir, nil, "-c", "user.name=A", "-c", "user.email=a@example.invalid", "commit-tree", tree, "-m", "loose"))
+	tag := strings.TrimSpace(gittest.Git(t, dir, strings.NewReader("object "+commit+"\ntype commit\ntag v1\ntagger A <a@example.invalid> 1700000000 +0000\n\nv1\n"), "mktag"))
 	objs := catAll(t, dir)
 	if len(objs) != 4 {
 		t.Fatalf("%d objects", len(objs))
@@ -220,18 +221,18 @@ func TestPackReaderLooseObjects(t *testing.T) {
 // chain is there, and reads no more than the start of the delta.
 func TestPackReaderObjectSizeHandmade(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "r.git")
-	runGit(t, filepath.Dir(dir), nil, "init", "-q", "--bare", dir)
+	gittest.Git(t, filepath.Dir(dir), nil, "init", "-q", "--bare", dir)
 	base := bytes.Repeat([]byte("0123456789abcdef"), 1000)
 	v1 := append([]byte("v1 "), base[:8000]...)
-	d1 := newDelta(len(base), len(v1)).insert([]byte("v1 ")).copy(0, 8000)
+	d1 := gittest.NewDelta(len(base), len(v1)).Insert([]byte("v1 ")).Copy(0, 8000)
 	v2 := append([]byte("v2 "), v1[:5000]...)
-	d2 := newDelta(len(v1), len(v2)).insert([]byte("v2 ")).copy(0, 5000)
-	h1, h2 := blobHash(v1), blobHash(v2)
-	b := newPackBuilder(3)
-	baseH, o0 := b.blob(base)
-	o1 := b.ofsDelta(h1, o0, d1)
-	b.ofsDelta(h2, o1, d2)
-	b.write(t, dir, "a", false)
+	d2 := gittest.NewDelta(len(v1), len(v2)).Insert([]byte("v2 ")).Copy(0, 5000)
+	h1, h2 := gittest.Hash("blob", v1), gittest.Hash("blob", v2)
+	b := gittest.NewPack()
+	baseH, o0 := b.Blob(base)
+	o1 := b.OfsDelta(h1, o0, d1)
+	b.OfsDelta(h2, o1, d2)
+	b.Write(t, dir, "a", false)
 	ps, err := OpenPacks(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -273,7 +274,7 @@ func TestPackReaderObjectSizeHandmade(t *testing.T) {
 func addLooseHistory(t testing.TB, dir string, n int) {
 	t.Helper()
 	gitc := func(stdin io.Reader, args ...string) string {
-		return strings.TrimSpace(runGit(t, dir, stdin, append([]string{"-c", "user.name=A", "-c", "user.email=a@example.invalid"}, args...)...))
+		return strings.TrimSpace(gittest.Git(t, dir, stdin, append([]string{"-c", "user.name=A", "-c", "user.email=a@example.invalid"}, args...)...))
 	}
 	parent := gitc(nil, "rev-parse", "main")
 	top := gitc(nil, "ls-tree", parent) // the top-level entries of main
@@ -397,14 +398,14 @@ func TestWalkPacksMatchesGoGit(t *testing.T) {
 	t.Run("repacked", func(t *testing.T) {
 		dir := gen(t)
 		addEditHistory(t, dir, 3, 60)
-		runGit(t, dir, nil, "repack", "-adf", "-q", "--depth=50", "--window=50")
+		gittest.Git(t, dir, nil, "repack", "-adf", "-q", "--depth=50", "--window=50")
 		compareModes(t, dir, open(t, dir))
 	})
 	t.Run("repacked+loose", func(t *testing.T) {
 		dir := gen(t)
-		runGit(t, dir, nil, "repack", "-adf", "-q", "--depth=50", "--window=50")
+		gittest.Git(t, dir, nil, "repack", "-adf", "-q", "--depth=50", "--window=50")
 		addLooseHistory(t, dir, 12)
-		if f := strings.Fields(runGit(t, dir, nil, "count-objects")); len(f) < 1 || f[0] == "0" {
+		if f := strings.Fields(gittest.Git(t, dir, nil, "count-objects")); len(f) < 1 || f[0] == "0" {
 			t.Fatalf("count-objects: %v: no loose objects", f)
 		}
 		compareModes(t, dir, open(t, dir))
@@ -413,7 +414,7 @@ func TestWalkPacksMatchesGoGit(t *testing.T) {
 		dir := gen(t)
 		ps := open(t, dir)
 		addLooseHistory(t, dir, 12)
-		runGit(t, dir, nil, "repack", "-adf", "-q", "--depth=50", "--window=50") // deletes the pack ps holds open
+		gittest.Git(t, dir, nil, "repack", "-adf", "-q", "--depth=50", "--window=50") // deletes the pack ps holds open
 		compareModes(t, dir, ps)
 	})
 }
@@ -462,7 +463,7 @@ func TestWalkPacksSparesGoGit(t *testing.T) {
 		t.Errorf("%d objects read through go-git, stats %+v", reads, st)
 	}
 	addLooseHistory(t, dir, 5)
-	runGit(t, dir, nil, "repack", "-adf", "-q")
+	gittest.Git(t, dir, nil, "repack", "-adf", "-q")
 	reads, st = walk()
 	// The 5 commits, their trees (root and loose/), 10 blobs' sizes, 2 tags.
 	if reads < 5+10+10+2 || st.Blobs != info.Blobs+10 {

@@ -2,14 +2,10 @@ package gitwalk
 
 import (
 	"bytes"
-	"compress/zlib"
-	"crypto/sha1"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
@@ -22,37 +18,9 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"gitfleet/internal/gittest"
 	"gitfleet/internal/repogen"
 )
-
-// runGit runs git with GIT_DIR=dir and no user or system configuration.
-func runGit(t testing.TB, dir string, stdin io.Reader, args ...string) string {
-	t.Helper()
-	out, err := gitOutput(dir, stdin, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func gitOutput(dir string, stdin io.Reader, args ...string) (string, error) {
-	cmd := exec.Command("git", args...)
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "GIT_") {
-			env = append(env, kv)
-		}
-	}
-	cmd.Env = append(env, "GIT_DIR="+dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull, "LC_ALL=C")
-	cmd.Dir = dir
-	cmd.Stdin = stdin
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, stderr.String())
-	}
-	return stdout.String(), nil
-}
 
 // packedRepo generates spec's repository at dir and repacks it into one
 // pack with long delta chains; extra are more repack arguments.
@@ -63,7 +31,7 @@ func packedRepo(t testing.TB, dir string, spec repogen.Spec, extra ...string) re
 		t.Fatal(err)
 	}
 	addEditHistory(t, dir, 3, 80)
-	runGit(t, dir, nil, append([]string{"repack", "-adf", "-q", "--depth=50", "--window=50"}, extra...)...)
+	gittest.Git(t, dir, nil, append([]string{"repack", "-adf", "-q", "--depth=50", "--window=50"}, extra...)...)
 	return info
 }
 
@@ -84,7 +52,7 @@ type objInfo struct {
 // listObjects lists every object of the repository, by git cat-file.
 func listObjects(t testing.TB, dir string) []objInfo {
 	t.Helper()
-	out := runGit(t, dir, nil, "cat-file", "--batch-all-objects", "--batch-check=%(objectname) %(objecttype) %(objectsize)")
+	out := gittest.Git(t, dir, nil, "cat-file", "--batch-all-objects", "--batch-check=%(objectname) %(objecttype) %(objectsize)")
 	var objs []objInfo
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		f := strings.Fields(line)
@@ -117,7 +85,7 @@ func blobEntries(t testing.TB, dir string) [][2]int {
 	idxs, _ := filepath.Glob(filepath.Join(dir, "objects/pack/*.idx"))
 	var out [][2]int
 	for _, idx := range idxs {
-		for _, line := range strings.Split(runGit(t, dir, nil, "verify-pack", "-v", idx), "\n") {
+		for _, line := range strings.Split(gittest.Git(t, dir, nil, "verify-pack", "-v", idx), "\n") {
 			f := strings.Fields(line)
 			if len(f) >= 5 && f[1] == "blob" {
 				inPack, _ := strconv.Atoi(f[3])
@@ -135,7 +103,7 @@ func packDeltas(t testing.TB, dir string) (deltas, longest int) {
 	t.Helper()
 	idxs, _ := filepath.Glob(filepath.Join(dir, "objects/pack/*.idx"))
 	for _, idx := range idxs {
-		out := runGit(t, dir, nil, "verify-pack", "-v", idx)
+		out := gittest.Git(t, dir, nil, "verify-pack", "-v", idx)
 		for _, line := range strings.Split(out, "\n") {
 			// sha type size size-in-pack offset [depth base-sha]
 			f := strings.Fields(line)
@@ -277,7 +245,7 @@ func TestPackReaderRefDeltas(t *testing.T) {
 		t.Fatal(err)
 	}
 	addEditHistory(t, dir, 2, 60)
-	runGit(t, dir, nil, "-c", "repack.useDeltaBaseOffset=false", "repack", "-adf", "-q", "--depth=50", "--window=50")
+	gittest.Git(t, dir, nil, "-c", "repack.useDeltaBaseOffset=false", "repack", "-adf", "-q", "--depth=50", "--window=50")
 	blobs := blobsOf(listObjects(t, dir))
 	want := expectedBlobs(t, dir, blobs)
 	ps, err := OpenPacks(dir)
@@ -304,8 +272,8 @@ func TestPackReaderSeveralPacks(t *testing.T) {
 	// A copy gets 20 more commits, each editing a few files of main's tip;
 	// its thin pack of those commits goes back into the original.
 	other := filepath.Join(tmp, "o.git")
-	runGit(t, tmp, nil, "clone", "-q", "--bare", "--no-local", dir, other)
-	files := strings.Fields(runGit(t, other, nil, "ls-tree", "-r", "--name-only", "main"))
+	gittest.Git(t, tmp, nil, "clone", "-q", "--bare", "--no-local", dir, other)
+	files := strings.Fields(gittest.Git(t, other, nil, "ls-tree", "-r", "--name-only", "main"))
 	var stream bytes.Buffer
 	stream.WriteString("feature done\n")
 	for i := 0; i < 20; i++ {
@@ -315,18 +283,18 @@ func TestPackReaderSeveralPacks(t *testing.T) {
 		}
 		for j := 0; j < 3; j++ {
 			path := files[(i*7+j*13)%len(files)]
-			content := runGit(t, other, nil, "cat-file", "blob", "main:"+path)
+			content := gittest.Git(t, other, nil, "cat-file", "blob", "main:"+path)
 			content = strings.Replace(content, "\n", fmt.Sprintf("\nedit %d %d\n", i, j), 1) + fmt.Sprintf("tail %d\n", i)
 			fmt.Fprintf(&stream, "M 100644 inline %s\ndata %d\n%s\n", path, len(content), content)
 		}
 	}
 	stream.WriteString("done\n")
-	runGit(t, other, &stream, "fast-import", "--quiet")
-	thin := runGit(t, other, strings.NewReader("main\n^"+info.Head+"\n"), "pack-objects", "--thin", "--stdout", "--revs", "-q")
-	runGit(t, dir, strings.NewReader(thin), "index-pack", "--stdin", "--fix-thin")
+	gittest.Git(t, other, &stream, "fast-import", "--quiet")
+	thin := gittest.Git(t, other, strings.NewReader("main\n^"+info.Head+"\n"), "pack-objects", "--thin", "--stdout", "--revs", "-q")
+	gittest.Git(t, dir, strings.NewReader(thin), "index-pack", "--stdin", "--fix-thin")
 	// And two loose blobs.
 	for _, c := range []string{"loose one\n", "loose two, longer: " + strings.Repeat("x", 5000)} {
-		runGit(t, dir, strings.NewReader(c), "hash-object", "-w", "--stdin")
+		gittest.Git(t, dir, strings.NewReader(c), "hash-object", "-w", "--stdin")
 	}
 
 	objs := listObjects(t, dir)
@@ -351,7 +319,7 @@ func TestPackReaderSeveralPacks(t *testing.T) {
 // Loose objects are read without go-git.
 func TestPackReaderLoose(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "r.git")
-	runGit(t, filepath.Dir(dir), nil, "init", "-q", "--bare", dir)
+	gittest.Git(t, filepath.Dir(dir), nil, "init", "-q", "--bare", dir)
 	tmp := t.TempDir()
 	contents := map[string]string{
 		"empty": "",
@@ -365,7 +333,7 @@ func TestPackReaderLoose(t *testing.T) {
 		if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		hashes[name] = plumbing.NewHash(strings.TrimSpace(runGit(t, dir, nil, "hash-object", "-w", "--no-filters", p)))
+		hashes[name] = plumbing.NewHash(strings.TrimSpace(gittest.Git(t, dir, nil, "hash-object", "-w", "--no-filters", p)))
 	}
 	ps, err := OpenPacks(dir)
 	if err != nil {
@@ -393,7 +361,7 @@ func TestPackReaderLoose(t *testing.T) {
 		t.Errorf("inflated %d bytes: the limited read inflated the big blob", r.stats.inflated)
 	}
 	// A loose commit is not a blob.
-	tree := strings.TrimSpace(runGit(t, dir, strings.NewReader(""), "mktree"))
+	tree := strings.TrimSpace(gittest.Git(t, dir, strings.NewReader(""), "mktree"))
 	if _, _, err := r.Read(plumbing.NewHash(tree), 0, nil); !errors.Is(err, plumbing.ErrObjectNotFound) {
 		t.Errorf("loose tree: %v", err)
 	}
@@ -497,7 +465,7 @@ func TestPackReaderBufferReuse(t *testing.T) {
 // With a limit, a larger blob is not inflated, a delta's bases not read.
 func TestPackReaderLimit(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "r.git")
-	runGit(t, filepath.Dir(dir), nil, "init", "-q", "--bare", dir)
+	gittest.Git(t, filepath.Dir(dir), nil, "init", "-q", "--bare", dir)
 	rng := rand.New(rand.NewPCG(3, 4))
 	big := make([]byte, 3<<20)
 	for i := range big {
@@ -511,8 +479,8 @@ func TestPackReaderLimit(t *testing.T) {
 		fmt.Fprintf(&stream, "M 100644 inline big.txt\ndata %d\n%s\n", len(content), content)
 		fmt.Fprintf(&stream, "M 100644 inline small.txt\ndata 8\nsmall %d\n\n", v)
 	}
-	runGit(t, dir, &stream, "fast-import", "--quiet")
-	runGit(t, dir, nil, "repack", "-adf", "-q", "--depth=50", "--window=50")
+	gittest.Git(t, dir, &stream, "fast-import", "--quiet")
+	gittest.Git(t, dir, nil, "repack", "-adf", "-q", "--depth=50", "--window=50")
 	if deltas, _ := packDeltas(t, dir); deltas < 2 {
 		t.Fatalf("%d blob deltas: the big blob's versions should be deltas", deltas)
 	}
@@ -730,225 +698,46 @@ func TestPackReaderConcurrent(t *testing.T) {
 	wg.Wait()
 }
 
-// packBuilder writes a pack and its version 2 index by hand, for what Git
-// does not write: REF_DELTAs to another pack, cycles, absurd sizes.
-type packBuilder struct {
-	buf     bytes.Buffer
-	entries []builtEntry
-}
-
-type builtEntry struct {
-	h   plumbing.Hash
-	off int64
-}
-
-func newPackBuilder(n int) *packBuilder {
-	b := &packBuilder{}
-	b.buf.WriteString("PACK")
-	b.buf.Write([]byte{0, 0, 0, 2, byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)})
-	return b
-}
-
-func blobHash(content []byte) plumbing.Hash {
-	s := sha1.New()
-	fmt.Fprintf(s, "blob %d\x00", len(content))
-	s.Write(content)
-	var h plumbing.Hash
-	copy(h[:], s.Sum(nil))
-	return h
-}
-
-func zlibBytes(data []byte) []byte {
-	var z bytes.Buffer
-	w := zlib.NewWriter(&z)
-	w.Write(data)
-	w.Close()
-	return z.Bytes()
-}
-
-// entry appends an entry of type typ with header size size (declared) and
-// zlib data of data, with extra bytes (a delta's base) after the header.
-func (b *packBuilder) entry(h plumbing.Hash, typ int, size uint64, extra, data []byte) int64 {
-	off := int64(b.buf.Len())
-	c := byte(typ<<4) | byte(size&0x0f)
-	size >>= 4
-	for size > 0 {
-		b.buf.WriteByte(c | 0x80)
-		c = byte(size & 0x7f)
-		size >>= 7
-	}
-	b.buf.WriteByte(c)
-	b.buf.Write(extra)
-	b.buf.Write(zlibBytes(data))
-	b.entries = append(b.entries, builtEntry{h, off})
-	return off
-}
-
-func (b *packBuilder) blob(content []byte) (plumbing.Hash, int64) {
-	h := blobHash(content)
-	return h, b.entry(h, objBlob, uint64(len(content)), nil, content)
-}
-
-func ofsDistance(d int64) []byte {
-	out := []byte{byte(d & 0x7f)}
-	for d >>= 7; d > 0; d >>= 7 {
-		d--
-		out = append([]byte{byte(0x80 | d&0x7f)}, out...)
-	}
-	return out
-}
-
-func (b *packBuilder) ofsDelta(h plumbing.Hash, baseOff int64, delta []byte) int64 {
-	off := int64(b.buf.Len())
-	return b.entry(h, objOfsDelta, uint64(len(delta)), ofsDistance(off-baseOff), delta)
-}
-
-func (b *packBuilder) refDelta(h, base plumbing.Hash, delta []byte) int64 {
-	return b.entry(h, objRefDelta, uint64(len(delta)), base[:], delta)
-}
-
-// write writes pack-<name>.pack and .idx into dir/objects/pack; with large,
-// every offset goes through the large offset table.
-func (b *packBuilder) write(t testing.TB, dir, name string, large bool) {
-	t.Helper()
-	sum := sha1.Sum(b.buf.Bytes())
-	pack := append(b.buf.Bytes(), sum[:]...)
-	ents := append([]builtEntry(nil), b.entries...)
-	sort.Slice(ents, func(i, j int) bool { return bytes.Compare(ents[i].h[:], ents[j].h[:]) < 0 })
-	var idx bytes.Buffer
-	idx.Write(idxMagic)
-	idx.Write([]byte{0, 0, 0, 2})
-	for i := 0; i < 256; i++ {
-		n := 0
-		for _, e := range ents {
-			if int(e.h[0]) <= i {
-				n++
-			}
-		}
-		idx.Write([]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)})
-	}
-	for _, e := range ents {
-		idx.Write(e.h[:])
-	}
-	idx.Write(make([]byte, 4*len(ents))) // CRC-32s, unchecked
-	for i, e := range ents {
-		o := uint32(e.off)
-		if large {
-			o = 0x80000000 | uint32(i)
-		}
-		idx.Write([]byte{byte(o >> 24), byte(o >> 16), byte(o >> 8), byte(o)})
-	}
-	if large {
-		for _, e := range ents {
-			var x [8]byte
-			for k := 0; k < 8; k++ {
-				x[k] = byte(uint64(e.off) >> (56 - 8*k))
-			}
-			idx.Write(x[:])
-		}
-	}
-	idx.Write(sum[:])
-	isum := sha1.Sum(idx.Bytes())
-	idx.Write(isum[:])
-	pd := filepath.Join(dir, "objects", "pack")
-	if err := os.MkdirAll(pd, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(pd, "pack-"+name+".pack"), pack, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(pd, "pack-"+name+".idx"), idx.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// deltaBuilder writes delta data.
-type deltaBuilder []byte
-
-func newDelta(src, tgt int) deltaBuilder {
-	var d deltaBuilder
-	d = d.varint(uint64(src))
-	return d.varint(uint64(tgt))
-}
-
-func (d deltaBuilder) varint(v uint64) deltaBuilder {
-	for v >= 0x80 {
-		d = append(d, byte(v)|0x80)
-		v >>= 7
-	}
-	return append(d, byte(v))
-}
-
-func (d deltaBuilder) copy(off, size int) deltaBuilder {
-	cmd := byte(0x80)
-	var args []byte
-	for i := 0; i < 4; i++ {
-		if b := byte(off >> (8 * i)); b != 0 {
-			cmd |= 1 << i
-			args = append(args, b)
-		}
-	}
-	if size != 0x10000 {
-		for i := 0; i < 3; i++ {
-			if b := byte(size >> (8 * i)); b != 0 {
-				cmd |= 1 << (4 + i)
-				args = append(args, b)
-			}
-		}
-	}
-	return append(append(d, cmd), args...)
-}
-
-func (d deltaBuilder) insert(data []byte) deltaBuilder {
-	for len(data) > 0 {
-		n := min(len(data), 127)
-		d = append(append(d, byte(n)), data[:n]...)
-		data = data[n:]
-	}
-	return d
-}
-
 // Hand-made packs: a REF_DELTA to a base in another pack, OFS_DELTA and
 // REF_DELTA chains mixed, 0x10000-byte copies, large offsets, and corrupt
 // entries that must fail without allocating what they claim.
 func TestPackReaderHandmade(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "r.git")
-	runGit(t, filepath.Dir(dir), nil, "init", "-q", "--bare", dir)
+	gittest.Git(t, filepath.Dir(dir), nil, "init", "-q", "--bare", dir)
 
 	base := bytes.Repeat([]byte("0123456789abcdef"), 10000) // 160,000 bytes
-	a := newPackBuilder(1)
-	baseH, _ := a.blob(base)
-	a.write(t, dir, "a", false)
+	a := gittest.NewPack()
+	baseH, _ := a.Blob(base)
+	a.Write(t, dir, "a", false)
 
 	// v1 (pack b, REF_DELTA to pack a): base with a 0x10000 copy, an insert.
 	v1 := append(append([]byte("head\n"), base[16:16+0x10000]...), base[:100]...)
-	d1 := newDelta(len(base), len(v1)).insert([]byte("head\n")).copy(16, 0x10000).copy(0, 100)
+	d1 := gittest.NewDelta(len(base), len(v1)).Insert([]byte("head\n")).Copy(16, 0x10000).Copy(0, 100)
 	// v2 (OFS_DELTA on v1), v3 (REF_DELTA on v2, same pack).
 	v2 := append([]byte("v2 "), v1[:1000]...)
-	d2 := newDelta(len(v1), len(v2)).insert([]byte("v2 ")).copy(0, 1000)
+	d2 := gittest.NewDelta(len(v1), len(v2)).Insert([]byte("v2 ")).Copy(0, 1000)
 	v3 := append(append([]byte(nil), v2[500:900]...), "tail"...)
-	d3 := newDelta(len(v2), len(v3)).copy(500, 400).insert([]byte("tail"))
-	h1, h2, h3 := blobHash(v1), blobHash(v2), blobHash(v3)
+	d3 := gittest.NewDelta(len(v2), len(v3)).Copy(500, 400).Insert([]byte("tail"))
+	h1, h2, h3 := gittest.Hash("blob", v1), gittest.Hash("blob", v2), gittest.Hash("blob", v3)
 
 	// Corrupt entries, under made-up names.
 	name := func(i byte) plumbing.Hash { return plumbing.Hash{0xee, i} }
 	hugeBlob, hugeDelta, cycleA, cycleB, copyOut, wrongSrc, badType, shortBlob, truncated := name(1), name(2), name(3), name(4), name(5), name(6), name(7), name(8), name(9)
 
-	b := newPackBuilder(12)
-	o1 := b.refDelta(h1, baseH, d1)
-	b.ofsDelta(h2, o1, d2)
-	b.refDelta(h3, h2, d3)
-	b.entry(hugeBlob, objBlob, 1<<40, nil, []byte("tiny"))                      // size far over what the data can inflate to
-	b.refDelta(hugeDelta, baseH, newDelta(len(base), 1<<40).copy(0, 0x10000))   // target size not what the copies make
-	b.refDelta(cycleA, cycleB, newDelta(1, 1).insert([]byte("a")))              // A on B on A
-	b.refDelta(cycleB, cycleA, newDelta(1, 1).insert([]byte("b")))              //
-	b.refDelta(copyOut, baseH, newDelta(len(base), 10).copy(len(base)-5, 10))   // copy past the base's end
-	b.refDelta(wrongSrc, baseH, newDelta(len(base)+1, 3).insert([]byte("abc"))) // source size differs
-	b.entry(badType, 5, 3, nil, []byte("abc"))                                  // type 5 is reserved
-	b.entry(shortBlob, objBlob, 100, nil, []byte("only 12 byte"))               // data shorter than the size
-	b.buf.Write([]byte{0x80 | objBlob<<4 | 0x0f, 0xff, 0xff})                   // a header running into the end of the pack
-	b.entries = append(b.entries, builtEntry{truncated, int64(b.buf.Len() - 3)})
-	b.write(t, dir, "b", true)
+	b := gittest.NewPack()
+	o1 := b.RefDelta(h1, baseH, d1)
+	b.OfsDelta(h2, o1, d2)
+	b.RefDelta(h3, h2, d3)
+	b.Entry(hugeBlob, objBlob, 1<<40, nil, []byte("tiny"))                              // size far over what the data can inflate to
+	b.RefDelta(hugeDelta, baseH, gittest.NewDelta(len(base), 1<<40).Copy(0, 0x10000))   // target size not what the copies make
+	b.RefDelta(cycleA, cycleB, gittest.NewDelta(1, 1).Insert([]byte("a")))              // A on B on A
+	b.RefDelta(cycleB, cycleA, gittest.NewDelta(1, 1).Insert([]byte("b")))              //
+	b.RefDelta(copyOut, baseH, gittest.NewDelta(len(base), 10).Copy(len(base)-5, 10))   // copy past the base's end
+	b.RefDelta(wrongSrc, baseH, gittest.NewDelta(len(base)+1, 3).Insert([]byte("abc"))) // source size differs
+	b.Entry(badType, 5, 3, nil, []byte("abc"))                                          // type 5 is reserved
+	b.Entry(shortBlob, objBlob, 100, nil, []byte("only 12 byte"))                       // data shorter than the size
+	b.Raw(truncated, []byte{0x80 | objBlob<<4 | 0x0f, 0xff, 0xff})                      // a header running into the end of the pack
+	b.Write(t, dir, "b", true)
 
 	ps, err := OpenPacks(dir)
 	if err != nil {
@@ -1047,7 +836,7 @@ func TestBaseCache(t *testing.T) {
 
 // Deltas never panic, and what they produce has the header's size.
 func FuzzApplyDelta(f *testing.F) {
-	f.Add([]byte("base data here"), []byte(newDelta(14, 7).copy(5, 4).insert([]byte("abc"))))
+	f.Add([]byte("base data here"), []byte(gittest.NewDelta(14, 7).Copy(5, 4).Insert([]byte("abc"))))
 	f.Add([]byte("x"), []byte{1, 2, 0x91, 0, 1})
 	f.Add([]byte{}, []byte{0, 0})
 	f.Add([]byte("abc"), []byte{3, 0x80, 0x80, 0x80, 0x80, 4, 0xff, 1, 2, 3, 4, 5, 6, 7})
@@ -1101,7 +890,7 @@ func readRepo(b *testing.B) (string, []Blob, int64) {
 		if _, err := repogen.Generate(dir, readSpec); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := gitOutput(dir, nil, "repack", "-adf", "-q", "--depth=50", "--window=50"); err != nil {
+		if _, err := gittest.Run(dir, nil, "repack", "-adf", "-q", "--depth=50", "--window=50"); err != nil {
 			b.Fatal(err)
 		}
 		repo, closer, err := Open(dir, 0)

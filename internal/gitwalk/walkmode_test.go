@@ -10,6 +10,8 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"gitfleet/internal/gittest"
 )
 
 // get and put are the delta base cache's lookup and add, for blobs (as
@@ -56,7 +58,7 @@ func (m walkMode) newBuilder(t testing.TB) *builder {
 		return newBuilder(t)
 	}
 	dir := filepath.Join(t.TempDir(), "repo.git")
-	runGit(t, filepath.Dir(dir), nil, "init", "-q", "--bare", dir)
+	gittest.Git(t, filepath.Dir(dir), nil, "init", "-q", "--bare", dir)
 	st := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRUDefault())
 	repo, err := git.Open(st, nil)
 	if err != nil {
@@ -84,7 +86,7 @@ func (m walkMode) prepare(t testing.TB, b *builder, opts Options) Options {
 	if m.layout == stalePacks {
 		openPacks()
 	}
-	objs := strings.Fields(runGit(t, b.dir, nil, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)"))
+	objs := strings.Fields(gittest.Git(t, b.dir, nil, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)"))
 	sort.Strings(objs)
 	switch m.layout {
 	case packedLoose:
@@ -118,9 +120,9 @@ func packObjects(t testing.TB, dir string, objs []string) {
 	if len(objs) == 0 {
 		return
 	}
-	runGit(t, dir, strings.NewReader(strings.Join(objs, "\n")+"\n"), "pack-objects", "-q", "--window=50", "--depth=50",
+	gittest.Git(t, dir, strings.NewReader(strings.Join(objs, "\n")+"\n"), "pack-objects", "-q", "--window=50", "--depth=50",
 		filepath.Join(dir, "objects", "pack", "pack"))
-	runGit(t, dir, nil, "prune-packed")
+	gittest.Git(t, dir, nil, "prune-packed")
 }
 
 func repoModeName(packs bool) string {

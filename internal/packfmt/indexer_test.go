@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"compress/flate"
 	"compress/zlib"
-	"crypto/sha1"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -20,23 +18,9 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 
+	"gitfleet/internal/gittest"
 	"gitfleet/internal/repogen"
 )
-
-func runGit(t testing.TB, dir string, stdin io.Reader, args ...string) []byte {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Stdin = stdin
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("git %s: %v: %s", strings.Join(args, " "), err, stderr.String())
-	}
-	return out
-}
 
 // genRepo generates a repository (annotated tags included) with an edit
 // history of long delta chains, repacked as `git repack -adf --depth=50
@@ -48,7 +32,7 @@ func genRepo(t testing.TB, spec repogen.Spec) string {
 		t.Fatal(err)
 	}
 	addEditHistory(t, dir, 3, 60)
-	runGit(t, dir, nil, "repack", "-adf", "-q", "--depth=50", "--window=50")
+	gittest.Git(t, dir, nil, "repack", "-adf", "-q", "--depth=50", "--window=50")
 	return dir
 }
 
@@ -64,12 +48,12 @@ func addEditHistory(t testing.TB, dir string, files, versions int) {
 func gitIndex(t testing.TB, pack []byte) []byte {
 	t.Helper()
 	dir := t.TempDir()
-	runGit(t, dir, nil, "init", "-q", "--bare", ".")
+	gittest.Git(t, dir, nil, "init", "-q", "--bare", ".")
 	p := filepath.Join(dir, "in.pack")
 	if err := os.WriteFile(p, pack, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	runGit(t, dir, nil, "index-pack", "-o", filepath.Join(dir, "out.idx"), p)
+	gittest.Git(t, dir, nil, "index-pack", "-o", filepath.Join(dir, "out.idx"), p)
 	idx, err := os.ReadFile(filepath.Join(dir, "out.idx"))
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +118,7 @@ func setTuning[T any](t testing.TB, v *T, to T) {
 // with caches too small to hold a chain, on one goroutine or several.
 func TestIndexMatchesGit(t *testing.T) {
 	repo := genRepo(t, repogen.Spec{Commits: 200, FilesPerCommit: 4, Refs: 12, BlobSize: 1500, Binary: 4, Seed: 42})
-	if out := runGit(t, repo, nil, "for-each-ref", "--format=%(objecttype)", "refs/tags"); !bytes.Contains(out, []byte("tag")) {
+	if out := gittest.Git(t, repo, nil, "for-each-ref", "--format=%(objecttype)", "refs/tags"); !strings.Contains(out, "tag") {
 		t.Fatal("no annotated tag in the repository")
 	}
 	configs := []struct {
@@ -153,7 +137,7 @@ func TestIndexMatchesGit(t *testing.T) {
 		if kind == "ofs" {
 			args = append(args, "--delta-base-offset")
 		}
-		pack := runGit(t, repo, nil, args...)
+		pack := []byte(gittest.Git(t, repo, nil, args...))
 		want := gitIndex(t, pack)
 		for _, c := range configs {
 			t.Run(kind+"/"+c.name, func(t *testing.T) {
@@ -184,7 +168,7 @@ func TestIndexMatchesGit(t *testing.T) {
 func TestIndexStoredAndLargeObjects(t *testing.T) {
 	repo := genRepo(t, repogen.Spec{Commits: 40, FilesPerCommit: 3, Refs: 4, BlobSize: 30000, Binary: 3, Seed: 3})
 	for _, level := range []string{"0", "1", "9"} {
-		pack := runGit(t, repo, nil, "-c", "pack.compression="+level, "pack-objects", "--all", "--stdout", "-q", "--delta-base-offset", "--no-reuse-object")
+		pack := []byte(gittest.Git(t, repo, nil, "-c", "pack.compression="+level, "pack-objects", "--all", "--stdout", "-q", "--delta-base-offset", "--no-reuse-object"))
 		want := gitIndex(t, pack)
 		for _, limit := range []int64{preallocBytes, 4 << 10} {
 			t.Run(fmt.Sprintf("level %s limit %d", level, limit), func(t *testing.T) {
@@ -212,7 +196,7 @@ func TestIndexThinPack(t *testing.T) {
 		if kind == "ofs" {
 			args = append(args, "--delta-base-offset")
 		}
-		pack := runGit(t, repo, strings.NewReader("edits\n^edits~20\nmain\n^main~10\n"), args...)
+		pack := []byte(gittest.Git(t, repo, strings.NewReader("edits\n^edits~20\nmain\n^main~10\n"), args...))
 		t.Run(kind, func(t *testing.T) {
 			if _, _, _, err := index(t, pack, Options{}, false); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "thin pack") {
 				t.Fatalf("thin pack without Base: %v", err)
@@ -254,113 +238,9 @@ func TestIndexThinPack(t *testing.T) {
 	}
 }
 
-// packBuilder writes hand-made packs.
-type packBuilder struct {
-	buf bytes.Buffer
-	n   int
-}
-
-func newPackBuilder() *packBuilder {
-	b := &packBuilder{}
-	b.buf.WriteString("PACK\x00\x00\x00\x02\x00\x00\x00\x00")
-	return b
-}
-
-func objHash(typ string, content []byte) plumbing.Hash {
-	s := sha1.New()
-	fmt.Fprintf(s, "%s %d\x00", typ, len(content))
-	s.Write(content)
-	var h plumbing.Hash
-	copy(h[:], s.Sum(nil))
-	return h
-}
-
-func zlibBytes(data []byte) []byte {
-	var z bytes.Buffer
-	w := zlib.NewWriter(&z)
-	w.Write(data)
-	w.Close()
-	return z.Bytes()
-}
-
-func (b *packBuilder) entry(typ uint8, size uint64, extra, data []byte) int64 {
-	off := int64(b.buf.Len())
-	b.buf.Write(entryHeader(nil, typ, size))
-	b.buf.Write(extra)
-	b.buf.Write(zlibBytes(data))
-	b.n++
-	return off
-}
-
-func (b *packBuilder) blob(content []byte) (plumbing.Hash, int64) {
-	return objHash("blob", content), b.entry(objBlob, uint64(len(content)), nil, content)
-}
-
-func ofsDistance(d int64) []byte {
-	out := []byte{byte(d & 0x7f)}
-	for d >>= 7; d > 0; d >>= 7 {
-		d--
-		out = append([]byte{byte(0x80 | d&0x7f)}, out...)
-	}
-	return out
-}
-
-func (b *packBuilder) ofsDelta(baseOff int64, delta []byte) int64 {
-	off := int64(b.buf.Len())
-	return b.entry(objOfsDelta, uint64(len(delta)), ofsDistance(off-baseOff), delta)
-}
-
-func (b *packBuilder) refDelta(base plumbing.Hash, delta []byte) int64 {
-	return b.entry(objRefDelta, uint64(len(delta)), base[:], delta)
-}
-
-// bytes returns the pack, with its object count and checksum.
-func (b *packBuilder) bytes() []byte {
-	p := append([]byte(nil), b.buf.Bytes()...)
-	p[8], p[9], p[10], p[11] = byte(b.n>>24), byte(b.n>>16), byte(b.n>>8), byte(b.n)
-	sum := sha1.Sum(p)
-	return append(p, sum[:]...)
-}
-
-// delta is a delta that copies all of a base of src bytes and appends add.
-func delta(src int, add string) []byte {
-	d := appendVarint(nil, uint64(src))
-	d = appendVarint(d, uint64(src+len(add)))
-	for off := 0; off < src; off += 0x10000 {
-		n := min(0x10000, src-off)
-		cmd := byte(0x80)
-		var args []byte
-		for i := 0; i < 4; i++ {
-			if v := byte(off >> (8 * i)); v != 0 {
-				cmd |= 1 << i
-				args = append(args, v)
-			}
-		}
-		if n != 0x10000 {
-			for i := 0; i < 3; i++ {
-				if v := byte(n >> (8 * i)); v != 0 {
-					cmd |= 1 << (4 + i)
-					args = append(args, v)
-				}
-			}
-		}
-		d = append(append(d, cmd), args...)
-	}
-	for a := []byte(add); len(a) > 0; {
-		n := min(len(a), 127)
-		d = append(append(d, byte(n)), a[:n]...)
-		a = a[n:]
-	}
-	return d
-}
-
-func appendVarint(d []byte, v uint64) []byte {
-	for v >= 0x80 {
-		d = append(d, byte(v)|0x80)
-		v >>= 7
-	}
-	return append(d, byte(v))
-}
+// unnamed names the entries of hand-made packs that tests write no index
+// for: the indexer names objects itself.
+var unnamed plumbing.Hash
 
 // indexNames returns the names the index lists.
 func indexNames(t *testing.T, ix *Index) map[plumbing.Hash]bool {
@@ -379,17 +259,17 @@ func TestIndexHandmade(t *testing.T) {
 	v2 := append(append([]byte{}, v1...), "two\n"...)
 	v3 := append(append([]byte{}, v2...), "three\n"...)
 	v4 := append(append([]byte{}, v3...), "four\n"...)
-	b := newPackBuilder()
-	h1 := objHash("blob", v1)
-	h2, h3, h4 := objHash("blob", v2), objHash("blob", v3), objHash("blob", v4)
-	b.refDelta(h3, delta(len(v3), "four\n")) // v4 on v3, which comes later
-	b.refDelta(h2, delta(len(v2), "three\n"))
-	_, o1 := b.blob(v1)
-	b.ofsDelta(o1, delta(len(v1), "two\n"))
-	b.blob(v1) // a duplicate
+	b := gittest.NewPack()
+	h1 := gittest.Hash("blob", v1)
+	h2, h3, h4 := gittest.Hash("blob", v2), gittest.Hash("blob", v3), gittest.Hash("blob", v4)
+	b.RefDelta(h4, h3, gittest.Extend(len(v3), "four\n")) // v4 on v3, which comes later
+	b.RefDelta(h3, h2, gittest.Extend(len(v2), "three\n"))
+	_, o1 := b.Blob(v1)
+	b.OfsDelta(h2, o1, gittest.Extend(len(v1), "two\n"))
+	b.Blob(v1) // a duplicate
 	tree := []byte("100644 a\x00" + string(h1[:]))
-	b.entry(objTree, uint64(len(tree)), nil, tree)
-	pack := b.bytes()
+	b.Entry(unnamed, gittest.Tree, uint64(len(tree)), nil, tree)
+	pack := b.Bytes()
 	want := gitIndex(t, pack)
 	for _, stream := range []int{streamCacheBytes, 0} {
 		setTuning(t, &streamCacheBytes, stream)
@@ -401,14 +281,14 @@ func TestIndexHandmade(t *testing.T) {
 			t.Fatal("index differs from git's")
 		}
 		names := indexNames(t, ix)
-		for _, h := range []plumbing.Hash{h1, h2, h3, h4, objHash("tree", tree)} {
+		for _, h := range []plumbing.Hash{h1, h2, h3, h4, gittest.Hash("tree", tree)} {
 			if !names[h] {
 				t.Errorf("%s not indexed", h)
 			}
 		}
 	}
 
-	empty := newPackBuilder().bytes()
+	empty := gittest.NewPack().Bytes()
 	ix, idx, _, err := index(t, empty, Options{}, false)
 	if err != nil || ix.Objects() != 0 || !bytes.Equal(idx, gitIndex(t, empty)) {
 		t.Fatalf("empty pack: %v", err)
@@ -422,12 +302,12 @@ func TestIndexHandmade(t *testing.T) {
 // flipped byte, and hand-made lies, without allocating what headers claim.
 func TestIndexCorrupt(t *testing.T) {
 	v1 := []byte(strings.Repeat("some content\n", 50))
-	b := newPackBuilder()
-	h1, o1 := b.blob(v1)
-	b.ofsDelta(o1, delta(len(v1), "more\n"))
-	b.refDelta(h1, delta(len(v1), "else\n"))
-	b.entry(objCommit, 4, nil, []byte("tree"))
-	good := b.bytes()
+	b := gittest.NewPack()
+	h1, o1 := b.Blob(v1)
+	b.OfsDelta(unnamed, o1, gittest.Extend(len(v1), "more\n"))
+	b.RefDelta(unnamed, h1, gittest.Extend(len(v1), "else\n"))
+	b.Entry(unnamed, gittest.Commit, 4, nil, []byte("tree"))
+	good := b.Bytes()
 	if _, _, _, err := index(t, good, Options{}, false); err != nil {
 		t.Fatal(err)
 	}
@@ -447,43 +327,41 @@ func TestIndexCorrupt(t *testing.T) {
 		t.Fatalf("data after the pack: %v", err)
 	}
 
-	lies := map[string]func(b *packBuilder){
-		"size larger than the data": func(b *packBuilder) { b.entry(objBlob, 1<<39, nil, []byte("short")) },
-		"size smaller than the data": func(b *packBuilder) {
-			b.entry(objBlob, 3, nil, []byte("longer"))
+	lies := map[string]func(b *gittest.Pack){
+		"size larger than the data": func(b *gittest.Pack) { b.Entry(unnamed, gittest.Blob, 1<<39, nil, []byte("short")) },
+		"size smaller than the data": func(b *gittest.Pack) {
+			b.Entry(unnamed, gittest.Blob, 3, nil, []byte("longer"))
 		},
-		"delta size larger than the data": func(b *packBuilder) {
-			_, o := b.blob(v1)
-			b.entry(objOfsDelta, 1<<38, ofsDistance(int64(b.buf.Len())-o), delta(len(v1), "x"))
+		"delta size larger than the data": func(b *gittest.Pack) {
+			_, o := b.Blob(v1)
+			b.Entry(unnamed, gittest.OfsDelta, 1<<38, gittest.OfsDistance(b.Len()-o), gittest.Extend(len(v1), "x"))
 		},
-		"delta on a base of another size": func(b *packBuilder) {
-			_, o := b.blob(v1)
-			b.ofsDelta(o, delta(len(v1)+1, "x"))
+		"delta on a base of another size": func(b *gittest.Pack) {
+			_, o := b.Blob(v1)
+			b.OfsDelta(unnamed, o, gittest.Extend(len(v1)+1, "x"))
 		},
-		"delta base offset between entries": func(b *packBuilder) {
-			_, o := b.blob(v1)
-			b.ofsDelta(o+1, delta(len(v1), "x"))
+		"delta base offset between entries": func(b *gittest.Pack) {
+			_, o := b.Blob(v1)
+			b.OfsDelta(unnamed, o+1, gittest.Extend(len(v1), "x"))
 		},
-		"delta base before the pack": func(b *packBuilder) {
-			b.entry(objOfsDelta, 5, ofsDistance(int64(b.buf.Len())+100), delta(1, "x"))
+		"delta base before the pack": func(b *gittest.Pack) {
+			b.Entry(unnamed, gittest.OfsDelta, 5, gittest.OfsDistance(b.Len()+100), gittest.Extend(1, "x"))
 		},
-		"REF_DELTA cycle": func(b *packBuilder) {
+		"REF_DELTA cycle": func(b *gittest.Pack) {
 			// Two deltas whose bases are each other's names: never resolved.
-			ha, hb := objHash("blob", []byte("a")), objHash("blob", []byte("b"))
-			b.refDelta(hb, delta(1, "a"))
-			b.refDelta(ha, delta(1, "b"))
+			ha, hb := gittest.Hash("blob", []byte("a")), gittest.Hash("blob", []byte("b"))
+			b.RefDelta(unnamed, hb, gittest.Extend(1, "a"))
+			b.RefDelta(unnamed, ha, gittest.Extend(1, "b"))
 		},
-		"entry type 5": func(b *packBuilder) { b.entry(5, 1, nil, []byte("x")) },
-		"huge entry header": func(b *packBuilder) {
-			b.buf.Write(bytes.Repeat([]byte{0xff}, 12))
-			b.buf.WriteByte(0)
-			b.n++
+		"entry type 5": func(b *gittest.Pack) { b.Entry(unnamed, 5, 1, nil, []byte("x")) },
+		"huge entry header": func(b *gittest.Pack) {
+			b.Raw(unnamed, append(bytes.Repeat([]byte{0xff}, 12), 0))
 		},
 	}
 	for name, lie := range lies {
-		b := newPackBuilder()
+		b := gittest.NewPack()
 		lie(b)
-		pack := b.bytes()
+		pack := b.Bytes()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		_, _, _, err := index(t, pack, Options{Base: func(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
@@ -506,7 +384,7 @@ func TestIndexLargeOffsets(t *testing.T) {
 	ix := &Index{Checksum: plumbing.NewHash("0123456789abcdef0123456789abcdef01234567")}
 	offs := []int64{12, 0x7fffffff, 0x80000000, 5 << 30, 1 << 40}
 	for i, off := range offs {
-		h := objHash("blob", []byte{byte(i)})
+		h := gittest.Hash("blob", []byte{byte(i)})
 		ix.entries = append(ix.entries, entry{off: off, crc: uint32(i * 7), hash: h})
 	}
 	var buf bytes.Buffer
@@ -582,12 +460,12 @@ func FuzzInflate(f *testing.F) {
 // Arbitrary data never panics the indexer.
 func FuzzIndexer(f *testing.F) {
 	v1 := []byte(strings.Repeat("content ", 20))
-	b := newPackBuilder()
-	h1, o1 := b.blob(v1)
-	b.ofsDelta(o1, delta(len(v1), "more"))
-	b.refDelta(h1, delta(len(v1), "else"))
-	f.Add(b.bytes())
-	f.Add(newPackBuilder().bytes())
+	b := gittest.NewPack()
+	h1, o1 := b.Blob(v1)
+	b.OfsDelta(unnamed, o1, gittest.Extend(len(v1), "more"))
+	b.RefDelta(unnamed, h1, gittest.Extend(len(v1), "else"))
+	f.Add(b.Bytes())
+	f.Add(gittest.NewPack().Bytes())
 	f.Fuzz(func(t *testing.T, pack []byte) {
 		_, _, _, err := index(t, pack, Options{}, true)
 		if err != nil && !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrEmpty) {

@@ -20,10 +20,11 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"gitfleet/internal/gittest"
 )
 
 // Spec describes a repository to generate.
@@ -296,7 +297,7 @@ func Generate(dir string, spec Spec) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	if _, err := git(dir, nil, "init", "--quiet", "--bare", "--initial-branch=main"); err != nil {
+	if _, err := gittest.Run(dir, nil, "init", "--quiet", "--bare", "--initial-branch=main"); err != nil {
 		return Info{}, err
 	}
 
@@ -310,7 +311,7 @@ func Generate(dir string, spec Spec) (Info, error) {
 		si, serr = stream(pw, spec)
 		pw.CloseWithError(serr)
 	}()
-	_, err = git(dir, pr, "fast-import", "--quiet", "--export-marks="+marks)
+	_, err = gittest.Run(dir, pr, "fast-import", "--quiet", "--export-marks="+marks)
 	pr.CloseWithError(errors.New("fast-import ended"))
 	<-done
 	if serr != nil {
@@ -350,7 +351,7 @@ func Generate(dir string, spec Spec) (Info, error) {
 	}
 	info.Head = info.Commits[spec.Commits-1]
 
-	out, err := git(dir, nil, "for-each-ref", "--format=%(refname) %(objectname) %(*objectname)")
+	out, err := gittest.Run(dir, nil, "for-each-ref", "--format=%(refname) %(objectname) %(*objectname)")
 	if err != nil {
 		return Info{}, err
 	}
@@ -366,27 +367,6 @@ func Generate(dir string, spec Spec) (Info, error) {
 		info.Refs[f[0]] = h
 	}
 	return info, nil
-}
-
-// git runs git with GIT_DIR=dir and no user or system configuration.
-func git(dir string, stdin io.Reader, args ...string) (string, error) {
-	cmd := exec.Command("git", args...)
-	env := make([]string, 0, len(os.Environ())+4)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "GIT_") {
-			env = append(env, kv)
-		}
-	}
-	cmd.Env = append(env, "GIT_DIR="+dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull, "LC_ALL=C")
-	cmd.Dir = dir
-	cmd.Stdin = stdin
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(stderr.String()))
-	}
-	return stdout.String(), nil
 }
 
 // AddEditHistory adds a branch "edits" of versions commits to the bare
@@ -410,11 +390,8 @@ func AddEditHistory(dir string, files, versions int) error {
 			fmt.Fprintf(&stream, "M 100644 inline edits/file%d.txt\ndata %d\n%s\n", f, len(content), content)
 		}
 	}
-	cmd := exec.Command("git", "fast-import", "--quiet")
-	cmd.Env = append(os.Environ(), "GIT_DIR="+dir)
-	cmd.Stdin = &stream
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("repogen: fast-import: %v: %s", err, out)
+	if _, err := gittest.Run(dir, &stream, "fast-import", "--quiet"); err != nil {
+		return fmt.Errorf("repogen: %w", err)
 	}
 	return nil
 }

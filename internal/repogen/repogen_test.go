@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"gitfleet/internal/gittest"
 )
 
 var smallSpec = Spec{
@@ -26,7 +28,7 @@ var smallSpec = Spec{
 
 func gitOut(t testing.TB, dir string, args ...string) string {
 	t.Helper()
-	out, err := git(dir, nil, args...)
+	out, err := gittest.Run(dir, nil, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,11 +83,11 @@ func TestGenerate(t *testing.T) {
 
 	for _, s := range smallSpec.Secrets {
 		c := info.Commits[s.Commit]
-		if got, err := git(dir, nil, "cat-file", "blob", c+":"+s.Path); err != nil || got != s.Content {
+		if got, err := gittest.Run(dir, nil, "cat-file", "blob", c+":"+s.Path); err != nil || got != s.Content {
 			t.Errorf("secret at %s:%s = %q, %v", c, s.Path, got, err)
 		}
 		if s.Commit > 0 {
-			if _, err := git(dir, nil, "cat-file", "-e", info.Commits[s.Commit-1]+":"+s.Path); err == nil {
+			if _, err := gittest.Run(dir, nil, "cat-file", "-e", info.Commits[s.Commit-1]+":"+s.Path); err == nil {
 				t.Errorf("secret %s already in the commit before", s.Path)
 			}
 		}
@@ -96,7 +98,7 @@ func TestGenerate(t *testing.T) {
 	if len(bins) != 3 {
 		t.Fatalf("binaries: %v", bins)
 	}
-	if got, _ := git(dir, nil, "cat-file", "blob", "main:"+bins[0]); !strings.Contains(got, "\x00") {
+	if got, _ := gittest.Run(dir, nil, "cat-file", "blob", "main:"+bins[0]); !strings.Contains(got, "\x00") {
 		t.Error("binary blob without NUL")
 	}
 
@@ -151,10 +153,10 @@ func TestDeterministic(t *testing.T) {
 	}
 	// The stream alone, imported elsewhere, gives the same history.
 	dir := t.TempDir()
-	if _, err := git(dir, nil, "init", "--quiet", "--bare", dir); err != nil {
+	if _, err := gittest.Run(dir, nil, "init", "--quiet", "--bare", dir); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := git(dir, bytes.NewReader(a.Bytes()), "fast-import", "--quiet"); err != nil {
+	if _, err := gittest.Run(dir, bytes.NewReader(a.Bytes()), "fast-import", "--quiet"); err != nil {
 		t.Fatal(err)
 	}
 	if got := gitOut(t, dir, "rev-parse", "refs/heads/main"); got != i1.Head {
