@@ -19,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/storage"
 
 	"gitfleet/internal/gittest"
+	"gitfleet/internal/packfmt"
 	"gitfleet/internal/repogen"
 )
 
@@ -256,7 +257,7 @@ func TestPackReaderObjectSizeHandmade(t *testing.T) {
 	if data, _, err := r.Read(h2, 0, nil); err != nil || !bytes.Equal(data, v2) {
 		t.Fatalf("Read: %v", err)
 	}
-	if _, typ := r.cache.lookup(0, o1); typ != objBlob {
+	if _, typ := r.cache.lookup(0, o1); typ != packfmt.TypeBlob {
 		t.Errorf("cached v1 has type %d", typ)
 	}
 	if typ, size, err := r.ObjectSize(h1); err != nil || typ != plumbing.BlobObject || size != int64(len(v1)) {

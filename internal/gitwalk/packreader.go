@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"gitfleet/internal/packfmt"
 )
 
 // Tuning of a PackReader.
@@ -48,16 +50,6 @@ const (
 // actually inflates, so a corrupt size costs no huge allocation. (A
 // variable for the tests.)
 var preallocBytes = 32 << 20
-
-// Pack entry types (the 3 type bits of an entry header).
-const (
-	objCommit   = 1
-	objTree     = 2
-	objBlob     = 3
-	objTag      = 4
-	objOfsDelta = 6
-	objRefDelta = 7
-)
 
 // PackReader reads objects from the packs of a Packs, and loose objects,
 // with few allocations: blobs for scanning (Read), commits, trees and tags
@@ -106,7 +98,9 @@ type chainEntry struct {
 	baseOff  int64
 }
 
-func (e *chainEntry) isDelta() bool { return e.typ == objOfsDelta || e.typ == objRefDelta }
+func (e *chainEntry) isDelta() bool {
+	return e.typ == packfmt.TypeOfsDelta || e.typ == packfmt.TypeRefDelta
+}
 
 // NewReader returns a reader of ps's objects, for one goroutine.
 func (ps *Packs) NewReader() *PackReader {
@@ -281,9 +275,9 @@ func (r *PackReader) readPacked(pi int, off int64, mode readMode, limit int64, b
 		r.stats.cacheHits++
 		size := int64(len(data))
 		switch {
-		case mode == readBlobOnly && typ != objBlob:
+		case mode == readBlobOnly && typ != packfmt.TypeBlob:
 			return 0, nil, 0, fmt.Errorf("%s: %w", plumbing.ObjectType(typ), errNotBlob)
-		case mode == readNotBlob && typ == objBlob:
+		case mode == readNotBlob && typ == packfmt.TypeBlob:
 			return typ, nil, size, nil
 		case limit > 0 && size > limit:
 			return typ, nil, size, ErrTooLarge
@@ -322,9 +316,9 @@ func (r *PackReader) readPacked(pi int, off int64, mode readMode, limit int64, b
 	}
 	// A delta has its base's type.
 	switch {
-	case mode == readBlobOnly && typ != objBlob:
+	case mode == readBlobOnly && typ != packfmt.TypeBlob:
 		return 0, nil, 0, fmt.Errorf("%s: %w", plumbing.ObjectType(typ), errNotBlob)
-	case mode == readNotBlob && typ == objBlob:
+	case mode == readNotBlob && typ == packfmt.TypeBlob:
 		return typ, nil, 0, nil
 	}
 
@@ -361,7 +355,7 @@ func (r *PackReader) readPacked(pi int, off int64, mode readMode, limit int64, b
 	// A tree read by a walk is likely the base of the next version's
 	// delta (packs written by fast-import or pushed delta the new version
 	// against the old, and a walk reads the old one first): keep it too.
-	keep := mode == readAny && typ == objTree
+	keep := mode == readAny && typ == packfmt.TypeTree
 	if !target.isDelta() {
 		out, err := r.inflate(target, buf)
 		if err != nil {
@@ -389,7 +383,7 @@ func (r *PackReader) readPacked(pi int, off int64, mode readMode, limit int64, b
 	}
 	for i := top; i >= 0; i-- {
 		e := &r.chain[i]
-		if e.typ == objOfsDelta {
+		if e.typ == packfmt.TypeOfsDelta {
 			r.stats.ofsDeltas++
 		} else {
 			r.stats.refDeltas++
@@ -459,8 +453,8 @@ func (r *PackReader) header(pi int, off int64) (chainEntry, error) {
 		size |= uint64(c&0x7f) << shift
 	}
 	switch e.typ {
-	case objCommit, objTree, objBlob, objTag:
-	case objOfsDelta:
+	case packfmt.TypeCommit, packfmt.TypeTree, packfmt.TypeBlob, packfmt.TypeTag:
+	case packfmt.TypeOfsDelta:
 		if c, err = r.win.ReadByte(); err != nil {
 			return e, readErr(err)
 		}
@@ -478,7 +472,7 @@ func (r *PackReader) header(pi int, off int64) (chainEntry, error) {
 			return e, fmt.Errorf("%w: delta base distance %d at offset %d", errCorrupt, dist, off)
 		}
 		e.basePack, e.baseOff = pi, off-int64(dist)
-	case objRefDelta:
+	case packfmt.TypeRefDelta:
 		var bh plumbing.Hash
 		if _, err := io.ReadFull(&r.win, bh[:]); err != nil {
 			return e, readErr(err)
@@ -704,7 +698,7 @@ func (r *PackReader) readLoose(h plumbing.Hash, mode readMode, limit int64, buf 
 }
 
 // Loose object type names, by pack entry type.
-var looseTypes = [...]string{objCommit: "commit", objTree: "tree", objBlob: "blob", objTag: "tag"}
+var looseTypes = [...]string{packfmt.TypeCommit: "commit", packfmt.TypeTree: "tree", packfmt.TypeBlob: "blob", packfmt.TypeTag: "tag"}
 
 func (r *PackReader) readLooseFile(f *os.File, mode readMode, limit int64, buf []byte) (int, []byte, int64, error) {
 	fi, err := f.Stat()
@@ -761,9 +755,9 @@ func (r *PackReader) readLooseFile(f *os.File, mode readMode, limit int64, buf [
 	switch {
 	case typ == 0:
 		return 0, nil, 0, fmt.Errorf("%w: loose object type %q", errCorrupt, typName)
-	case mode == readBlobOnly && typ != objBlob:
+	case mode == readBlobOnly && typ != packfmt.TypeBlob:
 		return 0, nil, 0, fmt.Errorf("%s: %w", typName, errNotBlob)
-	case mode == readSize || mode == readNotBlob && typ == objBlob:
+	case mode == readSize || mode == readNotBlob && typ == packfmt.TypeBlob:
 		return typ, nil, int64(size), nil
 	case limit > 0 && int64(size) > limit:
 		return typ, nil, int64(size), ErrTooLarge
@@ -882,7 +876,7 @@ type cacheSlot struct {
 	pack  int
 	off   int64
 	data  []byte // nil: no memory
-	typ   uint8  // the object's type (objCommit, objTree, objBlob, objTag)
+	typ   uint8  // the object's type (packfmt.TypeCommit, packfmt.TypeTree, packfmt.TypeBlob, packfmt.TypeTag)
 	valid bool
 	ref   bool // used since the clock hand last passed
 }

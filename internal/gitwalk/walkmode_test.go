@@ -12,6 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"gitfleet/internal/gittest"
+	"gitfleet/internal/packfmt"
 )
 
 // get and put are the delta base cache's lookup and add, for blobs (as
@@ -21,7 +22,7 @@ func (c *baseCache) get(pack int, off int64) []byte {
 	return data
 }
 
-func (c *baseCache) put(pack int, off int64, data []byte) { c.add(pack, off, objBlob, data) }
+func (c *baseCache) put(pack int, off int64, data []byte) { c.add(pack, off, packfmt.TypeBlob, data) }
 
 // A walkMode is a way a Walker reads commits, trees and tags: through
 // go-git only (the builder's repository in memory), or through

@@ -178,7 +178,7 @@ func (x *Indexer) fixThin(g *graph, ix *Index) ([]int32, error, error) {
 			return nil, nil, fmt.Errorf("thin pack base %s: %w", h, err)
 		}
 		typ := uint8(t)
-		if typ < objCommit || typ > objTag {
+		if typ < TypeCommit || typ > TypeTag {
 			return nil, nil, fmt.Errorf("thin pack base %s: object type %v", h, t)
 		}
 		if got := x.h.object(typ, data); got != h {

@@ -543,8 +543,8 @@ func (x *Indexer) parseAll() error {
 		}
 		it.size = int64(size)
 		switch it.typ {
-		case objCommit, objTree, objBlob, objTag:
-		case objOfsDelta:
+		case TypeCommit, TypeTree, TypeBlob, TypeTag:
+		case TypeOfsDelta:
 			if c, err = s.ReadByte(); err != nil {
 				return readErr(err)
 			}
@@ -562,7 +562,7 @@ func (x *Indexer) parseAll() error {
 				return fmt.Errorf("%w: delta base distance %d at offset %d", ErrCorrupt, dist, it.off)
 			}
 			it.baseOff = it.off - int64(dist)
-		case objRefDelta:
+		case TypeRefDelta:
 			if _, err := io.ReadFull(s, it.refBase[:]); err != nil {
 				return readErr(err)
 			}
@@ -801,7 +801,7 @@ func (x *Indexer) record(it *item) error {
 		return fmt.Errorf("%w: zlib checksum mismatch at offset %d", ErrCorrupt, it.off)
 	}
 	switch it.typ {
-	case objOfsDelta:
+	case TypeOfsDelta:
 		j := x.entryAt(it.baseOff)
 		if j < 0 {
 			x.pool.put(it.data)
@@ -823,7 +823,7 @@ func (x *Indexer) record(it *item) error {
 		}
 		x.pool.put(it.data)
 		x.deferred++
-	case objRefDelta:
+	case TypeRefDelta:
 		x.pool.put(it.data)
 		x.refs = append(x.refs, refDelta{idx: i, base: it.refBase})
 		x.deferred++

@@ -21,19 +21,19 @@ var ErrCorrupt = errors.New("corrupt object data")
 
 // Pack entry types (the 3 type bits of an entry header).
 const (
-	objCommit   = 1
-	objTree     = 2
-	objBlob     = 3
-	objTag      = 4
-	objOfsDelta = 6
-	objRefDelta = 7
+	TypeCommit   = 1
+	TypeTree     = 2
+	TypeBlob     = 3
+	TypeTag      = 4
+	TypeOfsDelta = 6
+	TypeRefDelta = 7
 )
 
 const hashSize = 20 // SHA-1 repositories only
 
-func isDelta(t uint8) bool { return t == objOfsDelta || t == objRefDelta }
+func isDelta(t uint8) bool { return t == TypeOfsDelta || t == TypeRefDelta }
 
-var typeNames = [...]string{objCommit: "commit", objTree: "tree", objBlob: "blob", objTag: "tag"}
+var typeNames = [...]string{TypeCommit: "commit", TypeTree: "tree", TypeBlob: "blob", TypeTag: "tag"}
 
 // hasher computes object names: the SHA-1 of "<type> <size>\x00<content>",
 // with go-git's configured SHA-1 (collision-detecting sha1cd by default).

@@ -20,7 +20,7 @@ func (x *Indexer) resolve(ix *Index) error {
 	g.ofsStart = make([]int32, n+1)
 	for i := range x.entries {
 		e := &x.entries[i]
-		if e.typ == objOfsDelta && e.otyp == 0 {
+		if e.typ == TypeOfsDelta && e.otyp == 0 {
 			g.ofsStart[e.base+1]++
 		}
 	}
@@ -31,7 +31,7 @@ func (x *Indexer) resolve(ix *Index) error {
 	fill := make([]int32, n)
 	for i := range x.entries {
 		e := &x.entries[i]
-		if e.typ == objOfsDelta && e.otyp == 0 {
+		if e.typ == TypeOfsDelta && e.otyp == 0 {
 			g.ofsKids[g.ofsStart[e.base]+fill[e.base]] = int32(i)
 			fill[e.base]++
 		}
