@@ -105,11 +105,7 @@ func TestPackReaderObjects(t *testing.T) {
 			if types[plumbing.CommitObject] == 0 || types[plumbing.TreeObject] == 0 || types[plumbing.BlobObject] == 0 || types[plumbing.TagObject] == 0 {
 				t.Fatalf("objects by type: %v", types)
 			}
-			ps, err := OpenPacks(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ps.Close()
+			ps := openPacks(t, dir)
 			shuffled := slices.Clone(objs)
 			rand.New(rand.NewPCG(3, 4)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 			reversed := slices.Clone(objs)
@@ -137,11 +133,7 @@ func TestPackReaderReadBlobsOnly(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "r.git")
 	packedRepo(t, dir, packSpec)
 	objs := catAll(t, dir)
-	ps, err := OpenPacks(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ps.Close()
+	ps := openPacks(t, dir)
 	r := ps.newReader(walkBaseCacheBytes, walkBaseCacheSlots)
 	for _, o := range objs {
 		if o.typ != plumbing.BlobObject {
@@ -187,11 +179,7 @@ func TestPackReaderLooseObjects(t *testing.T) {
 	if len(objs) != 4 {
 		t.Fatalf("%d objects", len(objs))
 	}
-	ps, err := OpenPacks(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ps.Close()
+	ps := openPacks(t, dir)
 	r := ps.NewReader()
 	checkObjects(t, r, objs)
 	if r.stats.loose == 0 {
@@ -234,11 +222,7 @@ func TestPackReaderObjectSizeHandmade(t *testing.T) {
 	o1 := b.OfsDelta(h1, o0, d1)
 	b.OfsDelta(h2, o1, d2)
 	b.Write(t, dir, "a", false)
-	ps, err := OpenPacks(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ps.Close()
+	ps := openPacks(t, dir)
 	r := ps.NewReader()
 	for _, c := range []struct {
 		h    plumbing.Hash
@@ -440,11 +424,7 @@ func (s *countingStorer) EncodedObjectSize(h plumbing.Hash) (int64, error) {
 // lack (a pack written after OpenPacks) it reads.
 func TestWalkPacksSparesGoGit(t *testing.T) {
 	dir, info := smallRepo(t)
-	ps, err := OpenPacks(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ps.Close()
+	ps := openPacks(t, dir)
 	walk := func() (int, Stats) {
 		repo, closer, err := Open(dir, 0)
 		if err != nil {

@@ -23,6 +23,17 @@ import (
 	"gitfleet/internal/repogen"
 )
 
+// openPacks opens the packs of the repository at dir for the test.
+func openPacks(t testing.TB, dir string) *Packs {
+	t.Helper()
+	ps, err := OpenPacks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ps.Close() })
+	return ps
+}
+
 // packedRepo generates spec's repository at dir and repacks it into one
 // pack with long delta chains; extra are more repack arguments.
 func packedRepo(t testing.TB, dir string, spec repogen.Spec, extra ...string) repogen.Info {
@@ -181,11 +192,7 @@ func TestPackReaderMatchesGoGit(t *testing.T) {
 	blobs := blobsOf(objs)
 	want := expectedBlobs(t, dir, blobs)
 
-	ps, err := OpenPacks(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ps.Close()
+	ps := openPacks(t, dir)
 	if len(ps.packs) != 1 {
 		t.Fatalf("%d packs", len(ps.packs))
 	}
@@ -249,11 +256,7 @@ func TestPackReaderRefDeltas(t *testing.T) {
 	gittest.Git(t, dir, nil, "-c", "repack.useDeltaBaseOffset=false", "repack", "-adf", "-q", "--depth=50", "--window=50")
 	blobs := blobsOf(listObjects(t, dir))
 	want := expectedBlobs(t, dir, blobs)
-	ps, err := OpenPacks(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ps.Close()
+	ps := openPacks(t, dir)
 	r := ps.NewReader()
 	checkAll(t, r, blobs, want)
 	if st := r.stats; st.refDeltas == 0 || st.ofsDeltas != 0 || st.longestChain < 40 {
@@ -301,11 +304,7 @@ func TestPackReaderSeveralPacks(t *testing.T) {
 	objs := listObjects(t, dir)
 	blobs := blobsOf(objs)
 	want := expectedBlobs(t, dir, blobs)
-	ps, err := OpenPacks(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ps.Close()
+	ps := openPacks(t, dir)
 	if len(ps.packs) != 2 {
 		t.Fatalf("%d packs, want 2", len(ps.packs))
 	}
@@ -336,11 +335,7 @@ func TestPackReaderLoose(t *testing.T) {
 		}
 		hashes[name] = plumbing.NewHash(strings.TrimSpace(gittest.Git(t, dir, nil, "hash-object", "-w", "--no-filters", p)))
 	}
-	ps, err := OpenPacks(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ps.Close()
+	ps := openPacks(t, dir)
 	if len(ps.packs) != 0 {
 		t.Fatalf("%d packs", len(ps.packs))
 	}
@@ -389,11 +384,7 @@ func TestPackReaderMissing(t *testing.T) {
 	spec.Commits = 20
 	packedRepo(t, dir, spec)
 	blobs := blobsOf(listObjects(t, dir))
-	ps, err := OpenPacks(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ps.Close()
+	ps := openPacks(t, dir)
 	r := ps.NewReader()
 	for _, h := range []string{"0000000000000000000000000000000000000000", "ffffffffffffffffffffffffffffffffffffffff", "0123456789abcdef0123456789abcdef01234567"} {
 		data, size, err := r.Read(plumbing.NewHash(h), 0, make([]byte, 10))
@@ -418,11 +409,7 @@ func TestPackReaderBufferReuse(t *testing.T) {
 	blobs := blobsOf(listObjects(t, dir))
 	want := expectedBlobs(t, dir, blobs)
 	sort.Slice(blobs, func(i, j int) bool { return blobs[i].size > blobs[j].size })
-	ps, err := OpenPacks(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ps.Close()
+	ps := openPacks(t, dir)
 	r := ps.NewReader()
 	buf := make([]byte, 0, blobs[0].size)
 	for _, o := range blobs {
@@ -487,11 +474,7 @@ func TestPackReaderLimit(t *testing.T) {
 	}
 	blobs := blobsOf(listObjects(t, dir))
 	want := expectedBlobs(t, dir, blobs)
-	ps, err := OpenPacks(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ps.Close()
+	ps := openPacks(t, dir)
 	const limit = 1 << 20
 	r := ps.NewReader()
 	buf := make([]byte, 0, 64)
@@ -672,11 +655,7 @@ func TestPackReaderConcurrent(t *testing.T) {
 	packedRepo(t, dir, spec)
 	blobs := blobsOf(listObjects(t, dir))
 	want := expectedBlobs(t, dir, blobs)
-	ps, err := OpenPacks(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ps.Close()
+	ps := openPacks(t, dir)
 	var wg sync.WaitGroup
 	for g := 0; g < 6; g++ {
 		wg.Add(1)
@@ -740,11 +719,7 @@ func TestPackReaderHandmade(t *testing.T) {
 	b.Raw(truncated, []byte{0x80 | packfmt.TypeBlob<<4 | 0x0f, 0xff, 0xff})             // a header running into the end of the pack
 	b.Write(t, dir, "b", true)
 
-	ps, err := OpenPacks(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ps.Close()
+	ps := openPacks(t, dir)
 	r := ps.NewReader()
 	for _, c := range []struct {
 		h    plumbing.Hash
