@@ -22,6 +22,9 @@ type SyncMirrorResult struct {
 	Head          string    `json:"head,omitempty"`
 	DefaultBranch string    `json:"defaultBranch,omitempty"`
 	Empty         bool      `json:"empty,omitempty"`
+	// StartedAt is when the sync started: a repository created after it
+	// is not the one synced (see identity.CheckRace).
+	StartedAt time.Time `json:"startedAt,omitzero"`
 }
 
 // SyncMirror clones or updates the local mirror of a repository.
@@ -44,7 +47,8 @@ func (a *Activities) SyncMirror(ctx context.Context, repo repoid.ID) (SyncMirror
 	a.logger(ctx).Info("mirror synced", zap.String("repository", repo.String()),
 		zap.Bool("redirected", !cloned.SameRepository(repo)), zap.Bool("empty", remote.Empty),
 		zap.Duration("took", time.Since(start)))
-	return SyncMirrorResult{Cloned: cloned, Head: remote.Head, DefaultBranch: remote.DefaultBranch, Empty: remote.Empty}, nil
+	return SyncMirrorResult{Cloned: cloned, Head: remote.Head, DefaultBranch: remote.DefaultBranch, Empty: remote.Empty,
+		StartedAt: start.UTC()}, nil
 }
 
 // LookupCodebase returns the live codebase holding a name, or nil.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -334,6 +335,49 @@ func TestRaceRenamedBetweenCloneAndAPI(t *testing.T) {
 	}
 	if n := codebasesWithExternalID(t, repo.ID); n != 1 {
 		t.Fatalf("%d codebases for the repository, want 1", n)
+	}
+}
+
+// A repository deleted and created anew under its name between the clone
+// and the API lookup has the same name but a creation time after the clone
+// started: the collection starts over rather than give the new repository
+// the old one's commits.
+func TestRaceRecreatedBetweenCloneAndAPI(t *testing.T) {
+	o := owner(t)
+	createRepo(t, o, "app", "a.txt")
+	first := mustCollect(t, id(o, "app"), identity.CaseNew)
+	if _, err := fg.ForcePush(o, "app", "main", map[string]string{"x": "y"}, "rewrite"); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	var recreated forge.Repo
+	var head string
+	remove := fg.AddFault(forge.Fault{Kind: forge.API, Path: "/api/v3/repos/" + o + "/app", Times: 1,
+		Before: func(*http.Request) {
+			once.Do(func() {
+				// The API's creation times are whole seconds: let the clock
+				// pass the clone's second first.
+				time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
+				if err := fg.Delete(o, "app"); err != nil {
+					t.Error(err)
+				}
+				recreated, head = createRepo(t, o, "app", "b.txt")
+			})
+		}})
+	defer remove()
+	res, run, err := collectRun(t, id(o, "app"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recordHistory(t, "collect-race-recreated", run.GetID(), run.GetRunID())
+	if os.Getenv("GITFLEET_RECORD_HISTORIES") != "" {
+		recordHistory(t, "resolve-identity-race-recreated", run.GetID()+"/identity", firstChildRun(t, run.GetID(), run.GetRunID()))
+	}
+	if res.Attempts != 2 || res.Case != identity.CaseReplaced || res.CodebaseID == first.CodebaseID || res.Commit != head {
+		t.Fatalf("recreated under the clone: %+v, want 2 attempts, case E on a new codebase at %s", res, head)
+	}
+	if n := codebasesWithExternalID(t, recreated.ID); n != 1 {
+		t.Fatalf("%d codebases for the new repository, want 1", n)
 	}
 }
 

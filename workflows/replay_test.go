@@ -88,3 +88,21 @@ func recordHistory(t *testing.T, name, workflowID, runID string) {
 		t.Fatal(err)
 	}
 }
+
+// firstChildRun returns the run id of the first child a run started (a
+// child that failed and was started again keeps its workflow id).
+func firstChildRun(t *testing.T, workflowID, runID string) string {
+	t.Helper()
+	it := env.Client.GetWorkflowHistory(context.Background(), workflowID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := e.GetChildWorkflowExecutionStartedEventAttributes(); a != nil {
+			return a.GetWorkflowExecution().GetRunId()
+		}
+	}
+	t.Fatalf("%s started no child", workflowID)
+	return ""
+}

@@ -25,6 +25,9 @@ type ResolveIdentityInput struct {
 	Cloned        repoid.ID `json:"cloned"`
 	Head          string    `json:"head,omitempty"`
 	DefaultBranch string    `json:"defaultBranch,omitempty"`
+	// ClonedAt is when the sync started (zero in runs recorded before it
+	// was passed).
+	ClonedAt time.Time `json:"clonedAt,omitzero"`
 }
 
 // ResolveIdentityResult is the decision that was applied.
@@ -77,7 +80,12 @@ func ResolveIdentity(ctx workflow.Context, in ResolveIdentityInput) (ResolveIden
 				}
 				return out, err
 			}
-			if err := identity.CheckRace(in.Cloned.Owner, in.Cloned.Name, repo); err != nil {
+			// Runs recorded before creation times were compared replay without.
+			clonedAt := in.ClonedAt
+			if workflow.GetVersion(ctx, "race-created-at", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+				clonedAt = time.Time{}
+			}
+			if err := identity.CheckRace(in.Cloned.Owner, in.Cloned.Name, clonedAt, repo); err != nil {
 				return out, temporal.NewApplicationError(err.Error(), string(errclass.Retryable), errclass.ReasonRace)
 			}
 			api = &repo

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Case names how a collection related to the codebases already known. The
@@ -67,6 +68,9 @@ type Repository struct {
 	Name          string `json:"name"`
 	DefaultBranch string `json:"defaultBranch,omitempty"`
 	Private       bool   `json:"private,omitempty"`
+	// CreatedAt is when the host says the repository was created (GitHub:
+	// whole seconds); zero when unknown.
+	CreatedAt time.Time `json:"createdAt,omitzero"`
 }
 
 // Facts are the inputs of a decision.
@@ -147,17 +151,27 @@ func Decide(f Facts) (Decision, error) {
 	}
 }
 
-// ErrRaceConditionDetected means the repository moved between the clone and
-// the API lookup: the code that was cloned cannot be attributed safely, so the
-// whole resolution must start again from the clone.
+// ErrRaceConditionDetected means the repository moved, or was deleted and
+// created anew, between the clone and the API lookup: the code that was
+// cloned cannot be attributed safely, so the whole resolution must start
+// again from the clone.
 var ErrRaceConditionDetected = errors.New("identity: repository moved between clone and API lookup")
 
 // CheckRace compares the owner/name that was actually cloned (after
-// redirects) with the API's current owner/name, case-insensitively.
-func CheckRace(clonedOwner, clonedName string, api Repository) error {
-	if strings.EqualFold(clonedOwner, api.Owner) && strings.EqualFold(clonedName, api.Name) {
-		return nil
+// redirects) with the API's current owner/name, case-insensitively, and
+// the time the clone started with the repository's creation: a repository
+// created after the clone started is not the one that was cloned, even
+// under the same name. A zero time skips that comparison. GitHub's whole
+// seconds can hide a re-creation within the clone's second, never invent
+// one; a worker clock behind the host's can, and costs a retry.
+func CheckRace(clonedOwner, clonedName string, clonedAt time.Time, api Repository) error {
+	if !strings.EqualFold(clonedOwner, api.Owner) || !strings.EqualFold(clonedName, api.Name) {
+		return fmt.Errorf("%w: cloned %s/%s, API says %s/%s", ErrRaceConditionDetected,
+			clonedOwner, clonedName, api.Owner, api.Name)
 	}
-	return fmt.Errorf("%w: cloned %s/%s, API says %s/%s", ErrRaceConditionDetected,
-		clonedOwner, clonedName, api.Owner, api.Name)
+	if !clonedAt.IsZero() && api.CreatedAt.After(clonedAt) {
+		return fmt.Errorf("%w: %s/%s was created at %s, after the clone started at %s", ErrRaceConditionDetected,
+			clonedOwner, clonedName, api.CreatedAt.UTC().Format(time.RFC3339), clonedAt.UTC().Format(time.RFC3339Nano))
+	}
+	return nil
 }

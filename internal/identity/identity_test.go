@@ -4,6 +4,7 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"time"
 )
 
 func TestDecide(t *testing.T) {
@@ -76,14 +77,28 @@ func TestNeedsAPI(t *testing.T) {
 }
 
 func TestCheckRace(t *testing.T) {
-	api := Repository{ExternalID: "1", Owner: "Alice", Name: "Repo"}
-	if err := CheckRace("alice", "repo", api); err != nil {
-		t.Errorf("case-only difference reported as race: %v", err)
-	}
-	for _, tt := range [][2]string{{"alice", "old"}, {"bob", "repo"}} {
-		if err := CheckRace(tt[0], tt[1], api); !errors.Is(err, ErrRaceConditionDetected) {
-			t.Errorf("CheckRace(%v) = %v, want ErrRaceConditionDetected", tt, err)
+	created := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	api := Repository{ExternalID: "1", Owner: "Alice", Name: "Repo", CreatedAt: created}
+	for _, tt := range []struct {
+		owner, name string
+		clonedAt    time.Time
+		race        bool
+	}{
+		{"alice", "repo", created.Add(time.Hour), false}, // case differs only
+		{"Alice", "Repo", created, false},                // created in the clone's second
+		{"Alice", "Repo", created.Add(500 * time.Millisecond), false},
+		{"Alice", "Repo", time.Time{}, false}, // clone time unknown (older runs)
+		{"alice", "old", created.Add(time.Hour), true},
+		{"bob", "repo", created.Add(time.Hour), true},
+		{"Alice", "Repo", created.Add(-time.Second), true}, // deleted and created anew after the clone
+	} {
+		err := CheckRace(tt.owner, tt.name, tt.clonedAt, api)
+		if got := errors.Is(err, ErrRaceConditionDetected); got != tt.race || (err != nil && !tt.race) {
+			t.Errorf("CheckRace(%s/%s, cloned at %v) = %v, want race %v", tt.owner, tt.name, tt.clonedAt, err, tt.race)
 		}
+	}
+	if err := CheckRace("alice", "repo", created, Repository{Owner: "alice", Name: "repo"}); err != nil {
+		t.Errorf("creation time unknown: %v", err)
 	}
 }
 

@@ -52,5 +52,6 @@ func (g *GitHub) Repository(ctx context.Context, owner, name string) (identity.R
 		Name:          r.GetName(),
 		DefaultBranch: r.GetDefaultBranch(),
 		Private:       r.GetPrivate(),
+		CreatedAt:     r.GetCreatedAt().Time,
 	}, nil
 }
