@@ -69,7 +69,8 @@ func syntheticSource(size, planted int) []byte {
 	return []byte(b.String())
 }
 
-// goSources is real Go source text from the toolchain, when it is there.
+// goSources is real Go source text from the toolchain (every Go
+// installation ships its sources under GOROOT/src).
 func goSources(tb testing.TB) []byte {
 	root := runtime.GOROOT()
 	var out []byte
@@ -83,7 +84,7 @@ func goSources(tb testing.TB) []byte {
 		}
 	}
 	if len(out) < 1<<20 {
-		tb.Skip("Go sources not found under GOROOT")
+		tb.Fatalf("Go sources not found under %s/src: the gosrc corpus needs the toolchain's sources", root)
 	}
 	return out
 }
