@@ -721,14 +721,24 @@ func (c *Cluster) URL(database string) string {
 	return u.String()
 }
 
-// CreateDatabase creates database name; it is not an error if it exists.
-func (c *Cluster) CreateDatabase(ctx context.Context, name string) error {
+// maintenanceConn connects to the maintenance database "postgres", from
+// which database name is created or dropped.
+func (c *Cluster) maintenanceConn(ctx context.Context, name string) (*pgx.Conn, error) {
 	if name == "" {
-		return errors.New("pgcluster: empty database name")
+		return nil, errors.New("pgcluster: empty database name")
 	}
 	conn, err := pgx.Connect(ctx, c.URL("postgres"))
 	if err != nil {
-		return fmt.Errorf("pgcluster: %w", err)
+		return nil, fmt.Errorf("pgcluster: %w", err)
+	}
+	return conn, nil
+}
+
+// CreateDatabase creates database name; it is not an error if it exists.
+func (c *Cluster) CreateDatabase(ctx context.Context, name string) error {
+	conn, err := c.maintenanceConn(ctx, name)
+	if err != nil {
+		return err
 	}
 	defer conn.Close(context.Background())
 	var exists bool
@@ -752,12 +762,9 @@ func (c *Cluster) CreateDatabase(ctx context.Context, name string) error {
 // DropDatabase drops database name, terminating its connections; it is not
 // an error if it does not exist.
 func (c *Cluster) DropDatabase(ctx context.Context, name string) error {
-	if name == "" {
-		return errors.New("pgcluster: empty database name")
-	}
-	conn, err := pgx.Connect(ctx, c.URL("postgres"))
+	conn, err := c.maintenanceConn(ctx, name)
 	if err != nil {
-		return fmt.Errorf("pgcluster: %w", err)
+		return err
 	}
 	defer conn.Close(context.Background())
 	drop := "DROP DATABASE IF EXISTS " + pgx.Identifier{name}.Sanitize()
