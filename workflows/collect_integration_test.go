@@ -358,10 +358,16 @@ func TestRaceRecreatedBetweenCloneAndAPI(t *testing.T) {
 				// The API's creation times are whole seconds: let the clock
 				// pass the clone's second first.
 				time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
-				if err := fg.Delete(o, "app"); err != nil {
+				// This runs in the forge's handler: t.Error, not t.Fatal.
+				var err error
+				if err = fg.Delete(o, "app"); err == nil {
+					if recreated, err = fg.CreateRepo(o, "app"); err == nil {
+						head, err = fg.Commit(o, "app", "main", map[string]string{"b.txt": "new\n"}, "add b.txt")
+					}
+				}
+				if err != nil {
 					t.Error(err)
 				}
-				recreated, head = createRepo(t, o, "app", "b.txt")
 			})
 		}})
 	defer remove()
