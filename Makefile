@@ -33,7 +33,7 @@ test: temporal-cli
 
 ## unit: the fast tests only (no dev server, no database)
 unit:
-	$(GO) test ./internal/repoid/ ./internal/identity/ ./internal/errclass/ ./internal/vcs/
+	$(GO) test ./internal/domain/... ./internal/infra/errclass/ ./internal/infra/vcs/
 
 ## bench: benchmarks against the real stack; they print their figures.
 ## GITFLEET_BENCH_REPO=/path/to/repo measures the scan on any local repository.

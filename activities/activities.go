@@ -16,16 +16,16 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 
-	"gitfleet/internal/errclass"
-	"gitfleet/internal/gitmirror"
-	"gitfleet/internal/store"
-	"gitfleet/internal/vcs"
+	"gitfleet/internal/infra/errclass"
+	"gitfleet/internal/infra/mirror"
+	"gitfleet/internal/infra/store"
+	"gitfleet/internal/infra/vcs"
 )
 
 // Activities are the collection activities.
 type Activities struct {
 	Store   *store.Store
-	Mirrors *gitmirror.Mirrors
+	Mirrors *mirror.Mirrors
 	Hosts   vcs.Hosts
 	// Directory returns the API directory of a host; nil means go-github.
 	Directory func(vcs.Host) (vcs.Directory, error)

@@ -8,10 +8,10 @@ import (
 
 	"go.uber.org/zap"
 
-	"gitfleet/internal/errclass"
-	"gitfleet/internal/identity"
-	"gitfleet/internal/repoid"
-	"gitfleet/internal/store"
+	"gitfleet/internal/domain/identity"
+	"gitfleet/internal/domain/repoid"
+	"gitfleet/internal/infra/errclass"
+	"gitfleet/internal/infra/store"
 )
 
 // SyncMirrorResult is what a mirror sync learned about the remote.

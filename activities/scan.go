@@ -19,11 +19,11 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.uber.org/zap"
 
-	"gitfleet/internal/errclass"
-	"gitfleet/internal/gitwalk"
-	"gitfleet/internal/scan"
-	"gitfleet/internal/store"
-	"gitfleet/internal/target"
+	"gitfleet/internal/domain/scan"
+	"gitfleet/internal/domain/target"
+	"gitfleet/internal/infra/errclass"
+	"gitfleet/internal/infra/gitwalk"
+	"gitfleet/internal/infra/store"
 )
 
 // repository is an opened repository to scan.

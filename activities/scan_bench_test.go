@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"gitfleet/activities"
-	"gitfleet/internal/forge"
-	"gitfleet/internal/gitmirror"
-	"gitfleet/internal/gittest"
-	"gitfleet/internal/repogen"
-	"gitfleet/internal/store"
+	"gitfleet/internal/devstack/forge"
+	"gitfleet/internal/devstack/gittest"
+	"gitfleet/internal/devstack/repogen"
+	"gitfleet/internal/infra/mirror"
+	"gitfleet/internal/infra/store"
 )
 
 // The benchmarks run the scan in a child process (this test binary again,
@@ -239,7 +239,7 @@ func BenchmarkMirrorSync(b *testing.B) {
 	}
 	url := fg.CloneURL("bench", "repo")
 
-	m, err := gitmirror.New(b.TempDir(), nil)
+	m, err := mirror.New(b.TempDir(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

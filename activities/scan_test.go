@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"gitfleet/activities"
-	"gitfleet/internal/errclass"
-	"gitfleet/internal/repogen"
-	"gitfleet/internal/scan"
-	"gitfleet/internal/store"
-	"gitfleet/internal/target"
-	"gitfleet/internal/testenv"
+	"gitfleet/internal/devstack/repogen"
+	"gitfleet/internal/devstack/testenv"
+	"gitfleet/internal/domain/scan"
+	"gitfleet/internal/domain/target"
+	"gitfleet/internal/infra/errclass"
+	"gitfleet/internal/infra/store"
 )
 
 var env *testenv.Env

@@ -13,10 +13,10 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.uber.org/zap"
 
-	"gitfleet/internal/errclass"
-	"gitfleet/internal/gitmirror"
-	"gitfleet/internal/scan"
-	"gitfleet/internal/store"
+	"gitfleet/internal/domain/scan"
+	"gitfleet/internal/infra/errclass"
+	"gitfleet/internal/infra/mirror"
+	"gitfleet/internal/infra/store"
 )
 
 // Shards are the shard execution activities (DESIGN §4). They log digests
@@ -24,7 +24,7 @@ import (
 // content they scan.
 type Shards struct {
 	Store   *store.Store
-	Mirrors *gitmirror.Mirrors
+	Mirrors *mirror.Mirrors
 	Scanner *scan.Scanner
 	Log     *zap.Logger
 	// LeaseFor is how long a lease lasts between renewals (default 1 min);

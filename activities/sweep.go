@@ -9,12 +9,12 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
-	"gitfleet/internal/decay"
-	"gitfleet/internal/errclass"
-	"gitfleet/internal/gitmirror"
-	"gitfleet/internal/repoid"
-	"gitfleet/internal/store"
-	"gitfleet/internal/vcs"
+	"gitfleet/internal/domain/decay"
+	"gitfleet/internal/domain/repoid"
+	"gitfleet/internal/infra/errclass"
+	"gitfleet/internal/infra/mirror"
+	"gitfleet/internal/infra/store"
+	"gitfleet/internal/infra/vcs"
 )
 
 // HeadChecker answers the sweep's cheap change check.
@@ -27,7 +27,7 @@ type LsRemote struct{}
 
 // Head lists the remote's HEAD.
 func (LsRemote) Head(ctx context.Context, cloneURL string) (string, error) {
-	return gitmirror.Head(ctx, cloneURL)
+	return mirror.Head(ctx, cloneURL)
 }
 
 // Sweeps are the re-collection sweep's activities (DESIGN §5).

@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"gitfleet/internal/repoid"
+	"gitfleet/internal/domain/repoid"
 	"gitfleet/workflows"
 )
 

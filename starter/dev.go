@@ -14,13 +14,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"gitfleet/internal/childproc"
-	"gitfleet/internal/config"
-	"gitfleet/internal/forge"
-	"gitfleet/internal/pgcluster"
-	"gitfleet/internal/repoid"
-	"gitfleet/internal/temporalcli"
-	"gitfleet/internal/vcs"
+	"gitfleet/internal/devstack/childproc"
+	"gitfleet/internal/devstack/forge"
+	"gitfleet/internal/devstack/pgcluster"
+	"gitfleet/internal/devstack/temporalcli"
+	"gitfleet/internal/domain/repoid"
+	"gitfleet/internal/infra/config"
+	"gitfleet/internal/infra/vcs"
 )
 
 type devOptions struct {

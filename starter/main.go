@@ -16,10 +16,10 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
-	"gitfleet/internal/config"
-	"gitfleet/internal/logging"
-	"gitfleet/internal/repoid"
-	"gitfleet/internal/store"
+	"gitfleet/internal/domain/repoid"
+	"gitfleet/internal/infra/config"
+	"gitfleet/internal/infra/logging"
+	"gitfleet/internal/infra/store"
 )
 
 // Exit codes.

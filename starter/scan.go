@@ -15,8 +15,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"gitfleet/activities"
-	"gitfleet/internal/store"
-	"gitfleet/internal/target"
+	"gitfleet/internal/domain/target"
+	"gitfleet/internal/infra/store"
 	"gitfleet/workflows"
 )
 

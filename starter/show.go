@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"gitfleet/internal/store"
+	"gitfleet/internal/infra/store"
 	"gitfleet/workflows"
 )
 

@@ -13,12 +13,12 @@ import (
 	"time"
 
 	"gitfleet/activities"
-	"gitfleet/internal/config"
-	"gitfleet/internal/forge"
-	"gitfleet/internal/gitmirror"
-	"gitfleet/internal/repoid"
-	"gitfleet/internal/testenv"
-	"gitfleet/internal/vcs"
+	"gitfleet/internal/devstack/forge"
+	"gitfleet/internal/devstack/testenv"
+	"gitfleet/internal/domain/repoid"
+	"gitfleet/internal/infra/config"
+	"gitfleet/internal/infra/mirror"
+	"gitfleet/internal/infra/vcs"
 	"gitfleet/workflows"
 )
 
@@ -44,7 +44,7 @@ func TestMain(m *testing.M) {
 		if err != nil {
 			return nil, err
 		}
-		mirrors, err := gitmirror.New(filepath.Join(e.Dir, "mirrors"), nil)
+		mirrors, err := mirror.New(filepath.Join(e.Dir, "mirrors"), nil)
 		if err != nil {
 			return nil, err
 		}

@@ -18,10 +18,10 @@ import (
 	"go.uber.org/zap"
 
 	"gitfleet/activities"
-	"gitfleet/internal/config"
-	"gitfleet/internal/gitmirror"
-	"gitfleet/internal/logging"
-	"gitfleet/internal/store"
+	"gitfleet/internal/infra/config"
+	"gitfleet/internal/infra/logging"
+	"gitfleet/internal/infra/mirror"
+	"gitfleet/internal/infra/store"
 	"gitfleet/workflows"
 )
 
@@ -98,7 +98,7 @@ func run() error {
 		return err
 	}
 
-	mirrors, err := gitmirror.New(cfg.MirrorDir, nil)
+	mirrors, err := mirror.New(cfg.MirrorDir, nil)
 	if err != nil {
 		return err
 	}

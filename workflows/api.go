@@ -16,8 +16,8 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"gitfleet/internal/errclass"
-	"gitfleet/internal/repoid"
+	"gitfleet/internal/domain/repoid"
+	"gitfleet/internal/infra/errclass"
 )
 
 // TaskQueue is the task queue of gitfleet's workers.

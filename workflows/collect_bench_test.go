@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"gitfleet/internal/identity"
+	"gitfleet/internal/domain/identity"
 )
 
 // benchRepo creates a repository with some history, so a first collection

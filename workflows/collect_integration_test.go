@@ -17,11 +17,11 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"gitfleet/internal/errclass"
-	"gitfleet/internal/forge"
-	"gitfleet/internal/identity"
-	"gitfleet/internal/repoid"
-	"gitfleet/internal/store"
+	"gitfleet/internal/devstack/forge"
+	"gitfleet/internal/domain/identity"
+	"gitfleet/internal/domain/repoid"
+	"gitfleet/internal/infra/errclass"
+	"gitfleet/internal/infra/store"
 	"gitfleet/workflows"
 )
 

@@ -10,10 +10,10 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"gitfleet/activities"
-	"gitfleet/internal/errclass"
-	"gitfleet/internal/identity"
-	"gitfleet/internal/repoid"
-	"gitfleet/internal/store"
+	"gitfleet/internal/domain/identity"
+	"gitfleet/internal/domain/repoid"
+	"gitfleet/internal/infra/errclass"
+	"gitfleet/internal/infra/store"
 )
 
 var (

@@ -9,8 +9,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"gitfleet/activities"
-	"gitfleet/internal/errclass"
-	"gitfleet/internal/store"
+	"gitfleet/internal/infra/errclass"
+	"gitfleet/internal/infra/store"
 )
 
 // Phase is where an ExecuteShard run is inside the Active state. Phases are

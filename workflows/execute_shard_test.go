@@ -11,8 +11,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"gitfleet/activities"
-	"gitfleet/internal/errclass"
-	"gitfleet/internal/store"
+	"gitfleet/internal/infra/errclass"
+	"gitfleet/internal/infra/store"
 )
 
 func newShardEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *activities.Shards) {

@@ -14,10 +14,10 @@ import (
 	"testing"
 
 	"gitfleet/activities"
-	"gitfleet/internal/forge"
-	"gitfleet/internal/gitmirror"
-	"gitfleet/internal/testenv"
-	"gitfleet/internal/vcs"
+	"gitfleet/internal/devstack/forge"
+	"gitfleet/internal/devstack/testenv"
+	"gitfleet/internal/infra/mirror"
+	"gitfleet/internal/infra/vcs"
 	"gitfleet/workflows"
 )
 
@@ -81,7 +81,7 @@ func TestMain(m *testing.M) {
 		if err != nil {
 			return nil, err
 		}
-		mirrors, err := gitmirror.New(filepath.Join(e.Dir, "mirrors"), nil)
+		mirrors, err := mirror.New(filepath.Join(e.Dir, "mirrors"), nil)
 		if err != nil {
 			return nil, err
 		}

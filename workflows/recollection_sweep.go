@@ -7,8 +7,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"gitfleet/activities"
-	"gitfleet/internal/repoid"
-	"gitfleet/internal/store"
+	"gitfleet/internal/domain/repoid"
+	"gitfleet/internal/infra/store"
 )
 
 // SweepScheduleID is the Temporal Schedule that starts RecollectionSweep.

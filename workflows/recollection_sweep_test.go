@@ -12,8 +12,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"gitfleet/activities"
-	"gitfleet/internal/repoid"
-	"gitfleet/internal/store"
+	"gitfleet/internal/domain/repoid"
+	"gitfleet/internal/infra/store"
 )
 
 func newSweepEnv() (*testsuite.TestWorkflowEnvironment, *activities.Sweeps) {

@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"gitfleet/internal/logging"
+	"gitfleet/internal/infra/logging"
 	"gitfleet/workflows"
 )
 

@@ -10,12 +10,12 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"gitfleet/activities"
-	"gitfleet/internal/errclass"
-	"gitfleet/internal/forge"
-	"gitfleet/internal/identity"
-	"gitfleet/internal/repogen"
-	"gitfleet/internal/store"
-	"gitfleet/internal/target"
+	"gitfleet/internal/devstack/forge"
+	"gitfleet/internal/devstack/repogen"
+	"gitfleet/internal/domain/identity"
+	"gitfleet/internal/domain/target"
+	"gitfleet/internal/infra/errclass"
+	"gitfleet/internal/infra/store"
 	"gitfleet/workflows"
 )
 

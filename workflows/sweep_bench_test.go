@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"gitfleet/activities"
-	"gitfleet/internal/store"
+	"gitfleet/internal/infra/store"
 	"gitfleet/workflows"
 )
 

@@ -13,8 +13,8 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
-	"gitfleet/internal/forge"
-	"gitfleet/internal/identity"
+	"gitfleet/internal/devstack/forge"
+	"gitfleet/internal/domain/identity"
 	"gitfleet/workflows"
 )
 

@@ -1,0 +1,182 @@
+// Package testenv gives an integration test binary the real parts it runs
+// against: one Temporal dev server (the pinned CLI) and one private
+// PostgreSQL cluster with a migrated database, started once per test binary
+// from TestMain and shared by its tests, which isolate themselves by
+// repository names.
+//
+// Nothing here skips: a missing CLI or PostgreSQL fails the binary with a
+// message saying what to install.
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.uber.org/zap"
+
+	"gitfleet/internal/devstack/pgcluster"
+	"gitfleet/internal/devstack/temporalcli"
+	"gitfleet/internal/infra/logging"
+	"gitfleet/internal/infra/store"
+	"gitfleet/workflows"
+)
+
+// Env is the shared stack of one test binary.
+type Env struct {
+	Dir         string
+	Temporal    *temporalcli.DevServer
+	Client      client.Client
+	Namespace   string
+	PG          *pgcluster.Cluster
+	DatabaseURL string
+	Store       *store.Store
+	Log         *zap.Logger
+}
+
+// Run starts the stack, runs the tests, tears the stack down and returns the
+// exit code. Use it from TestMain:
+//
+//	var env *testenv.Env
+//	func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env, nil)) }
+//
+// setup, if not nil, runs after the stack is up (to start a worker, a
+// forge…) and may return a cleanup.
+func Run(m *testing.M, env **Env, setup func(*Env) (func(), error)) int {
+	return run(m, env, Options{Temporal: true}, setup)
+}
+
+// RunDatabase is Run without Temporal, for tests of the database alone.
+func RunDatabase(m *testing.M, env **Env) int {
+	return run(m, env, Options{}, nil)
+}
+
+// Options says which parts to start.
+type Options struct {
+	Temporal bool
+}
+
+func run(m *testing.M, env **Env, opts Options, setup func(*Env) (func(), error)) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	e, err := Start(ctx, opts)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testenv:", err)
+		return 1
+	}
+	defer e.Close()
+	*env = e
+	if setup != nil {
+		cleanup, err := setup(e)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "testenv: setup:", err)
+			return 1
+		}
+		if cleanup != nil {
+			defer cleanup()
+		}
+	}
+	return m.Run()
+}
+
+// Start brings up a database and, if asked, a dev server.
+func Start(ctx context.Context, opts Options) (_ *Env, err error) {
+	dir, err := os.MkdirTemp("", "gitfleet-test-")
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{Dir: dir, Namespace: "default"}
+	defer func() {
+		if err != nil {
+			e.Close()
+		}
+	}()
+	level := os.Getenv("GITFLEET_TEST_LOG_LEVEL")
+	if level == "" {
+		level = "warn"
+	}
+	if e.Log, err = logging.New(level, "console"); err != nil {
+		return nil, err
+	}
+
+	// Start both servers at once: each takes a few seconds.
+	pgErr := make(chan error, 1)
+	go func() {
+		var err error
+		e.PG, err = pgcluster.Start(ctx, pgcluster.Options{DataDir: filepath.Join(dir, "pg"), Ephemeral: true})
+		pgErr <- err
+	}()
+	if opts.Temporal {
+		e.Temporal, err = temporalcli.StartDevServer(ctx, temporalcli.DevServerOptions{UIPort: -1})
+	}
+	if perr := <-pgErr; perr != nil {
+		return nil, fmt.Errorf("PostgreSQL: %w", perr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("Temporal dev server: %w", err)
+	}
+
+	if err := e.PG.CreateDatabase(ctx, "gitfleet"); err != nil {
+		return nil, err
+	}
+	e.DatabaseURL = e.PG.URL("gitfleet")
+	if e.Store, err = store.Open(ctx, e.DatabaseURL); err != nil {
+		return nil, err
+	}
+	if _, err := e.Store.Migrate(ctx); err != nil {
+		return nil, err
+	}
+	if !opts.Temporal {
+		return e, nil
+	}
+	e.Client, err = client.DialContext(ctx, client.Options{
+		HostPort:  e.Temporal.Address(),
+		Namespace: e.Namespace,
+		Logger:    logging.Temporal(e.Log.Named("temporal")),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := workflows.EnsureSearchAttributes(ctx, e.Client, e.Namespace); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// Close stops everything and removes the temporary directory.
+func (e *Env) Close() {
+	if e.Client != nil {
+		e.Client.Close()
+	}
+	if e.Store != nil {
+		e.Store.Close()
+	}
+	if e.Temporal != nil {
+		_ = e.Temporal.Stop()
+	}
+	if e.PG != nil {
+		_ = e.PG.Stop()
+	}
+	if e.Dir != "" {
+		_ = os.RemoveAll(e.Dir)
+	}
+}
+
+// StartWorker runs an in-process worker on the gitfleet task queue with all
+// workflows and the given activities, and returns its stop function.
+func (e *Env) StartWorker(activities ...any) (func(), error) {
+	w := worker.New(e.Client, workflows.TaskQueue, worker.Options{})
+	workflows.Register(w)
+	for _, a := range activities {
+		w.RegisterActivity(a)
+	}
+	if err := w.Start(); err != nil {
+		return nil, err
+	}
+	return w.Stop, nil
+}

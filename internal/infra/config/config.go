@@ -1,0 +1,144 @@
+// Package config reads the settings the worker and the starter share from
+// the environment, with defaults that match the local dev stack (`make run`).
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"gitfleet/internal/domain/decay"
+	"gitfleet/internal/infra/vcs"
+)
+
+// Environment variables, besides the host settings read by vcs.HostsFromEnv
+// (GITHUB_API_URL, GITHUB_TOKEN, GITFLEET_HOST, GITFLEET_GIT_URL).
+const (
+	EnvTemporalAddress   = "TEMPORAL_ADDRESS"
+	EnvTemporalNamespace = "TEMPORAL_NAMESPACE"
+	EnvTemporalUI        = "GITFLEET_UI_URL"
+	EnvDatabaseURL       = "DATABASE_URL"
+	EnvMirrorDir         = "GITFLEET_MIRROR_DIR"
+	EnvLogLevel          = "GITFLEET_LOG_LEVEL"
+	EnvLogFormat         = "GITFLEET_LOG_FORMAT"
+	EnvRules             = "GITFLEET_RULES"
+	EnvShardLease        = "GITFLEET_SHARD_LEASE"
+	EnvScanBatch         = "GITFLEET_SCAN_BATCH"
+	EnvSweepEvery        = "GITFLEET_SWEEP_EVERY"
+	EnvCleanupEvery      = "GITFLEET_CLEANUP_EVERY"
+	EnvDecay             = "GITFLEET_DECAY"
+	EnvHashKey           = "GITFLEET_FINDING_KEY"
+)
+
+// Defaults: the dev stack's addresses.
+const (
+	DefaultTemporalAddress = "127.0.0.1:7233"
+	DefaultNamespace       = "default"
+	DefaultUIURL           = "http://localhost:8233"
+	DefaultDatabaseURL     = "postgres://postgres@127.0.0.1:54329/gitfleet?sslmode=disable"
+)
+
+// Config is the shared configuration.
+type Config struct {
+	TemporalAddress string
+	Namespace       string
+	UIURL           string
+	DatabaseURL     string
+	MirrorDir       string
+	LogLevel        string
+	LogFormat       string
+	Hosts           vcs.Hosts
+	// RulesFile is a gitleaks-format rule file; "" means the default rules.
+	RulesFile string
+	// ShardLease is how long a shard lease lasts between renewals; 0 means
+	// the default.
+	ShardLease time.Duration
+	// ScanBatch is how many blobs a scan handles between durable writes; 0
+	// means the default.
+	ScanBatch int
+	// SweepEvery and CleanupEvery are the schedules' intervals.
+	SweepEvery, CleanupEvery time.Duration
+	// Decay is the re-collection decay table.
+	Decay decay.Table
+	// HashKey keys the findings' secret hashes; nil means the key the
+	// database generates once per installation. Secret: never logged.
+	HashKey []byte
+}
+
+// Load reads the configuration through getenv (os.Getenv in binaries).
+func Load(getenv func(string) string) (Config, error) {
+	hosts, err := vcs.HostsFromEnv(getenv)
+	if err != nil {
+		return Config{}, err
+	}
+	c := Config{
+		TemporalAddress: or(getenv(EnvTemporalAddress), DefaultTemporalAddress),
+		Namespace:       or(getenv(EnvTemporalNamespace), DefaultNamespace),
+		UIURL:           or(getenv(EnvTemporalUI), DefaultUIURL),
+		DatabaseURL:     or(getenv(EnvDatabaseURL), DefaultDatabaseURL),
+		MirrorDir:       getenv(EnvMirrorDir),
+		LogLevel:        or(getenv(EnvLogLevel), "info"),
+		LogFormat:       or(getenv(EnvLogFormat), "console"),
+		Hosts:           hosts,
+		RulesFile:       getenv(EnvRules),
+	}
+	if v := getenv(EnvShardLease); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second {
+			return Config{}, fmt.Errorf("%s=%q: want a duration of at least 1s", EnvShardLease, v)
+		}
+		c.ShardLease = d
+	}
+	if v := getenv(EnvScanBatch); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return Config{}, fmt.Errorf("%s=%q: want a positive number", EnvScanBatch, v)
+		}
+		c.ScanBatch = n
+	}
+	for _, d := range []struct {
+		env string
+		dst *time.Duration
+		def time.Duration
+	}{{EnvSweepEvery, &c.SweepEvery, time.Hour}, {EnvCleanupEvery, &c.CleanupEvery, 24 * time.Hour}} {
+		*d.dst = d.def
+		if v := getenv(d.env); v != "" {
+			iv, err := time.ParseDuration(v)
+			if err != nil || iv < time.Minute {
+				return Config{}, fmt.Errorf("%s=%q: want a duration of at least 1m", d.env, v)
+			}
+			*d.dst = iv
+		}
+	}
+	c.Decay = decay.Default
+	if v := getenv(EnvDecay); v != "" {
+		t, err := decay.Parse(v)
+		if err != nil {
+			return Config{}, fmt.Errorf("%s: %w", EnvDecay, err)
+		}
+		c.Decay = t
+	}
+	if k := getenv(EnvHashKey); k != "" {
+		if len(k) < 16 {
+			return Config{}, fmt.Errorf("%s must be at least 16 characters", EnvHashKey)
+		}
+		c.HashKey = []byte(k)
+	}
+	if c.MirrorDir == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			return Config{}, fmt.Errorf("no %s and no user cache directory: %w", EnvMirrorDir, err)
+		}
+		c.MirrorDir = filepath.Join(cache, "gitfleet", "mirrors")
+	}
+	return c, nil
+}
+
+func or(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,294 @@
+package gitwalk
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"gitfleet/internal/infra/packfmt"
+)
+
+// errCorrupt is wrapped by the errors of PackReader's reads and OpenPacks for
+// data that breaks the pack, index or loose object format (packfmt's, which
+// also decodes the deltas).
+var errCorrupt = packfmt.ErrCorrupt
+
+// Packs holds the pack indexes of a repository, loaded once and shared,
+// read-only, by any number of PackReaders: the blob readers of a scanner
+// that reads from several goroutines (see PackReader), and the reader of a
+// Walker (Options.Packs).
+//
+// Each index is kept as the bytes of its .idx file (28 to 36 bytes per
+// object) and searched in place: the fan-out table narrows a lookup to the
+// objects whose hash starts with the same byte, then a binary search over
+// the sorted names finds it. The pack files stay open; all readers read
+// them with ReadAt, which is safe for concurrent use.
+//
+// Packs is a snapshot: packs written after OpenPacks are not seen (their
+// objects read as not found, see PackReader.Read), and a pack deleted by a
+// repack stays readable through its open descriptor until Close.
+type Packs struct {
+	objects string // the objects directory
+	packs   []*pack
+	done    bool // closed
+}
+
+// pack is one pack file and its index (version 2).
+type pack struct {
+	path string
+	f    *os.File
+	end  int64 // the pack's size minus its trailing checksum: object data ends here
+	n    int   // number of objects
+	// Tables of the .idx, sliced from its bytes.
+	fanout  []byte // 256 big-endian uint32: objects whose first hash byte is <= i
+	names   []byte // n sorted 20-byte names
+	offsets []byte // n big-endian uint32; MSB set: index into large
+	large   []byte // big-endian uint64 offsets
+}
+
+const hashSize = 20 // len(plumbing.Hash): SHA-1 repositories only
+
+// OpenPacks loads the pack indexes of the repository at repoPath (a bare
+// repository, or a work tree with a .git directory, resolved as Open does)
+// and opens their packs. A repository without packs is not an error: every
+// object is then read as a loose object. Only version 2 indexes are read
+// (the only version go-git reads as well; Git has written them by default
+// since 2007); an index of another version, one whose pack is missing, or
+// a pack that does not match its index is an error. Close the Packs when
+// all its readers are done.
+func OpenPacks(repoPath string) (*Packs, error) {
+	dir := repoPath
+	if fi, err := os.Stat(filepath.Join(repoPath, ".git")); err == nil && fi.IsDir() {
+		dir = filepath.Join(repoPath, ".git")
+	}
+	ps := &Packs{objects: filepath.Join(dir, "objects")}
+	if fi, err := os.Stat(ps.objects); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("open packs of %s: not a git repository (no objects directory)", repoPath)
+	}
+	packDir := filepath.Join(ps.objects, "pack")
+	ents, err := os.ReadDir(packDir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("open packs of %s: %w", repoPath, err)
+	}
+	type found struct {
+		idx   string
+		mtime int64
+	}
+	var idxs []found
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasPrefix(name, "pack-") || !strings.HasSuffix(name, ".idx") || !e.Type().IsRegular() {
+			continue
+		}
+		var mtime int64
+		if fi, err := e.Info(); err == nil {
+			mtime = fi.ModTime().UnixNano()
+		}
+		idxs = append(idxs, found{filepath.Join(packDir, name), mtime})
+	}
+	// Newest first, as Git searches them: recent objects are the likelier
+	// reads. Name order breaks ties, for a deterministic order.
+	sort.Slice(idxs, func(i, j int) bool {
+		if idxs[i].mtime != idxs[j].mtime {
+			return idxs[i].mtime > idxs[j].mtime
+		}
+		return idxs[i].idx < idxs[j].idx
+	})
+	for _, f := range idxs {
+		p, err := openPack(f.idx)
+		if err != nil {
+			ps.Close()
+			return nil, fmt.Errorf("open packs of %s: %w", repoPath, err)
+		}
+		ps.packs = append(ps.packs, p)
+	}
+	return ps, nil
+}
+
+// Close closes the pack files. The Packs' readers must not be used after
+// (their reads fail).
+func (ps *Packs) Close() error {
+	if ps.done {
+		return nil
+	}
+	ps.done = true
+	var first error
+	for _, p := range ps.packs {
+		if err := p.f.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+var idxMagic = []byte{0xff, 't', 'O', 'c'}
+
+func openPack(idxPath string) (*pack, error) {
+	raw, err := os.ReadFile(idxPath)
+	if err != nil {
+		return nil, err
+	}
+	p, err := parseIndex(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Base(idxPath), err)
+	}
+	p.path = strings.TrimSuffix(idxPath, ".idx") + ".pack"
+	f, err := os.Open(p.path)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.check(f, raw[len(raw)-2*hashSize:len(raw)-hashSize]); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", filepath.Base(p.path), err)
+	}
+	p.f = f
+	return p, nil
+}
+
+// parseIndex slices the tables of a version 2 pack index:
+//
+//	magic "\377tOc", version 2
+//	fan-out: 256 × uint32
+//	names: n × 20 bytes, sorted
+//	CRC-32s: n × uint32
+//	offsets: n × uint32 (MSB set: the low 31 bits index the large offsets)
+//	large offsets: m × uint64
+//	pack checksum, index checksum: 2 × 20 bytes
+func parseIndex(raw []byte) (*pack, error) {
+	const head = 8 + 256*4
+	if len(raw) < head+2*hashSize || !bytes.Equal(raw[:4], idxMagic) {
+		return nil, fmt.Errorf("%w: not a version 2 pack index", errCorrupt)
+	}
+	if v := binary.BigEndian.Uint32(raw[4:8]); v != 2 {
+		return nil, fmt.Errorf("%w: pack index version %d not supported", errCorrupt, v)
+	}
+	fanout := raw[8:head]
+	prev := uint32(0)
+	for i := 0; i < 256; i++ {
+		c := binary.BigEndian.Uint32(fanout[4*i:])
+		if c < prev {
+			return nil, fmt.Errorf("%w: pack index fan-out not monotonic", errCorrupt)
+		}
+		prev = c
+	}
+	n := int64(prev)
+	tables := int64(len(raw)) - head - 2*hashSize
+	if n*(hashSize+8) > tables || (tables-n*(hashSize+8))%8 != 0 {
+		return nil, fmt.Errorf("%w: pack index of %d objects has %d bytes", errCorrupt, n, len(raw))
+	}
+	namesEnd := head + int(n)*hashSize
+	offStart := namesEnd + int(n)*4 // after the CRC-32s
+	offEnd := offStart + int(n)*4
+	return &pack{
+		n:       int(n),
+		fanout:  fanout,
+		names:   raw[head:namesEnd],
+		offsets: raw[offStart:offEnd],
+		large:   raw[offEnd : len(raw)-2*hashSize],
+	}, nil
+}
+
+// check verifies that f is the pack p indexes: its header, object count and
+// trailing checksum.
+func (p *pack) check(f *os.File, sum []byte) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	size := fi.Size()
+	if size < 12+int64(hashSize) {
+		return fmt.Errorf("%w: pack of %d bytes", errCorrupt, size)
+	}
+	var hdr [12]byte
+	if _, err := f.ReadAt(hdr[:], 0); err != nil {
+		return err
+	}
+	if string(hdr[:4]) != "PACK" {
+		return fmt.Errorf("%w: no pack signature", errCorrupt)
+	}
+	if v := binary.BigEndian.Uint32(hdr[4:8]); v != 2 && v != 3 {
+		return fmt.Errorf("%w: pack version %d not supported", errCorrupt, v)
+	}
+	if c := binary.BigEndian.Uint32(hdr[8:12]); int64(c) != int64(p.n) {
+		return fmt.Errorf("%w: pack has %d objects, its index %d", errCorrupt, c, p.n)
+	}
+	var trailer [hashSize]byte
+	if _, err := f.ReadAt(trailer[:], size-int64(hashSize)); err != nil {
+		return err
+	}
+	if !bytes.Equal(trailer[:], sum) {
+		return fmt.Errorf("%w: pack checksum differs from its index's", errCorrupt)
+	}
+	p.end = size - int64(hashSize)
+	return nil
+}
+
+// find returns the offset of object h in p.
+func (p *pack) find(h *plumbing.Hash) (int64, bool, error) {
+	lo := 0
+	if h[0] > 0 {
+		lo = int(binary.BigEndian.Uint32(p.fanout[4*(int(h[0])-1):]))
+	}
+	hi := int(binary.BigEndian.Uint32(p.fanout[4*int(h[0]):]))
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		c := bytes.Compare(p.names[m*hashSize:(m+1)*hashSize], h[:])
+		switch {
+		case c == 0:
+			off, err := p.offset(m)
+			return off, err == nil, err
+		case c < 0:
+			lo = m + 1
+		default:
+			hi = m
+		}
+	}
+	return 0, false, nil
+}
+
+// offset returns the offset of the i-th object of the index.
+func (p *pack) offset(i int) (int64, error) {
+	o := binary.BigEndian.Uint32(p.offsets[4*i:])
+	off := int64(o)
+	if o&0x80000000 != 0 {
+		j := int(o & 0x7fffffff)
+		if j >= len(p.large)/8 {
+			return 0, fmt.Errorf("%w: pack index large offset %d out of range", errCorrupt, j)
+		}
+		u := binary.BigEndian.Uint64(p.large[8*j:])
+		if u > 1<<62 {
+			return 0, fmt.Errorf("%w: pack index offset %d out of range", errCorrupt, u)
+		}
+		off = int64(u)
+	}
+	if off < 12 || off >= p.end {
+		return 0, fmt.Errorf("%w: pack index offset %d out of range", errCorrupt, off)
+	}
+	return off, nil
+}
+
+// find returns the pack holding h and its offset there, looking in pack
+// hint first.
+func (ps *Packs) find(h *plumbing.Hash, hint int) (int, int64, bool, error) {
+	if hint >= 0 && hint < len(ps.packs) {
+		if off, ok, err := ps.packs[hint].find(h); ok || err != nil {
+			return hint, off, ok, err
+		}
+	}
+	for i, p := range ps.packs {
+		if i == hint {
+			continue
+		}
+		if off, ok, err := p.find(h); ok || err != nil {
+			return i, off, ok, err
+		}
+	}
+	return 0, 0, false, nil
+}

@@ -1,0 +1,356 @@
+// Package mirror keeps local bare mirrors of remote repositories with
+// go-git, and answers the two questions identity resolution asks of a remote
+// without any API call: "where does this URL really lead?" (redirects of
+// renamed repositories) and "does the remote still have commit X?" (fetch by
+// SHA, ADR-08).
+//
+// Mirrors live at a deterministic path per remote URL (a digest, so no path
+// from user input ever reaches the file system) and are safe to use from
+// several goroutines and processes at once. Correctness never depends on a
+// mirror surviving: any worker can recreate one from scratch.
+package mirror
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage/memory"
+
+	"gitfleet/internal/infra/errclass"
+)
+
+// Mirrors manages the mirrors under Root.
+type Mirrors struct {
+	root string
+	http *http.Client
+
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex
+}
+
+// New returns a Mirrors rooted at root (created if missing). httpClient is
+// used for the redirect probe; nil means a client with a 30 s timeout.
+func New(root string, httpClient *http.Client) (*Mirrors, error) {
+	if err := os.MkdirAll(filepath.Join(root, "tmp"), 0o755); err != nil {
+		return nil, fmt.Errorf("mirror root: %w", err)
+	}
+	if httpClient == nil {
+		httpClient = &http.Client{Timeout: 30 * time.Second}
+	}
+	return &Mirrors{root: root, http: httpClient, locks: map[string]*sync.Mutex{}}, nil
+}
+
+// Remote describes a remote after a sync.
+type Remote struct {
+	// URL is where the requested URL really leads after redirects.
+	URL string `json:"url"`
+	// Head is the commit the remote's HEAD points at ("" when empty).
+	Head string `json:"head,omitempty"`
+	// DefaultBranch is the branch HEAD points at, without refs/heads/.
+	DefaultBranch string `json:"defaultBranch,omitempty"`
+	// Empty reports a repository without any commit.
+	Empty bool `json:"empty,omitempty"`
+}
+
+// Path is the mirror directory for a remote URL.
+func (m *Mirrors) Path(remoteURL string) string {
+	sum := sha256.Sum256([]byte(canonicalURL(remoteURL)))
+	return filepath.Join(m.root, hex.EncodeToString(sum[:16])+".git")
+}
+
+func canonicalURL(u string) string {
+	return strings.TrimSuffix(strings.TrimSuffix(strings.ToLower(u), "/"), ".git")
+}
+
+// Resolve follows redirects from remoteURL the way git does for the
+// reference advertisement, and returns the URL the repository really lives
+// at. A renamed or transferred GitHub repository answers at its old URL with
+// a redirect to the new one.
+func (m *Mirrors) Resolve(ctx context.Context, remoteURL string) (string, error) {
+	probe := strings.TrimSuffix(remoteURL, "/") + "/info/refs?service=git-upload-pack"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, probe, nil)
+	if err != nil {
+		return "", errclass.Permanentf(errclass.ReasonInvalidInput, "bad repository URL: %v", err)
+	}
+	req.Header.Set("Git-Protocol", "version=0")
+	resp, err := m.http.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("reach %s: %w", remoteURL, err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	switch code := resp.StatusCode; {
+	case code == http.StatusNotFound:
+		return "", errclass.Wrap(errclass.Permanent, errclass.ReasonNotFound,
+			fmt.Errorf("%s: %w (or private)", remoteURL, transport.ErrRepositoryNotFound))
+	case code == http.StatusUnauthorized, code == http.StatusForbidden:
+		return "", errclass.Wrap(errclass.Permanent, errclass.ReasonPermissionDenied,
+			fmt.Errorf("%s: %w", remoteURL, transport.ErrAuthenticationRequired))
+	case code == http.StatusTooManyRequests || code >= 500:
+		return "", errclass.Wrap(errclass.Retryable, fmt.Sprintf("server error %d", code),
+			fmt.Errorf("%s answered %s", remoteURL, resp.Status))
+	case code != http.StatusOK:
+		return "", errclass.Permanentf(errclass.ReasonUnsupported, "%s answered %s", remoteURL, resp.Status)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/x-git-upload-pack-advertisement" {
+		return "", errclass.Permanentf(errclass.ReasonUnsupported, "%s is not a smart HTTP Git server (content type %q)", remoteURL, ct)
+	}
+	final := resp.Request.URL
+	final.RawQuery = ""
+	return strings.TrimSuffix(final.String(), "/info/refs"), nil
+}
+
+// ListRefs lists the remote's refs (git ls-remote), without cloning.
+func ListRefs(ctx context.Context, remoteURL string) ([]*plumbing.Reference, error) {
+	refs, err := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{remoteURL}}).ListContext(ctx, &git.ListOptions{})
+	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list refs of %s: %w", remoteURL, err)
+	}
+	return refs, nil
+}
+
+// headOf finds the HEAD symref and its commit among listed refs.
+func headOf(refs []*plumbing.Reference) (branch plumbing.ReferenceName, commit string) {
+	byName := map[plumbing.ReferenceName]*plumbing.Reference{}
+	for _, r := range refs {
+		byName[r.Name()] = r
+	}
+	head, ok := byName[plumbing.HEAD]
+	if !ok {
+		return "", ""
+	}
+	if head.Type() == plumbing.HashReference {
+		return "", head.Hash().String()
+	}
+	if target, ok := byName[head.Target()]; ok && target.Type() == plumbing.HashReference {
+		return head.Target(), target.Hash().String()
+	}
+	return head.Target(), ""
+}
+
+// Sync brings the mirror of remoteURL up to date with the remote's branches
+// and tags (pruning deleted ones) and reports what HEAD points at.
+func (m *Mirrors) Sync(ctx context.Context, remoteURL string) (Remote, error) {
+	effective, err := m.Resolve(ctx, remoteURL)
+	if err != nil {
+		return Remote{}, err
+	}
+	refs, err := ListRefs(ctx, effective)
+	if err != nil {
+		return Remote{}, err
+	}
+	branch, head := headOf(refs)
+	out := Remote{URL: effective, Head: head, DefaultBranch: branch.Short(), Empty: len(refs) == 0}
+	if out.Empty {
+		return out, nil
+	}
+	path := m.Path(effective)
+	unlock, err := m.lock(ctx, path)
+	if err != nil {
+		return Remote{}, err
+	}
+	defer unlock()
+	if err := m.fetchInto(ctx, path, effective, branch, head); err != nil {
+		if ctx.Err() != nil || !damaged(err) {
+			return Remote{}, err
+		}
+		// A mirror left damaged by a crash is rebuilt once from scratch.
+		if rmErr := os.RemoveAll(path); rmErr != nil {
+			return Remote{}, errors.Join(err, rmErr)
+		}
+		if err := m.fetchInto(ctx, path, effective, branch, head); err != nil {
+			return Remote{}, err
+		}
+	}
+	return out, nil
+}
+
+// damaged reports errors that a fresh mirror may cure: corrupt objects or
+// local storage trouble, as opposed to the remote refusing or failing.
+func damaged(err error) bool {
+	if errors.Is(err, errDamaged) {
+		return true
+	}
+	switch errclass.Classify(err).Reason {
+	case "corrupt pack", "unclassified":
+		return true
+	}
+	return false
+}
+
+// errDamaged reports a mirror whose refs name objects it does not hold.
+var errDamaged = errors.New("mirror is damaged")
+
+func (m *Mirrors) fetchInto(ctx context.Context, path, remoteURL string, head plumbing.ReferenceName, headCommit string) error {
+	repo, err := m.open(path)
+	if err != nil {
+		return err
+	}
+	err = remote(repo, path, remoteURL).FetchContext(ctx, &git.FetchOptions{
+		RefSpecs: []config.RefSpec{"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"},
+		Tags:     git.NoTags, // the refspec above already takes them all
+		Force:    true,
+		Prune:    true,
+	})
+	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+		return fmt.Errorf("fetch %s: %w", remoteURL, err)
+	}
+	if head != "" {
+		if err := repo.Storer.SetReference(plumbing.NewSymbolicReference(plumbing.HEAD, head)); err != nil {
+			return fmt.Errorf("set mirror HEAD: %w", err)
+		}
+	}
+	// Refs already matching the remote make the fetch a no-op even when the
+	// objects behind them are gone (a crash, a damaged pack): check the one
+	// commit everything else starts from.
+	if headCommit != "" {
+		if _, err := repo.CommitObject(plumbing.NewHash(headCommit)); err != nil {
+			return fmt.Errorf("%w: head commit unreadable: %v", errDamaged, err)
+		}
+	}
+	return nil
+}
+
+// remote is an anonymous remote on repo, the bare repository at dir:
+// mirrors keep no remote configuration, since the URL a repository answers
+// at can change. Its fetches write packs with packfmt's indexer (see
+// packStorage).
+func remote(repo *git.Repository, dir, url string) *git.Remote {
+	return git.NewRemote(withPackWriter(repo.Storer, dir), &config.RemoteConfig{Name: "origin", URLs: []string{url}})
+}
+
+// open opens the bare mirror at path, creating it atomically if missing so a
+// crash never leaves a half-initialised directory at the final path.
+func (m *Mirrors) open(path string) (*git.Repository, error) {
+	repo, err := git.PlainOpen(path)
+	if err == nil {
+		return repo, nil
+	}
+	if !errors.Is(err, git.ErrRepositoryNotExists) {
+		return nil, fmt.Errorf("open mirror: %w", err)
+	}
+	tmp, err := os.MkdirTemp(filepath.Join(m.root, "tmp"), "init-")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := git.PlainInit(tmp, true); err != nil {
+		os.RemoveAll(tmp)
+		return nil, fmt.Errorf("init mirror: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.RemoveAll(tmp)
+		return nil, fmt.Errorf("place mirror: %w", err)
+	}
+	return git.PlainOpen(path)
+}
+
+// Open opens the mirror of remoteURL for reading. Callers that read while
+// another goroutine may sync should hold no expectations beyond the refs
+// they resolved.
+func (m *Mirrors) Open(remoteURL string) (*git.Repository, error) {
+	return git.PlainOpen(m.Path(remoteURL))
+}
+
+// HasCommit asks the remote whether it still has commit sha reachable, by
+// fetching exactly that commit with depth 1 into an empty scratch
+// repository (ADR-08's `git fetch --depth 1 origin <sha>`). The scratch
+// repository guarantees the answer comes from the remote, never from objects
+// a local mirror still holds. "not our ref" is a definite no.
+func (m *Mirrors) HasCommit(ctx context.Context, remoteURL, sha string) (bool, error) {
+	if !plumbing.IsHash(sha) {
+		return false, errclass.Permanentf(errclass.ReasonInvalidInput, "%q is not a commit id", sha)
+	}
+	tmp, err := os.MkdirTemp(filepath.Join(m.root, "tmp"), "verify-")
+	if err != nil {
+		return false, err
+	}
+	defer os.RemoveAll(tmp)
+	repo, err := git.PlainInit(tmp, true)
+	if err != nil {
+		return false, err
+	}
+	err = remote(repo, tmp, remoteURL).FetchContext(ctx, &git.FetchOptions{
+		RefSpecs: []config.RefSpec{config.RefSpec(sha + ":refs/gitfleet/verify")},
+		Depth:    1,
+		Tags:     git.NoTags,
+	})
+	switch {
+	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
+		return true, nil
+	case strings.Contains(err.Error(), "not our ref"):
+		return false, nil
+	}
+	return false, fmt.Errorf("fetch %s by SHA: %w", remoteURL, err)
+}
+
+// lock serialises work on one mirror across goroutines (mutex) and processes
+// (flock on a sibling lock file).
+func (m *Mirrors) lock(ctx context.Context, path string) (func(), error) {
+	m.mu.Lock()
+	mu, ok := m.locks[path]
+	if !ok {
+		mu = &sync.Mutex{}
+		m.locks[path] = mu
+	}
+	m.mu.Unlock()
+	mu.Lock()
+
+	f, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		mu.Unlock()
+		return nil, err
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			mu.Unlock()
+			return nil, fmt.Errorf("lock mirror: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			mu.Unlock()
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+		mu.Unlock()
+	}, nil
+}
+
+// Head is what the remote's HEAD points at now, from the reference
+// advertisement alone (git ls-remote): no clone, no API request. An empty
+// repository has no head ("").
+func Head(ctx context.Context, remoteURL string) (string, error) {
+	refs, err := ListRefs(ctx, remoteURL)
+	if err != nil {
+		return "", err
+	}
+	_, head := headOf(refs)
+	return head, nil
+}

@@ -1,0 +1,173 @@
+package mirror
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/storage"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"gitfleet/internal/infra/packfmt"
+)
+
+// packStorage is a mirror's go-git storage whose fetches write the
+// received pack and its index with packfmt's indexer instead of go-git's
+// packfile parser (which inflates, resolves and hashes every object on one
+// goroutine, allocating as it goes). go-git still does everything else:
+// negotiation, transport and ref updates. go-git's fetch hands the pack to
+// a storer's PackfileWriter when it has one
+// (packfile.UpdateObjectStorage).
+type packStorage struct {
+	*filesystem.Storage
+	dir string // the repository's directory (bare: holds objects/)
+}
+
+// withPackWriter wraps a repository's storage; storages other than go-git's
+// file system storage are returned as they are.
+func withPackWriter(s storage.Storer, dir string) storage.Storer {
+	fs, ok := s.(*filesystem.Storage)
+	if !ok {
+		return s
+	}
+	return &packStorage{Storage: fs, dir: dir}
+}
+
+var _ storer.PackfileWriter = (*packStorage)(nil)
+
+// PackfileWriter returns a writer that streams a received pack to a
+// temporary file under objects/pack, indexing it as it arrives; its Close
+// completes the index and moves pack-<checksum>.pack, then
+// pack-<checksum>.idx into place (the pack first, so a crash never leaves
+// an index without its pack) and makes the storage see the new pack.
+func (s *packStorage) PackfileWriter() (io.WriteCloser, error) {
+	dir := filepath.Join(s.dir, "objects", "pack")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.CreateTemp(dir, "tmp_pack_")
+	if err != nil {
+		return nil, err
+	}
+	w := &packWriter{s: s, dir: dir, f: f}
+	w.ix = packfmt.NewIndexer(f, packfmt.Options{Base: s.base})
+	return w, nil
+}
+
+// base reads an object of the mirror: the base of a delta in a thin pack.
+// (go-git does not ask for thin packs, see TestIncrementalSyncPacks, but
+// the indexer completes them all the same.)
+func (s *packStorage) base(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
+	obj, err := s.Storage.EncodedObject(plumbing.AnyObject, h)
+	if err != nil {
+		return 0, nil, err
+	}
+	r, err := obj.Reader()
+	if err != nil {
+		return 0, nil, err
+	}
+	defer r.Close()
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	return obj.Type(), data, nil
+}
+
+type packWriter struct {
+	s      *packStorage
+	dir    string
+	f      *os.File
+	ix     *packfmt.Indexer
+	closed bool
+}
+
+// testHookPackIndexed, when set, sees the index of every pack written.
+var testHookPackIndexed func(*packfmt.Index)
+
+func (w *packWriter) Write(p []byte) (int, error) { return w.ix.Write(p) }
+
+// ReadFrom lets io.Copy read straight into the indexer's buffers.
+func (w *packWriter) ReadFrom(r io.Reader) (int64, error) { return w.ix.ReadFrom(r) }
+
+func (w *packWriter) Close() (err error) {
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	tmp := w.f.Name()
+	defer func() {
+		if w.f != nil {
+			w.f.Close()
+		}
+		if tmp != "" {
+			os.Remove(tmp)
+		}
+	}()
+	ix, err := w.ix.Finish()
+	if errors.Is(err, packfmt.ErrEmpty) {
+		return nil // go-git reports the empty pack itself
+	}
+	if err != nil {
+		if errors.Is(err, packfmt.ErrCorrupt) {
+			// Classified as a corrupt pack (errclass): fetching again is
+			// the cure.
+			return fmt.Errorf("%w: %w", packfile.ErrMalformedPackFile, err)
+		}
+		return err
+	}
+	if testHookPackIndexed != nil {
+		testHookPackIndexed(ix)
+	}
+	if ix.Objects() == 0 {
+		return nil
+	}
+	if err := w.f.Close(); err != nil {
+		return err
+	}
+	w.f = nil
+	base := filepath.Join(w.dir, "pack-"+ix.Checksum.String())
+	if err := os.Chmod(tmp, 0o444); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, base+".pack"); err != nil {
+		return err
+	}
+	tmp = ""
+	if err := writeIndex(w.dir, base+".idx", ix); err != nil {
+		return err
+	}
+	// The storage lists the packs once and caches their indexes: make it
+	// load them again, the new one included.
+	w.s.Reindex()
+	return nil
+}
+
+// writeIndex writes the index to a temporary file and renames it to path.
+func writeIndex(dir, path string, ix *packfmt.Index) (err error) {
+	f, err := os.CreateTemp(dir, "tmp_idx_")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if _, err := ix.WriteTo(f); err != nil {
+		return err
+	}
+	if err := f.Chmod(0o444); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}

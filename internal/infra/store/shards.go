@@ -1,0 +1,487 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"gitfleet/internal/domain/target"
+	"gitfleet/internal/infra/errclass"
+)
+
+// ShardStatus is a shard's persisted lifecycle state.
+type ShardStatus string
+
+const (
+	ShardActive ShardStatus = "Active"
+	ShardDone   ShardStatus = "Done"
+	ShardSplit  ShardStatus = "Split" // reserved: repository shards are never split
+	ShardParked ShardStatus = "Parked"
+)
+
+// ShardSpec describes a shard to create or find.
+type ShardSpec struct {
+	Key        string           `json:"key"`
+	CodebaseID int64            `json:"codebaseId,omitempty"`
+	Location   string           `json:"location"`
+	Local      bool             `json:"local,omitempty"`
+	Selection  target.Selection `json:"selection"`
+}
+
+// Shard is a stored shard.
+type Shard struct {
+	ShardSpec
+	ID                  int64       `json:"id"`
+	Status              ShardStatus `json:"status"`
+	ParkReason          string      `json:"parkReason,omitempty"`
+	Fence               int64       `json:"fence"`
+	CheckpointReceiptID int64       `json:"checkpointReceiptId,omitempty"`
+}
+
+// EnsureShard returns the id of the shard with spec.Key, creating it if
+// needed. A codebase's shard follows its repository's current location.
+func (s *Store) EnsureShard(ctx context.Context, spec ShardSpec) (int64, error) {
+	sel, err := json.Marshal(spec.Selection)
+	if err != nil {
+		return 0, err
+	}
+	var codebase *int64
+	if spec.CodebaseID != 0 {
+		codebase = &spec.CodebaseID
+	}
+	var id int64
+	err = s.pool.QueryRow(ctx, `INSERT INTO shards (key, codebase_id, location, local, selection)
+		VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (key) DO UPDATE SET location = excluded.location, updated_at = now()
+		RETURNING id`, spec.Key, codebase, spec.Location, spec.Local, sel).Scan(&id)
+	return id, err
+}
+
+const shardColumns = `id, key, coalesce(codebase_id, 0), location, local, selection, status,
+	coalesce(park_reason, ''), fence, coalesce(checkpoint_receipt_id, 0)`
+
+func scanShard(row pgx.Row) (*Shard, error) {
+	var sh Shard
+	var sel []byte
+	err := row.Scan(&sh.ID, &sh.Key, &sh.CodebaseID, &sh.Location, &sh.Local, &sel, &sh.Status,
+		&sh.ParkReason, &sh.Fence, &sh.CheckpointReceiptID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &sh, json.Unmarshal(sel, &sh.Selection)
+}
+
+// ShardByID returns a shard or nil.
+func (s *Store) ShardByID(ctx context.Context, id int64) (*Shard, error) {
+	return scanShard(s.pool.QueryRow(ctx, `SELECT `+shardColumns+` FROM shards WHERE id = $1`, id))
+}
+
+// ShardByKey returns a shard or nil.
+func (s *Store) ShardByKey(ctx context.Context, key string) (*Shard, error) {
+	return scanShard(s.pool.QueryRow(ctx, `SELECT `+shardColumns+` FROM shards WHERE key = $1`, key))
+}
+
+// Lease is an owner's claim on a shard. The fence is what every durable
+// write presents; a higher fence supersedes it forever.
+type Lease struct {
+	ShardID int64  `json:"shardId"`
+	Fence   int64  `json:"fence"`
+	Owner   string `json:"owner"`
+}
+
+// Claim is the outcome of AcquireShard: a lease when the shard is Active
+// and free.
+type Claim struct {
+	Lease      Lease       `json:"lease"`
+	Status     ShardStatus `json:"status"`
+	ParkReason string      `json:"parkReason,omitempty"`
+	// Busy reports a live lease of another owner, held until Deadline.
+	Busy     bool      `json:"busy,omitempty"`
+	Deadline time.Time `json:"deadline"`
+}
+
+// AcquireShard claims an Active shard for owner: it bumps the fence, which
+// makes every earlier holder stale, and sets the lease deadline on the
+// database's clock. A live lease of another owner is not taken (Busy); an
+// owner may take over from itself, which is how a retried activity attempt
+// fences off the attempt it replaces. rearm turns a Done shard Active again
+// (new work was requested); a Parked shard stays parked.
+func (s *Store) AcquireShard(ctx context.Context, shardID int64, owner string, leaseFor time.Duration, rearm bool) (Claim, error) {
+	var c Claim
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		c = Claim{}
+		var holder string
+		var live bool
+		var deadline *time.Time
+		err := tx.QueryRow(ctx, `SELECT status, coalesce(park_reason, ''), coalesce(owner, ''),
+				coalesce(lease_deadline > clock_timestamp(), false), lease_deadline
+			FROM shards WHERE id = $1 FOR UPDATE`, shardID).Scan(&c.Status, &c.ParkReason, &holder, &live, &deadline)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errclass.Permanentf(errclass.ReasonNotFound, "shard %d does not exist", shardID)
+		}
+		if err != nil {
+			return err
+		}
+		if c.Status == ShardDone && rearm {
+			c.Status = ShardActive
+		}
+		if c.Status != ShardActive {
+			return nil
+		}
+		if live && holder != owner {
+			c.Busy, c.Deadline = true, *deadline
+			return nil
+		}
+		c.Lease = Lease{ShardID: shardID, Owner: owner}
+		return tx.QueryRow(ctx, `UPDATE shards SET status = 'Active', park_reason = NULL, fence = fence + 1, owner = $2,
+				lease_deadline = clock_timestamp() + $3 * interval '1 millisecond', updated_at = now()
+			WHERE id = $1 RETURNING fence, lease_deadline`, shardID, owner, leaseFor.Milliseconds()).Scan(&c.Lease.Fence, &c.Deadline)
+	})
+	return c, err
+}
+
+// checkLease is the fence check every durable write makes inside its own
+// transaction: it locks the shard row, so a concurrent acquire (fence bump)
+// either commits before the write and rejects it, or waits for it.
+func checkLease(ctx context.Context, tx pgx.Tx, l Lease) error {
+	var fence int64
+	var live bool
+	err := tx.QueryRow(ctx, `SELECT fence, coalesce(lease_deadline > clock_timestamp(), false) FROM shards WHERE id = $1 FOR UPDATE`,
+		l.ShardID).Scan(&fence, &live)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return errclass.StaleOwnerf("shard %d no longer exists", l.ShardID)
+	case err != nil:
+		return err
+	case fence != l.Fence:
+		return errclass.StaleOwnerf("shard %d: fence %d was superseded by fence %d", l.ShardID, l.Fence, fence)
+	case !live:
+		return errclass.StaleOwnerf("shard %d: the lease of fence %d has expired", l.ShardID, l.Fence)
+	}
+	return nil
+}
+
+// RenewLease extends the lease of a current owner and returns the new
+// deadline.
+func (s *Store) RenewLease(ctx context.Context, l Lease, leaseFor time.Duration) (time.Time, error) {
+	var deadline time.Time
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := checkLease(ctx, tx, l); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, `UPDATE shards SET lease_deadline = clock_timestamp() + $2 * interval '1 millisecond'
+			WHERE id = $1 RETURNING lease_deadline`, l.ShardID, leaseFor.Milliseconds()).Scan(&deadline)
+	})
+	return deadline, err
+}
+
+// Scope returns the scope of a shard under a rule set, creating it if needed.
+func (s *Store) Scope(ctx context.Context, shardID int64, policyHash string) (int64, error) {
+	var id int64
+	err := s.pool.QueryRow(ctx, `INSERT INTO scan_scopes (shard_id, policy_hash) VALUES ($1, $2)
+		ON CONFLICT (shard_id, policy_hash) DO UPDATE SET policy_hash = excluded.policy_hash RETURNING id`,
+		shardID, policyHash).Scan(&id)
+	return id, err
+}
+
+// Watermarks returns the per-ref watermarks of a scope.
+func (s *Store) Watermarks(ctx context.Context, scopeID int64) (map[string]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT ref, commit_id FROM shard_watermarks WHERE scope_id = $1`, scopeID)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	var ref, commit string
+	_, err = pgx.ForEachRow(rows, []any{&ref, &commit}, func() error {
+		out[ref] = commit
+		return nil
+	})
+	return out, err
+}
+
+// SeenBlobs returns which of blobs the scope has seen already.
+func (s *Store) SeenBlobs(ctx context.Context, scopeID int64, blobs [][]byte) (map[string]bool, error) {
+	rows, err := s.pool.Query(ctx, `SELECT blob FROM seen_blobs WHERE scope_id = $1 AND blob = ANY($2)`, scopeID, blobs)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var b []byte
+	_, err = pgx.ForEachRow(rows, []any{&b}, func() error {
+		seen[string(b)] = true
+		return nil
+	})
+	return seen, err
+}
+
+// Outcomes of a seen blob.
+const (
+	OutcomeScanned   = "scanned"
+	OutcomeBinary    = "binary"
+	OutcomeOversized = "oversized"
+)
+
+// SeenBlob is a blob the scope will not scan again.
+type SeenBlob struct {
+	Blob    []byte
+	Outcome string
+}
+
+// Finding is a stored finding; it never holds the secret.
+type Finding struct {
+	RuleID     string `json:"rule"`
+	Blob       []byte `json:"-"`
+	BlobHex    string `json:"blob"`
+	Start      int    `json:"start"`
+	End        int    `json:"end"`
+	Line       int    `json:"line"`
+	Path       string `json:"path"`
+	Commit     string `json:"commit"`
+	SecretHash string `json:"secretHash"`
+	Preview    string `json:"preview"`
+}
+
+// DataOps are the data-plane writes of a finalize: deterministically keyed,
+// insert-if-absent, so replaying them changes nothing.
+type DataOps struct {
+	Seen     []SeenBlob
+	Findings []Finding
+}
+
+// WriteData writes data ops under the fence check and returns how many
+// findings were new.
+func (s *Store) WriteData(ctx context.Context, l Lease, scopeID int64, ops DataOps) (int64, error) {
+	var n int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := checkLease(ctx, tx, l); err != nil {
+			return err
+		}
+		var err error
+		n, err = writeData(ctx, tx, scopeID, ops)
+		return err
+	})
+	return n, err
+}
+
+func writeData(ctx context.Context, tx pgx.Tx, scopeID int64, ops DataOps) (int64, error) {
+	if len(ops.Seen) > 0 {
+		blobs := make([][]byte, len(ops.Seen))
+		outcomes := make([]string, len(ops.Seen))
+		for i, b := range ops.Seen {
+			blobs[i], outcomes[i] = b.Blob, b.Outcome
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO seen_blobs (scope_id, blob, outcome)
+			SELECT $1, b, o FROM unnest($2::bytea[], $3::text[]) AS t(b, o)
+			ON CONFLICT DO NOTHING`, scopeID, blobs, outcomes); err != nil {
+			return 0, err
+		}
+	}
+	if len(ops.Findings) == 0 {
+		return 0, nil
+	}
+	n := len(ops.Findings)
+	rule, path, commit, hash, preview := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	blob := make([][]byte, n)
+	start, end, line := make([]int32, n), make([]int32, n), make([]int32, n)
+	for i, f := range ops.Findings {
+		rule[i], blob[i], path[i], commit[i], hash[i], preview[i] = f.RuleID, f.Blob, f.Path, f.Commit, f.SecretHash, f.Preview
+		start[i], end[i], line[i] = int32(f.Start), int32(f.End), int32(f.Line)
+	}
+	tag, err := tx.Exec(ctx, `INSERT INTO findings (scope_id, rule_id, blob, start_offset, end_offset, line, path, commit_id, secret_hash, preview)
+		SELECT $1, r, b, s, e, l, p, c, h, v
+		FROM unnest($2::text[], $3::bytea[], $4::int[], $5::int[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[])
+			AS t(r, b, s, e, l, p, c, h, v)
+		ON CONFLICT DO NOTHING`, scopeID, rule, blob, start, end, line, path, commit, hash, preview)
+	if err != nil {
+		return 0, err
+	}
+	return tag.RowsAffected(), nil
+}
+
+// Receipt is the small, durable proof that a finalize happened.
+type Receipt struct {
+	ID           int64 `json:"id"`
+	ShardID      int64 `json:"shardId"`
+	ScopeID      int64 `json:"scopeId"`
+	Fence        int64 `json:"fence"`
+	Complete     bool  `json:"complete"`
+	Commits      int64 `json:"commits"`
+	BlobsScanned int64 `json:"blobsScanned"`
+	BytesScanned int64 `json:"bytesScanned"`
+	BlobsSkipped int64 `json:"blobsSkipped"`
+	Findings     int64 `json:"findings"`
+}
+
+// FinalizeInput is a finalize: the last data ops and, only when the run was
+// Complete, the new watermarks.
+type FinalizeInput struct {
+	Lease      Lease
+	ScopeID    int64
+	Data       DataOps
+	Complete   bool
+	Watermarks map[string]string
+	// Stats are the run's counts; Findings counts new findings of the
+	// whole run, this batch's included by Finalize.
+	Stats Receipt
+}
+
+// Finalize is inner durability: in one transaction, the fence check, the
+// data ops, the watermark ops (Complete runs only) and the receipt. A
+// retried finalize of the same fence returns the receipt already written.
+func (s *Store) Finalize(ctx context.Context, in FinalizeInput) (Receipt, error) {
+	var r Receipt
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if done, err := receiptOf(ctx, tx, in.Lease); err != nil || done != nil {
+			if done != nil {
+				r = *done
+			}
+			return err
+		}
+		if err := checkLease(ctx, tx, in.Lease); err != nil {
+			return err
+		}
+		n, err := writeData(ctx, tx, in.ScopeID, in.Data)
+		if err != nil {
+			return err
+		}
+		if in.Complete && len(in.Watermarks) > 0 {
+			refs := make([]string, 0, len(in.Watermarks))
+			commits := make([]string, 0, len(in.Watermarks))
+			for ref, c := range in.Watermarks {
+				refs, commits = append(refs, ref), append(commits, c)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO shard_watermarks (scope_id, ref, commit_id)
+				SELECT $1, r, c FROM unnest($2::text[], $3::text[]) AS t(r, c)
+				ON CONFLICT (scope_id, ref) DO UPDATE SET commit_id = excluded.commit_id`, in.ScopeID, refs, commits); err != nil {
+				return err
+			}
+		}
+		r = in.Stats
+		r.ShardID, r.ScopeID, r.Fence, r.Complete = in.Lease.ShardID, in.ScopeID, in.Lease.Fence, in.Complete
+		r.Findings += n
+		return tx.QueryRow(ctx, `INSERT INTO shard_receipts (shard_id, scope_id, fence, complete, commits, blobs_scanned,
+				bytes_scanned, blobs_skipped, findings)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
+			r.ShardID, r.ScopeID, r.Fence, r.Complete, r.Commits, r.BlobsScanned, r.BytesScanned, r.BlobsSkipped, r.Findings).Scan(&r.ID)
+	})
+	return r, err
+}
+
+const receiptColumns = `id, shard_id, scope_id, fence, complete, commits, blobs_scanned, bytes_scanned, blobs_skipped, findings`
+
+func scanReceipt(row pgx.Row) (*Receipt, error) {
+	var r Receipt
+	err := row.Scan(&r.ID, &r.ShardID, &r.ScopeID, &r.Fence, &r.Complete, &r.Commits, &r.BlobsScanned,
+		&r.BytesScanned, &r.BlobsSkipped, &r.Findings)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	return &r, err
+}
+
+func receiptOf(ctx context.Context, tx pgx.Tx, l Lease) (*Receipt, error) {
+	return scanReceipt(tx.QueryRow(ctx, `SELECT `+receiptColumns+` FROM shard_receipts WHERE shard_id = $1 AND fence = $2`,
+		l.ShardID, l.Fence))
+}
+
+// ReceiptByID returns a receipt or nil.
+func (s *Store) ReceiptByID(ctx context.Context, id int64) (*Receipt, error) {
+	return scanReceipt(s.pool.QueryRow(ctx, `SELECT `+receiptColumns+` FROM shard_receipts WHERE id = $1`, id))
+}
+
+// Checkpoint is outer durability: it advances the shard's frontier to a
+// receipt of the current fence (never to one of an older fence, never
+// without one), then marks the shard Done after a Complete run or leaves it
+// Active after a Partial one, and releases the lease.
+func (s *Store) Checkpoint(ctx context.Context, l Lease, receiptID int64) (ShardStatus, error) {
+	var status ShardStatus
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var current, currentFence int64
+		if err := tx.QueryRow(ctx, `SELECT coalesce(s.checkpoint_receipt_id, 0), coalesce(r.fence, 0), s.status
+			FROM shards s LEFT JOIN shard_receipts r ON r.id = s.checkpoint_receipt_id WHERE s.id = $1 FOR UPDATE OF s`,
+			l.ShardID).Scan(&current, &currentFence, &status); err != nil {
+			return err
+		}
+		if current == receiptID && currentFence == l.Fence {
+			return nil // a retried checkpoint that already committed
+		}
+		if err := checkLease(ctx, tx, l); err != nil {
+			return err
+		}
+		var complete bool
+		err := tx.QueryRow(ctx, `SELECT complete FROM shard_receipts WHERE id = $1 AND shard_id = $2 AND fence = $3`,
+			receiptID, l.ShardID, l.Fence).Scan(&complete)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errclass.StaleOwnerf("shard %d: receipt %d is not a receipt of fence %d", l.ShardID, receiptID, l.Fence)
+		}
+		if err != nil {
+			return err
+		}
+		status = ShardActive
+		if complete {
+			status = ShardDone
+		}
+		_, err = tx.Exec(ctx, `UPDATE shards SET checkpoint_receipt_id = $2, status = $3, owner = NULL, lease_deadline = NULL,
+			updated_at = now() WHERE id = $1`, l.ShardID, receiptID, status)
+		return err
+	})
+	return status, err
+}
+
+// Park sets a shard aside until something external changes.
+func (s *Store) Park(ctx context.Context, l Lease, reason string) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var status ShardStatus
+		var fence int64
+		if err := tx.QueryRow(ctx, `SELECT status, fence FROM shards WHERE id = $1 FOR UPDATE`, l.ShardID).Scan(&status, &fence); err != nil {
+			return err
+		}
+		if status == ShardParked && fence == l.Fence {
+			return nil // a retried park that already committed
+		}
+		if err := checkLease(ctx, tx, l); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE shards SET status = 'Parked', park_reason = $2, owner = NULL, lease_deadline = NULL,
+			updated_at = now() WHERE id = $1`, l.ShardID, reason)
+		return err
+	})
+}
+
+// Findings lists a shard's findings under its newest scope (rule set).
+func (s *Store) Findings(ctx context.Context, shardID int64, limit int) ([]Finding, error) {
+	rows, err := s.pool.Query(ctx, `SELECT rule_id, blob, start_offset, end_offset, line, path, commit_id, secret_hash, preview
+		FROM findings WHERE scope_id = (SELECT id FROM scan_scopes WHERE shard_id = $1 ORDER BY id DESC LIMIT 1)
+		ORDER BY path, line, start_offset, rule_id LIMIT $2`, shardID, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Finding, error) {
+		var f Finding
+		err := row.Scan(&f.RuleID, &f.Blob, &f.Start, &f.End, &f.Line, &f.Path, &f.Commit, &f.SecretHash, &f.Preview)
+		f.BlobHex = fmt.Sprintf("%x", f.Blob)
+		return f, err
+	})
+}
+
+// SecretHashKey returns the installation's key for the findings' keyed
+// hashes, generating it on first use.
+func (s *Store) SecretHashKey(ctx context.Context) ([]byte, error) {
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	if _, err := s.pool.Exec(ctx, `INSERT INTO settings (name, value) VALUES ('finding_hash_key', $1) ON CONFLICT DO NOTHING`, key); err != nil {
+		return nil, err
+	}
+	err := s.pool.QueryRow(ctx, `SELECT value FROM settings WHERE name = 'finding_hash_key'`).Scan(&key)
+	return key, err
+}

@@ -1,0 +1,216 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"gitfleet/internal/domain/target"
+	"gitfleet/internal/infra/errclass"
+	"gitfleet/internal/infra/store"
+)
+
+func newShard(t *testing.T) int64 {
+	t.Helper()
+	id, err := env.Store.EnsureShard(context.Background(), store.ShardSpec{
+		Key: fmt.Sprintf("target:test-%d", time.Now().UnixNano()), Location: "https://h/o/r",
+		Selection: target.Selection{Refs: []string{"main"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func acquire(t *testing.T, shard int64, owner string, leaseFor time.Duration) store.Lease {
+	t.Helper()
+	c, err := env.Store.AcquireShard(context.Background(), shard, owner, leaseFor, true)
+	if err != nil || c.Status != store.ShardActive {
+		t.Fatalf("acquire: %+v, %v", c, err)
+	}
+	return c.Lease
+}
+
+func isStaleOwner(err error) bool {
+	c := errclass.Classify(err)
+	return c != nil && c.Class == errclass.StaleOwner
+}
+
+func finding(blob byte, start int) store.Finding {
+	return store.Finding{RuleID: "r", Blob: []byte{blob}, Start: start, End: start + 4, Line: 1, Path: "p", Commit: "c",
+		SecretHash: "h", Preview: "ab…"}
+}
+
+// Invariant 1: a stale fence is never accepted again.
+func TestSupersededFenceIsRejectedForever(t *testing.T) {
+	ctx := context.Background()
+	shard := newShard(t)
+	scope, _ := env.Store.Scope(ctx, shard, "p1")
+	old := acquire(t, shard, "owner", time.Minute)
+	// Another owner may not take a live lease...
+	if c, err := env.Store.AcquireShard(ctx, shard, "other", time.Minute, true); err != nil || !c.Busy || c.Lease.Fence != 0 {
+		t.Fatalf("acquire of a leased shard by another owner: %+v, %v; want Busy", c, err)
+	}
+	// ...but an owner takes over from its own earlier attempt, fencing it off.
+	cur := acquire(t, shard, "owner", time.Minute)
+	if cur.Fence != old.Fence+1 {
+		t.Fatalf("fences %d then %d", old.Fence, cur.Fence)
+	}
+	ops := store.DataOps{Seen: []store.SeenBlob{{Blob: []byte{1}, Outcome: store.OutcomeScanned}}, Findings: []store.Finding{finding(1, 0)}}
+	if _, err := env.Store.WriteData(ctx, old, scope, ops); !isStaleOwner(err) {
+		t.Fatalf("zombie write: %v, want StaleOwner", err)
+	}
+	if _, err := env.Store.Finalize(ctx, store.FinalizeInput{Lease: old, ScopeID: scope, Complete: true, Watermarks: map[string]string{"main": "c"}}); !isStaleOwner(err) {
+		t.Fatalf("zombie finalize: %v, want StaleOwner", err)
+	}
+	if err := env.Store.Park(ctx, old, "zombie"); !isStaleOwner(err) {
+		t.Fatalf("zombie park: %v, want StaleOwner", err)
+	}
+	if _, err := env.Store.RenewLease(ctx, old, time.Minute); !isStaleOwner(err) {
+		t.Fatalf("zombie renew: %v, want StaleOwner", err)
+	}
+	// The current owner finishes; the old fence stays rejected afterwards.
+	r, err := env.Store.Finalize(ctx, store.FinalizeInput{Lease: cur, ScopeID: scope, Data: ops, Complete: true, Watermarks: map[string]string{"main": "c1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := env.Store.Checkpoint(ctx, cur, r.ID); err != nil || st != store.ShardDone {
+		t.Fatalf("checkpoint: %s, %v", st, err)
+	}
+	if _, err := env.Store.WriteData(ctx, old, scope, ops); !isStaleOwner(err) {
+		t.Fatalf("zombie write after completion: %v, want StaleOwner", err)
+	}
+	if _, err := env.Store.Checkpoint(ctx, old, r.ID); !isStaleOwner(err) {
+		t.Fatalf("zombie checkpoint with the new owner's receipt: %v, want StaleOwner", err)
+	}
+	fs, _ := env.Store.Findings(ctx, shard, 10)
+	if len(fs) != 1 {
+		t.Fatalf("%d findings, want 1 (only the current owner's)", len(fs))
+	}
+}
+
+func TestExpiredLeaseIsStale(t *testing.T) {
+	ctx := context.Background()
+	shard := newShard(t)
+	scope, _ := env.Store.Scope(ctx, shard, "p1")
+	l := acquire(t, shard, "slow", 300*time.Millisecond)
+	if _, err := env.Store.RenewLease(ctx, l, 300*time.Millisecond); err != nil {
+		t.Fatalf("renew of a live lease: %v", err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	if _, err := env.Store.WriteData(ctx, l, scope, store.DataOps{}); !isStaleOwner(err) {
+		t.Fatalf("write after expiry: %v, want StaleOwner", err)
+	}
+	if _, err := env.Store.RenewLease(ctx, l, time.Minute); !isStaleOwner(err) {
+		t.Fatalf("renew after expiry: %v, want StaleOwner", err)
+	}
+	// A new owner takes over with a higher fence.
+	if l2 := acquire(t, shard, "next", time.Minute); l2.Fence <= l.Fence {
+		t.Fatalf("new fence %d not above %d", l2.Fence, l.Fence)
+	}
+}
+
+// Invariant 3 and the Partial rule: watermarks move only with a Complete
+// finalize; the frontier only to a receipt of the current fence.
+func TestFinalizeAndCheckpoint(t *testing.T) {
+	ctx := context.Background()
+	shard := newShard(t)
+	scope, _ := env.Store.Scope(ctx, shard, "p1")
+	l := acquire(t, shard, "owner", time.Minute)
+	ops := store.DataOps{Seen: []store.SeenBlob{{Blob: []byte{7}, Outcome: store.OutcomeScanned}}, Findings: []store.Finding{finding(7, 3)}}
+
+	partial, err := env.Store.Finalize(ctx, store.FinalizeInput{Lease: l, ScopeID: scope, Data: ops, Complete: false,
+		Watermarks: map[string]string{"main": "tip"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wm, _ := env.Store.Watermarks(ctx, scope); len(wm) != 0 {
+		t.Fatalf("a Partial finalize moved watermarks: %v", wm)
+	}
+	again, err := env.Store.Finalize(ctx, store.FinalizeInput{Lease: l, ScopeID: scope, Data: ops, Complete: true,
+		Watermarks: map[string]string{"main": "tip"}})
+	if err != nil || again != partial {
+		t.Fatalf("retried finalize of the same fence = %+v, %v; want the first receipt %+v", again, err, partial)
+	}
+	if partial.Findings != 1 {
+		t.Fatalf("receipt counts %d new findings, want 1", partial.Findings)
+	}
+	if st, err := env.Store.Checkpoint(ctx, l, partial.ID); err != nil || st != store.ShardActive {
+		t.Fatalf("checkpoint of a Partial run: %s, %v; want Active", st, err)
+	}
+	if st, err := env.Store.Checkpoint(ctx, l, partial.ID); err != nil || st != store.ShardActive {
+		t.Fatalf("retried checkpoint: %s, %v", st, err)
+	}
+
+	l2 := acquire(t, shard, "owner2", time.Minute)
+	if _, err := env.Store.Checkpoint(ctx, l2, partial.ID); !isStaleOwner(err) {
+		t.Fatalf("checkpoint from an older fence's receipt: %v, want StaleOwner", err)
+	}
+	if _, err := env.Store.Checkpoint(ctx, l2, partial.ID+100000); !isStaleOwner(err) {
+		t.Fatalf("checkpoint without a receipt: %v, want StaleOwner", err)
+	}
+	complete, err := env.Store.Finalize(ctx, store.FinalizeInput{Lease: l2, ScopeID: scope, Data: ops, Complete: true,
+		Watermarks: map[string]string{"main": "tip", "dev": "tip2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if complete.Findings != 0 {
+		t.Fatalf("replayed data ops counted %d new findings", complete.Findings)
+	}
+	if wm, _ := env.Store.Watermarks(ctx, scope); wm["main"] != "tip" || wm["dev"] != "tip2" {
+		t.Fatalf("watermarks after a Complete finalize: %v", wm)
+	}
+	sh, _ := env.Store.ShardByID(ctx, shard)
+	if sh.CheckpointReceiptID != partial.ID {
+		t.Fatalf("frontier moved before the checkpoint: %d", sh.CheckpointReceiptID)
+	}
+	if st, err := env.Store.Checkpoint(ctx, l2, complete.ID); err != nil || st != store.ShardDone {
+		t.Fatalf("checkpoint: %s, %v; want Done", st, err)
+	}
+	fs, _ := env.Store.Findings(ctx, shard, 10)
+	seen, _ := env.Store.SeenBlobs(ctx, scope, [][]byte{{7}, {8}})
+	if len(fs) != 1 || !seen["\x07"] || seen["\x08"] {
+		t.Fatalf("data after replays: %d findings, seen %v", len(fs), seen)
+	}
+}
+
+func TestParkAndRearm(t *testing.T) {
+	ctx := context.Background()
+	shard := newShard(t)
+	l := acquire(t, shard, "owner", time.Minute)
+	if err := env.Store.Park(ctx, l, errclass.ReasonPermissionDenied); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Store.Park(ctx, l, errclass.ReasonPermissionDenied); err != nil {
+		t.Fatalf("retried park: %v", err)
+	}
+	c, err := env.Store.AcquireShard(ctx, shard, "next", time.Minute, true)
+	if err != nil || c.Status != store.ShardParked || c.ParkReason != errclass.ReasonPermissionDenied || c.Lease.Fence != 0 {
+		t.Fatalf("acquire of a parked shard: %+v, %v", c, err)
+	}
+
+	done := newShard(t)
+	scope, _ := env.Store.Scope(ctx, done, "p")
+	l = acquire(t, done, "owner", time.Minute)
+	r, _ := env.Store.Finalize(ctx, store.FinalizeInput{Lease: l, ScopeID: scope, Complete: true})
+	if _, err := env.Store.Checkpoint(ctx, l, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := env.Store.AcquireShard(ctx, done, "x", time.Minute, false); c.Status != store.ShardDone {
+		t.Fatalf("acquire without rearm of a Done shard: %+v", c)
+	}
+	if c, _ := env.Store.AcquireShard(ctx, done, "x", time.Minute, true); c.Status != store.ShardActive || c.Lease.Fence != l.Fence+1 {
+		t.Fatalf("rearm of a Done shard: %+v", c)
+	}
+}
+
+func TestSecretHashKeyIsStable(t *testing.T) {
+	a, err := env.Store.SecretHashKey(context.Background())
+	if err != nil || len(a) != 32 {
+		t.Fatalf("key: %x, %v", a, err)
+	}
+	b, _ := env.Store.SecretHashKey(context.Background())
+	if string(a) != string(b) {
+		t.Fatal("the key changed between calls")
+	}
+}

@@ -1,0 +1,86 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"gitfleet/internal/domain/repoid"
+)
+
+// SweepCandidate is a codebase the re-collection sweep considers.
+type SweepCandidate struct {
+	ID                  int64      `json:"id"`
+	Repo                repoid.ID  `json:"repository"`
+	LastCommitSHA       string     `json:"lastCommit,omitempty"`
+	LastViewedAt        *time.Time `json:"lastViewedAt,omitempty"`
+	LastCompletedAt     *time.Time `json:"lastCompletedAt,omitempty"`
+	LastCheckedAt       *time.Time `json:"lastCheckedAt,omitempty"`
+	ConsecutiveFailures int        `json:"consecutiveFailures"`
+	// ScanPolicy is the rule set of the codebase's last completed scan
+	// ("" when it has none).
+	ScanPolicy string `json:"scanPolicy,omitempty"`
+}
+
+// SweepCursor is where a sweep is: the (last view, id) of the last
+// candidate it read.
+type SweepCursor struct {
+	Viewed time.Time `json:"viewed"`
+	ID     int64     `json:"id"`
+}
+
+// SweepCandidatesQuery pages through the candidates: live, fewer than five
+// failures in a row, viewed between $3 and $4, after the cursor ($1, $2) in
+// (last_viewed_at, id) order — the partial index codebases_sweep.
+const SweepCandidatesQuery = `SELECT c.id, c.host, c.owner, c.name, coalesce(c.last_commit_sha, ''), c.last_viewed_at,
+		c.last_completed_at, c.last_checked_at, c.consecutive_failures, coalesce(sc.policy_hash, '')
+	FROM codebases c
+	LEFT JOIN shards s ON s.key = 'codebase:' || c.id AND s.status = 'Done'
+	LEFT JOIN shard_receipts r ON r.id = s.checkpoint_receipt_id
+	LEFT JOIN scan_scopes sc ON sc.id = r.scope_id
+	WHERE NOT c.is_stale AND c.consecutive_failures < 5
+		AND c.last_viewed_at >= $3 AND c.last_viewed_at <= $4 AND (c.last_viewed_at, c.id) > ($1, $2)
+	ORDER BY c.last_viewed_at, c.id LIMIT $5`
+
+// SweepCandidates returns up to limit candidates after the cursor, viewed
+// between since and until. A zero cursor starts at since.
+func (s *Store) SweepCandidates(ctx context.Context, after SweepCursor, since, until time.Time, limit int) ([]SweepCandidate, error) {
+	if after.Viewed.Before(since) {
+		after = SweepCursor{Viewed: since}
+	}
+	rows, err := s.pool.Query(ctx, SweepCandidatesQuery, after.Viewed, after.ID, since, until, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (SweepCandidate, error) {
+		var c SweepCandidate
+		err := row.Scan(&c.ID, &c.Repo.Host, &c.Repo.Owner, &c.Repo.Name, &c.LastCommitSHA, &c.LastViewedAt,
+			&c.LastCompletedAt, &c.LastCheckedAt, &c.ConsecutiveFailures, &c.ScanPolicy)
+		return c, err
+	})
+}
+
+// RecordChecks notes that cheap change checks found these codebases
+// unchanged at now.
+func (s *Store) RecordChecks(ctx context.Context, ids []int64, now time.Time) error {
+	_, err := s.pool.Exec(ctx, `UPDATE codebases SET last_checked_at = $2 WHERE id = ANY($1)`, ids, now)
+	return err
+}
+
+// RecordCheckFailure counts a change check that failed for good (the
+// repository is gone or private) like a failed collection.
+func (s *Store) RecordCheckFailure(ctx context.Context, id int64, now time.Time) error {
+	_, err := s.pool.Exec(ctx, `UPDATE codebases SET consecutive_failures = consecutive_failures + 1, updated_at = $2
+		WHERE id = $1`, id, now)
+	return err
+}
+
+// ResetFailures clears the failure streak of the live codebase holding a
+// name: a person asked for it again.
+func (s *Store) ResetFailures(ctx context.Context, r repoid.ID, now time.Time) error {
+	_, err := s.pool.Exec(ctx, `UPDATE codebases SET consecutive_failures = 0, updated_at = $4
+		WHERE host = $1 AND lower(owner) = lower($2) AND lower(name) = lower($3) AND NOT is_stale AND consecutive_failures > 0`,
+		r.Host, r.Owner, r.Name, now)
+	return err
+}

@@ -1,0 +1,57 @@
+package vcs
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/google/go-github/v66/github"
+
+	"gitfleet/internal/domain/identity"
+)
+
+// GitHub is a Directory backed by the GitHub REST API (github.com or GitHub
+// Enterprise Server).
+type GitHub struct {
+	client *github.Client
+}
+
+// NewGitHub returns a Directory for h. httpClient may be nil.
+func NewGitHub(h Host, httpClient *http.Client) (*GitHub, error) {
+	c := github.NewClient(httpClient)
+	if !strings.EqualFold(h.APIURL, "https://api.github.com/") {
+		var err error
+		if c, err = c.WithEnterpriseURLs(h.APIURL, h.APIURL); err != nil {
+			return nil, fmt.Errorf("host %s: %w", h.Name, err)
+		}
+	}
+	if h.Token != "" {
+		c = c.WithAuthToken(h.Token)
+	}
+	return &GitHub{client: c}, nil
+}
+
+// Client exposes the underlying go-github client for other lookups.
+func (g *GitHub) Client() *github.Client { return g.client }
+
+// Repository looks owner/name up. go-github follows GitHub's 301 for renamed
+// and transferred repositories, so the answer carries the current name.
+func (g *GitHub) Repository(ctx context.Context, owner, name string) (identity.Repository, error) {
+	r, _, err := g.client.Repositories.Get(ctx, owner, name)
+	if err != nil {
+		return identity.Repository{}, fmt.Errorf("look up %s/%s: %w", owner, name, err)
+	}
+	if r.ID == nil || r.Owner == nil {
+		return identity.Repository{}, fmt.Errorf("look up %s/%s: response has no id or owner", owner, name)
+	}
+	return identity.Repository{
+		ExternalID:    strconv.FormatInt(r.GetID(), 10),
+		Owner:         r.GetOwner().GetLogin(),
+		Name:          r.GetName(),
+		DefaultBranch: r.GetDefaultBranch(),
+		Private:       r.GetPrivate(),
+		CreatedAt:     r.GetCreatedAt().Time,
+	}, nil
+}
