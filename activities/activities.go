@@ -66,15 +66,6 @@ func AppError(err error) error {
 	})
 }
 
-// Reason extracts the reason an ApplicationError produced by AppError carries.
-func Reason(err *temporal.ApplicationError) string {
-	var reason string
-	if err != nil && err.HasDetails() {
-		_ = err.Details(&reason)
-	}
-	return reason
-}
-
 // keepAlive heartbeats until the returned stop is called, so a long
 // operation that cannot report progress itself is still seen alive, and a
 // worker that dies is noticed within the heartbeat timeout rather than the

@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"gitfleet/internal/domain/shard"
+	"gitfleet/internal/domain/target"
+	"gitfleet/workflows"
+
 	"go.uber.org/zap"
 
 	"gitfleet/internal/domain/identity"
@@ -14,40 +18,27 @@ import (
 	"gitfleet/internal/infra/store"
 )
 
-// SyncMirrorResult is what a mirror sync learned about the remote.
-type SyncMirrorResult struct {
-	// Cloned is the repository actually cloned: the request after following
-	// the host's redirects for renamed or transferred repositories.
-	Cloned        repoid.ID `json:"cloned"`
-	Head          string    `json:"head,omitempty"`
-	DefaultBranch string    `json:"defaultBranch,omitempty"`
-	Empty         bool      `json:"empty,omitempty"`
-	// StartedAt is when the sync started: a repository created after it
-	// is not the one synced (see identity.CheckRace).
-	StartedAt time.Time `json:"startedAt,omitzero"`
-}
-
 // SyncMirror clones or updates the local mirror of a repository.
-func (a *Activities) SyncMirror(ctx context.Context, repo repoid.ID) (SyncMirrorResult, error) {
+func (a *Activities) SyncMirror(ctx context.Context, repo repoid.ID) (workflows.SyncMirrorResult, error) {
 	host, err := a.Hosts.Lookup(repo.Host)
 	if err != nil {
-		return SyncMirrorResult{}, AppError(errclass.Wrap(errclass.Permanent, errclass.ReasonInvalidInput, err))
+		return workflows.SyncMirrorResult{}, AppError(errclass.Wrap(errclass.Permanent, errclass.ReasonInvalidInput, err))
 	}
 	defer keepAlive(ctx, 5*time.Second)()
 	start := time.Now()
 	remote, err := a.Mirrors.Sync(ctx, host.CloneURL(repo.Owner, repo.Name))
 	if err != nil {
-		return SyncMirrorResult{}, AppError(err)
+		return workflows.SyncMirrorResult{}, AppError(err)
 	}
 	cloned, err := host.RepositoryAt(remote.URL)
 	if err != nil {
-		return SyncMirrorResult{}, AppError(errclass.Wrap(errclass.Permanent, errclass.ReasonUnsupported,
+		return workflows.SyncMirrorResult{}, AppError(errclass.Wrap(errclass.Permanent, errclass.ReasonUnsupported,
 			fmt.Errorf("%s redirected somewhere gitfleet cannot follow: %w", repo, err)))
 	}
 	a.logger(ctx).Info("mirror synced", zap.String("repository", repo.String()),
 		zap.Bool("redirected", !cloned.SameRepository(repo)), zap.Bool("empty", remote.Empty),
 		zap.Duration("took", time.Since(start)))
-	return SyncMirrorResult{Cloned: cloned, Head: remote.Head, DefaultBranch: remote.DefaultBranch, Empty: remote.Empty,
+	return workflows.SyncMirrorResult{Cloned: cloned, Head: remote.Head, DefaultBranch: remote.DefaultBranch, Empty: remote.Empty,
 		StartedAt: start.UTC()}, nil
 }
 
@@ -60,15 +51,9 @@ func (a *Activities) LookupCodebase(ctx context.Context, repo repoid.ID) (*ident
 	return cb.Identity(), nil
 }
 
-// VerifyCommitInput names a commit to look for on a remote.
-type VerifyCommitInput struct {
-	Repo repoid.ID `json:"repository"`
-	SHA  string    `json:"sha"`
-}
-
 // VerifyCommit reports whether the remote still has the commit, by fetching
 // it by SHA (ADR-08). It costs no API request.
-func (a *Activities) VerifyCommit(ctx context.Context, in VerifyCommitInput) (bool, error) {
+func (a *Activities) VerifyCommit(ctx context.Context, in workflows.VerifyCommitInput) (bool, error) {
 	host, err := a.Hosts.Lookup(in.Repo.Host)
 	if err != nil {
 		return false, AppError(errclass.Wrap(errclass.Permanent, errclass.ReasonInvalidInput, err))
@@ -100,14 +85,14 @@ func (a *Activities) LookupRepository(ctx context.Context, repo repoid.ID) (iden
 
 // ApplyIdentity applies the identity decision in one transaction (see
 // store.ApplyIdentity). The activity supplies the clock.
-func (a *Activities) ApplyIdentity(ctx context.Context, in store.ApplyInput) (store.ApplyResult, error) {
-	in.Now = a.now()
-	res, err := a.Store.ApplyIdentity(ctx, in)
+func (a *Activities) ApplyIdentity(ctx context.Context, in workflows.ApplyIdentityInput) (identity.Outcome, error) {
+	res, err := a.Store.ApplyIdentity(ctx, store.ApplyInput{Key: in.Key, WorkflowID: in.WorkflowID, RunID: in.RunID,
+		Observation: in.Observation, Now: a.now()})
 	if err != nil {
 		if errors.Is(err, identity.ErrNeedAPI) {
 			err = errclass.Wrap(errclass.Permanent, "inconsistent facts", err)
 		}
-		return store.ApplyResult{}, AppError(err)
+		return identity.Outcome{}, AppError(err)
 	}
 	if !res.Changed {
 		a.logger(ctx).Info("identity resolved", zap.String("case", string(res.Case)),
@@ -121,31 +106,14 @@ func (a *Activities) MarkStale(ctx context.Context, codebaseID int64) error {
 	return AppError(a.Store.MarkStale(ctx, codebaseID, a.now()))
 }
 
-// CompleteCollectionInput closes a successful collection.
-type CompleteCollectionInput struct {
-	Key        string `json:"key"`
-	CodebaseID int64  `json:"codebaseId"`
-	Commit     string `json:"commit,omitempty"`
-}
-
 // CompleteCollection records a successful collection.
-func (a *Activities) CompleteCollection(ctx context.Context, in CompleteCollectionInput) error {
+func (a *Activities) CompleteCollection(ctx context.Context, in workflows.CompleteCollectionInput) error {
 	return AppError(a.Store.CompleteCollection(ctx, in.Key, in.CodebaseID, in.Commit, a.now()))
-}
-
-// FailCollectionInput closes a failed collection.
-type FailCollectionInput struct {
-	Key        string    `json:"key"`
-	Repo       repoid.ID `json:"repository"`
-	Class      string    `json:"class"`
-	Message    string    `json:"message"`
-	WorkflowID string    `json:"workflowId"`
-	RunID      string    `json:"runId"`
 }
 
 // FailCollection records a failed collection and lengthens the codebase's
 // failure streak.
-func (a *Activities) FailCollection(ctx context.Context, in FailCollectionInput) error {
+func (a *Activities) FailCollection(ctx context.Context, in workflows.FailCollectionInput) error {
 	return AppError(a.Store.FailCollection(ctx, store.Failure{Key: in.Key, Repo: in.Repo, Class: in.Class,
 		Message: in.Message, WorkflowID: in.WorkflowID, RunID: in.RunID, Now: a.now()}))
 }
@@ -165,20 +133,18 @@ func (a *Activities) DeleteStaleCodebases(ctx context.Context, maxAge time.Durat
 // codebase, so a renamed repository continues from its watermarks and a
 // recreated one (a new codebase) starts afresh; located at the codebase's
 // current clone URL.
-func (a *Activities) CodebaseShard(ctx context.Context, codebaseID int64) (store.ShardSpec, error) {
+func (a *Activities) CodebaseShard(ctx context.Context, codebaseID int64) (shard.Spec, error) {
 	cb, err := a.Store.CodebaseByID(ctx, codebaseID)
 	if err != nil {
-		return store.ShardSpec{}, AppError(err)
+		return shard.Spec{}, AppError(err)
 	}
 	if cb == nil {
-		return store.ShardSpec{}, AppError(errclass.Permanentf(errclass.ReasonNotFound, "codebase %d does not exist", codebaseID))
+		return shard.Spec{}, AppError(errclass.Permanentf(errclass.ReasonNotFound, "codebase %d does not exist", codebaseID))
 	}
 	host, err := a.Hosts.Lookup(cb.Host)
 	if err != nil {
-		return store.ShardSpec{}, AppError(errclass.Wrap(errclass.Permanent, errclass.ReasonInvalidInput, err))
+		return shard.Spec{}, AppError(errclass.Wrap(errclass.Permanent, errclass.ReasonInvalidInput, err))
 	}
-	return store.ShardSpec{Key: CodebaseShardKey(codebaseID), CodebaseID: codebaseID, Location: host.CloneURL(cb.Owner, cb.Name)}, nil
+	return shard.Spec{Key: shard.CodebaseKey(codebaseID), CodebaseID: codebaseID,
+		Target: target.Target{Location: host.CloneURL(cb.Owner, cb.Name)}}, nil
 }
-
-// CodebaseShardKey is the shard key of a codebase.
-func CodebaseShardKey(codebaseID int64) string { return fmt.Sprintf("codebase:%d", codebaseID) }

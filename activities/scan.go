@@ -12,6 +12,9 @@ import (
 	"sync"
 	"time"
 
+	"gitfleet/internal/domain/shard"
+	"gitfleet/workflows"
+
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -39,7 +42,7 @@ type repository struct {
 func (r *repository) Close() error { return r.closer.Close() }
 
 // open syncs a URL target's mirror (or checks a local target) and opens it.
-func (s *Shards) open(ctx context.Context, spec store.ShardSpec) (*repository, error) {
+func (s *Shards) open(ctx context.Context, spec shard.Spec) (*repository, error) {
 	if spec.Local {
 		repo, closer, err := gitwalk.Open(spec.Location, walkCacheBytes)
 		if err != nil {
@@ -69,15 +72,15 @@ func (s *Shards) open(ctx context.Context, spec store.ShardSpec) (*repository, e
 //
 // A retried attempt takes over the lease with a new fence first, so the
 // attempt it replaces — if still running somewhere — can no longer write.
-func (s *Shards) ScanShard(ctx context.Context, w ShardWork) (store.Receipt, error) {
+func (s *Shards) ScanShard(ctx context.Context, w workflows.ShardWork) (shard.Receipt, error) {
 	lease := w.Lease
 	if activity.IsActivity(ctx) && activity.GetInfo(ctx).Attempt > 1 {
 		c, err := s.Store.AcquireShard(ctx, lease.ShardID, lease.Owner, s.leaseFor(), false)
 		if err != nil {
-			return store.Receipt{}, AppError(err)
+			return shard.Receipt{}, AppError(err)
 		}
-		if c.Status != store.ShardActive || c.Busy {
-			return store.Receipt{}, AppError(errclass.StaleOwnerf("shard %d is %s (busy=%t)", lease.ShardID, c.Status, c.Busy))
+		if c.Status != shard.Active || c.Busy {
+			return shard.Receipt{}, AppError(errclass.StaleOwnerf("shard %d is %s (busy=%t)", lease.ShardID, c.Status, c.Busy))
 		}
 		lease = c.Lease
 	}
@@ -86,7 +89,7 @@ func (s *Shards) ScanShard(ctx context.Context, w ShardWork) (store.Receipt, err
 	if err != nil {
 		c := errclass.Classify(err)
 		log.Warn("scan stopped", zap.String("class", string(c.Class)), zap.String("reason", c.Reason))
-		return store.Receipt{}, redactedError(err)
+		return shard.Receipt{}, redactedError(err)
 	}
 	log.Info("scan finalized", zap.Int64("receipt", r.ID), zap.Bool("complete", r.Complete), zap.Int64("commits", r.Commits),
 		zap.Int64("blobs", r.BlobsScanned), zap.Int64("bytes", r.BytesScanned), zap.Int64("skipped", r.BlobsSkipped),
@@ -94,7 +97,7 @@ func (s *Shards) ScanShard(ctx context.Context, w ShardWork) (store.Receipt, err
 	return r, nil
 }
 
-func (s *Shards) scan(ctx context.Context, lease store.Lease, w ShardWork, log *zap.Logger) (store.Receipt, error) {
+func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardWork, log *zap.Logger) (shard.Receipt, error) {
 	// Decoding packs churns through short-lived buffers: a tighter GC target
 	// while scanning keeps the peak near the live set for a little CPU.
 	defer debug.SetGCPercent(debug.SetGCPercent(scanGCPercent))
@@ -109,21 +112,21 @@ func (s *Shards) scan(ctx context.Context, lease store.Lease, w ShardWork, log *
 
 	repo, err := s.open(ctx, w.Spec)
 	if err != nil {
-		return store.Receipt{}, err
+		return shard.Receipt{}, err
 	}
 	defer repo.Close()
 
 	scopeID, err := s.Store.Scope(ctx, lease.ShardID, s.Scanner.Policy())
 	if err != nil {
-		return store.Receipt{}, err
+		return shard.Receipt{}, err
 	}
 	marks, err := s.Store.Watermarks(ctx, scopeID)
 	if err != nil {
-		return store.Receipt{}, err
+		return shard.Receipt{}, err
 	}
 	tips, err := s.selectRefs(ctx, repo, w.Spec.Selection)
 	if err != nil {
-		return store.Receipt{}, err
+		return shard.Receipt{}, err
 	}
 	ranges := rangesFor(tips, marks)
 	log.Info("scan starting", zap.Int("refs", len(tips)), zap.Int("watermarks", len(marks)))
@@ -135,7 +138,7 @@ func (s *Shards) scan(ctx context.Context, lease store.Lease, w ShardWork, log *
 	// (Closed after the walk and the scan, before the repository.)
 	packs, err := gitwalk.OpenPacks(repo.path)
 	if err != nil {
-		return store.Receipt{}, fmt.Errorf("open the packs: %w", err)
+		return shard.Receipt{}, fmt.Errorf("open the packs: %w", err)
 	}
 	defer packs.Close()
 	walker := gitwalk.New(repo.repo, gitwalk.Options{Packs: packs, TreeCacheBytes: treeCacheBytes})
@@ -150,17 +153,17 @@ func (s *Shards) scan(ctx context.Context, lease store.Lease, w ShardWork, log *
 	}
 	stats, walkErr := run.walker.Walk(ctx, ranges, run.add)
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
-		return store.Receipt{}, cause // the lease was lost
+		return shard.Receipt{}, cause // the lease was lost
 	}
 	if walkErr != nil && !errors.Is(walkErr, errBudget) {
 		if ctx.Err() != nil {
-			return store.Receipt{}, ctx.Err()
+			return shard.Receipt{}, ctx.Err()
 		}
-		return store.Receipt{}, walkErr
+		return shard.Receipt{}, walkErr
 	}
 	complete := walkErr == nil
 	if err := run.flush(ctx); err != nil {
-		return store.Receipt{}, err
+		return shard.Receipt{}, err
 	}
 	complete = complete && !run.partial
 	watermarks := make(map[string]string, len(tips))
@@ -169,7 +172,7 @@ func (s *Shards) scan(ctx context.Context, lease store.Lease, w ShardWork, log *
 	}
 	return s.Store.Finalize(ctx, store.FinalizeInput{
 		Lease: lease, ScopeID: scopeID, Complete: complete, Watermarks: watermarks,
-		Stats: store.Receipt{Commits: int64(stats.Commits), BlobsScanned: run.scanned, BytesScanned: run.bytes,
+		Stats: shard.Counts{Commits: int64(stats.Commits), BlobsScanned: run.scanned, BytesScanned: run.bytes,
 			BlobsSkipped: run.skipped, Findings: run.findings},
 	})
 }
@@ -209,7 +212,7 @@ func (p *progress) snapshot() map[string]int64 {
 // keepLease renews the lease and heartbeats every third of the lease (or of
 // the heartbeat timeout, if shorter); losing the lease cancels ctx's work
 // through lost at once.
-func (s *Shards) keepLease(ctx context.Context, lease store.Lease, p *progress, lost context.CancelCauseFunc) (stop func()) {
+func (s *Shards) keepLease(ctx context.Context, lease shard.Lease, p *progress, lost context.CancelCauseFunc) (stop func()) {
 	every := min(s.leaseFor()/3, heartbeatEvery(ctx))
 	return tick(ctx, every, func() bool {
 		if _, err := s.Store.RenewLease(ctx, lease, s.leaseFor()); err != nil && errclass.Classify(err).Class == errclass.StaleOwner {
@@ -350,7 +353,7 @@ func rangesFor(tips map[string]plumbing.Hash, marks map[string]string) []gitwalk
 type scanRun struct {
 	ctx      context.Context // the walk's callback carries none
 	s        *Shards
-	lease    store.Lease
+	lease    shard.Lease
 	scopeID  int64
 	walker   *gitwalk.Walker
 	readers  []*gitwalk.PackReader // one per scan goroutine

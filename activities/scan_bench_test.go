@@ -12,6 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"gitfleet/internal/domain/shard"
+	"gitfleet/internal/domain/target"
+	"gitfleet/workflows"
+
 	"gitfleet/activities"
 	"gitfleet/internal/devstack/forge"
 	"gitfleet/internal/devstack/gittest"
@@ -27,7 +31,7 @@ const helperEnv = "GITFLEET_SCAN_HELPER"
 // helperResult is the receipt and the time ScanShard itself took (a
 // worker is long-running: process start and rule compilation happen once).
 type helperResult struct {
-	Receipt     store.Receipt `json:"receipt"`
+	Receipt     shard.Receipt `json:"receipt"`
 	ScanSeconds float64       `json:"scanSeconds"`
 }
 
@@ -58,16 +62,16 @@ func scanHelper(raw string) int {
 		return 2
 	}
 	s := &activities.Shards{Store: st, Scanner: sc}
-	spec := store.ShardSpec{Key: req.Key, Location: req.Repo, Local: true}
+	spec := shard.Spec{Key: req.Key, Target: target.Target{Location: req.Repo, Local: true}}
 	id, err := s.EnsureShard(ctx, spec)
 	if err == nil {
-		var c store.Claim
-		if c, err = s.AcquireShard(ctx, activities.AcquireShardInput{ShardID: id, Owner: "bench", Rearm: true}); err == nil {
+		var c workflows.Claim
+		if c, err = s.AcquireShard(ctx, workflows.AcquireShardInput{ShardID: id, Owner: "bench", Rearm: true}); err == nil {
 			var out helperResult
 			start := time.Now()
-			if out.Receipt, err = s.ScanShard(ctx, activities.ShardWork{Lease: c.Lease, Spec: spec}); err == nil {
+			if out.Receipt, err = s.ScanShard(ctx, workflows.ShardWork{Lease: c.Lease, Spec: spec}); err == nil {
 				out.ScanSeconds = time.Since(start).Seconds()
-				_, err = s.CheckpointShard(ctx, activities.CheckpointInput{Lease: c.Lease, ReceiptID: out.Receipt.ID})
+				_, err = s.CheckpointShard(ctx, workflows.CheckpointInput{Lease: c.Lease, ReceiptID: out.Receipt.ID})
 				_ = json.NewEncoder(os.Stdout).Encode(out)
 			}
 		}

@@ -10,13 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"gitfleet/internal/domain/shard"
+	"gitfleet/workflows"
+
 	"gitfleet/activities"
 	"gitfleet/internal/devstack/repogen"
 	"gitfleet/internal/devstack/testenv"
 	"gitfleet/internal/domain/scan"
 	"gitfleet/internal/domain/target"
 	"gitfleet/internal/infra/errclass"
-	"gitfleet/internal/infra/store"
 )
 
 var env *testenv.Env
@@ -53,14 +55,14 @@ func generate(t *testing.T, spec repogen.Spec) (string, repogen.Info) {
 	return dir, info
 }
 
-func localShard(t *testing.T, s *activities.Shards, dir string) (store.ShardSpec, int64) {
+func localShard(t *testing.T, s *activities.Shards, dir string) (shard.Spec, int64) {
 	t.Helper()
 	n, err := target.Normalize([]target.Request{{Location: dir}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tg := n.Targets[0]
-	spec := store.ShardSpec{Key: tg.Key(), Location: tg.Location, Local: true}
+	spec := shard.Spec{Key: tg.Key(), Target: target.Target{Location: tg.Location, Local: true}}
 	id, err := s.EnsureShard(context.Background(), spec)
 	if err != nil {
 		t.Fatal(err)
@@ -68,10 +70,10 @@ func localShard(t *testing.T, s *activities.Shards, dir string) (store.ShardSpec
 	return spec, id
 }
 
-func lease(t *testing.T, s *activities.Shards, shard int64, owner string) store.Lease {
+func lease(t *testing.T, s *activities.Shards, shardID int64, owner string) shard.Lease {
 	t.Helper()
-	c, err := s.AcquireShard(context.Background(), activities.AcquireShardInput{ShardID: shard, Owner: owner, Rearm: true})
-	if err != nil || c.Status != store.ShardActive {
+	c, err := s.AcquireShard(context.Background(), workflows.AcquireShardInput{ShardID: shardID, Owner: owner, Rearm: true})
+	if err != nil || c.Status != shard.Active {
 		t.Fatalf("acquire: %+v, %v", c, err)
 	}
 	return c.Lease
@@ -86,8 +88,8 @@ func count(t *testing.T, query string, args ...any) int {
 	return n
 }
 
-func seenCount(t *testing.T, shard int64) int {
-	return count(t, `SELECT count(*) FROM seen_blobs b JOIN scan_scopes s ON s.id = b.scope_id WHERE s.shard_id = $1`, shard)
+func seenCount(t *testing.T, shardID int64) int {
+	return count(t, `SELECT count(*) FROM seen_blobs b JOIN scan_scopes s ON s.id = b.scope_id WHERE s.shard_id = $1`, shardID)
 }
 
 func isClass(err error, c errclass.Class) bool {
@@ -99,15 +101,15 @@ func isClass(err error, c errclass.Class) bool {
 func TestLeaseLossStopsTheScan(t *testing.T) {
 	s := shards(t, 3*time.Second, 100)
 	dir, info := generate(t, repogen.Spec{Commits: 2000, FilesPerCommit: 5, BlobSize: 3000, Seed: 11})
-	spec, shard := localShard(t, s, dir)
-	l := lease(t, s, shard, "owner")
+	spec, shardID := localShard(t, s, dir)
+	l := lease(t, s, shardID, "owner")
 
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.ScanShard(context.Background(), activities.ShardWork{Lease: l, Spec: spec})
+		_, err := s.ScanShard(context.Background(), workflows.ShardWork{Lease: l, Spec: spec})
 		done <- err
 	}()
-	for seenCount(t, shard) == 0 {
+	for seenCount(t, shardID) == 0 {
 		select {
 		case err := <-done:
 			t.Fatalf("the scan finished before the test could take its lease: %v", err)
@@ -115,22 +117,22 @@ func TestLeaseLossStopsTheScan(t *testing.T) {
 		}
 	}
 	// Another owner takes over.
-	if _, err := env.Store.Pool().Exec(context.Background(), `UPDATE shards SET fence = fence + 1 WHERE id = $1`, shard); err != nil {
+	if _, err := env.Store.Pool().Exec(context.Background(), `UPDATE shards SET fence = fence + 1 WHERE id = $1`, shardID); err != nil {
 		t.Fatal(err)
 	}
 	err := <-done
 	if !isClass(err, errclass.StaleOwner) {
 		t.Fatalf("scan after losing its lease: %v, want StaleOwner", err)
 	}
-	stoppedAt := seenCount(t, shard)
+	stoppedAt := seenCount(t, shardID)
 	if stoppedAt >= info.Blobs {
 		t.Fatalf("the scan wrote all %d blobs after losing its lease", stoppedAt)
 	}
-	if n := count(t, `SELECT count(*) FROM shard_receipts WHERE shard_id = $1`, shard); n != 0 {
+	if n := count(t, `SELECT count(*) FROM shard_receipts WHERE shard_id = $1`, shardID); n != 0 {
 		t.Fatalf("%d receipts written by an owner that lost its lease", n)
 	}
 	time.Sleep(200 * time.Millisecond)
-	if n := seenCount(t, shard); n != stoppedAt {
+	if n := seenCount(t, shardID); n != stoppedAt {
 		t.Fatalf("writes went on after the scan returned: %d → %d", stoppedAt, n)
 	}
 }
@@ -140,14 +142,14 @@ func TestLeaseLossStopsTheScan(t *testing.T) {
 func TestZombieAttemptWritesNothing(t *testing.T) {
 	s := shards(t, time.Minute, 10)
 	dir, _ := generate(t, repogen.Spec{Commits: 20, FilesPerCommit: 2, BlobSize: 200, Seed: 5})
-	spec, shard := localShard(t, s, dir)
-	zombie := lease(t, s, shard, "owner")
-	lease(t, s, shard, "owner") // the retried attempt takes over
-	_, err := s.ScanShard(context.Background(), activities.ShardWork{Lease: zombie, Spec: spec})
+	spec, shardID := localShard(t, s, dir)
+	zombie := lease(t, s, shardID, "owner")
+	lease(t, s, shardID, "owner") // the retried attempt takes over
+	_, err := s.ScanShard(context.Background(), workflows.ShardWork{Lease: zombie, Spec: spec})
 	if !isClass(err, errclass.StaleOwner) {
 		t.Fatalf("zombie scan: %v, want StaleOwner", err)
 	}
-	if n := seenCount(t, shard); n != 0 {
+	if n := seenCount(t, shardID); n != 0 {
 		t.Fatalf("the zombie wrote %d seen blobs", n)
 	}
 }
@@ -157,9 +159,9 @@ type findingKey struct {
 	start                    int
 }
 
-func findingSet(t *testing.T, shard int64) map[findingKey]int {
+func findingSet(t *testing.T, shardID int64) map[findingKey]int {
 	t.Helper()
-	fs, err := env.Store.Findings(context.Background(), shard, 100000)
+	fs, err := env.Store.Findings(context.Background(), shardID, 100000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,47 +179,47 @@ func TestCrashBetweenFinalizeAndCheckpoint(t *testing.T) {
 	s := shards(t, time.Second, 20)
 	dir, _ := generate(t, repogen.Spec{Commits: 50, FilesPerCommit: 3, BlobSize: 300, Seed: 9,
 		Secrets: []repogen.Secret{{Commit: 20, Path: "a/creds.txt", Content: "token: " + ghToken + "\n"}}})
-	spec, shard := localShard(t, s, dir)
-	first := lease(t, s, shard, "crashed")
-	r1, err := s.ScanShard(context.Background(), activities.ShardWork{Lease: first, Spec: spec})
+	spec, shardID := localShard(t, s, dir)
+	first := lease(t, s, shardID, "crashed")
+	r1, err := s.ScanShard(context.Background(), workflows.ShardWork{Lease: first, Spec: spec})
 	if err != nil || !r1.Complete || r1.Findings != 1 {
 		t.Fatalf("first scan: %+v, %v", r1, err)
 	}
 	// The owner dies here, before its checkpoint.
-	before := findingSet(t, shard)
-	if sh, _ := env.Store.ShardByID(context.Background(), shard); sh.CheckpointReceiptID != 0 || sh.Status != store.ShardActive {
+	before := findingSet(t, shardID)
+	if sh, _ := env.Store.ShardByID(context.Background(), shardID); sh.CheckpointReceiptID != 0 || sh.Status != shard.Active {
 		t.Fatalf("frontier moved without a checkpoint: %+v", sh)
 	}
 	time.Sleep(1100 * time.Millisecond) // its lease runs out
 
-	next := lease(t, s, shard, "next")
-	r2, err := s.ScanShard(context.Background(), activities.ShardWork{Lease: next, Spec: spec})
+	next := lease(t, s, shardID, "next")
+	r2, err := s.ScanShard(context.Background(), workflows.ShardWork{Lease: next, Spec: spec})
 	if err != nil || r2.BlobsScanned != 0 || r2.Findings != 0 {
 		t.Fatalf("re-run after the crash: %+v, %v; want nothing rescanned", r2, err)
 	}
-	if _, err := s.CheckpointShard(context.Background(), activities.CheckpointInput{Lease: first, ReceiptID: r1.ID}); !isClass(err, errclass.StaleOwner) {
+	if _, err := s.CheckpointShard(context.Background(), workflows.CheckpointInput{Lease: first, ReceiptID: r1.ID}); !isClass(err, errclass.StaleOwner) {
 		t.Fatalf("late checkpoint of the crashed owner: %v, want StaleOwner", err)
 	}
-	st, err := s.CheckpointShard(context.Background(), activities.CheckpointInput{Lease: next, ReceiptID: r2.ID})
-	if err != nil || st != store.ShardDone {
+	st, err := s.CheckpointShard(context.Background(), workflows.CheckpointInput{Lease: next, ReceiptID: r2.ID})
+	if err != nil || st != shard.Done {
 		t.Fatalf("checkpoint: %s, %v", st, err)
 	}
-	after := findingSet(t, shard)
+	after := findingSet(t, shardID)
 	if fmt.Sprint(after) != fmt.Sprint(before) || len(after) != 1 {
 		t.Fatalf("findings changed across the crash: %v → %v", before, after)
 	}
 }
 
 // Scale, and invariant 4: a repository of 10,000 commits, 50,000 blobs and
-// 1,000 refs scans completely, and the control-plane rows of a shard grow
+// 1,000 refs scans completely, and the control-plane rows of a shardID grow
 // with its refs, not with the objects in the repository.
 func TestScaleAndControlPlaneRows(t *testing.T) {
 	s := shards(t, time.Minute, 2000)
-	controlRows := func(shard int64) int {
+	controlRows := func(shardID int64) int {
 		return count(t, `SELECT (SELECT count(*) FROM shards WHERE id = $1)
 			+ (SELECT count(*) FROM scan_scopes WHERE shard_id = $1)
 			+ (SELECT count(*) FROM shard_receipts WHERE shard_id = $1)
-			+ (SELECT count(*) FROM shard_watermarks w JOIN scan_scopes s ON s.id = w.scope_id WHERE s.shard_id = $1)`, shard)
+			+ (SELECT count(*) FROM shard_watermarks w JOIN scan_scopes s ON s.id = w.scope_id WHERE s.shard_id = $1)`, shardID)
 	}
 	for _, tt := range []struct {
 		spec repogen.Spec
@@ -226,15 +228,15 @@ func TestScaleAndControlPlaneRows(t *testing.T) {
 		{repogen.Spec{Commits: 10000, FilesPerCommit: 5, Refs: 1000, BlobSize: 200, Seed: 2}},
 	} {
 		dir, info := generate(t, tt.spec)
-		spec, shard := localShard(t, s, dir)
-		r, err := s.ScanShard(context.Background(), activities.ShardWork{Lease: lease(t, s, shard, "o"), Spec: spec})
+		spec, shardID := localShard(t, s, dir)
+		r, err := s.ScanShard(context.Background(), workflows.ShardWork{Lease: lease(t, s, shardID, "o"), Spec: spec})
 		if err != nil || !r.Complete || r.Commits != int64(tt.spec.Commits) {
 			t.Fatalf("scan of %d commits: %+v, %v", tt.spec.Commits, r, err)
 		}
 		if got := r.BlobsScanned + r.BlobsSkipped; got != int64(info.Blobs) {
 			t.Fatalf("scanned %d blobs, the repository has %d", got, info.Blobs)
 		}
-		if rows := controlRows(shard); rows != 3+len(info.Refs) {
+		if rows := controlRows(shardID); rows != 3+len(info.Refs) {
 			t.Fatalf("%d control-plane rows for %d blobs and %d refs, want %d", rows, info.Blobs, len(info.Refs), 3+len(info.Refs))
 		}
 	}
@@ -245,13 +247,13 @@ func TestScaleAndControlPlaneRows(t *testing.T) {
 func TestParkAfterTakeover(t *testing.T) {
 	s := shards(t, time.Minute, 10)
 	dir, _ := generate(t, repogen.Spec{Commits: 3, FilesPerCommit: 1, BlobSize: 100, Seed: 1})
-	_, shard := localShard(t, s, dir)
-	first := lease(t, s, shard, "owner")
-	lease(t, s, shard, "owner") // the retried attempt
-	if err := s.ParkShard(context.Background(), activities.ParkInput{Lease: first, Reason: "not found"}); err != nil {
+	_, shardID := localShard(t, s, dir)
+	first := lease(t, s, shardID, "owner")
+	lease(t, s, shardID, "owner") // the retried attempt
+	if err := s.ParkShard(context.Background(), workflows.ParkInput{Lease: first, Reason: "not found"}); err != nil {
 		t.Fatalf("park with the first fence: %v", err)
 	}
-	if sh, _ := env.Store.ShardByID(context.Background(), shard); sh.Status != store.ShardParked || sh.ParkReason != "not found" {
+	if sh, _ := env.Store.ShardByID(context.Background(), shardID); sh.Status != shard.Parked || sh.ParkReason != "not found" {
 		t.Fatalf("shard %+v, want parked", sh)
 	}
 	// Another owner's live lease is not taken to park.
@@ -260,14 +262,14 @@ func TestParkAfterTakeover(t *testing.T) {
 	if _, err := env.Store.Pool().Exec(context.Background(), `UPDATE shards SET owner = 'someone else', fence = fence + 1 WHERE id = $1`, other); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ParkShard(context.Background(), activities.ParkInput{Lease: mine, Reason: "x"}); !isClass(err, errclass.StaleOwner) {
+	if err := s.ParkShard(context.Background(), workflows.ParkInput{Lease: mine, Reason: "x"}); !isClass(err, errclass.StaleOwner) {
 		t.Fatalf("park of a shard leased by another owner: %v, want StaleOwner", err)
 	}
 }
 
 func newShardFor(t *testing.T, s *activities.Shards, location string) int64 {
 	t.Helper()
-	id, err := s.EnsureShard(context.Background(), store.ShardSpec{Key: "target:" + location, Location: location, Local: true})
+	id, err := s.EnsureShard(context.Background(), shard.Spec{Key: "target:" + location, Target: target.Target{Location: location, Local: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

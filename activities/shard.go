@@ -9,6 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"gitfleet/internal/domain/shard"
+	"gitfleet/workflows"
+
 	"github.com/go-git/go-git/v5/plumbing"
 	"go.temporal.io/sdk/activity"
 	"go.uber.org/zap"
@@ -62,46 +65,32 @@ func (s *Shards) logger(ctx context.Context, shardID, fence int64) *zap.Logger {
 }
 
 // EnsureShard creates or finds a shard and returns its id.
-func (s *Shards) EnsureShard(ctx context.Context, spec store.ShardSpec) (int64, error) {
+func (s *Shards) EnsureShard(ctx context.Context, spec shard.Spec) (int64, error) {
 	id, err := s.Store.EnsureShard(ctx, spec)
 	return id, AppError(err)
 }
 
-// AcquireShardInput asks for a lease.
-type AcquireShardInput struct {
-	ShardID int64  `json:"shardId"`
-	Owner   string `json:"owner"`
-	Rearm   bool   `json:"rearm,omitempty"`
-}
-
 // AcquireShard claims a shard. Another owner's live lease is waited out: a
 // Retryable error whose delay runs until that lease's deadline.
-func (s *Shards) AcquireShard(ctx context.Context, in AcquireShardInput) (store.Claim, error) {
+func (s *Shards) AcquireShard(ctx context.Context, in workflows.AcquireShardInput) (workflows.Claim, error) {
 	c, err := s.Store.AcquireShard(ctx, in.ShardID, in.Owner, s.leaseFor(), in.Rearm)
 	if err != nil {
-		return store.Claim{}, AppError(err)
+		return workflows.Claim{}, AppError(err)
 	}
 	if c.Busy {
 		e := errclass.Wrap(errclass.Retryable, "shard leased by another owner",
 			fmt.Errorf("shard %d is leased by another owner until %s", in.ShardID, c.Deadline.Format(time.RFC3339)))
 		e.RetryAfter = time.Until(c.Deadline) + 100*time.Millisecond
-		return store.Claim{}, AppError(e)
+		return workflows.Claim{}, AppError(e)
 	}
 	s.logger(ctx, in.ShardID, c.Lease.Fence).Info("shard claimed", zap.String("status", string(c.Status)))
-	return c, nil
-}
-
-// ShardWork is a lease and what it is for.
-type ShardWork struct {
-	Lease       store.Lease     `json:"lease"`
-	Spec        store.ShardSpec `json:"spec"`
-	MaxDuration time.Duration   `json:"maxDuration,omitempty"`
+	return workflows.Claim{Lease: c.Lease, Status: c.Status, ParkReason: c.ParkReason}, nil
 }
 
 // SyncShardMirror brings the shard's mirror up to date (nothing to do for
 // a local repository but to check it is one). It writes nothing durable, so
 // it needs no fence check; the scan syncs again if it lands elsewhere.
-func (s *Shards) SyncShardMirror(ctx context.Context, w ShardWork) error {
+func (s *Shards) SyncShardMirror(ctx context.Context, w workflows.ShardWork) error {
 	// The lease is held through the sync too: a slow fetch must not let it
 	// lapse before the scan starts.
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -117,14 +106,8 @@ func (s *Shards) SyncShardMirror(ctx context.Context, w ShardWork) error {
 	return redactedError(repo.Close())
 }
 
-// CheckpointInput advances a shard's frontier to a receipt.
-type CheckpointInput struct {
-	Lease     store.Lease `json:"lease"`
-	ReceiptID int64       `json:"receiptId"`
-}
-
 // CheckpointShard is outer durability (see store.Checkpoint).
-func (s *Shards) CheckpointShard(ctx context.Context, in CheckpointInput) (store.ShardStatus, error) {
+func (s *Shards) CheckpointShard(ctx context.Context, in workflows.CheckpointInput) (shard.Status, error) {
 	st, err := s.Store.Checkpoint(ctx, in.Lease, in.ReceiptID)
 	if err != nil {
 		return "", AppError(err)
@@ -134,23 +117,17 @@ func (s *Shards) CheckpointShard(ctx context.Context, in CheckpointInput) (store
 	return st, nil
 }
 
-// ParkInput parks a shard.
-type ParkInput struct {
-	Lease  store.Lease `json:"lease"`
-	Reason string      `json:"reason"`
-}
-
 // ParkShard sets a shard aside until something external changes. The
 // failing scan may have been a retried attempt that took the lease over
 // with a newer fence: the owner then takes the lease once more to park.
-func (s *Shards) ParkShard(ctx context.Context, in ParkInput) error {
+func (s *Shards) ParkShard(ctx context.Context, in workflows.ParkInput) error {
 	err := s.Store.Park(ctx, in.Lease, in.Reason)
 	if c := errclass.Classify(err); c != nil && c.Class == errclass.StaleOwner {
 		claim, aerr := s.Store.AcquireShard(ctx, in.Lease.ShardID, in.Lease.Owner, s.leaseFor(), false)
 		if aerr != nil {
 			return AppError(aerr)
 		}
-		if claim.Status != store.ShardActive || claim.Busy {
+		if claim.Status != shard.Active || claim.Busy {
 			return AppError(err) // someone else owns it now: not ours to park
 		}
 		in.Lease = claim.Lease

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"gitfleet/workflows"
+
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
@@ -32,10 +34,7 @@ func (LsRemote) Head(ctx context.Context, cloneURL string) (string, error) {
 
 // Sweeps are the re-collection sweep's activities (DESIGN §5).
 type Sweeps struct {
-	Store *store.Store
-	// Start starts a Collect (the workflows package's, injected to keep
-	// this package free of a dependency on it).
-	Start  func(ctx context.Context, c client.Client, repo repoid.ID) error
+	Store  *store.Store
 	Client client.Client
 	Hosts  vcs.Hosts
 	Heads  HeadChecker
@@ -46,75 +45,36 @@ type Sweeps struct {
 	Log    *zap.Logger
 }
 
-// DueRepo is a codebase the sweep found due.
-type DueRepo struct {
-	CodebaseID int64     `json:"codebaseId"`
-	Repo       repoid.ID `json:"repository"`
-	LastCommit string    `json:"lastCommit,omitempty"`
-	// PolicyCurrent reports that its last scan used the current rules.
-	PolicyCurrent bool `json:"policyCurrent,omitempty"`
-}
-
-// SweepPageInput asks for the next page of candidates.
-type SweepPageInput struct {
-	After store.SweepCursor `json:"after"`
-	Limit int               `json:"limit"`
-	Now   time.Time         `json:"now"`
-}
-
-// SweepPage is one page of decisions.
-type SweepPage struct {
-	// Next is where the next page starts; Done reports the last page.
-	Next       store.SweepCursor `json:"next"`
-	Done       bool              `json:"done"`
-	Considered int               `json:"considered"`
-	Due        []DueRepo         `json:"due,omitempty"`
-}
-
 // ListDue reads a page of candidates and decides, with the decay table,
 // which are due.
-func (s *Sweeps) ListDue(ctx context.Context, in SweepPageInput) (SweepPage, error) {
+func (s *Sweeps) ListDue(ctx context.Context, in workflows.SweepPageInput) (workflows.SweepPage, error) {
 	table := s.Decay
 	if table == nil {
 		table = decay.Default
 	}
-	cands, err := s.Store.SweepCandidates(ctx, in.After, in.Now.Add(-table.Horizon()), in.Now, in.Limit)
+	cands, err := s.Store.SweepCandidates(ctx, store.SweepCursor(in.After), in.Now.Add(-table.Horizon()), in.Now, in.Limit)
 	if err != nil {
-		return SweepPage{}, AppError(err)
+		return workflows.SweepPage{}, AppError(err)
 	}
-	page := SweepPage{Next: in.After, Considered: len(cands), Done: len(cands) < in.Limit}
+	page := workflows.SweepPage{Next: in.After, Considered: len(cands), Done: len(cands) < in.Limit}
 	for _, c := range cands {
-		page.Next = store.SweepCursor{Viewed: *c.LastViewedAt, ID: c.ID}
+		page.Next = workflows.SweepCursor{Viewed: *c.LastViewedAt, ID: c.ID}
 		due, _ := table.Decide(decay.Candidate{LastViewed: c.LastViewedAt, LastCompleted: c.LastCompletedAt,
 			LastChecked: c.LastCheckedAt, ConsecutiveFailures: c.ConsecutiveFailures}, in.Now)
 		if due {
-			page.Due = append(page.Due, DueRepo{CodebaseID: c.ID, Repo: c.Repo, LastCommit: c.LastCommitSHA,
+			page.Due = append(page.Due, workflows.DueRepo{CodebaseID: c.ID, Repo: c.Repo, LastCommit: c.LastCommitSHA,
 				PolicyCurrent: c.ScanPolicy != "" && c.ScanPolicy == s.Policy})
 		}
 	}
 	return page, nil
 }
 
-// Check outcomes.
-const (
-	HeadChanged   = "changed"
-	HeadUnchanged = "unchanged"
-	HeadFailed    = "failed" // Retryable: counts toward the sweep's circuit breaker
-	HeadGone      = "gone"   // Permanent: counted as the repository's failure
-)
-
-// CheckHeadsInput asks for cheap change checks.
-type CheckHeadsInput struct {
-	Repos []DueRepo `json:"repos"`
-	Now   time.Time `json:"now"`
-}
-
 // CheckHeads lists each due repository's head (no clone, no API request).
 // An unchanged head under unchanged rules is recorded as checked; a
 // repository that is gone or private counts a failure. The outcomes come
 // back in input order, so the workflow can tell consecutive failures.
-func (s *Sweeps) CheckHeads(ctx context.Context, in CheckHeadsInput) ([]string, error) {
-	out := make([]string, len(in.Repos))
+func (s *Sweeps) CheckHeads(ctx context.Context, in workflows.CheckHeadsInput) ([]workflows.HeadOutcome, error) {
+	out := make([]workflows.HeadOutcome, len(in.Repos))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
 	for i, r := range in.Repos {
@@ -130,9 +90,9 @@ func (s *Sweeps) CheckHeads(ctx context.Context, in CheckHeadsInput) ([]string, 
 	var unchanged []int64
 	for i, r := range in.Repos {
 		switch out[i] {
-		case HeadUnchanged:
+		case workflows.HeadUnchanged:
 			unchanged = append(unchanged, r.CodebaseID)
-		case HeadGone:
+		case workflows.HeadGone:
 			if err := s.Store.RecordCheckFailure(ctx, r.CodebaseID, in.Now); err != nil {
 				return nil, AppError(err)
 			}
@@ -144,30 +104,30 @@ func (s *Sweeps) CheckHeads(ctx context.Context, in CheckHeadsInput) ([]string, 
 	return out, nil
 }
 
-func (s *Sweeps) checkHead(ctx context.Context, r DueRepo) string {
+func (s *Sweeps) checkHead(ctx context.Context, r workflows.DueRepo) workflows.HeadOutcome {
 	host, err := s.Hosts.Lookup(r.Repo.Host)
 	if err != nil {
-		return HeadGone
+		return workflows.HeadGone
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	head, err := s.Heads.Head(ctx, host.CloneURL(r.Repo.Owner, r.Repo.Name))
 	switch {
 	case err != nil && errclass.Classify(err).Class == errclass.Permanent:
-		return HeadGone
+		return workflows.HeadGone
 	case err != nil:
-		return HeadFailed
+		return workflows.HeadFailed
 	case head != "" && head == r.LastCommit && r.PolicyCurrent:
-		return HeadUnchanged
+		return workflows.HeadUnchanged
 	}
-	return HeadChanged
+	return workflows.HeadChanged
 }
 
 // StartCollect starts (or joins) the Collect of a repository: the workflow
 // id is the repository's, so a manual collect or another sweep already
 // running for it is joined, never doubled.
 func (s *Sweeps) StartCollect(ctx context.Context, repo repoid.ID) error {
-	if err := s.Start(ctx, s.Client, repo); err != nil {
+	if err := workflows.StartCollect(ctx, s.Client, repo); err != nil {
 		return AppError(fmt.Errorf("start the collection of %s: %w", repo, err))
 	}
 	return nil

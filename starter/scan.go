@@ -9,12 +9,13 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"gitfleet/internal/domain/shard"
+
 	"github.com/spf13/cobra"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"gitfleet/activities"
 	"gitfleet/internal/domain/target"
 	"gitfleet/internal/infra/store"
 	"gitfleet/workflows"
@@ -92,7 +93,7 @@ func (a *app) scan(ctx context.Context, c client.Client, targets []target.Target
 			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 			TypedSearchAttributes:    temporal.NewSearchAttributes(workflows.SAShard.ValueSet(key)),
 		}, workflows.ExecuteShard, workflows.ExecuteShardInput{
-			Spec:        store.ShardSpec{Key: key, Location: t.Location, Local: t.Local, Selection: t.Selection},
+			Spec:        shard.Spec{Key: key, Target: t},
 			MaxDuration: maxDuration,
 		})
 		if err != nil {
@@ -119,7 +120,7 @@ func (a *app) scan(ctx context.Context, c client.Client, targets []target.Target
 			failed++
 			continue
 		}
-		if res.Status == store.ShardParked {
+		if res.Status == shard.Parked {
 			failed++
 		}
 		results = append(results, res)
@@ -252,5 +253,5 @@ func (a *app) shardKeyOf(ctx context.Context, st *store.Store, arg string, sel s
 	if err := st.RecordView(ctx, cb.ID, time.Now()); err != nil {
 		return "", "", err
 	}
-	return activities.CodebaseShardKey(cb.ID), cb.Repo().String(), nil
+	return shard.CodebaseKey(cb.ID), cb.Repo().String(), nil
 }

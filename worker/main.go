@@ -111,7 +111,7 @@ func run() error {
 	w.RegisterActivity(&activities.Activities{Store: st, Mirrors: mirrors, Hosts: cfg.Hosts, Log: log})
 	w.RegisterActivity(&activities.Shards{Store: st, Mirrors: mirrors, Scanner: scanner, Log: log,
 		LeaseFor: cfg.ShardLease, BatchBlobs: cfg.ScanBatch})
-	w.RegisterActivity(&activities.Sweeps{Store: st, Client: c, Start: workflows.StartCollect, Hosts: cfg.Hosts,
+	w.RegisterActivity(&activities.Sweeps{Store: st, Client: c, Hosts: cfg.Hosts,
 		Heads: activities.LsRemote{}, Policy: scanner.Policy(), Decay: cfg.Decay, Log: log})
 	if err := workflows.EnsureSchedules(ctx, c, workflows.ScheduleConfig{SweepEvery: cfg.SweepEvery, CleanupEvery: cfg.CleanupEvery}); err != nil {
 		return err

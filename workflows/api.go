@@ -16,7 +16,9 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"gitfleet/internal/domain/identity"
 	"gitfleet/internal/domain/repoid"
+	"gitfleet/internal/domain/shard"
 	"gitfleet/internal/infra/errclass"
 )
 
@@ -93,6 +95,194 @@ func Register(w worker.WorkflowRegistry) {
 	w.RegisterWorkflow(ExecuteShard)
 	w.RegisterWorkflow(RecollectionSweep)
 }
+
+// The activities, by name: methods of the structs in package activities,
+// which the worker registers. Workflows schedule them by these names and
+// exchange the payload types below, so this package is the protocol and
+// does not depend on how the activities are implemented.
+const (
+	// Collection (activities.Activities).
+	activitySyncMirror           = "SyncMirror"           // repoid.ID → SyncMirrorResult
+	activityLookupCodebase       = "LookupCodebase"       // repoid.ID → *identity.Codebase
+	activityVerifyCommit         = "VerifyCommit"         // VerifyCommitInput → bool
+	activityLookupRepository     = "LookupRepository"     // repoid.ID → identity.Repository
+	activityApplyIdentity        = "ApplyIdentity"        // ApplyIdentityInput → identity.Outcome
+	activityMarkStale            = "MarkStale"            // codebase id
+	activityCompleteCollection   = "CompleteCollection"   // CompleteCollectionInput
+	activityFailCollection       = "FailCollection"       // FailCollectionInput
+	activityResetFailures        = "ResetFailures"        // repoid.ID
+	activityDeleteStaleCodebases = "DeleteStaleCodebases" // max age → count
+	activityCodebaseShard        = "CodebaseShard"        // codebase id → shard.Spec
+
+	// Shard execution (activities.Shards).
+	activityEnsureShard     = "EnsureShard"     // shard.Spec → shard id
+	activityAcquireShard    = "AcquireShard"    // AcquireShardInput → Claim
+	activitySyncShardMirror = "SyncShardMirror" // ShardWork → MirrorState
+	activityScanShard       = "ScanShard"       // ShardWork → shard.Receipt
+	activityCheckpointShard = "CheckpointShard" // CheckpointInput → shard.Status
+	activityParkShard       = "ParkShard"       // ParkInput
+
+	// Re-collection sweep (activities.Sweeps).
+	activityListDue      = "ListDue"      // SweepPageInput → SweepPage
+	activityCheckHeads   = "CheckHeads"   // CheckHeadsInput → []HeadOutcome
+	activityStartCollect = "StartCollect" // repoid.ID
+)
+
+// ActivityNames lists every activity the workflows schedule, for the
+// worker's check that it registers them all.
+var ActivityNames = []string{
+	activitySyncMirror, activityLookupCodebase, activityVerifyCommit, activityLookupRepository, activityApplyIdentity,
+	activityMarkStale, activityCompleteCollection, activityFailCollection, activityResetFailures,
+	activityDeleteStaleCodebases, activityCodebaseShard,
+	activityEnsureShard, activityAcquireShard, activitySyncShardMirror, activityScanShard, activityCheckpointShard,
+	activityParkShard,
+	activityListDue, activityCheckHeads, activityStartCollect,
+}
+
+// Payloads of the collection activities.
+
+// SyncMirrorResult is what a mirror sync learned about the remote.
+type SyncMirrorResult struct {
+	// Cloned is the repository actually cloned: the request after following
+	// the host's redirects for renamed or transferred repositories.
+	Cloned        repoid.ID `json:"cloned"`
+	Head          string    `json:"head,omitempty"`
+	DefaultBranch string    `json:"defaultBranch,omitempty"`
+	Empty         bool      `json:"empty,omitempty"`
+	// StartedAt is when the sync started: a repository created after it
+	// is not the one synced (see identity.CheckRace).
+	StartedAt time.Time `json:"startedAt,omitzero"`
+	// Mirror is the state the sync left the mirror in, which the scan of
+	// the same collection starts from instead of syncing again.
+	Mirror MirrorState `json:"mirror,omitzero"`
+}
+
+// MirrorState names a synced mirror's refs without listing them: a digest
+// of every ref and its target. A worker whose mirror has the same refs
+// needs no fetch; any other worker syncs its own.
+type MirrorState struct {
+	URL        string `json:"url,omitempty"`
+	RefsDigest string `json:"refsDigest,omitempty"`
+}
+
+// VerifyCommitInput names a commit to look for on a remote.
+type VerifyCommitInput struct {
+	Repo repoid.ID `json:"repository"`
+	SHA  string    `json:"sha"`
+}
+
+// ApplyIdentityInput is one collection's observation, to be applied.
+type ApplyIdentityInput struct {
+	Key        string `json:"key"`
+	WorkflowID string `json:"workflowId"`
+	RunID      string `json:"runId"`
+	identity.Observation
+}
+
+// CompleteCollectionInput closes a successful collection.
+type CompleteCollectionInput struct {
+	Key        string `json:"key"`
+	CodebaseID int64  `json:"codebaseId"`
+	Commit     string `json:"commit,omitempty"`
+}
+
+// FailCollectionInput closes a failed collection.
+type FailCollectionInput struct {
+	Key        string    `json:"key"`
+	Repo       repoid.ID `json:"repository"`
+	Class      string    `json:"class"`
+	Message    string    `json:"message"`
+	WorkflowID string    `json:"workflowId"`
+	RunID      string    `json:"runId"`
+}
+
+// Payloads of the shard activities.
+
+// AcquireShardInput asks for a lease.
+type AcquireShardInput struct {
+	ShardID int64  `json:"shardId"`
+	Owner   string `json:"owner"`
+	Rearm   bool   `json:"rearm,omitempty"`
+}
+
+// Claim is the outcome of AcquireShard: a lease when the shard is Active.
+// (Another owner's live lease is a Retryable error, not a claim.)
+type Claim struct {
+	Lease      shard.Lease  `json:"lease"`
+	Status     shard.Status `json:"status"`
+	ParkReason string       `json:"parkReason,omitempty"`
+}
+
+// ShardWork is a lease and what it is for.
+type ShardWork struct {
+	Lease       shard.Lease   `json:"lease"`
+	Spec        shard.Spec    `json:"spec"`
+	MaxDuration time.Duration `json:"maxDuration,omitempty"`
+	// Mirror is the mirror state this job synced (zero: sync first).
+	Mirror MirrorState `json:"mirror,omitzero"`
+}
+
+// CheckpointInput advances a shard's frontier to a receipt.
+type CheckpointInput struct {
+	Lease     shard.Lease `json:"lease"`
+	ReceiptID int64       `json:"receiptId"`
+}
+
+// ParkInput parks a shard.
+type ParkInput struct {
+	Lease  shard.Lease `json:"lease"`
+	Reason string      `json:"reason"`
+}
+
+// Payloads of the sweep activities.
+
+// SweepCursor is where a sweep is: the (last view, id) of the last
+// candidate it read.
+type SweepCursor struct {
+	Viewed time.Time `json:"viewed"`
+	ID     int64     `json:"id"`
+}
+
+// SweepPageInput asks for the next page of candidates.
+type SweepPageInput struct {
+	After SweepCursor `json:"after"`
+	Limit int         `json:"limit"`
+	Now   time.Time   `json:"now"`
+}
+
+// SweepPage is one page of decisions.
+type SweepPage struct {
+	// Next is where the next page starts; Done reports the last page.
+	Next       SweepCursor `json:"next"`
+	Done       bool        `json:"done"`
+	Considered int         `json:"considered"`
+	Due        []DueRepo   `json:"due,omitempty"`
+}
+
+// DueRepo is a codebase the sweep found due.
+type DueRepo struct {
+	CodebaseID int64     `json:"codebaseId"`
+	Repo       repoid.ID `json:"repository"`
+	LastCommit string    `json:"lastCommit,omitempty"`
+	// PolicyCurrent reports that its last scan used the current rules.
+	PolicyCurrent bool `json:"policyCurrent,omitempty"`
+}
+
+// CheckHeadsInput asks for cheap change checks.
+type CheckHeadsInput struct {
+	Repos []DueRepo `json:"repos"`
+	Now   time.Time `json:"now"`
+}
+
+// HeadOutcome is the result of one cheap change check.
+type HeadOutcome string
+
+const (
+	HeadChanged   HeadOutcome = "changed"
+	HeadUnchanged HeadOutcome = "unchanged"
+	HeadFailed    HeadOutcome = "failed" // Retryable: counts toward the sweep's circuit breaker
+	HeadGone      HeadOutcome = "gone"   // Permanent: counted as the repository's failure
+)
 
 // retryPolicy retries Retryable errors with backoff and never retries the
 // non-retryable classes (DESIGN §2).

@@ -4,8 +4,6 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/workflow"
-
-	"gitfleet/activities"
 )
 
 // StaleRetention is how long a stale codebase is kept (and shown as
@@ -28,8 +26,7 @@ func CleanupStale(ctx workflow.Context, in CleanupStaleInput) (CleanupStaleResul
 	if maxAge <= 0 {
 		maxAge = StaleRetention
 	}
-	var a *activities.Activities
 	var out CleanupStaleResult
-	err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), a.DeleteStaleCodebases, maxAge).Get(ctx, &out.Deleted)
+	err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityDeleteStaleCodebases, maxAge).Get(ctx, &out.Deleted)
 	return out, err
 }

@@ -8,11 +8,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"gitfleet/activities"
 	"gitfleet/internal/domain/identity"
 	"gitfleet/internal/domain/repoid"
+	"gitfleet/internal/domain/shard"
 	"gitfleet/internal/infra/errclass"
-	"gitfleet/internal/infra/store"
 )
 
 // CollectInput asks for one repository to be collected.
@@ -50,7 +49,6 @@ const maxResolveAttempts = 5
 // Collect mirrors a repository, resolves which codebase it is (child
 // workflow ResolveIdentity) and records the collection.
 func Collect(ctx workflow.Context, in CollectInput) (CollectResult, error) {
-	var a *activities.Activities
 	info := workflow.GetInfo(ctx)
 	key := info.WorkflowExecution.ID + "/" + info.WorkflowExecution.RunID
 	out := CollectResult{Requested: in.Repo}
@@ -58,7 +56,7 @@ func Collect(ctx workflow.Context, in CollectInput) (CollectResult, error) {
 	// A person asking again clears the failure streak that took the
 	// repository out of automatic refresh.
 	if v := workflow.GetVersion(ctx, "manual-resets-failures", workflow.DefaultVersion, 1); v == 1 && in.Trigger == "manual" {
-		if err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), a.ResetFailures, in.Repo).Get(ctx, nil); err != nil {
+		if err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityResetFailures, in.Repo).Get(ctx, nil); err != nil {
 			return out, fail(ctx, key, in.Repo, "reset failures", err)
 		}
 	}
@@ -67,8 +65,8 @@ func Collect(ctx workflow.Context, in CollectInput) (CollectResult, error) {
 	for {
 		out.Attempts++
 		workflow.SetCurrentDetails(ctx, fmt.Sprintf("Syncing the mirror of %s (attempt %d)", in.Repo, out.Attempts))
-		var synced activities.SyncMirrorResult
-		if err := workflow.ExecuteActivity(withOptions(ctx, gitOptions), a.SyncMirror, in.Repo).Get(ctx, &synced); err != nil {
+		var synced SyncMirrorResult
+		if err := workflow.ExecuteActivity(withOptions(ctx, gitOptions), activitySyncMirror, in.Repo).Get(ctx, &synced); err != nil {
 			return out, fail(ctx, key, in.Repo, "sync mirror", err)
 		}
 		out.Commit, out.DefaultBranch, out.Empty = synced.Head, synced.DefaultBranch, synced.Empty
@@ -104,7 +102,7 @@ func Collect(ctx workflow.Context, in CollectInput) (CollectResult, error) {
 	}
 
 	workflow.SetCurrentDetails(ctx, "Recording the collection")
-	err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), a.CompleteCollection, activities.CompleteCollectionInput{
+	err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityCompleteCollection, CompleteCollectionInput{
 		Key: key, CodebaseID: out.CodebaseID, Commit: out.Commit,
 	}).Get(ctx, nil)
 	if err != nil {
@@ -119,9 +117,8 @@ func Collect(ctx workflow.Context, in CollectInput) (CollectResult, error) {
 // scanCodebase runs the codebase's shard (ExecuteShard, a child) after its
 // identity is settled. A parked shard fails the collection as Permanent.
 func scanCodebase(ctx workflow.Context, out *CollectResult) error {
-	var a *activities.Activities
-	var spec store.ShardSpec
-	if err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), a.CodebaseShard, out.CodebaseID).Get(ctx, &spec); err != nil {
+	var spec shard.Spec
+	if err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityCodebaseShard, out.CodebaseID).Get(ctx, &spec); err != nil {
 		return err
 	}
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Scanning codebase %d", out.CodebaseID))
@@ -133,7 +130,7 @@ func scanCodebase(ctx workflow.Context, out *CollectResult) error {
 		return err
 	}
 	out.Scan = &res
-	if res.Status == store.ShardParked {
+	if res.Status == shard.Parked {
 		return temporal.NewApplicationError(fmt.Sprintf("the scan of codebase %d is parked: %s", out.CodebaseID, res.ParkReason),
 			string(errclass.Permanent), res.ParkReason)
 	}
@@ -146,11 +143,10 @@ func fail(ctx workflow.Context, key string, repo repoid.ID, step string, cause e
 	class, reason := classOf(cause)
 	msg := fmt.Sprintf("collect %s: %s: %s", repo, step, message(cause))
 	info := workflow.GetInfo(ctx)
-	var a *activities.Activities
 	// Record even when the workflow is being cancelled.
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
-	if err := workflow.ExecuteActivity(withOptions(dctx, dbOptions), a.FailCollection, activities.FailCollectionInput{
+	if err := workflow.ExecuteActivity(withOptions(dctx, dbOptions), activityFailCollection, FailCollectionInput{
 		Key: key, Repo: repo, Class: string(class), Message: msg,
 		WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,
 	}).Get(dctx, nil); err != nil {
@@ -169,10 +165,20 @@ func classOf(err error) (errclass.Class, string) {
 	if errors.As(err, &app) {
 		switch c := errclass.Class(app.Type()); c {
 		case errclass.Retryable, errclass.Permanent, errclass.StaleOwner:
-			return c, activities.Reason(app)
+			return c, reasonOf(app)
 		}
 	}
 	return errclass.Retryable, ""
+}
+
+// reasonOf is the reason an activity's ApplicationError carries in its
+// details (see activities.AppError).
+func reasonOf(err *temporal.ApplicationError) string {
+	var reason string
+	if err != nil && err.HasDetails() {
+		_ = err.Details(&reason)
+	}
+	return reason
 }
 
 // message is the innermost useful message of an error chain: the

@@ -1,9 +1,12 @@
-package workflows
+package workflows_test
 
 import (
 	"context"
 	"errors"
 	"testing"
+
+	"gitfleet/internal/domain/shard"
+	"gitfleet/workflows"
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/temporal"
@@ -13,7 +16,6 @@ import (
 	"gitfleet/internal/domain/identity"
 	"gitfleet/internal/domain/repoid"
 	"gitfleet/internal/infra/errclass"
-	"gitfleet/internal/infra/store"
 )
 
 var (
@@ -24,15 +26,15 @@ var (
 func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflow(Collect)
-	env.RegisterWorkflow(ResolveIdentity)
+	env.RegisterWorkflow(workflows.Collect)
+	env.RegisterWorkflow(workflows.ResolveIdentity)
 	env.RegisterActivity(&activities.Activities{})
-	env.RegisterWorkflow(ExecuteShard)
-	// The scan after identity resolution is ExecuteShard's business; these
+	env.RegisterWorkflow(workflows.ExecuteShard)
+	// The scan after identity resolution is workflows.ExecuteShard's business; these
 	// tests see it as a child that succeeds.
 	var a *activities.Activities
-	env.OnActivity(a.CodebaseShard, mock.Anything, mock.Anything).Return(store.ShardSpec{Key: "codebase:1"}, nil).Maybe()
-	env.OnWorkflow(ExecuteShard, mock.Anything, mock.Anything).Return(ExecuteShardResult{Status: store.ShardDone}, nil).Maybe()
+	env.OnActivity(a.CodebaseShard, mock.Anything, mock.Anything).Return(shard.Spec{Key: "codebase:1"}, nil).Maybe()
+	env.OnWorkflow(workflows.ExecuteShard, mock.Anything, mock.Anything).Return(workflows.ExecuteShardResult{Status: shard.Done}, nil).Maybe()
 	return env
 }
 
@@ -48,19 +50,19 @@ func TestCollectVerifiedNeedsNoAPI(t *testing.T) {
 	env := newEnv(t)
 	var a *activities.Activities
 	known := &identity.Codebase{ID: 7, ExternalID: "100", Owner: "alice", Name: "repo", LastCommitSHA: "c1"}
-	env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(activities.SyncMirrorResult{Cloned: repo, Head: "c2", DefaultBranch: "main"}, nil)
+	env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(workflows.SyncMirrorResult{Cloned: repo, Head: "c2", DefaultBranch: "main"}, nil)
 	env.OnActivity(a.LookupCodebase, mock.Anything, repo).Return(known, nil)
-	env.OnActivity(a.VerifyCommit, mock.Anything, activities.VerifyCommitInput{Repo: repo, SHA: "c1"}).Return(true, nil)
-	env.OnActivity(a.ApplyIdentity, mock.Anything, mock.MatchedBy(func(in store.ApplyInput) bool {
+	env.OnActivity(a.VerifyCommit, mock.Anything, workflows.VerifyCommitInput{Repo: repo, SHA: "c1"}).Return(true, nil)
+	env.OnActivity(a.ApplyIdentity, mock.Anything, mock.MatchedBy(func(in workflows.ApplyIdentityInput) bool {
 		return in.API == nil && in.VerifiedSHA == "c1" && in.ExpectByNameID == 7
-	})).Return(store.ApplyResult{Case: identity.CaseSame, CodebaseID: 7, Owner: "alice", Name: "repo"}, nil)
+	})).Return(identity.Outcome{Case: identity.CaseSame, CodebaseID: 7, Owner: "alice", Name: "repo"}, nil)
 	env.OnActivity(a.CompleteCollection, mock.Anything, mock.Anything).Return(nil)
 
-	env.ExecuteWorkflow(Collect, CollectInput{Repo: repo})
+	env.ExecuteWorkflow(workflows.Collect, workflows.CollectInput{Repo: repo})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
-	var res CollectResult
+	var res workflows.CollectResult
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
@@ -74,11 +76,11 @@ func TestCollectHeadEqualToLastCommitSkipsFetch(t *testing.T) {
 	env := newEnv(t)
 	var a *activities.Activities
 	known := &identity.Codebase{ID: 7, ExternalID: "100", Owner: "alice", Name: "repo", LastCommitSHA: "c1"}
-	env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(activities.SyncMirrorResult{Cloned: repo, Head: "c1"}, nil)
+	env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(workflows.SyncMirrorResult{Cloned: repo, Head: "c1"}, nil)
 	env.OnActivity(a.LookupCodebase, mock.Anything, repo).Return(known, nil)
-	env.OnActivity(a.ApplyIdentity, mock.Anything, mock.Anything).Return(store.ApplyResult{Case: identity.CaseSame, CodebaseID: 7}, nil)
+	env.OnActivity(a.ApplyIdentity, mock.Anything, mock.Anything).Return(identity.Outcome{Case: identity.CaseSame, CodebaseID: 7}, nil)
 	env.OnActivity(a.CompleteCollection, mock.Anything, mock.Anything).Return(nil)
-	env.ExecuteWorkflow(Collect, CollectInput{Repo: repo})
+	env.ExecuteWorkflow(workflows.Collect, workflows.CollectInput{Repo: repo})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
@@ -90,19 +92,19 @@ func TestCollectRaceStartsOverFromTheClone(t *testing.T) {
 	env := newEnv(t)
 	var a *activities.Activities
 	// First clone still sees the old name; the API already has the new one.
-	env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(activities.SyncMirrorResult{Cloned: repo, Head: "c1"}, nil).Once()
-	env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(activities.SyncMirrorResult{Cloned: renamed, Head: "c1"}, nil).Once()
+	env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(workflows.SyncMirrorResult{Cloned: repo, Head: "c1"}, nil).Once()
+	env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(workflows.SyncMirrorResult{Cloned: renamed, Head: "c1"}, nil).Once()
 	env.OnActivity(a.LookupCodebase, mock.Anything, mock.Anything).Return(nil, nil)
 	env.OnActivity(a.LookupRepository, mock.Anything, mock.Anything).Return(identity.Repository{ExternalID: "100", Owner: "alice", Name: "renamed"}, nil)
-	env.OnActivity(a.ApplyIdentity, mock.Anything, mock.MatchedBy(func(in store.ApplyInput) bool { return in.Repo == renamed })).
-		Return(store.ApplyResult{Case: identity.CaseMoved, CodebaseID: 3, Owner: "alice", Name: "renamed"}, nil).Once()
+	env.OnActivity(a.ApplyIdentity, mock.Anything, mock.MatchedBy(func(in workflows.ApplyIdentityInput) bool { return in.Repo == renamed })).
+		Return(identity.Outcome{Case: identity.CaseMoved, CodebaseID: 3, Owner: "alice", Name: "renamed"}, nil).Once()
 	env.OnActivity(a.CompleteCollection, mock.Anything, mock.Anything).Return(nil)
 
-	env.ExecuteWorkflow(Collect, CollectInput{Repo: repo})
+	env.ExecuteWorkflow(workflows.Collect, workflows.CollectInput{Repo: repo})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
-	var res CollectResult
+	var res workflows.CollectResult
 	_ = env.GetWorkflowResult(&res)
 	if res.Attempts != 2 || res.Case != identity.CaseMoved || res.Repository != renamed {
 		t.Errorf("result = %+v, want 2 attempts ending in D at %v", res, renamed)
@@ -113,16 +115,16 @@ func TestCollectNotFoundMarksStaleAndFailsPermanent(t *testing.T) {
 	env := newEnv(t)
 	var a *activities.Activities
 	known := &identity.Codebase{ID: 9, ExternalID: "100", Owner: "alice", Name: "repo", LastCommitSHA: "c1"}
-	env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(activities.SyncMirrorResult{Cloned: repo, Head: "c5"}, nil)
+	env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(workflows.SyncMirrorResult{Cloned: repo, Head: "c5"}, nil)
 	env.OnActivity(a.LookupCodebase, mock.Anything, repo).Return(known, nil)
 	env.OnActivity(a.VerifyCommit, mock.Anything, mock.Anything).Return(false, nil)
 	env.OnActivity(a.LookupRepository, mock.Anything, repo).Return(identity.Repository{}, permanent(errclass.ReasonNotFound)).Once()
 	env.OnActivity(a.MarkStale, mock.Anything, int64(9)).Return(nil).Once()
-	env.OnActivity(a.FailCollection, mock.Anything, mock.MatchedBy(func(in activities.FailCollectionInput) bool {
+	env.OnActivity(a.FailCollection, mock.Anything, mock.MatchedBy(func(in workflows.FailCollectionInput) bool {
 		return in.Class == string(errclass.Permanent)
 	})).Return(nil).Once()
 
-	env.ExecuteWorkflow(Collect, CollectInput{Repo: repo})
+	env.ExecuteWorkflow(workflows.Collect, workflows.CollectInput{Repo: repo})
 	err := env.GetWorkflowError()
 	var app *temporal.ApplicationError
 	if !errors.As(err, &app) || app.Type() != string(errclass.Permanent) {
@@ -137,15 +139,15 @@ func TestResolveIdentityResolvesAgainWhenRowsChanged(t *testing.T) {
 	env.OnActivity(a.LookupCodebase, mock.Anything, repo).Return(nil, nil).Once()
 	env.OnActivity(a.LookupCodebase, mock.Anything, repo).Return(&identity.Codebase{ID: 4, ExternalID: "100", LastCommitSHA: "c1"}, nil).Once()
 	env.OnActivity(a.LookupRepository, mock.Anything, repo).Return(identity.Repository{ExternalID: "100", Owner: "alice", Name: "repo"}, nil).Once()
-	env.OnActivity(a.ApplyIdentity, mock.Anything, mock.Anything).Return(store.ApplyResult{Changed: true}, nil).Once()
-	env.OnActivity(a.ApplyIdentity, mock.Anything, mock.MatchedBy(func(in store.ApplyInput) bool { return in.ExpectByNameID == 4 })).
-		Return(store.ApplyResult{Case: identity.CaseSame, CodebaseID: 4}, nil).Once()
+	env.OnActivity(a.ApplyIdentity, mock.Anything, mock.Anything).Return(identity.Outcome{Changed: true}, nil).Once()
+	env.OnActivity(a.ApplyIdentity, mock.Anything, mock.MatchedBy(func(in workflows.ApplyIdentityInput) bool { return in.ExpectByNameID == 4 })).
+		Return(identity.Outcome{Case: identity.CaseSame, CodebaseID: 4}, nil).Once()
 
-	env.ExecuteWorkflow(ResolveIdentity, ResolveIdentityInput{Key: "k", Cloned: repo, Head: "c1"})
+	env.ExecuteWorkflow(workflows.ResolveIdentity, workflows.ResolveIdentityInput{Key: "k", Cloned: repo, Head: "c1"})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
-	var res ResolveIdentityResult
+	var res workflows.ResolveIdentityResult
 	_ = env.GetWorkflowResult(&res)
 	if res.CodebaseID != 4 || res.APILookups != 1 {
 		t.Errorf("result = %+v", res)
@@ -157,12 +159,12 @@ func TestCollectPermanentSyncErrorIsNotRetried(t *testing.T) {
 	env := newEnv(t)
 	var a *activities.Activities
 	calls := 0
-	env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(func(_ context.Context, _ repoid.ID) (activities.SyncMirrorResult, error) {
+	env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(func(_ context.Context, _ repoid.ID) (workflows.SyncMirrorResult, error) {
 		calls++
-		return activities.SyncMirrorResult{}, permanent(errclass.ReasonPermissionDenied)
+		return workflows.SyncMirrorResult{}, permanent(errclass.ReasonPermissionDenied)
 	})
 	env.OnActivity(a.FailCollection, mock.Anything, mock.Anything).Return(nil)
-	env.ExecuteWorkflow(Collect, CollectInput{Repo: repo})
+	env.ExecuteWorkflow(workflows.Collect, workflows.CollectInput{Repo: repo})
 	if env.GetWorkflowError() == nil {
 		t.Fatal("collection of a forbidden repository succeeded")
 	}
@@ -175,18 +177,18 @@ func TestCollectRetryableSyncErrorIsRetried(t *testing.T) {
 	env := newEnv(t)
 	var a *activities.Activities
 	calls := 0
-	env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(func(_ context.Context, _ repoid.ID) (activities.SyncMirrorResult, error) {
+	env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(func(_ context.Context, _ repoid.ID) (workflows.SyncMirrorResult, error) {
 		calls++
 		if calls < 3 {
-			return activities.SyncMirrorResult{}, temporal.NewApplicationError("502", string(errclass.Retryable))
+			return workflows.SyncMirrorResult{}, temporal.NewApplicationError("502", string(errclass.Retryable))
 		}
-		return activities.SyncMirrorResult{Cloned: repo, Head: "c1"}, nil
+		return workflows.SyncMirrorResult{Cloned: repo, Head: "c1"}, nil
 	})
 	env.OnActivity(a.LookupCodebase, mock.Anything, repo).Return(nil, nil)
 	env.OnActivity(a.LookupRepository, mock.Anything, repo).Return(identity.Repository{ExternalID: "1", Owner: "alice", Name: "repo"}, nil)
-	env.OnActivity(a.ApplyIdentity, mock.Anything, mock.Anything).Return(store.ApplyResult{Case: identity.CaseNew, CodebaseID: 1}, nil)
+	env.OnActivity(a.ApplyIdentity, mock.Anything, mock.Anything).Return(identity.Outcome{Case: identity.CaseNew, CodebaseID: 1}, nil)
 	env.OnActivity(a.CompleteCollection, mock.Anything, mock.Anything).Return(nil)
-	env.ExecuteWorkflow(Collect, CollectInput{Repo: repo})
+	env.ExecuteWorkflow(workflows.Collect, workflows.CollectInput{Repo: repo})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}

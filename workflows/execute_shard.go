@@ -8,9 +8,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"gitfleet/activities"
+	"gitfleet/internal/domain/shard"
 	"gitfleet/internal/infra/errclass"
-	"gitfleet/internal/infra/store"
 )
 
 // Phase is where an ExecuteShard run is inside the Active state. Phases are
@@ -36,7 +35,7 @@ func ShardWorkflowID(key string) string { return "scan:" + key }
 
 // ExecuteShardInput names the shard to run.
 type ExecuteShardInput struct {
-	Spec store.ShardSpec `json:"spec"`
+	Spec shard.Spec `json:"spec"`
 	// MaxDuration bounds one scan; what is left is picked up by the next
 	// run (the result is Partial). Zero means no budget.
 	MaxDuration time.Duration `json:"maxDuration,omitempty"`
@@ -44,12 +43,12 @@ type ExecuteShardInput struct {
 
 // ExecuteShardResult is the shard's state after the run.
 type ExecuteShardResult struct {
-	ShardID    int64             `json:"shardId"`
-	Status     store.ShardStatus `json:"status"`
-	ParkReason string            `json:"parkReason,omitempty"`
+	ShardID    int64        `json:"shardId"`
+	Status     shard.Status `json:"status"`
+	ParkReason string       `json:"parkReason,omitempty"`
 	// Receipt is the durable receipt of this run's finalize (absent when
 	// the shard was not Active: already Done without new work, or Parked).
-	Receipt *store.Receipt `json:"receipt,omitempty"`
+	Receipt *shard.Receipt `json:"receipt,omitempty"`
 	// Owners counts leases taken: more than one means an owner went stale
 	// (lost its lease) and a new one finished the work.
 	Owners int `json:"owners"`
@@ -80,7 +79,6 @@ var (
 // scans every blob it has not seen, finalizes findings and watermarks
 // atomically, and only then checkpoints (DESIGN §4).
 func ExecuteShard(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResult, error) {
-	var a *activities.Shards
 	phase := PhaseStarting
 	if err := workflow.SetQueryHandler(ctx, PhaseQuery, func() (Phase, error) { return phase, nil }); err != nil {
 		return ExecuteShardResult{}, err
@@ -90,21 +88,21 @@ func ExecuteShard(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResul
 		workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s** %s", p, detail))
 	}
 	out := ExecuteShardResult{}
-	if err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), a.EnsureShard, in.Spec).Get(ctx, &out.ShardID); err != nil {
+	if err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityEnsureShard, in.Spec).Get(ctx, &out.ShardID); err != nil {
 		return out, err
 	}
 	owner := workflow.GetInfo(ctx).WorkflowExecution.ID + "/" + workflow.GetInfo(ctx).WorkflowExecution.RunID
 
 	for out.Owners < maxOwners {
-		var claim store.Claim
-		err := workflow.ExecuteActivity(withOptions(ctx, acquireOptions), a.AcquireShard, activities.AcquireShardInput{
+		var claim Claim
+		err := workflow.ExecuteActivity(withOptions(ctx, acquireOptions), activityAcquireShard, AcquireShardInput{
 			ShardID: out.ShardID, Owner: owner, Rearm: out.Owners == 0,
 		}).Get(ctx, &claim)
 		if err != nil {
 			return out, err
 		}
 		out.Status, out.ParkReason = claim.Status, claim.ParkReason
-		if claim.Status != store.ShardActive {
+		if claim.Status != shard.Active {
 			enter(phase, fmt.Sprintf("shard %d is %s", out.ShardID, claim.Status))
 			return out, nil
 		}
@@ -113,13 +111,13 @@ func ExecuteShard(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResul
 		enter(PhaseClaimed, fmt.Sprintf("shard %d, fence %d", out.ShardID, lease.Fence))
 
 		enter(PhaseMirrorSync, fmt.Sprintf("shard %d", out.ShardID))
-		err = workflow.ExecuteActivity(withOptions(ctx, gitOptions), a.SyncShardMirror, activities.ShardWork{
+		err = workflow.ExecuteActivity(withOptions(ctx, gitOptions), activitySyncShardMirror, ShardWork{
 			Lease: lease, Spec: in.Spec,
 		}).Get(ctx, nil)
 		if err == nil {
 			enter(PhaseExecuting, fmt.Sprintf("shard %d, fence %d", out.ShardID, lease.Fence))
-			var receipt store.Receipt
-			err = workflow.ExecuteActivity(withOptions(ctx, scanOptions), a.ScanShard, activities.ShardWork{
+			var receipt shard.Receipt
+			err = workflow.ExecuteActivity(withOptions(ctx, scanOptions), activityScanShard, ShardWork{
 				Lease: lease, Spec: in.Spec, MaxDuration: in.MaxDuration,
 			}).Get(ctx, &receipt)
 			if err == nil {
@@ -129,7 +127,7 @@ func ExecuteShard(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResul
 				lease.Fence = receipt.Fence
 				enter(PhaseInnerDurable, fmt.Sprintf("receipt %d: %d blobs scanned, %d new findings, complete=%t",
 					receipt.ID, receipt.BlobsScanned, receipt.Findings, receipt.Complete))
-				err = workflow.ExecuteActivity(withOptions(ctx, dbOptions), a.CheckpointShard, activities.CheckpointInput{
+				err = workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityCheckpointShard, CheckpointInput{
 					Lease: lease, ReceiptID: receipt.ID,
 				}).Get(ctx, &out.Status)
 			}
@@ -156,14 +154,13 @@ func ExecuteShard(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResul
 		string(errclass.Retryable), "contention")
 }
 
-func park(ctx workflow.Context, out ExecuteShardResult, lease store.Lease, reason string) (ExecuteShardResult, error) {
-	var a *activities.Shards
-	err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), a.ParkShard, activities.ParkInput{Lease: lease, Reason: reason}).Get(ctx, nil)
+func park(ctx workflow.Context, out ExecuteShardResult, lease shard.Lease, reason string) (ExecuteShardResult, error) {
+	err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityParkShard, ParkInput{Lease: lease, Reason: reason}).Get(ctx, nil)
 	if class, _ := classOf(err); err != nil && class != errclass.StaleOwner {
 		return out, err
 	}
 	if err == nil {
-		out.Status, out.ParkReason = store.ShardParked, reason
+		out.Status, out.ParkReason = shard.Parked, reason
 	}
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("shard %d parked: %s", out.ShardID, reason))
 	return out, nil

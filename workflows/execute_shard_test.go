@@ -1,51 +1,54 @@
-package workflows
+package workflows_test
 
 import (
 	"errors"
 
+	"gitfleet/internal/domain/shard"
+	"gitfleet/workflows"
+
+	"testing"
+
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
-	"testing"
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/testsuite"
 
 	"gitfleet/activities"
 	"gitfleet/internal/infra/errclass"
-	"gitfleet/internal/infra/store"
 )
 
 func newShardEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *activities.Shards) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflow(ExecuteShard)
+	env.RegisterWorkflow(workflows.ExecuteShard)
 	env.RegisterActivity(&activities.Shards{})
 	var a *activities.Shards
 	env.OnActivity(a.EnsureShard, mock.Anything, mock.Anything).Return(int64(42), nil)
 	return env, a
 }
 
-func claim(fence int64) store.Claim {
-	return store.Claim{Status: store.ShardActive, Lease: store.Lease{ShardID: 42, Fence: fence, Owner: "o"}}
+func claim(fence int64) workflows.Claim {
+	return workflows.Claim{Status: shard.Active, Lease: shard.Lease{ShardID: 42, Fence: fence, Owner: "o"}}
 }
 
 func TestExecuteShardHappyPath(t *testing.T) {
 	env, a := newShardEnv(t)
-	env.OnActivity(a.AcquireShard, mock.Anything, mock.MatchedBy(func(in activities.AcquireShardInput) bool { return in.Rearm })).Return(claim(3), nil).Once()
+	env.OnActivity(a.AcquireShard, mock.Anything, mock.MatchedBy(func(in workflows.AcquireShardInput) bool { return in.Rearm })).Return(claim(3), nil).Once()
 	env.OnActivity(a.SyncShardMirror, mock.Anything, mock.Anything).Return(nil).Once()
-	env.OnActivity(a.ScanShard, mock.Anything, mock.Anything).Return(store.Receipt{ID: 9, ShardID: 42, Fence: 3, Complete: true}, nil).Once()
-	env.OnActivity(a.CheckpointShard, mock.Anything, activities.CheckpointInput{Lease: claim(3).Lease, ReceiptID: 9}).Return(store.ShardDone, nil).Once()
-	env.ExecuteWorkflow(ExecuteShard, ExecuteShardInput{Spec: store.ShardSpec{Key: "k"}})
-	var res ExecuteShardResult
+	env.OnActivity(a.ScanShard, mock.Anything, mock.Anything).Return(shard.Receipt{ID: 9, ShardID: 42, Fence: 3, Complete: true}, nil).Once()
+	env.OnActivity(a.CheckpointShard, mock.Anything, workflows.CheckpointInput{Lease: claim(3).Lease, ReceiptID: 9}).Return(shard.Done, nil).Once()
+	env.ExecuteWorkflow(workflows.ExecuteShard, workflows.ExecuteShardInput{Spec: shard.Spec{Key: "k"}})
+	var res workflows.ExecuteShardResult
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != store.ShardDone || res.Owners != 1 || res.Receipt == nil || res.Receipt.ID != 9 {
+	if res.Status != shard.Done || res.Owners != 1 || res.Receipt == nil || res.Receipt.ID != 9 {
 		t.Fatalf("result = %+v", res)
 	}
-	v, err := env.QueryWorkflow(PhaseQuery)
-	var phase Phase
-	if err != nil || v.Get(&phase) != nil || phase != PhaseOuterCheckpointed {
+	v, err := env.QueryWorkflow(workflows.PhaseQuery)
+	var phase workflows.Phase
+	if err != nil || v.Get(&phase) != nil || phase != workflows.PhaseOuterCheckpointed {
 		t.Fatalf("phase = %s, %v", phase, err)
 	}
 	env.AssertExpectations(t)
@@ -58,17 +61,17 @@ func TestExecuteShardStaleOwnerTakesANewLease(t *testing.T) {
 	env.OnActivity(a.AcquireShard, mock.Anything, mock.Anything).Return(claim(3), nil).Once()
 	env.OnActivity(a.AcquireShard, mock.Anything, mock.Anything).Return(claim(5), nil).Once()
 	env.OnActivity(a.SyncShardMirror, mock.Anything, mock.Anything).Return(nil)
-	env.OnActivity(a.ScanShard, mock.Anything, mock.Anything).Return(store.Receipt{}, permanentOf(errclass.StaleOwner, errclass.ReasonStaleFence)).Once()
-	env.OnActivity(a.ScanShard, mock.Anything, mock.Anything).Return(store.Receipt{ID: 11, ShardID: 42, Fence: 6, Complete: true}, nil).Once()
-	env.OnActivity(a.CheckpointShard, mock.Anything, mock.MatchedBy(func(in activities.CheckpointInput) bool {
+	env.OnActivity(a.ScanShard, mock.Anything, mock.Anything).Return(shard.Receipt{}, permanentOf(errclass.StaleOwner, errclass.ReasonStaleFence)).Once()
+	env.OnActivity(a.ScanShard, mock.Anything, mock.Anything).Return(shard.Receipt{ID: 11, ShardID: 42, Fence: 6, Complete: true}, nil).Once()
+	env.OnActivity(a.CheckpointShard, mock.Anything, mock.MatchedBy(func(in workflows.CheckpointInput) bool {
 		return in.Lease.Fence == 6 && in.ReceiptID == 11
-	})).Return(store.ShardDone, nil).Once()
-	env.ExecuteWorkflow(ExecuteShard, ExecuteShardInput{Spec: store.ShardSpec{Key: "k"}})
-	var res ExecuteShardResult
+	})).Return(shard.Done, nil).Once()
+	env.ExecuteWorkflow(workflows.ExecuteShard, workflows.ExecuteShardInput{Spec: shard.Spec{Key: "k"}})
+	var res workflows.ExecuteShardResult
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
-	if res.Owners != 2 || res.Status != store.ShardDone {
+	if res.Owners != 2 || res.Status != shard.Done {
 		t.Fatalf("result = %+v", res)
 	}
 	env.AssertNotCalled(t, "ParkShard", mock.Anything, mock.Anything)
@@ -79,13 +82,13 @@ func TestExecuteShardPermanentParks(t *testing.T) {
 	env, a := newShardEnv(t)
 	env.OnActivity(a.AcquireShard, mock.Anything, mock.Anything).Return(claim(1), nil).Once()
 	env.OnActivity(a.SyncShardMirror, mock.Anything, mock.Anything).Return(permanentOf(errclass.Permanent, errclass.ReasonPermissionDenied)).Once()
-	env.OnActivity(a.ParkShard, mock.Anything, activities.ParkInput{Lease: claim(1).Lease, Reason: errclass.ReasonPermissionDenied}).Return(nil).Once()
-	env.ExecuteWorkflow(ExecuteShard, ExecuteShardInput{Spec: store.ShardSpec{Key: "k"}})
-	var res ExecuteShardResult
+	env.OnActivity(a.ParkShard, mock.Anything, workflows.ParkInput{Lease: claim(1).Lease, Reason: errclass.ReasonPermissionDenied}).Return(nil).Once()
+	env.ExecuteWorkflow(workflows.ExecuteShard, workflows.ExecuteShardInput{Spec: shard.Spec{Key: "k"}})
+	var res workflows.ExecuteShardResult
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != store.ShardParked || res.ParkReason != errclass.ReasonPermissionDenied {
+	if res.Status != shard.Parked || res.ParkReason != errclass.ReasonPermissionDenied {
 		t.Fatalf("result = %+v", res)
 	}
 	env.AssertNotCalled(t, "ScanShard", mock.Anything, mock.Anything)
@@ -95,13 +98,13 @@ func TestExecuteShardPermanentParks(t *testing.T) {
 
 func TestExecuteShardNotActiveDoesNothing(t *testing.T) {
 	env, a := newShardEnv(t)
-	env.OnActivity(a.AcquireShard, mock.Anything, mock.Anything).Return(store.Claim{Status: store.ShardParked, ParkReason: "not found"}, nil).Once()
-	env.ExecuteWorkflow(ExecuteShard, ExecuteShardInput{Spec: store.ShardSpec{Key: "k"}})
-	var res ExecuteShardResult
+	env.OnActivity(a.AcquireShard, mock.Anything, mock.Anything).Return(workflows.Claim{Status: shard.Parked, ParkReason: "not found"}, nil).Once()
+	env.ExecuteWorkflow(workflows.ExecuteShard, workflows.ExecuteShardInput{Spec: shard.Spec{Key: "k"}})
+	var res workflows.ExecuteShardResult
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != store.ShardParked || res.Owners != 0 {
+	if res.Status != shard.Parked || res.Owners != 0 {
 		t.Fatalf("result = %+v", res)
 	}
 	env.AssertNotCalled(t, "SyncShardMirror", mock.Anything, mock.Anything)
@@ -112,15 +115,15 @@ func TestExecuteShardTooManyErrorsParks(t *testing.T) {
 	env, a := newShardEnv(t)
 	env.OnActivity(a.AcquireShard, mock.Anything, mock.Anything).Return(claim(1), nil).Once()
 	env.OnActivity(a.SyncShardMirror, mock.Anything, mock.Anything).Return(nil)
-	env.OnActivity(a.ScanShard, mock.Anything, mock.Anything).Return(store.Receipt{},
+	env.OnActivity(a.ScanShard, mock.Anything, mock.Anything).Return(shard.Receipt{},
 		temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, errors.New("502 again"))).Once()
-	env.OnActivity(a.ParkShard, mock.Anything, activities.ParkInput{Lease: claim(1).Lease, Reason: "too many errors"}).Return(nil).Once()
-	env.ExecuteWorkflow(ExecuteShard, ExecuteShardInput{Spec: store.ShardSpec{Key: "k"}})
-	var res ExecuteShardResult
+	env.OnActivity(a.ParkShard, mock.Anything, workflows.ParkInput{Lease: claim(1).Lease, Reason: "too many errors"}).Return(nil).Once()
+	env.ExecuteWorkflow(workflows.ExecuteShard, workflows.ExecuteShardInput{Spec: shard.Spec{Key: "k"}})
+	var res workflows.ExecuteShardResult
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != store.ShardParked || res.ParkReason != "too many errors" {
+	if res.Status != shard.Parked || res.ParkReason != "too many errors" {
 		t.Fatalf("result = %+v", res)
 	}
 	env.AssertExpectations(t)

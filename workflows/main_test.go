@@ -18,7 +18,6 @@ import (
 	"gitfleet/internal/devstack/testenv"
 	"gitfleet/internal/infra/mirror"
 	"gitfleet/internal/infra/vcs"
-	"gitfleet/workflows"
 )
 
 // One stack for the whole test binary: a Temporal dev server, PostgreSQL,
@@ -95,7 +94,7 @@ func TestMain(m *testing.M) {
 		// writes per scan and lease renewals within seconds.
 		stop, err := e.StartWorker(&activities.Activities{Store: e.Store, Mirrors: mirrors, Hosts: hosts, Log: log},
 			&activities.Shards{Store: e.Store, Mirrors: mirrors, Scanner: scanner, Log: log, BatchBlobs: 50, LeaseFor: 6 * time.Second},
-			&activities.Sweeps{Store: e.Store, Client: e.Client, Start: workflows.StartCollect, Hosts: hosts, Heads: heads,
+			&activities.Sweeps{Store: e.Store, Client: e.Client, Hosts: hosts, Heads: heads,
 				Policy: scanner.Policy(), Log: log})
 		if err != nil {
 			return nil, err

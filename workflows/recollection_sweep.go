@@ -6,9 +6,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"gitfleet/activities"
 	"gitfleet/internal/domain/repoid"
-	"gitfleet/internal/infra/store"
 )
 
 // SweepScheduleID is the Temporal Schedule that starts RecollectionSweep.
@@ -24,8 +22,8 @@ type RecollectionSweepInput struct {
 	// StartWindow bounds the Collect starts in flight at once.
 	StartWindow int `json:"startWindow,omitempty"`
 
-	After store.SweepCursor `json:"after,omitempty"`
-	Stats SweepResult       `json:"stats,omitempty"`
+	After SweepCursor `json:"after,omitempty"`
+	Stats SweepResult `json:"stats,omitempty"`
 }
 
 // SweepResult is the sweep's outcome, shown in the Web UI.
@@ -65,7 +63,6 @@ const pagesPerRun = 25
 // not change, and starts a Collect for the rest (DESIGN §5). Started by the
 // recollection-sweep Schedule (overlap skip: one sweep at a time).
 func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepResult, error) {
-	var a *activities.Sweeps
 	if in.Now.IsZero() {
 		in.Now = workflow.Now(ctx).UTC()
 	}
@@ -92,8 +89,8 @@ func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepRe
 			in.Stats = stats
 			return stats, workflow.NewContinueAsNewError(ctx, RecollectionSweep, in)
 		}
-		var page activities.SweepPage
-		err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), a.ListDue, activities.SweepPageInput{
+		var page SweepPage
+		err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityListDue, SweepPageInput{
 			After: in.After, Limit: in.PageSize, Now: in.Now,
 		}).Get(ctx, &page)
 		if err != nil {
@@ -103,9 +100,9 @@ func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepRe
 		stats.Considered += page.Considered
 		stats.Due += len(page.Due)
 
-		var outcomes []string
+		var outcomes []HeadOutcome
 		if len(page.Due) > 0 {
-			err := workflow.ExecuteActivity(withOptions(ctx, apiOptions), a.CheckHeads, activities.CheckHeadsInput{
+			err := workflow.ExecuteActivity(withOptions(ctx, apiOptions), activityCheckHeads, CheckHeadsInput{
 				Repos: page.Due, Now: in.Now,
 			}).Get(ctx, &outcomes)
 			if err != nil {
@@ -115,12 +112,12 @@ func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepRe
 		var changed []repoid.ID
 		for i, o := range outcomes {
 			switch o {
-			case activities.HeadUnchanged:
+			case HeadUnchanged:
 				stats.Unchanged++
 				failures = 0
-			case activities.HeadGone:
+			case HeadGone:
 				stats.Gone++
-			case activities.HeadFailed:
+			case HeadFailed:
 				if fail("change check") {
 					return finish(ctx, stats)
 				}
@@ -134,7 +131,7 @@ func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepRe
 			window := changed[start:min(start+in.StartWindow, len(changed))]
 			futures := make([]workflow.Future, len(window))
 			for i, r := range window {
-				futures[i] = workflow.ExecuteActivity(withOptions(ctx, startOptions), a.StartCollect, r)
+				futures[i] = workflow.ExecuteActivity(withOptions(ctx, startOptions), activityStartCollect, r)
 			}
 			for _, f := range futures {
 				if err := f.Get(ctx, nil); err != nil {

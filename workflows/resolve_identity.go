@@ -7,11 +7,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"gitfleet/activities"
 	"gitfleet/internal/domain/identity"
 	"gitfleet/internal/domain/repoid"
 	"gitfleet/internal/infra/errclass"
-	"gitfleet/internal/infra/store"
 )
 
 // ResolveIdentityInput is what the clone established.
@@ -59,11 +57,10 @@ var verifyOptions = func() workflow.ActivityOptions {
 // the same codebase, proven without any API request; otherwise the API says
 // which repository id the name holds now, and the decision follows the id.
 func ResolveIdentity(ctx workflow.Context, in ResolveIdentityInput) (ResolveIdentityResult, error) {
-	var a *activities.Activities
 	var out ResolveIdentityResult
 	for round := 1; round <= maxApplyRounds; round++ {
 		var byName *identity.Codebase
-		if err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), a.LookupCodebase, in.Cloned).Get(ctx, &byName); err != nil {
+		if err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityLookupCodebase, in.Cloned).Get(ctx, &byName); err != nil {
 			return out, err
 		}
 		verified := verify(ctx, in, byName)
@@ -73,7 +70,7 @@ func ResolveIdentity(ctx workflow.Context, in ResolveIdentityInput) (ResolveIden
 			workflow.SetCurrentDetails(ctx, fmt.Sprintf("Looking %s up through the API", in.Cloned))
 			var repo identity.Repository
 			out.APILookups++
-			err := workflow.ExecuteActivity(withOptions(ctx, apiOptions), a.LookupRepository, in.Cloned).Get(ctx, &repo)
+			err := workflow.ExecuteActivity(withOptions(ctx, apiOptions), activityLookupRepository, in.Cloned).Get(ctx, &repo)
 			if err != nil {
 				if _, reason := classOf(err); reason == errclass.ReasonNotFound && byName != nil {
 					return out, gone(ctx, in.Cloned, byName.ID)
@@ -95,11 +92,11 @@ func ResolveIdentity(ctx workflow.Context, in ResolveIdentityInput) (ResolveIden
 		if byName != nil {
 			expect = byName.ID
 		}
-		var applied store.ApplyResult
-		err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), a.ApplyIdentity, store.ApplyInput{
-			Key: in.Key, Repo: in.Cloned, ExpectByNameID: expect, VerifiedSHA: verified, API: api,
-			Head: in.Head, DefaultBranch: in.DefaultBranch,
-			WorkflowID: in.WorkflowID, RunID: in.RunID,
+		var applied identity.Outcome
+		err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityApplyIdentity, ApplyIdentityInput{
+			Key: in.Key, WorkflowID: in.WorkflowID, RunID: in.RunID,
+			Observation: identity.Observation{Repo: in.Cloned, ExpectByNameID: expect, VerifiedSHA: verified, API: api,
+				Head: in.Head, DefaultBranch: in.DefaultBranch},
 		}).Get(ctx, &applied)
 		if err != nil {
 			return out, err
@@ -126,9 +123,8 @@ func verify(ctx workflow.Context, in ResolveIdentityInput, byName *identity.Code
 		return in.Head
 	}
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Verifying %s still has its last collected commit", in.Cloned))
-	var a *activities.Activities
 	var ok bool
-	err := workflow.ExecuteActivity(withOptions(ctx, verifyOptions), a.VerifyCommit, activities.VerifyCommitInput{
+	err := workflow.ExecuteActivity(withOptions(ctx, verifyOptions), activityVerifyCommit, VerifyCommitInput{
 		Repo: in.Cloned, SHA: byName.LastCommitSHA,
 	}).Get(ctx, &ok)
 	if err != nil {
@@ -144,8 +140,7 @@ func verify(ctx workflow.Context, in ResolveIdentityInput, byName *identity.Code
 // gone handles an API 404 for a known codebase: the repository no longer
 // exists, so the codebase goes stale and the collection fails Permanent.
 func gone(ctx workflow.Context, repo repoid.ID, codebaseID int64) error {
-	var a *activities.Activities
-	if err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), a.MarkStale, codebaseID).Get(ctx, nil); err != nil {
+	if err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityMarkStale, codebaseID).Get(ctx, nil); err != nil {
 		return err
 	}
 	return temporal.NewApplicationError(fmt.Sprintf("repository %s no longer exists (codebase %d marked stale)", repo, codebaseID),

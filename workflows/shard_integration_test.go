@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"gitfleet/internal/domain/shard"
+
 	"go.temporal.io/sdk/client"
 
 	"gitfleet/activities"
@@ -64,10 +66,10 @@ func TestCollectScansForSecrets(t *testing.T) {
 		t.Fatalf("collect: %+v, %v", res, err)
 	}
 	recordHistory(t, "collect-with-scan", run.GetID(), run.GetRunID())
-	if res.Scan == nil || res.Scan.Status != store.ShardDone || res.Scan.Receipt == nil || !res.Scan.Receipt.Complete {
+	if res.Scan == nil || res.Scan.Status != shard.Done || res.Scan.Receipt == nil || !res.Scan.Receipt.Complete {
 		t.Fatalf("scan after collect: %+v", res.Scan)
 	}
-	key := activities.CodebaseShardKey(res.CodebaseID)
+	key := shard.CodebaseKey(res.CodebaseID)
 	fs := findings(t, key)
 	var gh *store.Finding
 	for i := range fs {
@@ -140,7 +142,7 @@ func TestForcePushRescansOnlyNewBlobs(t *testing.T) {
 	if r := res.Scan.Receipt; r.BlobsScanned != 1 || r.Findings != 0 || !r.Complete {
 		t.Fatalf("after force push: %+v, want exactly the one new blob scanned", r)
 	}
-	if n := len(findings(t, activities.CodebaseShardKey(first.CodebaseID))); n != 1 {
+	if n := len(findings(t, shard.CodebaseKey(first.CodebaseID))); n != 1 {
 		t.Fatalf("%d findings, want 1", n)
 	}
 }
@@ -150,7 +152,7 @@ func startScan(t *testing.T, tg target.Target, max time.Duration) client.Workflo
 	run, err := env.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
 		ID: workflows.ShardWorkflowID(tg.Key()), TaskQueue: workflows.TaskQueue,
 	}, workflows.ExecuteShard, workflows.ExecuteShardInput{
-		Spec:        store.ShardSpec{Key: tg.Key(), Location: tg.Location, Local: tg.Local, Selection: tg.Selection},
+		Spec:        shard.Spec{Key: tg.Key(), Target: tg},
 		MaxDuration: max,
 	})
 	if err != nil {
@@ -188,7 +190,7 @@ func TestScanLocalRepositoryWithSelections(t *testing.T) {
 	}
 	all := normalized(t, target.Request{Location: dir})[0]
 	res := runScan(t, all, 0)
-	if res.Status != store.ShardDone || res.Receipt.Commits != 40 || res.Receipt.BlobsScanned == 0 {
+	if res.Status != shard.Done || res.Receipt.Commits != 40 || res.Receipt.BlobsScanned == 0 {
 		t.Fatalf("full scan: %+v %+v", res, res.Receipt)
 	}
 	fs := findings(t, all.Key())
@@ -199,7 +201,7 @@ func TestScanLocalRepositoryWithSelections(t *testing.T) {
 	// An explicit commit before the secret was planted: a synthetic ref.
 	early := normalized(t, target.Request{Location: dir, Commits: []string{info.Commits[5]}})[0]
 	res = runScan(t, early, 0)
-	if res.Status != store.ShardDone || res.Receipt.Commits != 6 || res.Receipt.Findings != 0 {
+	if res.Status != shard.Done || res.Receipt.Commits != 6 || res.Receipt.Findings != 0 {
 		t.Fatalf("scan of commit 5: %+v %+v", res, res.Receipt)
 	}
 	sh, _ := env.Store.ShardByKey(context.Background(), early.Key())
@@ -210,7 +212,7 @@ func TestScanLocalRepositoryWithSelections(t *testing.T) {
 	}
 
 	// A named ref, and selections that cannot be satisfied park the shard.
-	if res := runScan(t, normalized(t, target.Request{Location: dir, Refs: []string{"main"}})[0], 0); res.Status != store.ShardDone {
+	if res := runScan(t, normalized(t, target.Request{Location: dir, Refs: []string{"main"}})[0], 0); res.Status != shard.Done {
 		t.Fatalf("scan of main: %+v", res)
 	}
 	for _, tt := range []struct {
@@ -221,7 +223,7 @@ func TestScanLocalRepositoryWithSelections(t *testing.T) {
 		{target.Request{Location: dir, Commits: []string{strings.Repeat("ab", 20)}}, errclass.ReasonNotFound},
 		{target.Request{Location: filepath.Join(t.TempDir(), "nothing-here")}, errclass.ReasonNotFound},
 	} {
-		if res := runScan(t, normalized(t, tt.req)[0], 0); res.Status != store.ShardParked || res.ParkReason != tt.reason {
+		if res := runScan(t, normalized(t, tt.req)[0], 0); res.Status != shard.Parked || res.ParkReason != tt.reason {
 			t.Errorf("scan of %+v: %+v, want parked (%s)", tt.req, res, tt.reason)
 		}
 	}
@@ -243,7 +245,7 @@ func TestPartialScanNeverMovesWatermarks(t *testing.T) {
 	}
 	tg := normalized(t, target.Request{Location: dir})[0]
 	res := runScan(t, tg, time.Nanosecond) // the budget is spent after the first batch
-	if res.Status != store.ShardActive || res.Receipt.Complete {
+	if res.Status != shard.Active || res.Receipt.Complete {
 		t.Fatalf("budgeted scan: %+v %+v, want Active and Partial", res, res.Receipt)
 	}
 	scope, _ := env.Store.Scope(context.Background(), res.ShardID, scannerPolicy(t))
@@ -252,7 +254,7 @@ func TestPartialScanNeverMovesWatermarks(t *testing.T) {
 	}
 	partial := res.Receipt.BlobsScanned
 	res = runScan(t, tg, 0)
-	if res.Status != store.ShardDone || !res.Receipt.Complete {
+	if res.Status != shard.Done || !res.Receipt.Complete {
 		t.Fatalf("follow-up scan: %+v", res)
 	}
 	if total := partial + res.Receipt.BlobsScanned; total != 300 {
@@ -293,7 +295,7 @@ func TestPrivateRepositoryScanIsParked(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := runScan(t, normalized(t, target.Request{Location: fg.CloneURL(o, "secret")})[0], 0)
-	if res.Status != store.ShardParked || res.ParkReason != errclass.ReasonPermissionDenied {
+	if res.Status != shard.Parked || res.ParkReason != errclass.ReasonPermissionDenied {
 		t.Fatalf("scan of a private repository: %+v", res)
 	}
 }
@@ -323,7 +325,7 @@ func TestPhaseIsQueryable(t *testing.T) {
 		t.Fatalf("phases seen: %v", seen)
 	}
 	sh, _ := env.Store.ShardByKey(context.Background(), tg.Key())
-	if sh.Status != store.ShardDone {
+	if sh.Status != shard.Done {
 		t.Fatalf("persisted status %s, want Done (phases are never persisted)", sh.Status)
 	}
 }

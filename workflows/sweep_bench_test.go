@@ -30,7 +30,7 @@ func BenchmarkSweep(b *testing.B) {
 	start := time.Now()
 	pool := env.Store.Pool()
 	// Views 0–100 days ago, completions 0–10 days ago, one in ten with five
-	// failures; each with a Done shard scanned under the current rules.
+	// failures; each with a Done shardID scanned under the current rules.
 	for _, q := range []string{
 		`INSERT INTO codebases (host, external_repo_id, owner, name, last_commit_sha, last_viewed_at, last_completed_at, consecutive_failures)
 		 SELECT $1, 'bench-' || i, 'bench-sweep', 'r' || i, $2, $3::timestamptz - (i % 101) * interval '1 day' - (i % 7) * interval '1 hour',

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"gitfleet/internal/domain/shard"
+
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -18,7 +20,6 @@ import (
 	"gitfleet/internal/devstack/repogen"
 	"gitfleet/internal/domain/repoid"
 	"gitfleet/internal/domain/target"
-	"gitfleet/internal/infra/store"
 	"gitfleet/workflows"
 )
 
@@ -71,7 +72,7 @@ func startScan(t *testing.T, tg target.Target) client.WorkflowRun {
 		ID: workflows.ShardWorkflowID(tg.Key()), TaskQueue: workflows.TaskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 	}, workflows.ExecuteShard, workflows.ExecuteShardInput{
-		Spec: store.ShardSpec{Key: tg.Key(), Location: tg.Location, Local: true, Selection: tg.Selection},
+		Spec: shard.Spec{Key: tg.Key(), Target: target.Target{Location: tg.Location, Local: true, Selection: tg.Selection}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +89,7 @@ func result(t *testing.T, run client.WorkflowRun, within time.Duration) workflow
 	return res
 }
 
-// findingsOf is a shard's findings as comparable strings.
+// findingsOf is a shardID's findings as comparable strings.
 func findingsOf(t *testing.T, key string) []string {
 	t.Helper()
 	sh, err := env.Store.ShardByKey(context.Background(), key)
@@ -155,7 +156,7 @@ func TestWorkerFaultsMidScan(t *testing.T) {
 	first := startWorker(t)
 
 	ref := targetOf(t, dirs[0])
-	if res := result(t, startScan(t, ref), 3*time.Minute); res.Status != store.ShardDone {
+	if res := result(t, startScan(t, ref), 3*time.Minute); res.Status != shard.Done {
 		t.Fatalf("reference scan: %+v", res)
 	}
 	want := findingsOf(t, ref.Key())
@@ -170,7 +171,7 @@ func TestWorkerFaultsMidScan(t *testing.T) {
 		t.Logf("killed %s after %d blobs were durable", first.name, at)
 		startWorker(t)
 		res := result(t, run, 3*time.Minute)
-		if res.Status != store.ShardDone || res.Receipt == nil || !res.Receipt.Complete {
+		if res.Status != shard.Done || res.Receipt == nil || !res.Receipt.Complete {
 			t.Fatalf("scan after the kill: %+v", res)
 		}
 		equalFindings(t, findingsOf(t, tg.Key()), want)
@@ -202,7 +203,7 @@ func TestWorkerFaultsMidScan(t *testing.T) {
 		var res workflows.ExecuteShardResult
 		if err := run.Get(ctxTimeout(t, 2*time.Minute), &res); err != nil {
 			// The zombie may have been stopped inside a transaction that
-			// holds the shard row: let it finish that one write.
+			// holds the shardID row: let it finish that one write.
 			zombie.signal(syscall.SIGCONT)
 			res = result(t, run, 2*time.Minute)
 		}
@@ -210,7 +211,7 @@ func TestWorkerFaultsMidScan(t *testing.T) {
 		// Give the zombie time to try: its lease keeper and its batch
 		// writes meet the new fence.
 		time.Sleep(3 * time.Second)
-		if res.Status != store.ShardDone {
+		if res.Status != shard.Done {
 			t.Fatalf("scan with a zombie: %+v", res)
 		}
 		if res.Receipt.Fence <= zombieFence {

@@ -15,6 +15,7 @@ package identity
 import (
 	"errors"
 	"fmt"
+	"gitfleet/internal/domain/repoid"
 	"strings"
 	"time"
 )
@@ -71,6 +72,40 @@ type Repository struct {
 	// CreatedAt is when the host says the repository was created (GitHub:
 	// whole seconds); zero when unknown.
 	CreatedAt time.Time `json:"createdAt,omitzero"`
+}
+
+// Observation is what one collection saw of a repository before deciding:
+// the name it cloned, the codebase it found by that name and the proofs it
+// gathered. The decision is taken again on the rows as they are when it is
+// applied (see Decide).
+type Observation struct {
+	// Repo is the repository as cloned (after the host's redirects).
+	Repo repoid.ID `json:"repository"`
+	// ExpectByNameID is the live codebase found by name (0: none).
+	ExpectByNameID int64 `json:"expectByNameId,omitempty"`
+	// VerifiedSHA is ExpectByNameID's last commit, proven present on the
+	// remote by fetch-SHA; "" when not verified.
+	VerifiedSHA string `json:"verifiedSha,omitempty"`
+	// API is the host API's answer; nil when not asked (case B).
+	API *Repository `json:"api,omitempty"`
+	// Head and DefaultBranch are what the remote's HEAD pointed at.
+	Head          string `json:"head,omitempty"`
+	DefaultBranch string `json:"defaultBranch,omitempty"`
+}
+
+// Outcome is what applying a decision decided and wrote.
+type Outcome struct {
+	// Changed reports that the rows the observation looked at moved under
+	// it (a concurrent collection won), so it no longer decides anything:
+	// resolve again. Nothing was written.
+	Changed    bool   `json:"changed,omitempty"`
+	Case       Case   `json:"case,omitempty"`
+	CodebaseID int64  `json:"codebaseId,omitempty"`
+	Owner      string `json:"owner,omitempty"`
+	Name       string `json:"name,omitempty"`
+	// RetiredID is the codebase marked stale because its name now holds
+	// another repository (case E).
+	RetiredID int64 `json:"retiredId,omitempty"`
 }
 
 // Facts are the inputs of a decision.

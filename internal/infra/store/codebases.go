@@ -83,47 +83,24 @@ func (s *Store) FindCodebase(ctx context.Context, r repoid.ID) (*Codebase, error
 	return scanCodebase(s.pool.QueryRow(ctx, byNameLiveFirst, r.Host, r.Owner, r.Name))
 }
 
-// ApplyInput is everything identity resolution learned about one collection.
+// ApplyInput is what one collection observed, to be applied.
 type ApplyInput struct {
 	// Key identifies the collection; applying the same key twice returns the
-	// first result.
-	Key string
-	// Repo is the repository as cloned (after redirects).
-	Repo repoid.ID
-	// ExpectByNameID is the live codebase the workflow found by name (0: none).
-	ExpectByNameID int64
-	// VerifiedSHA is ExpectByNameID's last commit, proven present on the
-	// remote by fetch-SHA; "" when not verified.
-	VerifiedSHA string
-	// API is the host API's answer; nil when not asked (case B).
-	API *identity.Repository
-	// Head and DefaultBranch are what the remote's HEAD pointed at.
-	Head, DefaultBranch string
-	WorkflowID, RunID   string
-	Now                 time.Time
-}
-
-// ApplyResult is what was decided and written.
-type ApplyResult struct {
-	// Changed reports that the rows the workflow looked at moved under it
-	// (a concurrent collection won), so its facts no longer decide anything:
-	// resolve again. Nothing was written.
-	Changed    bool          `json:"changed,omitempty"`
-	Case       identity.Case `json:"case,omitempty"`
-	CodebaseID int64         `json:"codebaseId,omitempty"`
-	Owner      string        `json:"owner,omitempty"`
-	Name       string        `json:"name,omitempty"`
-	RetiredID  int64         `json:"retiredId,omitempty"`
+	// first outcome.
+	Key               string
+	WorkflowID, RunID string
+	identity.Observation
+	Now time.Time
 }
 
 // ApplyIdentity applies an identity decision case by case in one
 // transaction: it locks the rows the decision depends on, decides again on
 // those rows with identity.Decide, writes the outcome and opens the
 // collection record. No blind upsert: every write follows from the decision.
-func (s *Store) ApplyIdentity(ctx context.Context, in ApplyInput) (ApplyResult, error) {
-	var out ApplyResult
+func (s *Store) ApplyIdentity(ctx context.Context, in ApplyInput) (identity.Outcome, error) {
+	var out identity.Outcome
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		out = ApplyResult{}
+		out = identity.Outcome{}
 		if done, err := appliedBefore(ctx, tx, in.Key); err != nil || done != nil {
 			if done != nil {
 				out = *done
@@ -161,13 +138,13 @@ func (s *Store) ApplyIdentity(ctx context.Context, in ApplyInput) (ApplyResult, 
 		return err
 	})
 	if err != nil {
-		return ApplyResult{}, fmt.Errorf("apply identity of %s: %w", in.Repo, err)
+		return identity.Outcome{}, fmt.Errorf("apply identity of %s: %w", in.Repo, err)
 	}
 	return out, nil
 }
 
-func appliedBefore(ctx context.Context, tx pgx.Tx, key string) (*ApplyResult, error) {
-	var r ApplyResult
+func appliedBefore(ctx context.Context, tx pgx.Tx, key string) (*identity.Outcome, error) {
+	var r identity.Outcome
 	var c string
 	var retired *int64
 	err := tx.QueryRow(ctx, `SELECT c.identity_case, c.codebase_id, cb.owner, cb.name, c.retired_codebase_id
@@ -186,8 +163,8 @@ func appliedBefore(ctx context.Context, tx pgx.Tx, key string) (*ApplyResult, er
 	return &r, nil
 }
 
-func write(ctx context.Context, tx pgx.Tx, in ApplyInput, name repoid.ID, d identity.Decision) (ApplyResult, error) {
-	out := ApplyResult{Case: d.Case}
+func write(ctx context.Context, tx pgx.Tx, in ApplyInput, name repoid.ID, d identity.Decision) (identity.Outcome, error) {
+	out := identity.Outcome{Case: d.Case}
 	// Retire first: the name it frees may be the one the target takes, and
 	// the live-name index would otherwise reject the update.
 	if d.Retire != nil {

@@ -10,42 +10,23 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"gitfleet/internal/domain/target"
+	"gitfleet/internal/domain/shard"
 	"gitfleet/internal/infra/errclass"
 )
 
-// ShardStatus is a shard's persisted lifecycle state.
-type ShardStatus string
-
-const (
-	ShardActive ShardStatus = "Active"
-	ShardDone   ShardStatus = "Done"
-	ShardSplit  ShardStatus = "Split" // reserved: repository shards are never split
-	ShardParked ShardStatus = "Parked"
-)
-
-// ShardSpec describes a shard to create or find.
-type ShardSpec struct {
-	Key        string           `json:"key"`
-	CodebaseID int64            `json:"codebaseId,omitempty"`
-	Location   string           `json:"location"`
-	Local      bool             `json:"local,omitempty"`
-	Selection  target.Selection `json:"selection"`
-}
-
 // Shard is a stored shard.
 type Shard struct {
-	ShardSpec
-	ID                  int64       `json:"id"`
-	Status              ShardStatus `json:"status"`
-	ParkReason          string      `json:"parkReason,omitempty"`
-	Fence               int64       `json:"fence"`
-	CheckpointReceiptID int64       `json:"checkpointReceiptId,omitempty"`
+	shard.Spec
+	ID                  int64        `json:"id"`
+	Status              shard.Status `json:"status"`
+	ParkReason          string       `json:"parkReason,omitempty"`
+	Fence               int64        `json:"fence"`
+	CheckpointReceiptID int64        `json:"checkpointReceiptId,omitempty"`
 }
 
 // EnsureShard returns the id of the shard with spec.Key, creating it if
 // needed. A codebase's shard follows its repository's current location.
-func (s *Store) EnsureShard(ctx context.Context, spec ShardSpec) (int64, error) {
+func (s *Store) EnsureShard(ctx context.Context, spec shard.Spec) (int64, error) {
 	sel, err := json.Marshal(spec.Selection)
 	if err != nil {
 		return 0, err
@@ -89,23 +70,15 @@ func (s *Store) ShardByKey(ctx context.Context, key string) (*Shard, error) {
 	return scanShard(s.pool.QueryRow(ctx, `SELECT `+shardColumns+` FROM shards WHERE key = $1`, key))
 }
 
-// Lease is an owner's claim on a shard. The fence is what every durable
-// write presents; a higher fence supersedes it forever.
-type Lease struct {
-	ShardID int64  `json:"shardId"`
-	Fence   int64  `json:"fence"`
-	Owner   string `json:"owner"`
-}
-
 // Claim is the outcome of AcquireShard: a lease when the shard is Active
 // and free.
 type Claim struct {
-	Lease      Lease       `json:"lease"`
-	Status     ShardStatus `json:"status"`
-	ParkReason string      `json:"parkReason,omitempty"`
+	Lease      shard.Lease
+	Status     shard.Status
+	ParkReason string
 	// Busy reports a live lease of another owner, held until Deadline.
-	Busy     bool      `json:"busy,omitempty"`
-	Deadline time.Time `json:"deadline"`
+	Busy     bool
+	Deadline time.Time
 }
 
 // AcquireShard claims an Active shard for owner: it bumps the fence, which
@@ -130,17 +103,17 @@ func (s *Store) AcquireShard(ctx context.Context, shardID int64, owner string, l
 		if err != nil {
 			return err
 		}
-		if c.Status == ShardDone && rearm {
-			c.Status = ShardActive
+		if c.Status == shard.Done && rearm {
+			c.Status = shard.Active
 		}
-		if c.Status != ShardActive {
+		if c.Status != shard.Active {
 			return nil
 		}
 		if live && holder != owner {
 			c.Busy, c.Deadline = true, *deadline
 			return nil
 		}
-		c.Lease = Lease{ShardID: shardID, Owner: owner}
+		c.Lease = shard.Lease{ShardID: shardID, Owner: owner}
 		return tx.QueryRow(ctx, `UPDATE shards SET status = 'Active', park_reason = NULL, fence = fence + 1, owner = $2,
 				lease_deadline = clock_timestamp() + $3 * interval '1 millisecond', updated_at = now()
 			WHERE id = $1 RETURNING fence, lease_deadline`, shardID, owner, leaseFor.Milliseconds()).Scan(&c.Lease.Fence, &c.Deadline)
@@ -151,7 +124,7 @@ func (s *Store) AcquireShard(ctx context.Context, shardID int64, owner string, l
 // checkLease is the fence check every durable write makes inside its own
 // transaction: it locks the shard row, so a concurrent acquire (fence bump)
 // either commits before the write and rejects it, or waits for it.
-func checkLease(ctx context.Context, tx pgx.Tx, l Lease) error {
+func checkLease(ctx context.Context, tx pgx.Tx, l shard.Lease) error {
 	var fence int64
 	var live bool
 	err := tx.QueryRow(ctx, `SELECT fence, coalesce(lease_deadline > clock_timestamp(), false) FROM shards WHERE id = $1 FOR UPDATE`,
@@ -171,7 +144,7 @@ func checkLease(ctx context.Context, tx pgx.Tx, l Lease) error {
 
 // RenewLease extends the lease of a current owner and returns the new
 // deadline.
-func (s *Store) RenewLease(ctx context.Context, l Lease, leaseFor time.Duration) (time.Time, error) {
+func (s *Store) RenewLease(ctx context.Context, l shard.Lease, leaseFor time.Duration) (time.Time, error) {
 	var deadline time.Time
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := checkLease(ctx, tx, l); err != nil {
@@ -258,7 +231,7 @@ type DataOps struct {
 
 // WriteData writes data ops under the fence check and returns how many
 // findings were new.
-func (s *Store) WriteData(ctx context.Context, l Lease, scopeID int64, ops DataOps) (int64, error) {
+func (s *Store) WriteData(ctx context.Context, l shard.Lease, scopeID int64, ops DataOps) (int64, error) {
 	var n int64
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := checkLease(ctx, tx, l); err != nil {
@@ -306,38 +279,24 @@ func writeData(ctx context.Context, tx pgx.Tx, scopeID int64, ops DataOps) (int6
 	return tag.RowsAffected(), nil
 }
 
-// Receipt is the small, durable proof that a finalize happened.
-type Receipt struct {
-	ID           int64 `json:"id"`
-	ShardID      int64 `json:"shardId"`
-	ScopeID      int64 `json:"scopeId"`
-	Fence        int64 `json:"fence"`
-	Complete     bool  `json:"complete"`
-	Commits      int64 `json:"commits"`
-	BlobsScanned int64 `json:"blobsScanned"`
-	BytesScanned int64 `json:"bytesScanned"`
-	BlobsSkipped int64 `json:"blobsSkipped"`
-	Findings     int64 `json:"findings"`
-}
-
 // FinalizeInput is a finalize: the last data ops and, only when the run was
 // Complete, the new watermarks.
 type FinalizeInput struct {
-	Lease      Lease
+	Lease      shard.Lease
 	ScopeID    int64
 	Data       DataOps
 	Complete   bool
 	Watermarks map[string]string
 	// Stats are the run's counts; Findings counts new findings of the
 	// whole run, this batch's included by Finalize.
-	Stats Receipt
+	Stats shard.Counts
 }
 
 // Finalize is inner durability: in one transaction, the fence check, the
 // data ops, the watermark ops (Complete runs only) and the receipt. A
 // retried finalize of the same fence returns the receipt already written.
-func (s *Store) Finalize(ctx context.Context, in FinalizeInput) (Receipt, error) {
-	var r Receipt
+func (s *Store) Finalize(ctx context.Context, in FinalizeInput) (shard.Receipt, error) {
+	var r shard.Receipt
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if done, err := receiptOf(ctx, tx, in.Lease); err != nil || done != nil {
 			if done != nil {
@@ -364,7 +323,7 @@ func (s *Store) Finalize(ctx context.Context, in FinalizeInput) (Receipt, error)
 				return err
 			}
 		}
-		r = in.Stats
+		r.Counts = in.Stats
 		r.ShardID, r.ScopeID, r.Fence, r.Complete = in.Lease.ShardID, in.ScopeID, in.Lease.Fence, in.Complete
 		r.Findings += n
 		return tx.QueryRow(ctx, `INSERT INTO shard_receipts (shard_id, scope_id, fence, complete, commits, blobs_scanned,
@@ -377,8 +336,8 @@ func (s *Store) Finalize(ctx context.Context, in FinalizeInput) (Receipt, error)
 
 const receiptColumns = `id, shard_id, scope_id, fence, complete, commits, blobs_scanned, bytes_scanned, blobs_skipped, findings`
 
-func scanReceipt(row pgx.Row) (*Receipt, error) {
-	var r Receipt
+func scanReceipt(row pgx.Row) (*shard.Receipt, error) {
+	var r shard.Receipt
 	err := row.Scan(&r.ID, &r.ShardID, &r.ScopeID, &r.Fence, &r.Complete, &r.Commits, &r.BlobsScanned,
 		&r.BytesScanned, &r.BlobsSkipped, &r.Findings)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -387,13 +346,13 @@ func scanReceipt(row pgx.Row) (*Receipt, error) {
 	return &r, err
 }
 
-func receiptOf(ctx context.Context, tx pgx.Tx, l Lease) (*Receipt, error) {
+func receiptOf(ctx context.Context, tx pgx.Tx, l shard.Lease) (*shard.Receipt, error) {
 	return scanReceipt(tx.QueryRow(ctx, `SELECT `+receiptColumns+` FROM shard_receipts WHERE shard_id = $1 AND fence = $2`,
 		l.ShardID, l.Fence))
 }
 
 // ReceiptByID returns a receipt or nil.
-func (s *Store) ReceiptByID(ctx context.Context, id int64) (*Receipt, error) {
+func (s *Store) ReceiptByID(ctx context.Context, id int64) (*shard.Receipt, error) {
 	return scanReceipt(s.pool.QueryRow(ctx, `SELECT `+receiptColumns+` FROM shard_receipts WHERE id = $1`, id))
 }
 
@@ -401,8 +360,8 @@ func (s *Store) ReceiptByID(ctx context.Context, id int64) (*Receipt, error) {
 // receipt of the current fence (never to one of an older fence, never
 // without one), then marks the shard Done after a Complete run or leaves it
 // Active after a Partial one, and releases the lease.
-func (s *Store) Checkpoint(ctx context.Context, l Lease, receiptID int64) (ShardStatus, error) {
-	var status ShardStatus
+func (s *Store) Checkpoint(ctx context.Context, l shard.Lease, receiptID int64) (shard.Status, error) {
+	var status shard.Status
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var current, currentFence int64
 		if err := tx.QueryRow(ctx, `SELECT coalesce(s.checkpoint_receipt_id, 0), coalesce(r.fence, 0), s.status
@@ -425,9 +384,9 @@ func (s *Store) Checkpoint(ctx context.Context, l Lease, receiptID int64) (Shard
 		if err != nil {
 			return err
 		}
-		status = ShardActive
+		status = shard.Active
 		if complete {
-			status = ShardDone
+			status = shard.Done
 		}
 		_, err = tx.Exec(ctx, `UPDATE shards SET checkpoint_receipt_id = $2, status = $3, owner = NULL, lease_deadline = NULL,
 			updated_at = now() WHERE id = $1`, l.ShardID, receiptID, status)
@@ -437,14 +396,14 @@ func (s *Store) Checkpoint(ctx context.Context, l Lease, receiptID int64) (Shard
 }
 
 // Park sets a shard aside until something external changes.
-func (s *Store) Park(ctx context.Context, l Lease, reason string) error {
+func (s *Store) Park(ctx context.Context, l shard.Lease, reason string) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var status ShardStatus
+		var status shard.Status
 		var fence int64
 		if err := tx.QueryRow(ctx, `SELECT status, fence FROM shards WHERE id = $1 FOR UPDATE`, l.ShardID).Scan(&status, &fence); err != nil {
 			return err
 		}
-		if status == ShardParked && fence == l.Fence {
+		if status == shard.Parked && fence == l.Fence {
 			return nil // a retried park that already committed
 		}
 		if err := checkLease(ctx, tx, l); err != nil {

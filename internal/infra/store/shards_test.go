@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"gitfleet/internal/domain/shard"
+
 	"gitfleet/internal/domain/target"
 	"gitfleet/internal/infra/errclass"
 	"gitfleet/internal/infra/store"
@@ -13,19 +15,19 @@ import (
 
 func newShard(t *testing.T) int64 {
 	t.Helper()
-	id, err := env.Store.EnsureShard(context.Background(), store.ShardSpec{
-		Key: fmt.Sprintf("target:test-%d", time.Now().UnixNano()), Location: "https://h/o/r",
-		Selection: target.Selection{Refs: []string{"main"}}})
+	id, err := env.Store.EnsureShard(context.Background(), shard.Spec{
+		Key: fmt.Sprintf("target:test-%d", time.Now().UnixNano()),
+		Target: target.Target{Location: "https://h/o/r", Selection: target.Selection{Refs: []string{"main"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return id
 }
 
-func acquire(t *testing.T, shard int64, owner string, leaseFor time.Duration) store.Lease {
+func acquire(t *testing.T, shardID int64, owner string, leaseFor time.Duration) shard.Lease {
 	t.Helper()
-	c, err := env.Store.AcquireShard(context.Background(), shard, owner, leaseFor, true)
-	if err != nil || c.Status != store.ShardActive {
+	c, err := env.Store.AcquireShard(context.Background(), shardID, owner, leaseFor, true)
+	if err != nil || c.Status != shard.Active {
 		t.Fatalf("acquire: %+v, %v", c, err)
 	}
 	return c.Lease
@@ -44,15 +46,15 @@ func finding(blob byte, start int) store.Finding {
 // Invariant 1: a stale fence is never accepted again.
 func TestSupersededFenceIsRejectedForever(t *testing.T) {
 	ctx := context.Background()
-	shard := newShard(t)
-	scope, _ := env.Store.Scope(ctx, shard, "p1")
-	old := acquire(t, shard, "owner", time.Minute)
+	shardID := newShard(t)
+	scope, _ := env.Store.Scope(ctx, shardID, "p1")
+	old := acquire(t, shardID, "owner", time.Minute)
 	// Another owner may not take a live lease...
-	if c, err := env.Store.AcquireShard(ctx, shard, "other", time.Minute, true); err != nil || !c.Busy || c.Lease.Fence != 0 {
+	if c, err := env.Store.AcquireShard(ctx, shardID, "other", time.Minute, true); err != nil || !c.Busy || c.Lease.Fence != 0 {
 		t.Fatalf("acquire of a leased shard by another owner: %+v, %v; want Busy", c, err)
 	}
 	// ...but an owner takes over from its own earlier attempt, fencing it off.
-	cur := acquire(t, shard, "owner", time.Minute)
+	cur := acquire(t, shardID, "owner", time.Minute)
 	if cur.Fence != old.Fence+1 {
 		t.Fatalf("fences %d then %d", old.Fence, cur.Fence)
 	}
@@ -74,7 +76,7 @@ func TestSupersededFenceIsRejectedForever(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st, err := env.Store.Checkpoint(ctx, cur, r.ID); err != nil || st != store.ShardDone {
+	if st, err := env.Store.Checkpoint(ctx, cur, r.ID); err != nil || st != shard.Done {
 		t.Fatalf("checkpoint: %s, %v", st, err)
 	}
 	if _, err := env.Store.WriteData(ctx, old, scope, ops); !isStaleOwner(err) {
@@ -83,7 +85,7 @@ func TestSupersededFenceIsRejectedForever(t *testing.T) {
 	if _, err := env.Store.Checkpoint(ctx, old, r.ID); !isStaleOwner(err) {
 		t.Fatalf("zombie checkpoint with the new owner's receipt: %v, want StaleOwner", err)
 	}
-	fs, _ := env.Store.Findings(ctx, shard, 10)
+	fs, _ := env.Store.Findings(ctx, shardID, 10)
 	if len(fs) != 1 {
 		t.Fatalf("%d findings, want 1 (only the current owner's)", len(fs))
 	}
@@ -91,9 +93,9 @@ func TestSupersededFenceIsRejectedForever(t *testing.T) {
 
 func TestExpiredLeaseIsStale(t *testing.T) {
 	ctx := context.Background()
-	shard := newShard(t)
-	scope, _ := env.Store.Scope(ctx, shard, "p1")
-	l := acquire(t, shard, "slow", 300*time.Millisecond)
+	shardID := newShard(t)
+	scope, _ := env.Store.Scope(ctx, shardID, "p1")
+	l := acquire(t, shardID, "slow", 300*time.Millisecond)
 	if _, err := env.Store.RenewLease(ctx, l, 300*time.Millisecond); err != nil {
 		t.Fatalf("renew of a live lease: %v", err)
 	}
@@ -105,7 +107,7 @@ func TestExpiredLeaseIsStale(t *testing.T) {
 		t.Fatalf("renew after expiry: %v, want StaleOwner", err)
 	}
 	// A new owner takes over with a higher fence.
-	if l2 := acquire(t, shard, "next", time.Minute); l2.Fence <= l.Fence {
+	if l2 := acquire(t, shardID, "next", time.Minute); l2.Fence <= l.Fence {
 		t.Fatalf("new fence %d not above %d", l2.Fence, l.Fence)
 	}
 }
@@ -114,9 +116,9 @@ func TestExpiredLeaseIsStale(t *testing.T) {
 // finalize; the frontier only to a receipt of the current fence.
 func TestFinalizeAndCheckpoint(t *testing.T) {
 	ctx := context.Background()
-	shard := newShard(t)
-	scope, _ := env.Store.Scope(ctx, shard, "p1")
-	l := acquire(t, shard, "owner", time.Minute)
+	shardID := newShard(t)
+	scope, _ := env.Store.Scope(ctx, shardID, "p1")
+	l := acquire(t, shardID, "owner", time.Minute)
 	ops := store.DataOps{Seen: []store.SeenBlob{{Blob: []byte{7}, Outcome: store.OutcomeScanned}}, Findings: []store.Finding{finding(7, 3)}}
 
 	partial, err := env.Store.Finalize(ctx, store.FinalizeInput{Lease: l, ScopeID: scope, Data: ops, Complete: false,
@@ -135,14 +137,14 @@ func TestFinalizeAndCheckpoint(t *testing.T) {
 	if partial.Findings != 1 {
 		t.Fatalf("receipt counts %d new findings, want 1", partial.Findings)
 	}
-	if st, err := env.Store.Checkpoint(ctx, l, partial.ID); err != nil || st != store.ShardActive {
+	if st, err := env.Store.Checkpoint(ctx, l, partial.ID); err != nil || st != shard.Active {
 		t.Fatalf("checkpoint of a Partial run: %s, %v; want Active", st, err)
 	}
-	if st, err := env.Store.Checkpoint(ctx, l, partial.ID); err != nil || st != store.ShardActive {
+	if st, err := env.Store.Checkpoint(ctx, l, partial.ID); err != nil || st != shard.Active {
 		t.Fatalf("retried checkpoint: %s, %v", st, err)
 	}
 
-	l2 := acquire(t, shard, "owner2", time.Minute)
+	l2 := acquire(t, shardID, "owner2", time.Minute)
 	if _, err := env.Store.Checkpoint(ctx, l2, partial.ID); !isStaleOwner(err) {
 		t.Fatalf("checkpoint from an older fence's receipt: %v, want StaleOwner", err)
 	}
@@ -160,14 +162,14 @@ func TestFinalizeAndCheckpoint(t *testing.T) {
 	if wm, _ := env.Store.Watermarks(ctx, scope); wm["main"] != "tip" || wm["dev"] != "tip2" {
 		t.Fatalf("watermarks after a Complete finalize: %v", wm)
 	}
-	sh, _ := env.Store.ShardByID(ctx, shard)
+	sh, _ := env.Store.ShardByID(ctx, shardID)
 	if sh.CheckpointReceiptID != partial.ID {
 		t.Fatalf("frontier moved before the checkpoint: %d", sh.CheckpointReceiptID)
 	}
-	if st, err := env.Store.Checkpoint(ctx, l2, complete.ID); err != nil || st != store.ShardDone {
+	if st, err := env.Store.Checkpoint(ctx, l2, complete.ID); err != nil || st != shard.Done {
 		t.Fatalf("checkpoint: %s, %v; want Done", st, err)
 	}
-	fs, _ := env.Store.Findings(ctx, shard, 10)
+	fs, _ := env.Store.Findings(ctx, shardID, 10)
 	seen, _ := env.Store.SeenBlobs(ctx, scope, [][]byte{{7}, {8}})
 	if len(fs) != 1 || !seen["\x07"] || seen["\x08"] {
 		t.Fatalf("data after replays: %d findings, seen %v", len(fs), seen)
@@ -176,16 +178,16 @@ func TestFinalizeAndCheckpoint(t *testing.T) {
 
 func TestParkAndRearm(t *testing.T) {
 	ctx := context.Background()
-	shard := newShard(t)
-	l := acquire(t, shard, "owner", time.Minute)
+	shardID := newShard(t)
+	l := acquire(t, shardID, "owner", time.Minute)
 	if err := env.Store.Park(ctx, l, errclass.ReasonPermissionDenied); err != nil {
 		t.Fatal(err)
 	}
 	if err := env.Store.Park(ctx, l, errclass.ReasonPermissionDenied); err != nil {
 		t.Fatalf("retried park: %v", err)
 	}
-	c, err := env.Store.AcquireShard(ctx, shard, "next", time.Minute, true)
-	if err != nil || c.Status != store.ShardParked || c.ParkReason != errclass.ReasonPermissionDenied || c.Lease.Fence != 0 {
+	c, err := env.Store.AcquireShard(ctx, shardID, "next", time.Minute, true)
+	if err != nil || c.Status != shard.Parked || c.ParkReason != errclass.ReasonPermissionDenied || c.Lease.Fence != 0 {
 		t.Fatalf("acquire of a parked shard: %+v, %v", c, err)
 	}
 
@@ -196,10 +198,10 @@ func TestParkAndRearm(t *testing.T) {
 	if _, err := env.Store.Checkpoint(ctx, l, r.ID); err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := env.Store.AcquireShard(ctx, done, "x", time.Minute, false); c.Status != store.ShardDone {
+	if c, _ := env.Store.AcquireShard(ctx, done, "x", time.Minute, false); c.Status != shard.Done {
 		t.Fatalf("acquire without rearm of a Done shard: %+v", c)
 	}
-	if c, _ := env.Store.AcquireShard(ctx, done, "x", time.Minute, true); c.Status != store.ShardActive || c.Lease.Fence != l.Fence+1 {
+	if c, _ := env.Store.AcquireShard(ctx, done, "x", time.Minute, true); c.Status != shard.Active || c.Lease.Fence != l.Fence+1 {
 		t.Fatalf("rearm of a Done shard: %+v", c)
 	}
 }

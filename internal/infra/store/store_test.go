@@ -38,12 +38,12 @@ func (f *fixture) repo(owner, name string) repoid.ID {
 }
 
 // apply resolves owner/name with the API saying it is ext at apiOwner/apiName.
-func (f *fixture) apply(owner, name, ext string, expect int64, verified string) store.ApplyResult {
+func (f *fixture) apply(owner, name, ext string, expect int64, verified string) identity.Outcome {
 	f.t.Helper()
 	f.n++
-	in := store.ApplyInput{Key: fmt.Sprintf("%s/%d", f.host, f.n), Repo: f.repo(owner, name),
-		ExpectByNameID: expect, VerifiedSHA: verified, Head: fmt.Sprintf("%040d", f.n), DefaultBranch: "main",
-		WorkflowID: "wf", RunID: "run", Now: t0}
+	in := store.ApplyInput{Key: fmt.Sprintf("%s/%d", f.host, f.n), WorkflowID: "wf", RunID: "run", Now: t0,
+		Observation: identity.Observation{Repo: f.repo(owner, name), ExpectByNameID: expect, VerifiedSHA: verified,
+			Head: fmt.Sprintf("%040d", f.n), DefaultBranch: "main"}}
 	if ext != "" {
 		in.API = &identity.Repository{ExternalID: ext, Owner: owner, Name: name}
 	}
@@ -170,8 +170,8 @@ func TestApplyIdentityTargetNameHeldByLiveRow(t *testing.T) {
 
 func TestApplyIdentityIsIdempotent(t *testing.T) {
 	f := newFixture(t)
-	in := store.ApplyInput{Key: f.host + "/same", Repo: f.repo("o", "r"), API: &identity.Repository{ExternalID: "1", Owner: "o", Name: "r"},
-		WorkflowID: "wf", RunID: "run", Now: t0}
+	in := store.ApplyInput{Key: f.host + "/same", WorkflowID: "wf", RunID: "run", Now: t0,
+		Observation: identity.Observation{Repo: f.repo("o", "r"), API: &identity.Repository{ExternalID: "1", Owner: "o", Name: "r"}}}
 	first, err := env.Store.ApplyIdentity(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
@@ -192,7 +192,7 @@ func TestApplyIdentityIsIdempotent(t *testing.T) {
 func TestApplyIdentityConcurrentCreatesOneCodebase(t *testing.T) {
 	f := newFixture(t)
 	const n = 8
-	results := make([]store.ApplyResult, n)
+	results := make([]identity.Outcome, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
@@ -200,8 +200,9 @@ func TestApplyIdentityConcurrentCreatesOneCodebase(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			results[i], errs[i] = env.Store.ApplyIdentity(context.Background(), store.ApplyInput{
-				Key: fmt.Sprintf("%s/c%d", f.host, i), Repo: f.repo("o", "r"),
-				API: &identity.Repository{ExternalID: "77", Owner: "o", Name: "r"}, WorkflowID: "wf", RunID: "run", Now: t0})
+				Key: fmt.Sprintf("%s/c%d", f.host, i), WorkflowID: "wf", RunID: "run", Now: t0,
+				Observation: identity.Observation{Repo: f.repo("o", "r"),
+					API: &identity.Repository{ExternalID: "77", Owner: "o", Name: "r"}}})
 		}()
 	}
 	wg.Wait()

@@ -26,8 +26,8 @@ type SweepCandidate struct {
 // SweepCursor is where a sweep is: the (last view, id) of the last
 // candidate it read.
 type SweepCursor struct {
-	Viewed time.Time `json:"viewed"`
-	ID     int64     `json:"id"`
+	Viewed time.Time
+	ID     int64
 }
 
 // SweepCandidatesQuery pages through the candidates: live, fewer than five
