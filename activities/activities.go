@@ -1,7 +1,7 @@
-// Package activities holds gitfleet's Temporal activities: methods on
-// structs that carry their dependencies (database, mirrors, hosts), so
-// workflows name them as method values and tests build them with fakes or
-// real parts alike.
+// Package activities implements the activities that package workflows
+// schedules by name: methods on structs that carry their dependencies
+// (database, mirrors, hosts), so tests build them with fakes or real parts
+// alike. Their payload types are the protocol in workflows/api.go.
 //
 // Every error leaving an activity is a *temporal.ApplicationError whose type
 // is one of errclass's classes, returned unwrapped: wrapping would hide the

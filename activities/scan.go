@@ -16,7 +16,6 @@ import (
 	"gitfleet/workflows"
 
 	git "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"go.temporal.io/sdk/activity"
@@ -26,6 +25,7 @@ import (
 	"gitfleet/internal/domain/target"
 	"gitfleet/internal/infra/errclass"
 	"gitfleet/internal/infra/gitwalk"
+	"gitfleet/internal/infra/mirror"
 	"gitfleet/internal/infra/store"
 )
 
@@ -37,12 +37,30 @@ type repository struct {
 	// path of the mirror (or the local repository), for writing synthetic refs.
 	mirror bool
 	url    string
+	// refsDigest names the mirror's refs as its sync saw them.
+	refsDigest string
 }
 
 func (r *repository) Close() error { return r.closer.Close() }
 
+// reopen opens the repository afresh: go-git reads a repository's list of
+// packs once, and a fetch by SHA adds a pack.
+func (r *repository) reopen() error {
+	if err := r.closer.Close(); err != nil {
+		return err
+	}
+	repo, closer, err := gitwalk.Open(r.path, walkCacheBytes)
+	if err != nil {
+		return fmt.Errorf("reopen the mirror: %w", err)
+	}
+	r.repo, r.closer = repo, closer
+	return nil
+}
+
 // open syncs a URL target's mirror (or checks a local target) and opens it.
-func (s *Shards) open(ctx context.Context, spec shard.Spec) (*repository, error) {
+// A mirror that holds the refs this job's sync saw (refsDigest) is opened
+// as it is: one sync per job, wherever its activities run.
+func (s *Shards) open(ctx context.Context, spec shard.Spec, refsDigest string) (*repository, error) {
 	if spec.Local {
 		repo, closer, err := gitwalk.Open(spec.Location, walkCacheBytes)
 		if err != nil {
@@ -50,9 +68,12 @@ func (s *Shards) open(ctx context.Context, spec shard.Spec) (*repository, error)
 		}
 		return &repository{repo: repo, closer: closer, path: spec.Location}, nil
 	}
-	remote, err := s.Mirrors.Sync(ctx, spec.Location)
-	if err != nil {
-		return nil, err
+	remote := mirror.Remote{URL: spec.Location, RefsDigest: refsDigest}
+	if !s.Mirrors.Holds(spec.Location, refsDigest) {
+		var err error
+		if remote, err = s.Mirrors.Sync(ctx, spec.Location); err != nil {
+			return nil, err
+		}
 	}
 	repo, closer, err := gitwalk.Open(s.Mirrors.Path(remote.URL), walkCacheBytes)
 	if err != nil {
@@ -61,7 +82,8 @@ func (s *Shards) open(ctx context.Context, spec shard.Spec) (*repository, error)
 		}
 		return nil, fmt.Errorf("open the mirror: %w", err)
 	}
-	return &repository{repo: repo, closer: closer, path: s.Mirrors.Path(remote.URL), mirror: true, url: remote.URL}, nil
+	return &repository{repo: repo, closer: closer, path: s.Mirrors.Path(remote.URL), mirror: true, url: remote.URL,
+		refsDigest: remote.RefsDigest}, nil
 }
 
 // ScanShard is Executing and InnerDurable: it walks (watermark, tip] of
@@ -110,7 +132,7 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 	stopKeeper := s.keepLease(ctx, lease, &progress, cancel)
 	defer stopKeeper()
 
-	repo, err := s.open(ctx, w.Spec)
+	repo, err := s.open(ctx, w.Spec, w.RefsDigest)
 	if err != nil {
 		return shard.Receipt{}, err
 	}
@@ -294,16 +316,16 @@ func (s *Shards) commit(ctx context.Context, r *repository, hexID string) (plumb
 	h := plumbing.NewHash(hexID)
 	obj, err := r.repo.Storer.EncodedObject(plumbing.AnyObject, h)
 	if errors.Is(err, plumbing.ErrObjectNotFound) && r.mirror {
-		ref := target.SyntheticRef(hexID)
-		fetchErr := git.NewRemote(r.repo.Storer, &config.RemoteConfig{Name: "origin", URLs: []string{r.url}}).FetchContext(ctx,
-			&git.FetchOptions{RefSpecs: []config.RefSpec{config.RefSpec(hexID + ":" + ref)}, Tags: git.NoTags})
-		if fetchErr != nil && !errors.Is(fetchErr, git.NoErrAlreadyUpToDate) {
-			if strings.Contains(fetchErr.Error(), "not our ref") {
-				return plumbing.ZeroHash, errclass.Permanentf(errclass.ReasonNotFound, "the selected commit does not exist in the repository")
-			}
+		found, fetchErr := s.Mirrors.FetchCommit(ctx, r.url, hexID, target.SyntheticRef(hexID))
+		if fetchErr != nil {
 			return plumbing.ZeroHash, fetchErr
 		}
-		obj, err = r.repo.Storer.EncodedObject(plumbing.AnyObject, h)
+		if found {
+			if err := r.reopen(); err != nil {
+				return plumbing.ZeroHash, err
+			}
+			obj, err = r.repo.Storer.EncodedObject(plumbing.AnyObject, h)
+		}
 	}
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		return plumbing.ZeroHash, errclass.Permanentf(errclass.ReasonNotFound, "the selected commit does not exist in the repository")

@@ -13,12 +13,16 @@ import (
 	"gitfleet/internal/domain/shard"
 	"gitfleet/workflows"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
 	"gitfleet/activities"
+	"gitfleet/internal/devstack/forge"
 	"gitfleet/internal/devstack/repogen"
 	"gitfleet/internal/devstack/testenv"
 	"gitfleet/internal/domain/scan"
 	"gitfleet/internal/domain/target"
 	"gitfleet/internal/infra/errclass"
+	"gitfleet/internal/infra/mirror"
 )
 
 var env *testenv.Env
@@ -274,4 +278,75 @@ func newShardFor(t *testing.T, s *activities.Shards, location string) int64 {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// One mirror sync per job: a scan handed the refs digest of a sync that
+// already ran reads the mirror as it is (no request reaches the host); an
+// explicit commit the mirror lacks is fetched by SHA into it, pinned under
+// its synthetic ref.
+func TestScanReusesTheJobsMirrorSync(t *testing.T) {
+	fg, err := forge.Start(forge.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fg.Close()
+	if _, err := fg.CreateRepo("acme", "app"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fg.Commit("acme", "app", "main", map[string]string{"a.txt": "a\n"}, "a"); err != nil {
+		t.Fatal(err)
+	}
+	s := shards(t, time.Minute, 100)
+	if s.Mirrors, err = mirror.New(t.TempDir(), nil); err != nil {
+		t.Fatal(err)
+	}
+	url := fg.CloneURL("acme", "app")
+	spec := shard.Spec{Key: "reuse:" + url, Target: target.Target{Location: url}}
+	id, err := s.EnsureShard(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gitRequests := func() int {
+		n := 0
+		for _, r := range fg.Requests() {
+			if r.Kind == forge.Git {
+				n++
+			}
+		}
+		return n
+	}
+	digest, err := s.SyncShardMirror(context.Background(), workflows.ShardWork{Lease: lease(t, s, id, "o"), Spec: spec})
+	if err != nil || digest == "" {
+		t.Fatalf("sync: %q, %v", digest, err)
+	}
+	before := gitRequests()
+	r, err := s.ScanShard(context.Background(), workflows.ShardWork{Lease: lease(t, s, id, "o"), Spec: spec, RefsDigest: digest})
+	if err != nil || !r.Complete || r.BlobsScanned != 1 {
+		t.Fatalf("scan = %+v, %v", r, err)
+	}
+	if n := gitRequests() - before; n != 0 {
+		t.Fatalf("the scan made %d Git requests after the job's sync, want 0", n)
+	}
+
+	// A commit pushed since the sync, asked for explicitly: fetched by SHA.
+	later, err := fg.Commit("acme", "app", "main", map[string]string{"b.txt": "b\n"}, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Selection = target.Selection{Commits: []string{later}}
+	spec.Key = "reuse-commit:" + url
+	if id, err = s.EnsureShard(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+	r, err = s.ScanShard(context.Background(), workflows.ShardWork{Lease: lease(t, s, id, "o"), Spec: spec, RefsDigest: digest})
+	if err != nil || !r.Complete || r.BlobsScanned != 2 {
+		t.Fatalf("scan of a fetched commit = %+v, %v", r, err)
+	}
+	repo, err := s.Mirrors.Open(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ref, err := repo.Reference(plumbing.ReferenceName(target.SyntheticRef(later)), false); err != nil || ref.Hash().String() != later {
+		t.Fatalf("synthetic ref = %v, %v", ref, err)
+	}
 }

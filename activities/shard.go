@@ -88,22 +88,24 @@ func (s *Shards) AcquireShard(ctx context.Context, in workflows.AcquireShardInpu
 }
 
 // SyncShardMirror brings the shard's mirror up to date (nothing to do for
-// a local repository but to check it is one). It writes nothing durable, so
-// it needs no fence check; the scan syncs again if it lands elsewhere.
-func (s *Shards) SyncShardMirror(ctx context.Context, w workflows.ShardWork) error {
+// a local repository but to check it is one) and returns the digest of the
+// refs it saw, which the scan passes on so it need not sync again. It writes
+// nothing durable, so it needs no fence check; a scan that lands on another
+// worker syncs that worker's mirror.
+func (s *Shards) SyncShardMirror(ctx context.Context, w workflows.ShardWork) (string, error) {
 	// The lease is held through the sync too: a slow fetch must not let it
 	// lapse before the scan starts.
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	defer s.keepLease(ctx, w.Lease, &progress{}, cancel)()
-	repo, err := s.open(ctx, w.Spec)
+	repo, err := s.open(ctx, w.Spec, w.RefsDigest)
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
-		return AppError(cause) // the lease was lost
+		return "", AppError(cause) // the lease was lost
 	}
 	if err != nil {
-		return redactedError(err)
+		return "", redactedError(err)
 	}
-	return redactedError(repo.Close())
+	return repo.refsDigest, redactedError(repo.Close())
 }
 
 // CheckpointShard is outer durability (see store.Checkpoint).

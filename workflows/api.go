@@ -117,7 +117,7 @@ const (
 	// Shard execution (activities.Shards).
 	activityEnsureShard     = "EnsureShard"     // shard.Spec → shard id
 	activityAcquireShard    = "AcquireShard"    // AcquireShardInput → Claim
-	activitySyncShardMirror = "SyncShardMirror" // ShardWork → MirrorState
+	activitySyncShardMirror = "SyncShardMirror" // ShardWork → refs digest
 	activityScanShard       = "ScanShard"       // ShardWork → shard.Receipt
 	activityCheckpointShard = "CheckpointShard" // CheckpointInput → shard.Status
 	activityParkShard       = "ParkShard"       // ParkInput
@@ -152,16 +152,9 @@ type SyncMirrorResult struct {
 	// StartedAt is when the sync started: a repository created after it
 	// is not the one synced (see identity.CheckRace).
 	StartedAt time.Time `json:"startedAt,omitzero"`
-	// Mirror is the state the sync left the mirror in, which the scan of
-	// the same collection starts from instead of syncing again.
-	Mirror MirrorState `json:"mirror,omitzero"`
-}
-
-// MirrorState names a synced mirror's refs without listing them: a digest
-// of every ref and its target. A worker whose mirror has the same refs
-// needs no fetch; any other worker syncs its own.
-type MirrorState struct {
-	URL        string `json:"url,omitempty"`
+	// RefsDigest names the branches and tags the sync left in the mirror
+	// (mirror.RefsDigest): the scan of the same job reads a mirror that
+	// holds them without syncing again, and syncs its own anywhere else.
 	RefsDigest string `json:"refsDigest,omitempty"`
 }
 
@@ -218,8 +211,8 @@ type ShardWork struct {
 	Lease       shard.Lease   `json:"lease"`
 	Spec        shard.Spec    `json:"spec"`
 	MaxDuration time.Duration `json:"maxDuration,omitempty"`
-	// Mirror is the mirror state this job synced (zero: sync first).
-	Mirror MirrorState `json:"mirror,omitzero"`
+	// RefsDigest is what this job's mirror sync saw ("": sync first).
+	RefsDigest string `json:"refsDigest,omitempty"`
 }
 
 // CheckpointInput advances a shard's frontier to a receipt.

@@ -62,10 +62,10 @@ func Collect(ctx workflow.Context, in CollectInput) (CollectResult, error) {
 	}
 
 	var resolved ResolveIdentityResult
+	var synced SyncMirrorResult
 	for {
 		out.Attempts++
 		workflow.SetCurrentDetails(ctx, fmt.Sprintf("Syncing the mirror of %s (attempt %d)", in.Repo, out.Attempts))
-		var synced SyncMirrorResult
 		if err := workflow.ExecuteActivity(withOptions(ctx, gitOptions), activitySyncMirror, in.Repo).Get(ctx, &synced); err != nil {
 			return out, fail(ctx, key, in.Repo, "sync mirror", err)
 		}
@@ -96,7 +96,7 @@ func Collect(ctx workflow.Context, in CollectInput) (CollectResult, error) {
 
 	// Runs recorded before collections scanned for secrets replay without it.
 	if v := workflow.GetVersion(ctx, "scan-after-identity", workflow.DefaultVersion, 1); v == 1 && !out.Empty {
-		if err := scanCodebase(ctx, &out); err != nil {
+		if err := scanCodebase(ctx, &out, synced.RefsDigest); err != nil {
 			return out, fail(ctx, key, in.Repo, "scan", err)
 		}
 	}
@@ -115,8 +115,9 @@ func Collect(ctx workflow.Context, in CollectInput) (CollectResult, error) {
 }
 
 // scanCodebase runs the codebase's shard (ExecuteShard, a child) after its
-// identity is settled. A parked shard fails the collection as Permanent.
-func scanCodebase(ctx workflow.Context, out *CollectResult) error {
+// identity is settled, on the mirror the collection synced (refsDigest). A
+// parked shard fails the collection as Permanent.
+func scanCodebase(ctx workflow.Context, out *CollectResult, refsDigest string) error {
 	var spec shard.Spec
 	if err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityCodebaseShard, out.CodebaseID).Get(ctx, &spec); err != nil {
 		return err
@@ -126,7 +127,7 @@ func scanCodebase(ctx workflow.Context, out *CollectResult) error {
 		WorkflowID: CollectWorkflowID(out.Requested) + "/scan",
 	})
 	var res ExecuteShardResult
-	if err := workflow.ExecuteChildWorkflow(child, ExecuteShard, ExecuteShardInput{Spec: spec}).Get(ctx, &res); err != nil {
+	if err := workflow.ExecuteChildWorkflow(child, ExecuteShard, ExecuteShardInput{Spec: spec, RefsDigest: refsDigest}).Get(ctx, &res); err != nil {
 		return err
 	}
 	out.Scan = &res

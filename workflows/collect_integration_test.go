@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"gitfleet/internal/infra/mirror"
+
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -128,11 +130,27 @@ func apiRequestsFor(owner string) int {
 func TestCaseA_NewRepository(t *testing.T) {
 	o := owner(t)
 	repo, head := createRepo(t, o, "app", "README.md")
+	gitBefore := gitRequestsFor(o)
 	res, run, err := collectRun(t, id(o, "app"))
 	if err != nil || res.Case != identity.CaseNew {
 		t.Fatalf("collect: %+v, %v; want case A", res, err)
 	}
+	collectGit := gitRequestsFor(o) - gitBefore
 	recordHistory(t, "collect-new", run.GetID(), run.GetRunID())
+
+	// One mirror sync per collection, its scan included: as many Git
+	// requests as one sync of the same repository into an empty mirror.
+	m, err := mirror.New(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gitBefore = gitRequestsFor(o)
+	if _, err := m.Sync(context.Background(), fg.CloneURL(o, "app")); err != nil {
+		t.Fatal(err)
+	}
+	if one := gitRequestsFor(o) - gitBefore; collectGit != one {
+		t.Errorf("the collection made %d Git requests; one mirror sync makes %d", collectGit, one)
+	}
 	cb := codebase(t, res.CodebaseID)
 	if cb.ExternalID != strconv.FormatInt(repo.ID, 10) || cb.LastCommitSHA != head || cb.DefaultBranch != "main" || cb.LastCompletedAt == nil {
 		t.Fatalf("codebase = %+v, want external id %d, last commit %s", cb, repo.ID, head)

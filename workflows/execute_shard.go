@@ -39,6 +39,10 @@ type ExecuteShardInput struct {
 	// MaxDuration bounds one scan; what is left is picked up by the next
 	// run (the result is Partial). Zero means no budget.
 	MaxDuration time.Duration `json:"maxDuration,omitempty"`
+	// RefsDigest is what the mirror sync of the job that started this run
+	// saw (a Collect syncs before it resolves identity); "" means this run
+	// syncs the mirror itself.
+	RefsDigest string `json:"refsDigest,omitempty"`
 }
 
 // ExecuteShardResult is the shard's state after the run.
@@ -92,6 +96,10 @@ func ExecuteShard(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResul
 		return out, err
 	}
 	owner := workflow.GetInfo(ctx).WorkflowExecution.ID + "/" + workflow.GetInfo(ctx).WorkflowExecution.RunID
+	// Runs recorded before a job synced its mirror once sync here and again
+	// in the scan.
+	oneSync := workflow.GetVersion(ctx, "one-mirror-sync", workflow.DefaultVersion, 1) == 1
+	refs := in.RefsDigest
 
 	for out.Owners < maxOwners {
 		var claim Claim
@@ -110,15 +118,25 @@ func ExecuteShard(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResul
 		lease := claim.Lease
 		enter(PhaseClaimed, fmt.Sprintf("shard %d, fence %d", out.ShardID, lease.Fence))
 
-		enter(PhaseMirrorSync, fmt.Sprintf("shard %d", out.ShardID))
-		err = workflow.ExecuteActivity(withOptions(ctx, gitOptions), activitySyncShardMirror, ShardWork{
-			Lease: lease, Spec: in.Spec,
-		}).Get(ctx, nil)
+		switch {
+		case !oneSync:
+			enter(PhaseMirrorSync, fmt.Sprintf("shard %d", out.ShardID))
+			err = workflow.ExecuteActivity(withOptions(ctx, gitOptions), activitySyncShardMirror, ShardWork{
+				Lease: lease, Spec: in.Spec,
+			}).Get(ctx, nil)
+		case refs == "":
+			enter(PhaseMirrorSync, fmt.Sprintf("shard %d", out.ShardID))
+			err = workflow.ExecuteActivity(withOptions(ctx, gitOptions), activitySyncShardMirror, ShardWork{
+				Lease: lease, Spec: in.Spec,
+			}).Get(ctx, &refs)
+		default:
+			enter(PhaseMirrorSync, fmt.Sprintf("shard %d: the mirror was synced by this job", out.ShardID))
+		}
 		if err == nil {
 			enter(PhaseExecuting, fmt.Sprintf("shard %d, fence %d", out.ShardID, lease.Fence))
 			var receipt shard.Receipt
 			err = workflow.ExecuteActivity(withOptions(ctx, scanOptions), activityScanShard, ShardWork{
-				Lease: lease, Spec: in.Spec, MaxDuration: in.MaxDuration,
+				Lease: lease, Spec: in.Spec, MaxDuration: in.MaxDuration, RefsDigest: refs,
 			}).Get(ctx, &receipt)
 			if err == nil {
 				out.Receipt = &receipt

@@ -35,8 +35,9 @@ func claim(fence int64) workflows.Claim {
 func TestExecuteShardHappyPath(t *testing.T) {
 	env, a := newShardEnv(t)
 	env.OnActivity(a.AcquireShard, mock.Anything, mock.MatchedBy(func(in workflows.AcquireShardInput) bool { return in.Rearm })).Return(claim(3), nil).Once()
-	env.OnActivity(a.SyncShardMirror, mock.Anything, mock.Anything).Return(nil).Once()
-	env.OnActivity(a.ScanShard, mock.Anything, mock.Anything).Return(shard.Receipt{ID: 9, ShardID: 42, Fence: 3, Complete: true}, nil).Once()
+	env.OnActivity(a.SyncShardMirror, mock.Anything, mock.Anything).Return("d1", nil).Once()
+	env.OnActivity(a.ScanShard, mock.Anything, mock.MatchedBy(func(w workflows.ShardWork) bool { return w.RefsDigest == "d1" })).
+		Return(shard.Receipt{ID: 9, ShardID: 42, Fence: 3, Complete: true}, nil).Once()
 	env.OnActivity(a.CheckpointShard, mock.Anything, workflows.CheckpointInput{Lease: claim(3).Lease, ReceiptID: 9}).Return(shard.Done, nil).Once()
 	env.ExecuteWorkflow(workflows.ExecuteShard, workflows.ExecuteShardInput{Spec: shard.Spec{Key: "k"}})
 	var res workflows.ExecuteShardResult
@@ -54,13 +55,29 @@ func TestExecuteShardHappyPath(t *testing.T) {
 	env.AssertExpectations(t)
 }
 
+// A run started by a job that synced the mirror already (a Collect) does
+// not sync it again: the scan gets the job's refs digest.
+func TestExecuteShardUsesTheJobsMirrorSync(t *testing.T) {
+	env, a := newShardEnv(t)
+	env.OnActivity(a.AcquireShard, mock.Anything, mock.Anything).Return(claim(3), nil).Once()
+	env.OnActivity(a.ScanShard, mock.Anything, mock.MatchedBy(func(w workflows.ShardWork) bool { return w.RefsDigest == "from-collect" })).
+		Return(shard.Receipt{ID: 9, ShardID: 42, Fence: 3, Complete: true}, nil).Once()
+	env.OnActivity(a.CheckpointShard, mock.Anything, mock.Anything).Return(shard.Done, nil).Once()
+	env.ExecuteWorkflow(workflows.ExecuteShard, workflows.ExecuteShardInput{Spec: shard.Spec{Key: "k"}, RefsDigest: "from-collect"})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	env.AssertNotCalled(t, "SyncShardMirror", mock.Anything, mock.Anything)
+	env.AssertExpectations(t)
+}
+
 // StaleOwner stops the attempt: no checkpoint, no park; a new lease
 // finishes the work, and the checkpoint uses the fence of the receipt.
 func TestExecuteShardStaleOwnerTakesANewLease(t *testing.T) {
 	env, a := newShardEnv(t)
 	env.OnActivity(a.AcquireShard, mock.Anything, mock.Anything).Return(claim(3), nil).Once()
 	env.OnActivity(a.AcquireShard, mock.Anything, mock.Anything).Return(claim(5), nil).Once()
-	env.OnActivity(a.SyncShardMirror, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(a.SyncShardMirror, mock.Anything, mock.Anything).Return("d1", nil)
 	env.OnActivity(a.ScanShard, mock.Anything, mock.Anything).Return(shard.Receipt{}, permanentOf(errclass.StaleOwner, errclass.ReasonStaleFence)).Once()
 	env.OnActivity(a.ScanShard, mock.Anything, mock.Anything).Return(shard.Receipt{ID: 11, ShardID: 42, Fence: 6, Complete: true}, nil).Once()
 	env.OnActivity(a.CheckpointShard, mock.Anything, mock.MatchedBy(func(in workflows.CheckpointInput) bool {
@@ -81,7 +98,7 @@ func TestExecuteShardStaleOwnerTakesANewLease(t *testing.T) {
 func TestExecuteShardPermanentParks(t *testing.T) {
 	env, a := newShardEnv(t)
 	env.OnActivity(a.AcquireShard, mock.Anything, mock.Anything).Return(claim(1), nil).Once()
-	env.OnActivity(a.SyncShardMirror, mock.Anything, mock.Anything).Return(permanentOf(errclass.Permanent, errclass.ReasonPermissionDenied)).Once()
+	env.OnActivity(a.SyncShardMirror, mock.Anything, mock.Anything).Return("", permanentOf(errclass.Permanent, errclass.ReasonPermissionDenied)).Once()
 	env.OnActivity(a.ParkShard, mock.Anything, workflows.ParkInput{Lease: claim(1).Lease, Reason: errclass.ReasonPermissionDenied}).Return(nil).Once()
 	env.ExecuteWorkflow(workflows.ExecuteShard, workflows.ExecuteShardInput{Spec: shard.Spec{Key: "k"}})
 	var res workflows.ExecuteShardResult
@@ -114,7 +131,7 @@ func TestExecuteShardNotActiveDoesNothing(t *testing.T) {
 func TestExecuteShardTooManyErrorsParks(t *testing.T) {
 	env, a := newShardEnv(t)
 	env.OnActivity(a.AcquireShard, mock.Anything, mock.Anything).Return(claim(1), nil).Once()
-	env.OnActivity(a.SyncShardMirror, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(a.SyncShardMirror, mock.Anything, mock.Anything).Return("d1", nil)
 	env.OnActivity(a.ScanShard, mock.Anything, mock.Anything).Return(shard.Receipt{},
 		temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, errors.New("502 again"))).Once()
 	env.OnActivity(a.ParkShard, mock.Anything, workflows.ParkInput{Lease: claim(1).Lease, Reason: "too many errors"}).Return(nil).Once()

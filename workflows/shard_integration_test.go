@@ -66,6 +66,7 @@ func TestCollectScansForSecrets(t *testing.T) {
 		t.Fatalf("collect: %+v, %v", res, err)
 	}
 	recordHistory(t, "collect-with-scan", run.GetID(), run.GetRunID())
+	recordHistory(t, "execute-shard-after-collect", run.GetID()+"/scan", "")
 	if res.Scan == nil || res.Scan.Status != shard.Done || res.Scan.Receipt == nil || !res.Scan.Receipt.Complete {
 		t.Fatalf("scan after collect: %+v", res.Scan)
 	}
@@ -277,7 +278,8 @@ func TestDuplicateScanSubmissions(t *testing.T) {
 	if err := a.Get(context.Background(), &res); err != nil {
 		t.Fatal(err)
 	}
-	recordHistory(t, "execute-shard", a.GetID(), a.GetRunID())
+	// execute-shard.json holds a run recorded before one-mirror-sync.
+	recordHistory(t, "execute-shard-one-sync", a.GetID(), a.GetRunID())
 	before := findings(t, tg.Key())
 	again := runScan(t, tg, 0)
 	if again.Receipt.BlobsScanned != 0 || again.Receipt.Findings != 0 || again.ShardID != res.ShardID {

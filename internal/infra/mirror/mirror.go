@@ -20,16 +20,18 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/memory"
+	"github.com/gofrs/flock"
 
 	"gitfleet/internal/infra/errclass"
 )
@@ -40,7 +42,14 @@ type Mirrors struct {
 	http *http.Client
 
 	mu    sync.Mutex
-	locks map[string]*sync.Mutex
+	locks map[string]*pathLock
+}
+
+// pathLock serialises the goroutines of this process on one mirror; the
+// entry leaves the map with its last user.
+type pathLock struct {
+	mu    sync.Mutex
+	users int
 }
 
 // New returns a Mirrors rooted at root (created if missing). httpClient is
@@ -52,7 +61,7 @@ func New(root string, httpClient *http.Client) (*Mirrors, error) {
 	if httpClient == nil {
 		httpClient = &http.Client{Timeout: 30 * time.Second}
 	}
-	return &Mirrors{root: root, http: httpClient, locks: map[string]*sync.Mutex{}}, nil
+	return &Mirrors{root: root, http: httpClient, locks: map[string]*pathLock{}}, nil
 }
 
 // Remote describes a remote after a sync.
@@ -65,6 +74,10 @@ type Remote struct {
 	DefaultBranch string `json:"defaultBranch,omitempty"`
 	// Empty reports a repository without any commit.
 	Empty bool `json:"empty,omitempty"`
+	// RefsDigest names the branches and tags the mirror holds after the
+	// sync (see RefsDigest): a worker whose mirror has the same digest
+	// needs no fetch to scan what this sync saw.
+	RefsDigest string `json:"refsDigest,omitempty"`
 }
 
 // Path is the mirror directory for a remote URL.
@@ -82,37 +95,103 @@ func canonicalURL(u string) string {
 // at. A renamed or transferred GitHub repository answers at its old URL with
 // a redirect to the new one.
 func (m *Mirrors) Resolve(ctx context.Context, remoteURL string) (string, error) {
+	url, _, err := m.advertise(ctx, remoteURL)
+	return url, err
+}
+
+// advertise asks for the remote's reference advertisement (one request,
+// following redirects) and returns where the repository really lives and
+// its refs, HEAD included; none for an empty repository.
+func (m *Mirrors) advertise(ctx context.Context, remoteURL string) (string, []*plumbing.Reference, error) {
 	probe := strings.TrimSuffix(remoteURL, "/") + "/info/refs?service=git-upload-pack"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, probe, nil)
 	if err != nil {
-		return "", errclass.Permanentf(errclass.ReasonInvalidInput, "bad repository URL: %v", err)
+		return "", nil, errclass.Permanentf(errclass.ReasonInvalidInput, "bad repository URL: %v", err)
 	}
 	req.Header.Set("Git-Protocol", "version=0")
 	resp, err := m.http.Do(req)
 	if err != nil {
-		return "", fmt.Errorf("reach %s: %w", remoteURL, err)
+		return "", nil, fmt.Errorf("reach %s: %w", remoteURL, err)
 	}
 	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 	switch code := resp.StatusCode; {
 	case code == http.StatusNotFound:
-		return "", errclass.Wrap(errclass.Permanent, errclass.ReasonNotFound,
+		return "", nil, errclass.Wrap(errclass.Permanent, errclass.ReasonNotFound,
 			fmt.Errorf("%s: %w (or private)", remoteURL, transport.ErrRepositoryNotFound))
 	case code == http.StatusUnauthorized, code == http.StatusForbidden:
-		return "", errclass.Wrap(errclass.Permanent, errclass.ReasonPermissionDenied,
+		return "", nil, errclass.Wrap(errclass.Permanent, errclass.ReasonPermissionDenied,
 			fmt.Errorf("%s: %w", remoteURL, transport.ErrAuthenticationRequired))
 	case code == http.StatusTooManyRequests || code >= 500:
-		return "", errclass.Wrap(errclass.Retryable, fmt.Sprintf("server error %d", code),
+		return "", nil, errclass.Wrap(errclass.Retryable, fmt.Sprintf("server error %d", code),
 			fmt.Errorf("%s answered %s", remoteURL, resp.Status))
 	case code != http.StatusOK:
-		return "", errclass.Permanentf(errclass.ReasonUnsupported, "%s answered %s", remoteURL, resp.Status)
+		return "", nil, errclass.Permanentf(errclass.ReasonUnsupported, "%s answered %s", remoteURL, resp.Status)
 	}
 	if ct := resp.Header.Get("Content-Type"); ct != "application/x-git-upload-pack-advertisement" {
-		return "", errclass.Permanentf(errclass.ReasonUnsupported, "%s is not a smart HTTP Git server (content type %q)", remoteURL, ct)
+		return "", nil, errclass.Permanentf(errclass.ReasonUnsupported, "%s is not a smart HTTP Git server (content type %q)", remoteURL, ct)
 	}
-	final := resp.Request.URL
+	final := *resp.Request.URL
 	final.RawQuery = ""
-	return strings.TrimSuffix(final.String(), "/info/refs"), nil
+	effective := strings.TrimSuffix(final.String(), "/info/refs")
+
+	adv := packp.NewAdvRefs()
+	if err := adv.Decode(io.LimitReader(resp.Body, maxAdvertisement)); err != nil {
+		if errors.Is(err, packp.ErrEmptyAdvRefs) {
+			return effective, nil, nil
+		}
+		return "", nil, errclass.Wrap(errclass.Retryable, "bad advertisement", fmt.Errorf("%s: read the refs: %w", remoteURL, err))
+	}
+	all, err := adv.AllReferences()
+	if err != nil {
+		return "", nil, fmt.Errorf("%s: read the refs: %w", remoteURL, err)
+	}
+	refs := make([]*plumbing.Reference, 0, len(all))
+	for _, r := range all {
+		refs = append(refs, r)
+	}
+	return effective, refs, nil
+}
+
+// maxAdvertisement bounds the reference advertisement read (GitHub's largest
+// repositories advertise a few hundred thousand refs).
+const maxAdvertisement = 256 << 20
+
+// RefsDigest names a set of branches and tags with their targets, in any
+// order: equal digests, equal refs. Other refs (HEAD, pull requests,
+// gitfleet's own synthetic refs) do not count: a mirror holds exactly the
+// remote's branches and tags.
+func RefsDigest(refs []*plumbing.Reference) string {
+	lines := make([]string, 0, len(refs))
+	for _, r := range refs {
+		if r.Type() == plumbing.HashReference && (r.Name().IsBranch() || r.Name().IsTag()) {
+			lines = append(lines, r.Name().String()+" "+r.Hash().String()+"\n")
+		}
+	}
+	slices.Sort(lines)
+	h := sha256.New()
+	for _, l := range lines {
+		io.WriteString(h, l)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// Holds reports whether the local mirror of remoteURL holds exactly the refs
+// a sync somewhere saw (refsDigest): then it can be read without fetching.
+func (m *Mirrors) Holds(remoteURL, refsDigest string) bool {
+	if refsDigest == "" {
+		return false
+	}
+	repo, err := git.PlainOpen(m.Path(remoteURL))
+	if err != nil {
+		return false
+	}
+	iter, err := repo.References()
+	if err != nil {
+		return false
+	}
+	var refs []*plumbing.Reference
+	_ = iter.ForEach(func(r *plumbing.Reference) error { refs = append(refs, r); return nil })
+	return RefsDigest(refs) == refsDigest
 }
 
 // ListRefs lists the remote's refs (git ls-remote), without cloning.
@@ -149,16 +228,12 @@ func headOf(refs []*plumbing.Reference) (branch plumbing.ReferenceName, commit s
 // Sync brings the mirror of remoteURL up to date with the remote's branches
 // and tags (pruning deleted ones) and reports what HEAD points at.
 func (m *Mirrors) Sync(ctx context.Context, remoteURL string) (Remote, error) {
-	effective, err := m.Resolve(ctx, remoteURL)
-	if err != nil {
-		return Remote{}, err
-	}
-	refs, err := ListRefs(ctx, effective)
+	effective, refs, err := m.advertise(ctx, remoteURL)
 	if err != nil {
 		return Remote{}, err
 	}
 	branch, head := headOf(refs)
-	out := Remote{URL: effective, Head: head, DefaultBranch: branch.Short(), Empty: len(refs) == 0}
+	out := Remote{URL: effective, Head: head, DefaultBranch: branch.Short(), Empty: len(refs) == 0, RefsDigest: RefsDigest(refs)}
 	if out.Empty {
 		return out, nil
 	}
@@ -287,9 +362,35 @@ func (m *Mirrors) HasCommit(ctx context.Context, remoteURL, sha string) (bool, e
 	if err != nil {
 		return false, err
 	}
-	err = remote(repo, tmp, remoteURL).FetchContext(ctx, &git.FetchOptions{
-		RefSpecs: []config.RefSpec{config.RefSpec(sha + ":refs/gitfleet/verify")},
-		Depth:    1,
+	return fetchSHA(ctx, repo, tmp, remoteURL, sha, "refs/gitfleet/verify", 1)
+}
+
+// FetchCommit fetches commit sha from the remote into its mirror, pinned
+// under ref so that later syncs never prune it. It reports false when the
+// remote does not have it.
+func (m *Mirrors) FetchCommit(ctx context.Context, remoteURL, sha, ref string) (bool, error) {
+	if !plumbing.IsHash(sha) {
+		return false, errclass.Permanentf(errclass.ReasonInvalidInput, "%q is not a commit id", sha)
+	}
+	path := m.Path(remoteURL)
+	unlock, err := m.lock(ctx, path)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	repo, err := m.open(path)
+	if err != nil {
+		return false, err
+	}
+	return fetchSHA(ctx, repo, path, remoteURL, sha, ref, 0)
+}
+
+// fetchSHA fetches one commit by id into repo (at dir) under ref; depth 0
+// means its whole history. "not our ref" is the remote's definite no.
+func fetchSHA(ctx context.Context, repo *git.Repository, dir, remoteURL, sha, ref string, depth int) (bool, error) {
+	err := remote(repo, dir, remoteURL).FetchContext(ctx, &git.FetchOptions{
+		RefSpecs: []config.RefSpec{config.RefSpec(sha + ":" + ref)},
+		Depth:    depth,
 		Tags:     git.NoTags,
 	})
 	switch {
@@ -301,45 +402,51 @@ func (m *Mirrors) HasCommit(ctx context.Context, remoteURL, sha string) (bool, e
 	return false, fmt.Errorf("fetch %s by SHA: %w", remoteURL, err)
 }
 
-// lock serialises work on one mirror across goroutines (mutex) and processes
-// (flock on a sibling lock file).
+// lock serialises work on one mirror across goroutines (a mutex) and
+// processes (a blocking flock on a sibling lock file).
 func (m *Mirrors) lock(ctx context.Context, path string) (func(), error) {
 	m.mu.Lock()
-	mu, ok := m.locks[path]
+	pl, ok := m.locks[path]
 	if !ok {
-		mu = &sync.Mutex{}
-		m.locks[path] = mu
+		pl = &pathLock{}
+		m.locks[path] = pl
 	}
+	pl.users++
 	m.mu.Unlock()
-	mu.Lock()
-
-	f, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		mu.Unlock()
-		return nil, err
-	}
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			break
+	release := func() {
+		m.mu.Lock()
+		if pl.users--; pl.users == 0 {
+			delete(m.locks, path)
 		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			mu.Unlock()
+		m.mu.Unlock()
+	}
+	pl.mu.Lock()
+
+	fl := flock.New(path + ".lock")
+	locked := make(chan error, 1)
+	go func() { locked <- fl.Lock() }()
+	select {
+	case err := <-locked:
+		if err != nil {
+			pl.mu.Unlock()
+			release()
 			return nil, fmt.Errorf("lock mirror: %w", err)
 		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			mu.Unlock()
-			return nil, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
+	case <-ctx.Done():
+		// The flock may still be granted: give it back when it is.
+		go func() {
+			if <-locked == nil {
+				_ = fl.Close()
+			}
+			pl.mu.Unlock()
+			release()
+		}()
+		return nil, ctx.Err()
 	}
 	return func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-		mu.Unlock()
+		_ = fl.Close()
+		pl.mu.Unlock()
+		release()
 	}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -177,13 +178,13 @@ func TestConcurrentSyncsAndDamagedMirror(t *testing.T) {
 	url := fg.CloneURL("acme", "app")
 	var wg sync.WaitGroup
 	errs := make(chan error, 6)
-	for range 6 {
+	// A second Mirrors on the same root stands in for another process.
+	other, _ := New(m.root, nil)
+	for i := range 6 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			// A second Mirrors on the same root stands in for another process.
-			other, _ := New(m.root, nil)
-			_, err := other.Sync(ctx, url)
+			_, err := []*Mirrors{m, other}[i%2].Sync(ctx, url)
 			errs <- err
 		}()
 	}
@@ -192,6 +193,11 @@ func TestConcurrentSyncsAndDamagedMirror(t *testing.T) {
 	for err := range errs {
 		if err != nil {
 			t.Fatal(err)
+		}
+	}
+	for _, mm := range []*Mirrors{m, other} {
+		if n := len(mm.locks); n != 0 {
+			t.Fatalf("%d lock entries left after the syncs, want none", n)
 		}
 	}
 
@@ -213,6 +219,47 @@ func TestConcurrentSyncsAndDamagedMirror(t *testing.T) {
 	}
 	if _, err := repo.CommitObject(plumbing.NewHash(head)); err != nil {
 		t.Fatalf("rebuilt mirror lacks the head commit: %v", err)
+	}
+}
+
+// A sync names the refs it left; a mirror holding them needs no fetch, and
+// one that does not (another worker's, or an older state) is told apart.
+func TestHoldsTheRefsASyncSaw(t *testing.T) {
+	fg, m := setup(t)
+	ctx := context.Background()
+	if _, err := fg.CreateRepo("acme", "app"); err != nil {
+		t.Fatal(err)
+	}
+	mustCommit(t, fg, "acme", "app", "a.txt")
+	url := fg.CloneURL("acme", "app")
+	first, err := m.Sync(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.Holds(first.URL, first.RefsDigest) {
+		t.Fatal("the mirror does not hold the refs its own sync saw")
+	}
+	elsewhere, _ := New(t.TempDir(), nil)
+	if elsewhere.Holds(first.URL, first.RefsDigest) {
+		t.Fatal("an empty mirror root claims to hold the refs")
+	}
+	// A synthetic ref of gitfleet's own does not change what the mirror holds.
+	if ok, err := m.FetchCommit(ctx, url, first.Head, "refs/gitfleet/scan-targets/commits/"+first.Head); err != nil || !ok {
+		t.Fatalf("fetch the head by SHA: %v, %v", ok, err)
+	}
+	if !m.Holds(first.URL, first.RefsDigest) {
+		t.Fatal("a synthetic ref changed the refs digest")
+	}
+	mustCommit(t, fg, "acme", "app", "b.txt")
+	second, err := m.Sync(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.RefsDigest == first.RefsDigest || m.Holds(first.URL, first.RefsDigest) || !m.Holds(second.URL, second.RefsDigest) {
+		t.Fatalf("digests after a new commit: %s then %s", first.RefsDigest, second.RefsDigest)
+	}
+	if ok, err := m.FetchCommit(ctx, url, strings.Repeat("ab", 20), "refs/gitfleet/x"); err != nil || ok {
+		t.Fatalf("fetch of an unknown commit = %v, %v; want a plain no", ok, err)
 	}
 }
 
