@@ -16,7 +16,7 @@ import (
 func newShard(t *testing.T) int64 {
 	t.Helper()
 	id, err := env.Store.EnsureShard(context.Background(), shard.Spec{
-		Key: fmt.Sprintf("target:test-%d", time.Now().UnixNano()),
+		Key:    fmt.Sprintf("target:test-%d", time.Now().UnixNano()),
 		Target: target.Target{Location: "https://h/o/r", Selection: target.Selection{Refs: []string{"main"}}}})
 	if err != nil {
 		t.Fatal(err)
