@@ -67,17 +67,17 @@ func New(root string, httpClient *http.Client) (*Mirrors, error) {
 // Remote describes a remote after a sync.
 type Remote struct {
 	// URL is where the requested URL really leads after redirects.
-	URL string `json:"url"`
+	URL string
 	// Head is the commit the remote's HEAD points at ("" when empty).
-	Head string `json:"head,omitempty"`
+	Head string
 	// DefaultBranch is the branch HEAD points at, without refs/heads/.
-	DefaultBranch string `json:"defaultBranch,omitempty"`
+	DefaultBranch string
 	// Empty reports a repository without any commit.
-	Empty bool `json:"empty,omitempty"`
+	Empty bool
 	// RefsDigest names the branches and tags the mirror holds after the
 	// sync (see RefsDigest): a worker whose mirror has the same digest
 	// needs no fetch to scan what this sync saw.
-	RefsDigest string `json:"refsDigest,omitempty"`
+	RefsDigest string
 }
 
 // Path is the mirror directory for a remote URL.
