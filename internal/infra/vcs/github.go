@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/google/go-github/v66/github"
 
@@ -20,15 +19,9 @@ type GitHub struct {
 
 // NewGitHub returns a Directory for h. httpClient may be nil.
 func NewGitHub(h Host, httpClient *http.Client) (*GitHub, error) {
-	c := github.NewClient(httpClient)
-	if !strings.EqualFold(h.APIURL, "https://api.github.com/") {
-		var err error
-		if c, err = c.WithEnterpriseURLs(h.APIURL, h.APIURL); err != nil {
-			return nil, fmt.Errorf("host %s: %w", h.Name, err)
-		}
-	}
-	if h.Token != "" {
-		c = c.WithAuthToken(h.Token)
+	c, err := newClient(h, h.Token, httpClient)
+	if err != nil {
+		return nil, err
 	}
 	return &GitHub{client: c}, nil
 }

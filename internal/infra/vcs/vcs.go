@@ -35,6 +35,9 @@ type Host struct {
 	// the worker and never leaves the process: not in workflow inputs, not in
 	// logs, not in the database.
 	Token string
+	// AllowPlainHTTPToken lets tokens go to a plain-http API that is not on
+	// this machine (refused otherwise).
+	AllowPlainHTTPToken bool
 }
 
 // String never prints the token.
@@ -110,7 +113,8 @@ func HostsFromEnv(getenv func(string) string) (Hosts, error) {
 	if err != nil || u.Host == "" {
 		return Hosts{}, fmt.Errorf("%s=%q is not a URL", EnvAPIURL, api)
 	}
-	h := Host{Name: getenv(EnvHost), GitURL: getenv(EnvGitURL), APIURL: api, Token: getenv(EnvToken)}
+	h := Host{Name: getenv(EnvHost), GitURL: getenv(EnvGitURL), APIURL: api, Token: getenv(EnvToken),
+		AllowPlainHTTPToken: getenv(EnvAllowPlainHTTPToken) == "1"}
 	if strings.EqualFold(u.Host, "api.github.com") {
 		h.Name = cmpOr(h.Name, "github.com")
 		h.GitURL = cmpOr(h.GitURL, "https://github.com/")

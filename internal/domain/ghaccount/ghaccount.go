@@ -1,0 +1,145 @@
+// Package ghaccount is what one GitHub account sees, as gitfleet caches it
+// per user (DESIGN §6): organizations (global, shared by everyone who sees
+// them), repositories (per user: personal or from an organization), the
+// lists a cache holds, and the pages they were fetched in with their
+// conditional-request validators.
+//
+// Pure values and rules: no network, no Temporal, no SQL.
+package ghaccount
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Org is a GitHub organization.
+type Org struct {
+	ID          int64  `json:"id"`
+	Login       string `json:"login"`
+	Description string `json:"description,omitempty"`
+}
+
+// SourceType says where a user's repository comes from.
+type SourceType string
+
+const (
+	Personal     SourceType = "personal"
+	Organization SourceType = "organization"
+)
+
+// Repo is a repository as one user sees it.
+type Repo struct {
+	ID    int64  `json:"id"`
+	Owner string `json:"owner"`
+	// OwnerID is the owner's GitHub id: the organization's, for Organization.
+	OwnerID       int64      `json:"owner_id"`
+	Name          string     `json:"name"`
+	Source        SourceType `json:"source_type"`
+	Visibility    string     `json:"visibility"`
+	DefaultBranch string     `json:"default_branch,omitempty"`
+	Archived      bool       `json:"archived"`
+	Fork          bool       `json:"fork"`
+	PushedAt      time.Time  `json:"pushed_at,omitzero"`
+}
+
+// FullName is owner/name.
+func (r Repo) FullName() string { return r.Owner + "/" + r.Name }
+
+// The lists a user's cache holds.
+const (
+	ListOrgs  = "orgs"  // the user's organizations
+	ListRepos = "repos" // every repository the user can see through membership or ownership
+)
+
+// OrgList is the list of an organization's repositories, for organizations
+// the user asks about by name (public repositories of an organization the
+// user is no member of are in no other list).
+func OrgList(login string) string { return "org:" + strings.ToLower(login) }
+
+// OrgOfList returns the organization of an OrgList, or "".
+func OrgOfList(list string) string {
+	org, ok := strings.CutPrefix(list, "org:")
+	if !ok {
+		return ""
+	}
+	return org
+}
+
+// Page is one fetched page of a list, with the validators that make the
+// next fetch of it conditional.
+type Page struct {
+	URL          string
+	ETag         string
+	LastModified string
+	// Next is the URL of the following page ("" on the last): a 304
+	// carries no Link header, so the stored page remembers it.
+	Next string
+	Body []byte
+}
+
+// View is everything one refresh learned about an account: it replaces the
+// cached view whole.
+type View struct {
+	// Orgs are the organizations the user is a member of.
+	Orgs  []Org
+	Repos []Repo
+	// Lists are the lists fetched; Pages the pages they came in.
+	Lists []string
+	Pages []Page
+}
+
+// Merge joins repository lists that may overlap (an organization's
+// repository is both in the user's list and the organization's) into one,
+// each repository once, sorted by full name as GitHub sorts.
+func Merge(lists ...[]Repo) []Repo {
+	seen := map[int64]bool{}
+	var out []Repo
+	for _, l := range lists {
+		for _, r := range l {
+			if !seen[r.ID] {
+				seen[r.ID] = true
+				out = append(out, r)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b Repo) int {
+		return cmp.Or(cmp.Compare(strings.ToLower(a.FullName()), strings.ToLower(b.FullName())), cmp.Compare(a.ID, b.ID))
+	})
+	return out
+}
+
+// Filter selects cached repositories.
+type Filter struct {
+	// Org keeps only repositories owned by this organization (any case).
+	Org string
+	// IncludeArchived keeps archived repositories too.
+	IncludeArchived bool
+}
+
+// Match reports whether r passes the filter.
+func (f Filter) Match(r Repo) bool {
+	if f.Org != "" && !strings.EqualFold(r.Owner, f.Org) {
+		return false
+	}
+	return f.IncludeArchived || !r.Archived
+}
+
+// Age says how old cached data is, for people: "cached 3h ago".
+func Age(refreshed, now time.Time) string {
+	if refreshed.IsZero() {
+		return "never fetched"
+	}
+	d := now.Sub(refreshed)
+	switch {
+	case d < time.Minute:
+		return "cached just now"
+	case d < time.Hour:
+		return fmt.Sprintf("cached %dm ago", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("cached %dh ago", int(d/time.Hour))
+	}
+	return fmt.Sprintf("cached %dd ago", int(d/(24*time.Hour)))
+}

@@ -1,0 +1,253 @@
+// Package ghcache is the GitHub API cache per user (DESIGN §6): reads are
+// served from the database, cache first and without TTL; a miss or an
+// explicit refresh fetches the whole view first and replaces the cached
+// rows in one transaction, so a GitHub failure leaves the old cache intact
+// and serving.
+//
+// Concurrent readers of one user in a process share one refresh (on a
+// context none of them owns, so one giving up cancels nobody else's); across
+// processes the Refresher joins a refresh already running (a workflow with a
+// per-user id). The package imports no Temporal: the Refresher is given.
+package ghcache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"gitfleet/internal/domain/ghaccount"
+	"gitfleet/internal/infra/metrics"
+	"gitfleet/internal/infra/store"
+	"gitfleet/internal/infra/vcs"
+)
+
+// Refresher refreshes a user's whole cached view (all the lists the user's
+// cache holds), or joins a refresh of it already running, and returns when
+// it is done.
+type Refresher func(ctx context.Context, u store.User) error
+
+// Cache reads users' GitHub views.
+type Cache struct {
+	Store   *store.Store
+	Refresh Refresher
+	// Now is the clock for ages; nil means time.Now.
+	Now func() time.Time
+	// RefreshTimeout bounds a shared refresh (default 10 minutes).
+	RefreshTimeout time.Duration
+
+	group singleflight.Group
+}
+
+// ErrUnknownUser is returned for a user name nobody added.
+var ErrUnknownUser = errors.New("unknown user")
+
+// Listing is a read's answer.
+type Listing struct {
+	User store.User
+	// RefreshedAt is when the oldest list the answer draws on was fetched.
+	RefreshedAt time.Time
+	// Refreshed reports that this read fetched from GitHub (or joined a
+	// fetch); RefreshErr that a refresh it asked for failed, and the answer
+	// is the cache as it was.
+	Refreshed  bool
+	RefreshErr error
+	Repos      []ghaccount.Repo
+	Orgs       []ghaccount.Org
+}
+
+// Age says how old the answer is, for people.
+func (l Listing) Age(now time.Time) string { return ghaccount.Age(l.RefreshedAt, now) }
+
+// Repos answers a user's repositories that pass the filter. refresh forces
+// a fetch; otherwise only a list never fetched is (the first miss).
+func (c *Cache) Repos(ctx context.Context, userName string, f ghaccount.Filter, refresh bool) (Listing, error) {
+	u, lists, err := c.user(ctx, userName)
+	if err != nil {
+		return Listing{}, err
+	}
+	need := []string{ghaccount.ListOrgs, ghaccount.ListRepos}
+	if f.Org != "" {
+		if lists[ghaccount.ListOrgs].IsZero() && !refresh {
+			// Whether the organization is one of the user's is in the
+			// organization list: fetch it first.
+			if lists, err = c.fill(ctx, u); err != nil {
+				return Listing{}, err
+			}
+		}
+		if !c.member(ctx, u.ID, f.Org) {
+			need = append(need, ghaccount.OrgList(f.Org))
+			if err := c.Store.AskList(ctx, u.ID, ghaccount.OrgList(f.Org)); err != nil {
+				return Listing{}, err
+			}
+		}
+	}
+	out, err := c.ensure(ctx, u, lists, need, refresh)
+	if err != nil {
+		return Listing{}, err
+	}
+	if out.Repos, err = c.Store.CachedRepos(ctx, u.ID, f); err != nil {
+		return Listing{}, err
+	}
+	return out, nil
+}
+
+// Orgs answers the organizations a user is a member of.
+func (c *Cache) Orgs(ctx context.Context, userName string, refresh bool) (Listing, error) {
+	u, lists, err := c.user(ctx, userName)
+	if err != nil {
+		return Listing{}, err
+	}
+	out, err := c.ensure(ctx, u, lists, []string{ghaccount.ListOrgs}, refresh)
+	if err != nil {
+		return Listing{}, err
+	}
+	if out.Orgs, err = c.Store.CachedOrgs(ctx, u.ID); err != nil {
+		return Listing{}, err
+	}
+	return out, nil
+}
+
+func (c *Cache) user(ctx context.Context, name string) (store.User, map[string]time.Time, error) {
+	u, err := c.Store.UserByName(ctx, name)
+	if err != nil {
+		return store.User{}, nil, err
+	}
+	if u == nil {
+		return store.User{}, nil, fmt.Errorf("%w %q: add it with `starter users add %s`", ErrUnknownUser, name, name)
+	}
+	lists, err := c.Store.GitHubLists(ctx, u.ID)
+	return *u, lists, err
+}
+
+func (c *Cache) member(ctx context.Context, userID int64, org string) bool {
+	orgs, err := c.Store.CachedOrgs(ctx, userID)
+	if err != nil {
+		return false
+	}
+	for _, o := range orgs {
+		if strings.EqualFold(o.Login, org) {
+			return true
+		}
+	}
+	return false
+}
+
+// ensure refreshes when asked or when a needed list was never fetched, and
+// says how old the needed lists are.
+func (c *Cache) ensure(ctx context.Context, u store.User, lists map[string]time.Time, need []string, refresh bool) (Listing, error) {
+	out := Listing{User: u}
+	missing := false
+	for _, l := range need {
+		if lists[l].IsZero() {
+			missing = true
+		}
+	}
+	switch {
+	case refresh:
+		metrics.GitHubCacheLookups.Inc("refresh")
+	case missing:
+		metrics.GitHubCacheLookups.Inc("miss")
+	default:
+		metrics.GitHubCacheLookups.Inc("hit")
+	}
+	if refresh || missing {
+		var err error
+		lists, err = c.fill(ctx, u)
+		out.Refreshed = err == nil
+		if err != nil {
+			// A cache that has what was asked keeps serving through a
+			// GitHub outage; one that never had it has nothing to serve.
+			if missing {
+				return Listing{}, err
+			}
+			out.RefreshErr = err
+		}
+	}
+	for _, l := range need {
+		at := lists[l]
+		if out.RefreshedAt.IsZero() || at.Before(out.RefreshedAt) {
+			out.RefreshedAt = at
+		}
+	}
+	return out, nil
+}
+
+// fill runs (or joins) the refresh of a user's view and returns the lists
+// afterwards.
+func (c *Cache) fill(ctx context.Context, u store.User) (map[string]time.Time, error) {
+	timeout := c.RefreshTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Minute
+	}
+	ch := c.group.DoChan(strconv.FormatInt(u.ID, 10), func() (any, error) {
+		// No caller owns the shared refresh: it outlives any one of them.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		defer cancel()
+		return nil, c.Refresh(rctx, u)
+	})
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return c.Store.GitHubLists(ctx, u.ID)
+}
+
+// Fetch fetches the lists of an account's view, each page conditionally on
+// what is stored, parses them and returns the whole view, or an error and
+// nothing. It also says how many pages there were and how many came back
+// unchanged (304).
+func Fetch(ctx context.Context, a *vcs.Account, lists []string, stored map[string]ghaccount.Page) (ghaccount.View, int, int, error) {
+	var v ghaccount.View
+	var repoLists [][]ghaccount.Repo
+	pages, unchanged := 0, 0
+	for _, list := range lists {
+		endpoint, path := listEndpoint(list)
+		ps, n, err := a.FetchList(ctx, endpoint, path, stored)
+		if err != nil {
+			if org := ghaccount.OrgOfList(list); org != "" {
+				return ghaccount.View{}, 0, 0, fmt.Errorf("organization %s: %w", org, err)
+			}
+			return ghaccount.View{}, 0, 0, err
+		}
+		pages, unchanged = pages+len(ps), unchanged+n
+		v.Lists, v.Pages = append(v.Lists, list), append(v.Pages, ps...)
+		for _, p := range ps {
+			if list == ghaccount.ListOrgs {
+				orgs, err := vcs.ParseOrgs(p)
+				if err != nil {
+					return ghaccount.View{}, 0, 0, err
+				}
+				v.Orgs = append(v.Orgs, orgs...)
+				continue
+			}
+			repos, err := vcs.ParseRepos(p)
+			if err != nil {
+				return ghaccount.View{}, 0, 0, err
+			}
+			repoLists = append(repoLists, repos)
+		}
+	}
+	v.Repos = ghaccount.Merge(repoLists...)
+	return v, pages, unchanged, nil
+}
+
+// listEndpoint maps a list to its endpoint pattern and first page.
+func listEndpoint(list string) (endpoint, path string) {
+	switch list {
+	case ghaccount.ListOrgs:
+		return "/user/orgs", "user/orgs"
+	case ghaccount.ListRepos:
+		return "/user/repos", "user/repos?affiliation=owner,collaborator,organization_member&sort=full_name"
+	}
+	return "/orgs/{org}/repos", "orgs/" + url.PathEscape(ghaccount.OrgOfList(list)) + "/repos?type=all&sort=full_name"
+}

@@ -1,0 +1,359 @@
+package vcs
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+
+	"gitfleet/internal/domain/ghaccount"
+	"gitfleet/internal/infra/errclass"
+	"gitfleet/internal/infra/metrics"
+)
+
+// UserAgent is what gitfleet calls itself to GitHub, as GitHub asks API
+// clients to: gitfleet/<module version>.
+var UserAgent = func() string {
+	v := "dev"
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v = bi.Main.Version
+	}
+	return "gitfleet/" + v
+}()
+
+// apiTransport sends every API request as GitHub documents them today:
+// gitfleet's User-Agent, the stable media type (go-github still asks for
+// preview types GitHub has retired) and the REST API version.
+type apiTransport struct{ base http.RoundTripper }
+
+func (t apiTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("User-Agent", UserAgent)
+	r.Header.Set("Accept", "application/vnd.github+json")
+	r.Header.Set("X-GitHub-Api-Version", "2022-11-28")
+	return t.base.RoundTrip(r)
+}
+
+// newClient is a go-github client for h's API authenticated with token.
+// A token never goes to a plain-http API that is not on this machine unless
+// the host allows it explicitly.
+func newClient(h Host, token string, httpClient *http.Client) (*github.Client, error) {
+	if token != "" && !h.AllowPlainHTTPToken {
+		if err := tokenSafe(h.APIURL); err != nil {
+			return nil, err
+		}
+	}
+	hc := &http.Client{Timeout: 30 * time.Second}
+	if httpClient != nil {
+		cp := *httpClient
+		hc = &cp
+	}
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	hc.Transport = apiTransport{base: base}
+	c := github.NewClient(hc)
+	if !strings.EqualFold(h.APIURL, "https://api.github.com/") {
+		var err error
+		if c, err = c.WithEnterpriseURLs(h.APIURL, h.APIURL); err != nil {
+			return nil, fmt.Errorf("host %s: %w", h.Name, err)
+		}
+	}
+	if token != "" {
+		c = c.WithAuthToken(token)
+	}
+	return c, nil
+}
+
+// tokenSafe refuses plain http unless the API is on a loopback address.
+func tokenSafe(apiURL string) error {
+	u, err := url.Parse(apiURL)
+	if err != nil {
+		return fmt.Errorf("API URL %q: %w", apiURL, err)
+	}
+	if u.Scheme == "https" {
+		return nil
+	}
+	host := u.Hostname()
+	if ip := net.ParseIP(host); (ip != nil && ip.IsLoopback()) || host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return nil
+	}
+	return errclass.Permanentf(errclass.ReasonInvalidInput,
+		"refusing to send a token to %s over plain http (set %s=1 to allow it)", u.Host, EnvAllowPlainHTTPToken)
+}
+
+// EnvAllowPlainHTTPToken allows tokens over plain http to a non-loopback API.
+const EnvAllowPlainHTTPToken = "GITFLEET_ALLOW_PLAIN_HTTP_TOKEN"
+
+// Account is a GitHub API client acting as one user (their token), for
+// reading what that account sees. It honours GitHub's limits per token,
+// across every Account of the process: at most a bounded number of requests
+// in flight, and none at all while a rate limit holds.
+type Account struct {
+	client *github.Client
+	gate   *tokenGate
+}
+
+// AccountOptions tunes an Account.
+type AccountOptions struct {
+	// HTTPClient may be nil.
+	HTTPClient *http.Client
+	// MaxConcurrent bounds the token's requests in flight (default 10).
+	MaxConcurrent int
+	// Now is the clock for rate-limit waits; nil means time.Now.
+	Now func() time.Time
+}
+
+// NewAccount returns a client of h's API acting with token.
+func NewAccount(h Host, token string, o AccountOptions) (*Account, error) {
+	if token == "" {
+		return nil, errclass.Permanentf(errclass.ReasonInvalidInput, "no token")
+	}
+	c, err := newClient(h, token, o.HTTPClient)
+	if err != nil {
+		return nil, err
+	}
+	return &Account{client: c, gate: gateFor(token, o)}, nil
+}
+
+// Whoami is GET /user: the account's login and id. A rejected token is
+// Permanent and says what to do.
+func (a *Account) Whoami(ctx context.Context) (login string, id int64, err error) {
+	var u *github.User
+	err = a.gate.do(ctx, "/user", func() (*github.Response, error) {
+		var resp *github.Response
+		var err error
+		u, resp, err = a.client.Users.Get(ctx, "")
+		return resp, err
+	})
+	if err != nil {
+		return "", 0, err
+	}
+	return u.GetLogin(), u.GetID(), nil
+}
+
+// FetchList fetches every page of a list endpoint (path relative to the API
+// base, e.g. "user/repos?affiliation=owner"), 100 to a page, each with the
+// validators of the stored page at its URL: a 304 reuses the stored page
+// (and, on GitHub, costs no quota). It returns the pages in order and how
+// many were unchanged. Nothing is returned unless every page was fetched.
+func (a *Account) FetchList(ctx context.Context, endpoint, path string, stored map[string]ghaccount.Page) ([]ghaccount.Page, int, error) {
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	next := path + sep + "per_page=100"
+	var pages []ghaccount.Page
+	unchanged := 0
+	seen := map[string]bool{}
+	for next != "" {
+		if seen[next] {
+			return nil, 0, errclass.Permanentf(errclass.ReasonUnsupported, "%s: pagination loops at %s", endpoint, next)
+		}
+		seen[next] = true
+		page, notModified, err := a.fetchPage(ctx, endpoint, next, stored[next])
+		if err != nil {
+			return nil, 0, err
+		}
+		if notModified {
+			unchanged++
+		}
+		pages = append(pages, page)
+		next = page.Next
+	}
+	return pages, unchanged, nil
+}
+
+func (a *Account) fetchPage(ctx context.Context, endpoint, u string, old ghaccount.Page) (ghaccount.Page, bool, error) {
+	req, err := a.client.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		return ghaccount.Page{}, false, errclass.Permanentf(errclass.ReasonInvalidInput, "%s: %v", endpoint, err)
+	}
+	if len(old.Body) > 0 {
+		if old.ETag != "" {
+			req.Header.Set("If-None-Match", old.ETag)
+		} else if old.LastModified != "" {
+			req.Header.Set("If-Modified-Since", old.LastModified)
+		}
+	}
+	var page ghaccount.Page
+	notModified := false
+	err = a.gate.do(ctx, endpoint, func() (*github.Response, error) {
+		resp, err := a.client.BareDo(ctx, req)
+		if resp != nil && resp.StatusCode == http.StatusNotModified && len(old.Body) > 0 {
+			notModified = true
+			page = old
+			return resp, nil
+		}
+		if err != nil {
+			return resp, err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, maxPageBytes))
+		if err != nil {
+			return resp, err
+		}
+		page = ghaccount.Page{URL: u, ETag: resp.Header.Get("ETag"), LastModified: resp.Header.Get("Last-Modified"), Body: body}
+		if resp.NextPage != 0 {
+			page.Next = withPage(u, resp.NextPage)
+		}
+		return resp, nil
+	})
+	return page, notModified, err
+}
+
+// withPage is u with its page parameter set: the next page's URL in the
+// same form as the first, so stored pages are found by it.
+func withPage(u string, page int) string {
+	path, query, _ := strings.Cut(u, "?")
+	q, _ := url.ParseQuery(query)
+	q.Set("page", fmt.Sprint(page))
+	return path + "?" + q.Encode()
+}
+
+// maxPageBytes bounds one page (100 repositories take about 600 KB).
+const maxPageBytes = 16 << 20
+
+// ParseRepos reads a page of a repository list.
+func ParseRepos(p ghaccount.Page) ([]ghaccount.Repo, error) {
+	var rs []*github.Repository
+	if err := json.Unmarshal(p.Body, &rs); err != nil {
+		return nil, errclass.Wrap(errclass.Retryable, "bad response", fmt.Errorf("a repository page is not JSON: %w", err))
+	}
+	out := make([]ghaccount.Repo, 0, len(rs))
+	for _, r := range rs {
+		if r.GetID() == 0 || r.GetOwner().GetLogin() == "" {
+			return nil, errclass.Wrap(errclass.Retryable, "bad response", errors.New("a repository without id or owner"))
+		}
+		source := ghaccount.Personal
+		if r.GetOwner().GetType() == "Organization" {
+			source = ghaccount.Organization
+		}
+		vis := r.GetVisibility()
+		if vis == "" {
+			vis = map[bool]string{true: "private", false: "public"}[r.GetPrivate()]
+		}
+		out = append(out, ghaccount.Repo{ID: r.GetID(), Owner: r.GetOwner().GetLogin(), OwnerID: r.GetOwner().GetID(),
+			Name: r.GetName(), Source: source, Visibility: vis, DefaultBranch: r.GetDefaultBranch(),
+			Archived: r.GetArchived(), Fork: r.GetFork(), PushedAt: r.GetPushedAt().Time})
+	}
+	return out, nil
+}
+
+// ParseOrgs reads a page of an organization list.
+func ParseOrgs(p ghaccount.Page) ([]ghaccount.Org, error) {
+	var os []*github.Organization
+	if err := json.Unmarshal(p.Body, &os); err != nil {
+		return nil, errclass.Wrap(errclass.Retryable, "bad response", fmt.Errorf("an organization page is not JSON: %w", err))
+	}
+	out := make([]ghaccount.Org, 0, len(os))
+	for _, o := range os {
+		if o.GetID() == 0 || o.GetLogin() == "" {
+			return nil, errclass.Wrap(errclass.Retryable, "bad response", errors.New("an organization without id or login"))
+		}
+		out = append(out, ghaccount.Org{ID: o.GetID(), Login: o.GetLogin(), Description: o.GetDescription()})
+	}
+	return out, nil
+}
+
+// tokenGate holds one token's limits for the whole process.
+type tokenGate struct {
+	slots chan struct{}
+	now   func() time.Time
+
+	mu           sync.Mutex
+	blockedUntil time.Time
+}
+
+var (
+	gatesMu sync.Mutex
+	gates   = map[string]*tokenGate{}
+)
+
+// gateFor returns the token's gate, keyed by a digest (the map never holds
+// a token).
+func gateFor(token string, o AccountOptions) *tokenGate {
+	sum := sha256.Sum256([]byte(token))
+	key := hex.EncodeToString(sum[:])
+	gatesMu.Lock()
+	defer gatesMu.Unlock()
+	g, ok := gates[key]
+	if !ok {
+		n := o.MaxConcurrent
+		if n <= 0 {
+			n = 10
+		}
+		g = &tokenGate{slots: make(chan struct{}, n)}
+		gates[key] = g
+	}
+	g.now = o.Now
+	if g.now == nil {
+		g.now = time.Now
+	}
+	return g
+}
+
+// do runs one request within the token's limits: none while a rate limit
+// holds (a Retryable error until it lifts), a bounded number at once, and a
+// rate-limit answer holds every later request of the token. endpoint is a
+// path pattern ("/user/repos", "/orgs/{org}/repos"): it names requests in
+// errors and metrics without naming anyone.
+func (g *tokenGate) do(ctx context.Context, endpoint string, send func() (*github.Response, error)) error {
+	g.mu.Lock()
+	wait := g.blockedUntil.Sub(g.now())
+	g.mu.Unlock()
+	if wait > 0 {
+		metrics.GitHubRateLimitWaits.Inc()
+		return &errclass.Error{Class: errclass.Retryable, Reason: errclass.ReasonRateLimited, RetryAfter: wait,
+			Err: fmt.Errorf("%s: rate limited for another %s; no request sent", endpoint, wait.Round(time.Second))}
+	}
+	select {
+	case g.slots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	resp, err := send()
+	<-g.slots
+	status := 0
+	if resp != nil {
+		status = resp.StatusCode
+	}
+	metrics.GitHubRequests.Inc(endpoint, strconv.Itoa(status))
+	if status == http.StatusNotModified {
+		metrics.GitHubNotModified.Inc()
+	}
+	if err == nil {
+		return nil
+	}
+	c := errclass.Classify(err)
+	if c.Reason == errclass.ReasonRateLimited {
+		if c.RetryAfter <= 0 {
+			c.RetryAfter = time.Minute // a limit that says nothing of when: GitHub says wait a minute
+		}
+		g.mu.Lock()
+		if until := g.now().Add(c.RetryAfter); until.After(g.blockedUntil) {
+			g.blockedUntil = until
+		}
+		g.mu.Unlock()
+	}
+	var gh *github.ErrorResponse
+	if errors.As(err, &gh) && gh.Response != nil && gh.Response.StatusCode == http.StatusUnauthorized {
+		return errclass.Wrap(errclass.Permanent, errclass.ReasonPermissionDenied,
+			fmt.Errorf("%s: GitHub rejected the token (401): run `starter users add` again with a valid token", endpoint))
+	}
+	return &errclass.Error{Class: c.Class, Reason: c.Reason, RetryAfter: c.RetryAfter, Err: fmt.Errorf("%s: %w", endpoint, err)}
+}
