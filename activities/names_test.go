@@ -13,7 +13,7 @@ import (
 // left that nothing schedules.
 func TestWorkflowsScheduleRegisteredActivities(t *testing.T) {
 	methods := map[string]bool{}
-	for _, v := range []any{&activities.Activities{}, &activities.Shards{}, &activities.Sweeps{}} {
+	for _, v := range []any{&activities.Activities{}, &activities.Shards{}, &activities.Sweeps{}, &activities.GitHub{}} {
 		typ := reflect.TypeOf(v)
 		for i := range typ.NumMethod() {
 			methods[typ.Method(i).Name] = true

@@ -113,6 +113,7 @@ func run() error {
 		LeaseFor: cfg.ShardLease, BatchBlobs: cfg.ScanBatch})
 	w.RegisterActivity(&activities.Sweeps{Store: st, Client: c, Hosts: cfg.Hosts,
 		Heads: activities.LsRemote{}, Policy: scanner.Policy(), Decay: cfg.Decay, Log: log})
+	w.RegisterActivity(&activities.GitHub{Store: st, Box: cfg.TokenBox, Hosts: cfg.Hosts, MaxConcurrent: cfg.GitHubConcurrency, Log: log})
 	if err := workflows.EnsureSchedules(ctx, c, workflows.ScheduleConfig{SweepEvery: cfg.SweepEvery, CleanupEvery: cfg.CleanupEvery}); err != nil {
 		return err
 	}

@@ -94,6 +94,8 @@ func Register(w worker.WorkflowRegistry) {
 	w.RegisterWorkflow(CleanupStale)
 	w.RegisterWorkflow(ExecuteShard)
 	w.RegisterWorkflow(RecollectionSweep)
+	w.RegisterWorkflow(RefreshGitHubCache)
+	w.RegisterWorkflow(CollectOrg)
 }
 
 // The activities, by name: methods of the structs in package activities,
@@ -126,6 +128,10 @@ const (
 	activityListDue      = "ListDue"      // SweepPageInput → SweepPage
 	activityCheckHeads   = "CheckHeads"   // CheckHeadsInput → []HeadOutcome
 	activityStartCollect = "StartCollect" // repoid.ID
+
+	// The GitHub cache (activities.GitHub).
+	activityRefreshGitHubCache = "RefreshGitHubCache" // RefreshGitHubCacheInput → RefreshGitHubCacheResult
+	activityListCachedRepos    = "ListCachedRepos"    // ListCachedReposInput → CachedReposPage
 )
 
 // ActivityNames lists every activity the workflows schedule, for the
@@ -137,6 +143,7 @@ var ActivityNames = []string{
 	activityEnsureShard, activityAcquireShard, activitySyncShardMirror, activityScanShard, activityCheckpointShard,
 	activityParkShard,
 	activityListDue, activityCheckHeads, activityStartCollect,
+	activityRefreshGitHubCache, activityListCachedRepos,
 }
 
 // Payloads of the collection activities.
@@ -276,6 +283,25 @@ const (
 	HeadFailed    HeadOutcome = "failed" // Retryable: counts toward the sweep's circuit breaker
 	HeadGone      HeadOutcome = "gone"   // Permanent: counted as the repository's failure
 )
+
+// Payloads of the GitHub cache activities.
+
+// ListCachedReposInput asks for a page of a user's cached repositories of
+// an organization, in full-name order after After.
+type ListCachedReposInput struct {
+	UserID          int64  `json:"userId"`
+	Org             string `json:"org"`
+	IncludeArchived bool   `json:"includeArchived,omitempty"`
+	After           string `json:"after,omitempty"`
+	Limit           int    `json:"limit"`
+}
+
+// CachedReposPage is one page of repositories to collect.
+type CachedReposPage struct {
+	Repos []repoid.ID `json:"repos,omitempty"`
+	Next  string      `json:"next,omitempty"`
+	Done  bool        `json:"done"`
+}
 
 // retryPolicy retries Retryable errors with backoff and never retries the
 // non-retryable classes (DESIGN §2).

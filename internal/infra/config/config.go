@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"gitfleet/internal/domain/decay"
+	"gitfleet/internal/infra/secrets"
 	"gitfleet/internal/infra/vcs"
 )
 
@@ -30,6 +31,8 @@ const (
 	EnvCleanupEvery      = "GITFLEET_CLEANUP_EVERY"
 	EnvDecay             = "GITFLEET_DECAY"
 	EnvHashKey           = "GITFLEET_FINDING_KEY"
+	EnvTokenKey          = secrets.KeyEnv
+	EnvGitHubConcurrency = "GITFLEET_GITHUB_CONCURRENCY"
 )
 
 // Defaults: the dev stack's addresses.
@@ -65,6 +68,11 @@ type Config struct {
 	// HashKey keys the findings' secret hashes; nil means the key the
 	// database generates once per installation. Secret: never logged.
 	HashKey []byte
+	// TokenBox seals and opens users' GitHub tokens; nil when no key is
+	// configured (users cannot be added, caches not refreshed).
+	TokenBox *secrets.Box
+	// GitHubConcurrency bounds each token's API requests in flight.
+	GitHubConcurrency int
 }
 
 // Load reads the configuration through getenv (os.Getenv in binaries).
@@ -125,6 +133,21 @@ func Load(getenv func(string) string) (Config, error) {
 			return Config{}, fmt.Errorf("%s must be at least 16 characters", EnvHashKey)
 		}
 		c.HashKey = []byte(k)
+	}
+	if k := getenv(EnvTokenKey); k != "" {
+		box, err := secrets.ParseKey(k)
+		if err != nil {
+			return Config{}, err
+		}
+		c.TokenBox = box
+	}
+	c.GitHubConcurrency = 10
+	if v := getenv(EnvGitHubConcurrency); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			return Config{}, fmt.Errorf("%s=%q: want a number from 1 to 100", EnvGitHubConcurrency, v)
+		}
+		c.GitHubConcurrency = n
 	}
 	if c.MirrorDir == "" {
 		cache, err := os.UserCacheDir()

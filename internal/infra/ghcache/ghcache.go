@@ -91,7 +91,7 @@ func (c *Cache) Repos(ctx context.Context, userName string, f ghaccount.Filter, 
 	if err != nil {
 		return Listing{}, err
 	}
-	if out.Repos, err = c.Store.CachedRepos(ctx, u.ID, f); err != nil {
+	if out.Repos, err = c.Store.CachedRepos(ctx, u.ID, f, "", 0); err != nil {
 		return Listing{}, err
 	}
 	return out, nil

@@ -22,6 +22,10 @@ type User struct {
 	UpdatedAt time.Time `json:"updatedAt"`
 }
 
+// TokenContext binds a user's sealed token to its row: a sealed token
+// copied to another user's row does not open.
+func TokenContext(userName string) string { return "user:" + userName }
+
 // NewUser is a user to add, with the token already sealed.
 type NewUser struct {
 	Name, APIURL, Login string
@@ -236,13 +240,16 @@ func (s *Store) ReplaceGitHubView(ctx context.Context, userID int64, apiURL stri
 }
 
 // CachedRepos returns a user's cached repositories that pass the filter,
-// sorted by full name.
-func (s *Store) CachedRepos(ctx context.Context, userID int64, f ghaccount.Filter) ([]ghaccount.Repo, error) {
+// sorted by full name (case-insensitively), those after the full name
+// after, at most limit of them (0: all).
+func (s *Store) CachedRepos(ctx context.Context, userID int64, f ghaccount.Filter, after string, limit int) ([]ghaccount.Repo, error) {
 	rows, err := s.pool.Query(ctx, `SELECT github_repo_id, owner, name, coalesce(o.github_org_id, 0), source_type, visibility,
 			default_branch, archived, fork, coalesce(pushed_at, 'epoch')
 		FROM user_github_repositories r LEFT JOIN github_organizations o ON o.id = r.org_id
 		WHERE r.user_id = $1 AND ($2 = '' OR lower(r.owner) = lower($2)) AND ($3 OR NOT r.archived)
-		ORDER BY lower(r.owner), lower(r.name), r.github_repo_id`, userID, f.Org, f.IncludeArchived)
+			AND lower(r.owner || '/' || r.name) > lower($4)
+		ORDER BY lower(r.owner || '/' || r.name), r.github_repo_id
+		LIMIT nullif($5, 0)`, userID, f.Org, f.IncludeArchived, after, limit)
 	if err != nil {
 		return nil, err
 	}

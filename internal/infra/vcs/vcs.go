@@ -167,3 +167,14 @@ func (hs Hosts) Parse(input string) (repoid.ID, error) {
 	}
 	return id, nil
 }
+
+// ByAPIURL finds the host whose API is apiURL (trailing slash optional).
+func (hs Hosts) ByAPIURL(apiURL string) (Host, bool) {
+	want := strings.TrimSuffix(strings.ToLower(apiURL), "/")
+	for _, h := range hs.hosts {
+		if strings.TrimSuffix(strings.ToLower(h.APIURL), "/") == want {
+			return h, true
+		}
+	}
+	return Host{}, false
+}

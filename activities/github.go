@@ -1,0 +1,142 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"gitfleet/internal/domain/ghaccount"
+	"gitfleet/internal/domain/repoid"
+	"gitfleet/internal/infra/errclass"
+	"gitfleet/internal/infra/ghcache"
+	"gitfleet/internal/infra/secrets"
+	"gitfleet/internal/infra/store"
+	"gitfleet/internal/infra/vcs"
+	"gitfleet/workflows"
+)
+
+// GitHub are the GitHub cache activities (DESIGN §6). Workflows name users
+// by id; the token is read sealed from the database and opened here, so it
+// never travels through Temporal.
+type GitHub struct {
+	Store *store.Store
+	// Box opens users' tokens; nil means no GITFLEET_TOKEN_KEY was given,
+	// and refreshes fail saying so.
+	Box   *secrets.Box
+	Hosts vcs.Hosts
+	// HTTPClient may be nil; MaxConcurrent bounds each token's requests in
+	// flight (default 10).
+	HTTPClient    *http.Client
+	MaxConcurrent int
+	Log           *zap.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+func (g *GitHub) now() time.Time {
+	if g.Now != nil {
+		return g.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+// account opens a user's token and returns a client acting as the user.
+func (g *GitHub) account(ctx context.Context, u store.User) (*vcs.Account, error) {
+	if g.Box == nil {
+		return nil, errclass.Wrap(errclass.Permanent, errclass.ReasonInvalidInput, secrets.ErrNoKey)
+	}
+	host, ok := g.Hosts.ByAPIURL(u.APIURL)
+	if !ok {
+		return nil, errclass.Permanentf(errclass.ReasonInvalidInput, "user %s belongs to %s, which this worker is not configured for", u.Name, u.APIURL)
+	}
+	sealed, err := g.Store.SealedToken(ctx, u.ID)
+	if err != nil {
+		return nil, err
+	}
+	token, err := g.Box.Open(sealed, store.TokenContext(u.Name))
+	if err != nil {
+		return nil, errclass.Wrap(errclass.Permanent, errclass.ReasonInvalidInput, fmt.Errorf("the token of user %s: %w", u.Name, err))
+	}
+	return vcs.NewAccount(host, string(token), vcs.AccountOptions{HTTPClient: g.HTTPClient, MaxConcurrent: g.MaxConcurrent, Now: g.Now})
+}
+
+func (g *GitHub) user(ctx context.Context, id int64) (store.User, error) {
+	u, err := g.Store.UserByID(ctx, id)
+	if err != nil {
+		return store.User{}, err
+	}
+	if u == nil {
+		return store.User{}, errclass.Permanentf(errclass.ReasonNotFound, "user %d does not exist", id)
+	}
+	return *u, nil
+}
+
+// RefreshGitHubCache fetches every list a user's cache holds and replaces
+// the cached view whole; any failure leaves it as it was.
+func (g *GitHub) RefreshGitHubCache(ctx context.Context, in workflows.RefreshGitHubCacheInput) (workflows.RefreshGitHubCacheResult, error) {
+	u, err := g.user(ctx, in.UserID)
+	if err != nil {
+		return workflows.RefreshGitHubCacheResult{}, AppError(err)
+	}
+	account, err := g.account(ctx, u)
+	if err != nil {
+		return workflows.RefreshGitHubCacheResult{}, AppError(err)
+	}
+	lists, err := g.Store.GitHubLists(ctx, u.ID)
+	if err != nil {
+		return workflows.RefreshGitHubCacheResult{}, AppError(err)
+	}
+	want := []string{ghaccount.ListOrgs, ghaccount.ListRepos}
+	for l := range lists {
+		if ghaccount.OrgOfList(l) != "" {
+			want = append(want, l)
+		}
+	}
+	stored, err := g.Store.GitHubPages(ctx, u.ID)
+	if err != nil {
+		return workflows.RefreshGitHubCacheResult{}, AppError(err)
+	}
+	view, pages, unchanged, err := ghcache.Fetch(ctx, account, want, stored)
+	if err != nil {
+		return workflows.RefreshGitHubCacheResult{}, AppError(err)
+	}
+	if err := g.Store.ReplaceGitHubView(ctx, u.ID, u.APIURL, view, g.now()); err != nil {
+		return workflows.RefreshGitHubCacheResult{}, AppError(err)
+	}
+	out := workflows.RefreshGitHubCacheResult{Pages: pages, NotModified: unchanged, Orgs: len(view.Orgs), Repos: len(view.Repos)}
+	g.logger(ctx).Info("github cache refreshed", zap.Int64("user", u.ID), zap.Int("pages", out.Pages),
+		zap.Int("notModified", out.NotModified), zap.Int("orgs", out.Orgs), zap.Int("repos", out.Repos))
+	return out, nil
+}
+
+// ListCachedRepos returns a page of a user's cached repositories of an
+// organization, as repository names of the user's host.
+func (g *GitHub) ListCachedRepos(ctx context.Context, in workflows.ListCachedReposInput) (workflows.CachedReposPage, error) {
+	u, err := g.user(ctx, in.UserID)
+	if err != nil {
+		return workflows.CachedReposPage{}, AppError(err)
+	}
+	host, ok := g.Hosts.ByAPIURL(u.APIURL)
+	if !ok {
+		return workflows.CachedReposPage{}, AppError(errclass.Permanentf(errclass.ReasonInvalidInput,
+			"user %s belongs to %s, which this worker is not configured for", u.Name, u.APIURL))
+	}
+	repos, err := g.Store.CachedRepos(ctx, u.ID, ghaccount.Filter{Org: in.Org, IncludeArchived: in.IncludeArchived}, in.After, in.Limit)
+	if err != nil {
+		return workflows.CachedReposPage{}, AppError(err)
+	}
+	out := workflows.CachedReposPage{Done: len(repos) < in.Limit}
+	for _, r := range repos {
+		out.Repos = append(out.Repos, repoid.ID{Host: host.Name, Owner: r.Owner, Name: r.Name})
+		out.Next = strings.ToLower(r.FullName())
+	}
+	return out, nil
+}
+
+func (g *GitHub) logger(ctx context.Context) *zap.Logger {
+	return (&Activities{Log: g.Log}).logger(ctx)
+}
