@@ -8,13 +8,18 @@ TEMPORAL_CLI_VERSION := v1.5.1
 TEMPORAL := $(GOBIN)/temporal
 export TEMPORAL_CLI ?= $(TEMPORAL)
 
-.PHONY: all build run test unit bench gitleaks temporal-cli compose-check clean
+.PHONY: all build build-dev run test unit bench gitleaks temporal-cli compose-check clean
 
 all: build
 
-## build: compile bin/worker and bin/starter
+## build: compile the production binaries bin/worker and bin/starter
 build:
 	$(GO) build -o bin/ ./worker ./starter
+
+## build-dev: bin/starter-dev, the starter with `starter dev` (the dev stack:
+## Temporal dev server, private PostgreSQL, demo forge) built in
+build-dev:
+	$(GO) build -tags devstack -o bin/starter-dev ./starter
 
 ## temporal-cli: install the pinned Temporal CLI (dev server + Web UI) if missing
 temporal-cli: $(TEMPORAL)
@@ -23,12 +28,13 @@ $(TEMPORAL):
 	$(GO) install github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_CLI_VERSION)
 
 ## run: the whole stack on this machine, with a demo collection; Ctrl-C stops it
-run: build temporal-cli
-	bin/starter dev
+run: build build-dev temporal-cli
+	bin/starter-dev dev
 
 ## test: vet and every test, integration tests against real parts included
 test: temporal-cli
 	$(GO) vet ./...
+	$(GO) vet -tags devstack ./starter/
 	$(GO) test -timeout 30m ./...
 
 ## unit: the fast tests only (no dev server, no database)

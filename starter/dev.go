@@ -1,3 +1,5 @@
+//go:build devstack
+
 package main
 
 import (
@@ -20,6 +22,7 @@ import (
 	"gitfleet/internal/devstack/temporalcli"
 	"gitfleet/internal/domain/repoid"
 	"gitfleet/internal/infra/config"
+	"gitfleet/internal/infra/secrets"
 	"gitfleet/internal/infra/vcs"
 )
 
@@ -122,6 +125,10 @@ func (a *app) dev(ctx context.Context, o devOptions) error {
 		// and the Web UI (.localhost names are loopback by definition).
 		vcs.EnvHost:         "forge.localhost",
 		config.EnvMirrorDir: filepath.Join(dataDir, "mirrors"),
+	}
+	// Users' GitHub tokens are sealed with a key kept beside the data.
+	if env[config.EnvTokenKey], err = devTokenKey(dataDir); err != nil {
+		return err
 	}
 	envFile := filepath.Join(dataDir, "dev.env")
 	if err := writeEnvFile(envFile, env); err != nil {
@@ -226,6 +233,20 @@ func (a *app) demo(ctx context.Context, fg *forge.Forge) error {
 	}
 	fmt.Fprintln(a.stdout, "\n==> Demo: demo/hello was renamed to demo/hello-world on the forge; collecting the new name")
 	return a.collect(ctx, c, []repoid.ID{{Host: host, Owner: "demo", Name: "hello-world"}}, true)
+}
+
+// devTokenKey returns the dev stack's token key, generated on first use
+// into the data directory (mode 0600), so users added once stay readable.
+func devTokenKey(dataDir string) (string, error) {
+	path := filepath.Join(dataDir, "token.key")
+	if b, err := os.ReadFile(path); err == nil {
+		return strings.TrimSpace(string(b)), nil
+	}
+	key := secrets.NewKey()
+	if err := os.WriteFile(path, []byte(key+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("write the token key: %w", err)
+	}
+	return key, nil
 }
 
 func writeEnvFile(path string, env map[string]string) error {

@@ -12,6 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/worker"
+
+	"gitfleet/workflows"
+
 	"gitfleet/activities"
 	"gitfleet/internal/devstack/forge"
 	"gitfleet/internal/devstack/testenv"
@@ -19,7 +23,6 @@ import (
 	"gitfleet/internal/infra/config"
 	"gitfleet/internal/infra/mirror"
 	"gitfleet/internal/infra/vcs"
-	"gitfleet/workflows"
 )
 
 var (
@@ -52,8 +55,14 @@ func TestMain(m *testing.M) {
 		if err != nil {
 			return nil, err
 		}
-		stop, err := e.StartWorker(&activities.Activities{Store: e.Store, Mirrors: mirrors, Hosts: cfg.Hosts, Log: e.Log},
-			&activities.Shards{Store: e.Store, Mirrors: mirrors, Scanner: scanner, Log: e.Log})
+		if err := workflows.EnsureSearchAttributes(context.Background(), e.Client, e.Namespace); err != nil {
+			return nil, err
+		}
+		stop, err := e.StartWorker(workflows.TaskQueue, func(w worker.Registry) {
+			workflows.Register(w)
+			w.RegisterActivity(&activities.Activities{Store: e.Store, Mirrors: mirrors, Hosts: cfg.Hosts, Log: e.Log})
+			w.RegisterActivity(&activities.Shards{Store: e.Store, Mirrors: mirrors, Scanner: scanner, Log: e.Log})
+		})
 		if err != nil {
 			return nil, err
 		}

@@ -7,6 +7,10 @@ import (
 	"sync"
 	"time"
 
+	"go.temporal.io/sdk/worker"
+
+	"gitfleet/workflows"
+
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -92,10 +96,16 @@ func TestMain(m *testing.M) {
 		}
 		// Small batches and short leases so tests see several durable
 		// writes per scan and lease renewals within seconds.
-		stop, err := e.StartWorker(&activities.Activities{Store: e.Store, Mirrors: mirrors, Hosts: hosts, Log: log},
-			&activities.Shards{Store: e.Store, Mirrors: mirrors, Scanner: scanner, Log: log, BatchBlobs: 50, LeaseFor: 6 * time.Second},
-			&activities.Sweeps{Store: e.Store, Client: e.Client, Hosts: hosts, Heads: heads,
+		if err := workflows.EnsureSearchAttributes(context.Background(), e.Client, e.Namespace); err != nil {
+			return nil, err
+		}
+		stop, err := e.StartWorker(workflows.TaskQueue, func(w worker.Registry) {
+			workflows.Register(w)
+			w.RegisterActivity(&activities.Activities{Store: e.Store, Mirrors: mirrors, Hosts: hosts, Log: log})
+			w.RegisterActivity(&activities.Shards{Store: e.Store, Mirrors: mirrors, Scanner: scanner, Log: log, BatchBlobs: 50, LeaseFor: 6 * time.Second})
+			w.RegisterActivity(&activities.Sweeps{Store: e.Store, Client: e.Client, Hosts: hosts, Heads: heads,
 				Policy: scanner.Policy(), Log: log})
+		})
 		if err != nil {
 			return nil, err
 		}

@@ -24,7 +24,6 @@ import (
 	"gitfleet/internal/devstack/temporalcli"
 	"gitfleet/internal/infra/logging"
 	"gitfleet/internal/infra/store"
-	"gitfleet/workflows"
 )
 
 // Env is the shared stack of one test binary.
@@ -142,9 +141,6 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := workflows.EnsureSearchAttributes(ctx, e.Client, e.Namespace); err != nil {
-		return nil, err
-	}
 	return e, nil
 }
 
@@ -167,14 +163,12 @@ func (e *Env) Close() {
 	}
 }
 
-// StartWorker runs an in-process worker on the gitfleet task queue with all
-// workflows and the given activities, and returns its stop function.
-func (e *Env) StartWorker(activities ...any) (func(), error) {
-	w := worker.New(e.Client, workflows.TaskQueue, worker.Options{})
-	workflows.Register(w)
-	for _, a := range activities {
-		w.RegisterActivity(a)
-	}
+// StartWorker runs an in-process worker on taskQueue with what register
+// registers (the caller's workflows and activities: this package knows
+// none of gitfleet's).
+func (e *Env) StartWorker(taskQueue string, register func(worker.Registry)) (func(), error) {
+	w := worker.New(e.Client, taskQueue, worker.Options{})
+	register(w)
 	if err := w.Start(); err != nil {
 		return nil, err
 	}
