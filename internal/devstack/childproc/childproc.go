@@ -1,5 +1,3 @@
-// Package childproc starts helper processes (PostgreSQL, the Temporal dev
-// server, workers) that must not outlive the process that started them.
 package childproc
 
 import (

@@ -5,4 +5,8 @@
 // hold across crashes and zombie attempts.
 //
 // The package has no code of its own; everything is in its tests.
+//
+// Rules: development and test tooling. Only tests, other devstack packages
+// and `starter dev` (build tag devstack) import it; the production binaries
+// never link it (layout_test.go checks).
 package faulttest

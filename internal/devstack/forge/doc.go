@@ -79,4 +79,8 @@
 // All methods are safe for concurrent use. Repository mutations hold locks;
 // git serving holds none while the git child runs, so a clone in flight
 // never blocks a rename (and may see it).
+//
+// Rules: development and test tooling. Only tests, other devstack packages
+// and `starter dev` (build tag devstack) import it; the production binaries
+// never link it (layout_test.go checks).
 package forge

@@ -1,14 +1,3 @@
-// Package repogen generates Git repositories for tests and benchmarks with
-// `git fast-import`: a linear history on main with files added and modified
-// in nested directories, extra branches and tags spread over that history,
-// planted secrets and binary blobs. Output is deterministic for a Spec: the
-// author, dates and the pseudo-random content derive from Spec.Seed, so the
-// same Spec always yields the same commit ids.
-//
-// Content looks like source code and configuration (Go, Python, YAML and
-// Markdown lines of identifiers, comments and numbers) built from a neutral
-// vocabulary, so a secret scanner's keyword prefilter sees realistic text and
-// the planted secrets are the only intended findings.
 package repogen
 
 import (

@@ -1,11 +1,3 @@
-// Package temporalcli locates the pinned Temporal CLI and runs its
-// development server (`temporal server start-dev`) for tests and the
-// `make run` dev stack.
-//
-// The dev server runs in its own process group, so that a Ctrl-C in a
-// terminal reaches only the calling program, which is expected to call
-// DevServer.Stop. On Linux the server is also killed (SIGKILL) if the calling
-// process dies without stopping it.
 package temporalcli
 
 import (

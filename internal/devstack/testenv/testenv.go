@@ -1,11 +1,3 @@
-// Package testenv gives an integration test binary the real parts it runs
-// against: one Temporal dev server (the pinned CLI) and one private
-// PostgreSQL cluster with a migrated database, started once per test binary
-// from TestMain and shared by its tests, which isolate themselves by
-// repository names.
-//
-// Nothing here skips: a missing CLI or PostgreSQL fails the binary with a
-// message saying what to install.
 package testenv
 
 import (

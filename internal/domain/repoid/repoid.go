@@ -1,8 +1,3 @@
-// Package repoid parses and validates the repository names users hand to
-// gitfleet ("host/owner/name" or a clone URL) before anything is started.
-//
-// Everything here is pure: no network, no database. A request that fails to
-// parse never reaches Temporal, and error messages never echo credentials.
 package repoid
 
 import (

@@ -36,4 +36,7 @@
 //
 // Findings carry a keyed hash and a redacted preview of the secret, never the
 // secret itself, and never the path or commit: those are the caller's.
+//
+// Rules: pure domain logic. It imports no Temporal SDK, no SQL driver and no
+// gitfleet package outside internal/domain (imports_test.go checks).
 package scan

@@ -1,11 +1,3 @@
-// Package shard holds the values of shard execution (DESIGN §4) that the
-// store persists and the workflows carry: what a shard is (Spec), its
-// persisted lifecycle (Status), an owner's claim on it (Lease) and the
-// durable proof of a finalize (Receipt).
-//
-// Pure values: no Temporal, no SQL. The rules that act on them (fence
-// checks, checkpoints) live where the state does, in the store's
-// transactions.
 package shard
 
 import (

@@ -1,10 +1,3 @@
-// Package target normalizes scan requests into shard targets (DESIGN §4):
-// identical requests normalize to the same ordered targets, whatever the
-// order, spelling or duplication of what the user typed, so that they map
-// to the same shards and never scan twice.
-//
-// Pure: no network, no repository access. Whether an explicit commit exists
-// and is a commit is checked when the shard executes.
 package target
 
 import (

@@ -1,5 +1,3 @@
-// Package config reads the settings the worker and the starter share from
-// the environment, with defaults that match the local dev stack (`make run`).
 package config
 
 import (

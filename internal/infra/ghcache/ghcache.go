@@ -1,13 +1,3 @@
-// Package ghcache is the GitHub API cache per user (DESIGN §6): reads are
-// served from the database, cache first and without TTL; a miss or an
-// explicit refresh fetches the whole view first and replaces the cached
-// rows in one transaction, so a GitHub failure leaves the old cache intact
-// and serving.
-//
-// Concurrent readers of one user in a process share one refresh (on a
-// context none of them owns, so one giving up cancels nobody else's); across
-// processes the Refresher joins a refresh already running (a workflow with a
-// per-user id). The package imports no Temporal: the Refresher is given.
 package ghcache
 
 import (

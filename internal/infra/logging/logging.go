@@ -1,5 +1,3 @@
-// Package logging builds gitfleet's zap loggers and adapts them for the
-// Temporal SDK, so the SDK's own messages come out through the same logger.
 package logging
 
 import (

@@ -1,7 +1,3 @@
-// Package metrics holds gitfleet's own counters in one place, so every
-// part counts the same way and one endpoint can expose them all in the
-// Prometheus text format. Label values are kinds and statuses, never
-// names, URLs, tokens or anything a user typed.
 package metrics
 
 import (

@@ -1,13 +1,3 @@
-// Package mirror keeps local bare mirrors of remote repositories with
-// go-git, and answers the two questions identity resolution asks of a remote
-// without any API call: "where does this URL really lead?" (redirects of
-// renamed repositories) and "does the remote still have commit X?" (fetch by
-// SHA, ADR-08).
-//
-// Mirrors live at a deterministic path per remote URL (a digest, so no path
-// from user input ever reaches the file system) and are safe to use from
-// several goroutines and processes at once. Correctness never depends on a
-// mirror surviving: any worker can recreate one from scratch.
 package mirror
 
 import (

@@ -1,6 +1,3 @@
-// Package store is gitfleet's PostgreSQL data: codebases, their collection
-// history, and the transactions that change them. Schema changes are goose
-// migrations embedded in the binary; the worker applies them on start.
 package store
 
 import (
