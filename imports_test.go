@@ -50,7 +50,9 @@ func TestImports(t *testing.T) {
 		{"the product links no dev stack", true, []string{"./workflows", "./activities", "./worker", "./starter", "./internal/domain/...", "./internal/infra/..."},
 			func(_, imp string) bool { return strings.HasPrefix(imp, "gitfleet/internal/devstack/") }},
 		{"workflows depend on no activity implementation", true, []string{"./workflows"},
-			func(_, imp string) bool { return imp == "gitfleet/activities" || imp == "gitfleet/internal/infra/store" }},
+			func(_, imp string) bool {
+				return imp == "gitfleet/activities" || imp == "gitfleet/internal/infra/store"
+			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pkgs := packages(t, tc.deps, tc.patterns...)
