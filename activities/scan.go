@@ -24,7 +24,7 @@ import (
 	"gitfleet/internal/domain/scan"
 	"gitfleet/internal/domain/target"
 	"gitfleet/internal/infra/errclass"
-	"gitfleet/internal/infra/gitwalk"
+	"gitfleet/internal/infra/gitread"
 	"gitfleet/internal/infra/mirror"
 	"gitfleet/internal/infra/store"
 )
@@ -49,7 +49,7 @@ func (r *repository) reopen() error {
 	if err := r.closer.Close(); err != nil {
 		return err
 	}
-	repo, closer, err := gitwalk.Open(r.path, walkCacheBytes)
+	repo, closer, err := gitread.Open(r.path, walkCacheBytes)
 	if err != nil {
 		return fmt.Errorf("reopen the mirror: %w", err)
 	}
@@ -62,7 +62,7 @@ func (r *repository) reopen() error {
 // as it is: one sync per job, wherever its activities run.
 func (s *Shards) open(ctx context.Context, spec shard.Spec, refsDigest string) (*repository, error) {
 	if spec.Local {
-		repo, closer, err := gitwalk.Open(spec.Location, walkCacheBytes)
+		repo, closer, err := gitread.Open(spec.Location, walkCacheBytes)
 		if err != nil {
 			return nil, errclass.Wrap(errclass.Permanent, errclass.ReasonNotFound, fmt.Errorf("open the local repository: %w", err))
 		}
@@ -75,7 +75,7 @@ func (s *Shards) open(ctx context.Context, spec shard.Spec, refsDigest string) (
 			return nil, err
 		}
 	}
-	repo, closer, err := gitwalk.Open(s.Mirrors.Path(remote.URL), walkCacheBytes)
+	repo, closer, err := gitread.Open(s.Mirrors.Path(remote.URL), walkCacheBytes)
 	if err != nil {
 		if remote.Empty {
 			return nil, errclass.Permanentf(errclass.ReasonEmptyRepository, "the repository is empty")
@@ -158,13 +158,13 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 	// goroutines in parallel, into a buffer each reuses); only what the
 	// packs lack goes through go-git, which then loads its own indexes.
 	// (Closed after the walk and the scan, before the repository.)
-	packs, err := gitwalk.OpenPacks(repo.path)
+	packs, err := gitread.OpenPacks(repo.path)
 	if err != nil {
 		return shard.Receipt{}, fmt.Errorf("open the packs: %w", err)
 	}
 	defer packs.Close()
-	walker := gitwalk.New(repo.repo, gitwalk.Options{Packs: packs, TreeCacheBytes: treeCacheBytes})
-	readers := make([]*gitwalk.PackReader, runtime.GOMAXPROCS(0))
+	walker := gitread.New(repo.repo, gitread.Options{Packs: packs, TreeCacheBytes: treeCacheBytes})
+	readers := make([]*gitread.PackReader, runtime.GOMAXPROCS(0))
 	for i := range readers {
 		readers[i] = packs.NewReader()
 	}
@@ -206,7 +206,7 @@ const scanGCPercent = 20
 
 // walkCacheBytes is go-git's object cache, for what the walk and the scan
 // read through go-git: objects the packs opened for the scan lack, and the
-// selection's explicit commits (gitwalk keeps its own tree cache, and its
+// selection's explicit commits (gitread keeps its own tree cache, and its
 // pack reader its own cache of delta bases).
 const walkCacheBytes = 4 << 20
 
@@ -349,7 +349,7 @@ func (s *Shards) commit(ctx context.Context, r *repository, hexID string) (plumb
 
 // rangesFor builds the walk: each ref from its tip down to any watermark.
 // Every watermark stops every ref — what is reachable from one was scanned.
-func rangesFor(tips map[string]plumbing.Hash, marks map[string]string) []gitwalk.Range {
+func rangesFor(tips map[string]plumbing.Hash, marks map[string]string) []gitread.Range {
 	var stops []plumbing.Hash
 	for _, c := range marks {
 		if plumbing.IsHash(c) {
@@ -363,9 +363,9 @@ func rangesFor(tips map[string]plumbing.Hash, marks map[string]string) []gitwalk
 		refs = append(refs, ref)
 	}
 	slices.Sort(refs) // a deterministic walk: first-seen paths and commits do not depend on map order
-	ranges := make([]gitwalk.Range, 0, len(refs))
+	ranges := make([]gitread.Range, 0, len(refs))
 	for _, ref := range refs {
-		ranges = append(ranges, gitwalk.Range{Ref: ref, Tip: tips[ref], Stops: stops})
+		ranges = append(ranges, gitread.Range{Ref: ref, Tip: tips[ref], Stops: stops})
 	}
 	return ranges
 }
@@ -377,13 +377,13 @@ type scanRun struct {
 	s        *Shards
 	lease    shard.Lease
 	scopeID  int64
-	walker   *gitwalk.Walker
-	readers  []*gitwalk.PackReader // one per scan goroutine
+	walker   *gitread.Walker
+	readers  []*gitread.PackReader // one per scan goroutine
 	buffers  [][]byte              // and a read buffer each, reused blob after blob
 	progress *progress
 	deadline time.Time
 
-	pending []gitwalk.Blob
+	pending []gitread.Blob
 
 	scanned, bytes, skipped, findings int64
 	partial                           bool
@@ -396,7 +396,7 @@ func (r *scanRun) batchSize() int {
 	return 2000
 }
 
-func (r *scanRun) add(b gitwalk.Blob) error {
+func (r *scanRun) add(b gitread.Blob) error {
 	r.pending = append(r.pending, b)
 	if len(r.pending) < r.batchSize() {
 		return nil
@@ -433,7 +433,7 @@ func (r *scanRun) flush(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var todo []gitwalk.Blob
+	var todo []gitread.Blob
 	for _, b := range batch {
 		if !seen[string(b.Hash[:])] {
 			todo = append(todo, b)
@@ -484,7 +484,7 @@ func (r *scanRun) flush(ctx context.Context) error {
 
 // scanBlob reads and scans one blob. An unreadable blob is skipped and
 // makes the run Partial, and is not marked seen: the next run tries again.
-func (r *scanRun) scanBlob(reader *gitwalk.PackReader, buf *[]byte, b gitwalk.Blob) scanned {
+func (r *scanRun) scanBlob(reader *gitread.PackReader, buf *[]byte, b gitread.Blob) scanned {
 	limit := r.s.Scanner.MaxBlobBytes()
 	content, size, err := reader.Read(b.Hash, limit, *buf)
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
@@ -496,7 +496,7 @@ func (r *scanRun) scanBlob(reader *gitwalk.PackReader, buf *[]byte, b gitwalk.Bl
 	}
 	hash := append([]byte(nil), b.Hash[:]...)
 	switch {
-	case errors.Is(err, gitwalk.ErrTooLarge):
+	case errors.Is(err, gitread.ErrTooLarge):
 		res := r.s.Scanner.Oversized(size)
 		return scanned{seen: store.SeenBlob{Blob: hash, Outcome: store.OutcomeOversized}, skipped: true, partial: res.Partial}
 	case err != nil:

@@ -2,8 +2,8 @@
 // or system configuration reaches, and hand-made packs and deltas for the
 // cases git never writes (corrupt entries, huge declared sizes, cycles).
 //
-// The pack encoding here is written independently of package packfmt on
-// purpose: a test that checks packfmt against bytes packfmt made would
+// The pack encoding here is written independently of package gitread on
+// purpose: a test that checks gitread against bytes gitread made would
 // prove nothing.
 //
 // Rules: development and test tooling. Only tests, other devstack packages

@@ -226,7 +226,7 @@ func TestSpecErrors(t *testing.T) {
 	}
 }
 
-// The scale of the gitwalk scale test: 10,000 commits × 5 files, 1,000 refs.
+// The scale of the gitread scale test: 10,000 commits × 5 files, 1,000 refs.
 var scaleSpec = Spec{Commits: 10000, FilesPerCommit: 5, Refs: 1000, BlobSize: 1024, Binary: 50, Seed: 42}
 
 func BenchmarkGenerate(b *testing.B) {

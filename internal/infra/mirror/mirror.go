@@ -296,7 +296,7 @@ func (m *Mirrors) fetchInto(ctx context.Context, path, remoteURL string, head pl
 
 // remote is an anonymous remote on repo, the bare repository at dir:
 // mirrors keep no remote configuration, since the URL a repository answers
-// at can change. Its fetches write packs with packfmt's indexer (see
+// at can change. Its fetches write packs with gitread's indexer (see
 // packStorage).
 func remote(repo *git.Repository, dir, url string) *git.Remote {
 	return git.NewRemote(withPackWriter(repo.Storer, dir), &config.RemoteConfig{Name: "origin", URLs: []string{url}})

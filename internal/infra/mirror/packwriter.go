@@ -13,11 +13,11 @@ import (
 	"github.com/go-git/go-git/v5/storage"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
-	"gitfleet/internal/infra/packfmt"
+	"gitfleet/internal/infra/gitread"
 )
 
 // packStorage is a mirror's go-git storage whose fetches write the
-// received pack and its index with packfmt's indexer instead of go-git's
+// received pack and its index with gitread's indexer instead of go-git's
 // packfile parser (which inflates, resolves and hashes every object on one
 // goroutine, allocating as it goes). go-git still does everything else:
 // negotiation, transport and ref updates. go-git's fetch hands the pack to
@@ -55,7 +55,7 @@ func (s *packStorage) PackfileWriter() (io.WriteCloser, error) {
 		return nil, err
 	}
 	w := &packWriter{s: s, dir: dir, f: f}
-	w.ix = packfmt.NewIndexer(f, packfmt.Options{Base: s.base})
+	w.ix = gitread.NewIndexer(f, gitread.IndexOptions{Base: s.base})
 	return w, nil
 }
 
@@ -83,12 +83,12 @@ type packWriter struct {
 	s      *packStorage
 	dir    string
 	f      *os.File
-	ix     *packfmt.Indexer
+	ix     *gitread.Indexer
 	closed bool
 }
 
 // testHookPackIndexed, when set, sees the index of every pack written.
-var testHookPackIndexed func(*packfmt.Index)
+var testHookPackIndexed func(*gitread.Index)
 
 func (w *packWriter) Write(p []byte) (int, error) { return w.ix.Write(p) }
 
@@ -110,11 +110,11 @@ func (w *packWriter) Close() (err error) {
 		}
 	}()
 	ix, err := w.ix.Finish()
-	if errors.Is(err, packfmt.ErrEmpty) {
+	if errors.Is(err, gitread.ErrEmpty) {
 		return nil // go-git reports the empty pack itself
 	}
 	if err != nil {
-		if errors.Is(err, packfmt.ErrCorrupt) {
+		if errors.Is(err, gitread.ErrCorrupt) {
 			// Classified as a corrupt pack (errclass): fetching again is
 			// the cure.
 			return fmt.Errorf("%w: %w", packfile.ErrMalformedPackFile, err)
@@ -149,7 +149,7 @@ func (w *packWriter) Close() (err error) {
 }
 
 // writeIndex writes the index to a temporary file and renames it to path.
-func writeIndex(dir, path string, ix *packfmt.Index) (err error) {
+func writeIndex(dir, path string, ix *gitread.Index) (err error) {
 	f, err := os.CreateTemp(dir, "tmp_idx_")
 	if err != nil {
 		return err

@@ -25,20 +25,20 @@ import (
 	"gitfleet/internal/devstack/gittest"
 	"gitfleet/internal/devstack/repogen"
 	"gitfleet/internal/infra/errclass"
-	"gitfleet/internal/infra/packfmt"
+	"gitfleet/internal/infra/gitread"
 )
 
 // recordPacks records the indexes of the packs the mirrors write.
-func recordPacks(t *testing.T) func() []*packfmt.Index {
+func recordPacks(t *testing.T) func() []*gitread.Index {
 	var mu sync.Mutex
-	var got []*packfmt.Index
-	testHookPackIndexed = func(ix *packfmt.Index) {
+	var got []*gitread.Index
+	testHookPackIndexed = func(ix *gitread.Index) {
 		mu.Lock()
 		got = append(got, ix)
 		mu.Unlock()
 	}
 	t.Cleanup(func() { testHookPackIndexed = nil })
-	return func() []*packfmt.Index {
+	return func() []*gitread.Index {
 		mu.Lock()
 		defer mu.Unlock()
 		out := got
@@ -302,7 +302,7 @@ func TestPackWriterCorruptAndEmpty(t *testing.T) {
 	}
 	for _, bad := range [][]byte{good[:len(good)/2], append(slices.Clone(good[:len(good)-1]), good[len(good)-1]^1)} {
 		err := write(bad)
-		if !errors.Is(err, packfile.ErrMalformedPackFile) || !errors.Is(err, packfmt.ErrCorrupt) {
+		if !errors.Is(err, packfile.ErrMalformedPackFile) || !errors.Is(err, gitread.ErrCorrupt) {
 			t.Fatalf("corrupt pack: %v", err)
 		}
 		if c := errclass.Classify(err); c.Reason != "corrupt pack" || c.Class != errclass.Retryable {

@@ -1,4 +1,4 @@
-package gitwalk
+package gitread
 
 import (
 	"bytes"
@@ -12,13 +12,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
-	"gitfleet/internal/infra/packfmt"
 )
 
-// errCorrupt is wrapped by the errors of PackReader's reads and OpenPacks for
-// data that breaks the pack, index or loose object format (packfmt's, which
-// also decodes the deltas).
-var errCorrupt = packfmt.ErrCorrupt
 
 // Packs holds the pack indexes of a repository, loaded once and shared,
 // read-only, by any number of PackReaders: the blob readers of a scanner
@@ -53,7 +48,6 @@ type pack struct {
 	large   []byte // big-endian uint64 offsets
 }
 
-const hashSize = 20 // len(plumbing.Hash): SHA-1 repositories only
 
 // OpenPacks loads the pack indexes of the repository at repoPath (a bare
 // repository, or a work tree with a .git directory, resolved as Open does)
@@ -164,24 +158,24 @@ func openPack(idxPath string) (*pack, error) {
 func parseIndex(raw []byte) (*pack, error) {
 	const head = 8 + 256*4
 	if len(raw) < head+2*hashSize || !bytes.Equal(raw[:4], idxMagic) {
-		return nil, fmt.Errorf("%w: not a version 2 pack index", errCorrupt)
+		return nil, fmt.Errorf("%w: not a version 2 pack index", ErrCorrupt)
 	}
 	if v := binary.BigEndian.Uint32(raw[4:8]); v != 2 {
-		return nil, fmt.Errorf("%w: pack index version %d not supported", errCorrupt, v)
+		return nil, fmt.Errorf("%w: pack index version %d not supported", ErrCorrupt, v)
 	}
 	fanout := raw[8:head]
 	prev := uint32(0)
 	for i := 0; i < 256; i++ {
 		c := binary.BigEndian.Uint32(fanout[4*i:])
 		if c < prev {
-			return nil, fmt.Errorf("%w: pack index fan-out not monotonic", errCorrupt)
+			return nil, fmt.Errorf("%w: pack index fan-out not monotonic", ErrCorrupt)
 		}
 		prev = c
 	}
 	n := int64(prev)
 	tables := int64(len(raw)) - head - 2*hashSize
 	if n*(hashSize+8) > tables || (tables-n*(hashSize+8))%8 != 0 {
-		return nil, fmt.Errorf("%w: pack index of %d objects has %d bytes", errCorrupt, n, len(raw))
+		return nil, fmt.Errorf("%w: pack index of %d objects has %d bytes", ErrCorrupt, n, len(raw))
 	}
 	namesEnd := head + int(n)*hashSize
 	offStart := namesEnd + int(n)*4 // after the CRC-32s
@@ -204,27 +198,27 @@ func (p *pack) check(f *os.File, sum []byte) error {
 	}
 	size := fi.Size()
 	if size < 12+int64(hashSize) {
-		return fmt.Errorf("%w: pack of %d bytes", errCorrupt, size)
+		return fmt.Errorf("%w: pack of %d bytes", ErrCorrupt, size)
 	}
 	var hdr [12]byte
 	if _, err := f.ReadAt(hdr[:], 0); err != nil {
 		return err
 	}
 	if string(hdr[:4]) != "PACK" {
-		return fmt.Errorf("%w: no pack signature", errCorrupt)
+		return fmt.Errorf("%w: no pack signature", ErrCorrupt)
 	}
 	if v := binary.BigEndian.Uint32(hdr[4:8]); v != 2 && v != 3 {
-		return fmt.Errorf("%w: pack version %d not supported", errCorrupt, v)
+		return fmt.Errorf("%w: pack version %d not supported", ErrCorrupt, v)
 	}
 	if c := binary.BigEndian.Uint32(hdr[8:12]); int64(c) != int64(p.n) {
-		return fmt.Errorf("%w: pack has %d objects, its index %d", errCorrupt, c, p.n)
+		return fmt.Errorf("%w: pack has %d objects, its index %d", ErrCorrupt, c, p.n)
 	}
 	var trailer [hashSize]byte
 	if _, err := f.ReadAt(trailer[:], size-int64(hashSize)); err != nil {
 		return err
 	}
 	if !bytes.Equal(trailer[:], sum) {
-		return fmt.Errorf("%w: pack checksum differs from its index's", errCorrupt)
+		return fmt.Errorf("%w: pack checksum differs from its index's", ErrCorrupt)
 	}
 	p.end = size - int64(hashSize)
 	return nil
@@ -260,16 +254,16 @@ func (p *pack) offset(i int) (int64, error) {
 	if o&0x80000000 != 0 {
 		j := int(o & 0x7fffffff)
 		if j >= len(p.large)/8 {
-			return 0, fmt.Errorf("%w: pack index large offset %d out of range", errCorrupt, j)
+			return 0, fmt.Errorf("%w: pack index large offset %d out of range", ErrCorrupt, j)
 		}
 		u := binary.BigEndian.Uint64(p.large[8*j:])
 		if u > 1<<62 {
-			return 0, fmt.Errorf("%w: pack index offset %d out of range", errCorrupt, u)
+			return 0, fmt.Errorf("%w: pack index offset %d out of range", ErrCorrupt, u)
 		}
 		off = int64(u)
 	}
 	if off < 12 || off >= p.end {
-		return 0, fmt.Errorf("%w: pack index offset %d out of range", errCorrupt, off)
+		return 0, fmt.Errorf("%w: pack index offset %d out of range", ErrCorrupt, off)
 	}
 	return off, nil
 }

@@ -1,5 +1,5 @@
 //go:build race
 
-package gitwalk
+package gitread
 
 const raceEnabled = true

@@ -1,4 +1,4 @@
-package gitwalk
+package gitread
 
 import (
 	"bytes"
@@ -20,7 +20,6 @@ import (
 
 	"gitfleet/internal/devstack/gittest"
 	"gitfleet/internal/devstack/repogen"
-	"gitfleet/internal/infra/packfmt"
 )
 
 // openPacks opens the packs of the repository at dir for the test.
@@ -708,15 +707,15 @@ func TestPackReaderHandmade(t *testing.T) {
 	o1 := b.RefDelta(h1, baseH, d1)
 	b.OfsDelta(h2, o1, d2)
 	b.RefDelta(h3, h2, d3)
-	b.Entry(hugeBlob, packfmt.TypeBlob, 1<<40, nil, []byte("tiny"))                     // size far over what the data can inflate to
+	b.Entry(hugeBlob, TypeBlob, 1<<40, nil, []byte("tiny"))                     // size far over what the data can inflate to
 	b.RefDelta(hugeDelta, baseH, gittest.NewDelta(len(base), 1<<40).Copy(0, 0x10000))   // target size not what the copies make
 	b.RefDelta(cycleA, cycleB, gittest.NewDelta(1, 1).Insert([]byte("a")))              // A on B on A
 	b.RefDelta(cycleB, cycleA, gittest.NewDelta(1, 1).Insert([]byte("b")))              //
 	b.RefDelta(copyOut, baseH, gittest.NewDelta(len(base), 10).Copy(len(base)-5, 10))   // copy past the base's end
 	b.RefDelta(wrongSrc, baseH, gittest.NewDelta(len(base)+1, 3).Insert([]byte("abc"))) // source size differs
 	b.Entry(badType, 5, 3, nil, []byte("abc"))                                          // type 5 is reserved
-	b.Entry(shortBlob, packfmt.TypeBlob, 100, nil, []byte("only 12 byte"))              // data shorter than the size
-	b.Raw(truncated, []byte{0x80 | packfmt.TypeBlob<<4 | 0x0f, 0xff, 0xff})             // a header running into the end of the pack
+	b.Entry(shortBlob, TypeBlob, 100, nil, []byte("only 12 byte"))              // data shorter than the size
+	b.Raw(truncated, []byte{0x80 | TypeBlob<<4 | 0x0f, 0xff, 0xff})             // a header running into the end of the pack
 	b.Write(t, dir, "b", true)
 
 	ps := openPacks(t, dir)
@@ -748,7 +747,7 @@ func TestPackReaderHandmade(t *testing.T) {
 		before.read()
 		data, _, err := r.Read(h, 0, nil)
 		after.read()
-		if !errors.Is(err, errCorrupt) || data != nil {
+		if !errors.Is(err, ErrCorrupt) || data != nil {
 			t.Errorf("Read %s: %d bytes, %v; want a corrupt-data error", h, len(data), err)
 		}
 		if d := after.total - before.total; d > 8<<20 {
@@ -817,14 +816,14 @@ func FuzzApplyDelta(f *testing.F) {
 	f.Add([]byte{}, []byte{0, 0})
 	f.Add([]byte("abc"), []byte{3, 0x80, 0x80, 0x80, 0x80, 4, 0xff, 1, 2, 3, 4, 5, 6, 7})
 	f.Fuzz(func(t *testing.T, base, delta []byte) {
-		out, err := applyDelta(nil, base, delta)
+		out, err := ApplyDelta(nil, base, delta)
 		if err != nil {
-			if !errors.Is(err, errCorrupt) {
-				t.Fatalf("error %v does not wrap errCorrupt", err)
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("error %v does not wrap ErrCorrupt", err)
 			}
 			return
 		}
-		_, tgt, _, _ := deltaSizes(delta)
+		_, tgt, _, _ := DeltaSizes(delta)
 		if uint64(len(out)) != tgt {
 			t.Fatalf("%d bytes for a target of %d", len(out), tgt)
 		}

@@ -1,4 +1,4 @@
-package gitwalk
+package gitread
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 )
 
 // base is a small project with nested directories.
-var base = map[string]entry{
+var base = map[string]testEntry{
 	"README.md":           file("readme"),
 	"a/one.go":            file("one"),
 	"a/two.go":            file("two"),
@@ -59,7 +59,7 @@ func TestWalk(t *testing.T) {
 			name: "modification introduces only the changed blob, unchanged subtrees skipped",
 			setup: func(b *builder) ([]Range, Options) {
 				c1 := b.commit(base)
-				c2 := b.commit(with(base, map[string]entry{"a/deep/x/y/three.go": file("THREE")}), c1)
+				c2 := b.commit(with(base, map[string]testEntry{"a/deep/x/y/three.go": file("THREE")}), c1)
 				return []Range{{Ref: "main", Tip: c2, Stops: []plumbing.Hash{c1}}}, Options{}
 			},
 			want: []string{"a/deep/x/y/three.go=THREE"},
@@ -77,7 +77,7 @@ func TestWalk(t *testing.T) {
 			name: "deletion and mode change introduce nothing, type changes do",
 			setup: func(b *builder) ([]Range, Options) {
 				c1 := b.commit(base)
-				c2 := b.commit(with(base, map[string]entry{
+				c2 := b.commit(with(base, map[string]testEntry{
 					"README.md": deleted,
 					"a/one.go":  executable("one"),                         // mode only
 					"c/six.txt": deleted, "c/six.txt/new": file("dir now"), // file becomes directory
@@ -95,7 +95,7 @@ func TestWalk(t *testing.T) {
 				for _, e := range base {
 					seen[b.blob(e.content)] = true // scanned by an earlier walk
 				}
-				c2 := b.commit(with(base, map[string]entry{"a/one.go": deleted, "moved/one.go": file("one")}), c1)
+				c2 := b.commit(with(base, map[string]testEntry{"a/one.go": deleted, "moved/one.go": file("one")}), c1)
 				return []Range{{Ref: "main", Tip: c2, Stops: []plumbing.Hash{c1}}},
 					Options{Seen: func(h plumbing.Hash) bool { return seen[h] }}
 			},
@@ -110,7 +110,7 @@ func TestWalk(t *testing.T) {
 			name: "a blob met twice in one walk is reported once, at the oldest commit",
 			setup: func(b *builder) ([]Range, Options) {
 				c1 := b.commit(base)
-				c2 := b.commit(with(base, map[string]entry{"copy/one.go": file("one"), "also/one.go": file("one")}), c1)
+				c2 := b.commit(with(base, map[string]testEntry{"copy/one.go": file("one"), "also/one.go": file("one")}), c1)
 				return []Range{{Ref: "main", Tip: c2}}, Options{}
 			},
 			want: []string{"README.md=readme", "a/deep/x/y/three.go=three", "a/one.go=one", "a/two.go=two", "b/five.go=five", "b/four.go=four", "c/six.txt=six"},
@@ -124,9 +124,9 @@ func TestWalk(t *testing.T) {
 			name: "merge commit is diffed against its first parent; the side branch's commits are walked",
 			setup: func(b *builder) ([]Range, Options) {
 				c1 := b.commit(base)
-				side := b.commit(with(base, map[string]entry{"side.txt": file("side")}), c1)
-				c2 := b.commit(with(base, map[string]entry{"main.txt": file("main")}), c1)
-				m := b.commit(with(base, map[string]entry{"side.txt": file("side"), "main.txt": file("main"), "README.md": file("resolved")}), c2, side)
+				side := b.commit(with(base, map[string]testEntry{"side.txt": file("side")}), c1)
+				c2 := b.commit(with(base, map[string]testEntry{"main.txt": file("main")}), c1)
+				m := b.commit(with(base, map[string]testEntry{"side.txt": file("side"), "main.txt": file("main"), "README.md": file("resolved")}), c2, side)
 				return []Range{{Ref: "main", Tip: m, Stops: []plumbing.Hash{c1}}}, Options{}
 			},
 			want: []string{"README.md=resolved", "main.txt=main", "side.txt=side"},
@@ -145,9 +145,9 @@ func TestWalk(t *testing.T) {
 			name: "merge whose side branch is excluded reports the side's blobs again (Seen filters them)",
 			setup: func(b *builder) ([]Range, Options) {
 				c1 := b.commit(base)
-				side := b.commit(with(base, map[string]entry{"side.txt": file("side")}), c1)
-				c2 := b.commit(with(base, map[string]entry{"main.txt": file("main")}), c1)
-				m := b.commit(with(base, map[string]entry{"side.txt": file("side"), "main.txt": file("main")}), c2, side)
+				side := b.commit(with(base, map[string]testEntry{"side.txt": file("side")}), c1)
+				c2 := b.commit(with(base, map[string]testEntry{"main.txt": file("main")}), c1)
+				m := b.commit(with(base, map[string]testEntry{"side.txt": file("side"), "main.txt": file("main")}), c2, side)
 				return []Range{{Ref: "main", Tip: m, Stops: []plumbing.Hash{side}}}, Options{}
 			},
 			want: []string{"main.txt=main", "side.txt=side"},
@@ -159,7 +159,7 @@ func TestWalk(t *testing.T) {
 				var cs []plumbing.Hash
 				var parents []plumbing.Hash
 				for i := 0; i < 6; i++ {
-					files = with(files, map[string]entry{fmt.Sprintf("f%d", i): file(fmt.Sprint(i))})
+					files = with(files, map[string]testEntry{fmt.Sprintf("f%d", i): file(fmt.Sprint(i))})
 					c := b.commit(files, parents...)
 					cs, parents = append(cs, c), []plumbing.Hash{c}
 				}
@@ -175,8 +175,8 @@ func TestWalk(t *testing.T) {
 		{
 			name: "a stop that does not exist is ignored",
 			setup: func(b *builder) ([]Range, Options) {
-				c1 := b.commit(map[string]entry{"x": file("x")})
-				c2 := b.commit(map[string]entry{"x": file("x2")}, c1)
+				c1 := b.commit(map[string]testEntry{"x": file("x")})
+				c2 := b.commit(map[string]testEntry{"x": file("x2")}, c1)
 				gone := plumbing.NewHash("0123456789012345678901234567890123456789")
 				return []Range{{Ref: "main", Tip: c2, Stops: []plumbing.Hash{gone}}}, Options{}
 			},
@@ -191,10 +191,10 @@ func TestWalk(t *testing.T) {
 			name: "force-pushed history: the old tip still excludes the shared history",
 			setup: func(b *builder) ([]Range, Options) {
 				c1 := b.commit(base)
-				old2 := b.commit(with(base, map[string]entry{"old": file("old2")}), c1)
-				old3 := b.commit(with(base, map[string]entry{"old": file("old3")}), old2)
-				new2 := b.commit(with(base, map[string]entry{"new": file("new2")}), c1)
-				new3 := b.commit(with(base, map[string]entry{"new": file("new3")}), new2)
+				old2 := b.commit(with(base, map[string]testEntry{"old": file("old2")}), c1)
+				old3 := b.commit(with(base, map[string]testEntry{"old": file("old3")}), old2)
+				new2 := b.commit(with(base, map[string]testEntry{"new": file("new2")}), c1)
+				new3 := b.commit(with(base, map[string]testEntry{"new": file("new3")}), new2)
 				return []Range{{Ref: "main", Tip: new3, Stops: []plumbing.Hash{old3}}}, Options{}
 			},
 			want: []string{"new=new2", "new=new3"},
@@ -221,7 +221,7 @@ func TestWalk(t *testing.T) {
 			name: "tip behind its stop is empty",
 			setup: func(b *builder) ([]Range, Options) {
 				c1 := b.commit(base)
-				c2 := b.commit(with(base, map[string]entry{"n": file("n")}), c1)
+				c2 := b.commit(with(base, map[string]testEntry{"n": file("n")}), c1)
 				return []Range{{Ref: "main", Tip: c1, Stops: []plumbing.Hash{c2}}}, Options{}
 			},
 			want: nil,
@@ -229,9 +229,9 @@ func TestWalk(t *testing.T) {
 		{
 			name: "annotated tags are peeled",
 			setup: func(b *builder) ([]Range, Options) {
-				c1 := b.commit(map[string]entry{"x": file("1")})
-				c2 := b.commit(map[string]entry{"x": file("2")}, c1)
-				c3 := b.commit(map[string]entry{"x": file("3")}, c2)
+				c1 := b.commit(map[string]testEntry{"x": file("1")})
+				c2 := b.commit(map[string]testEntry{"x": file("2")}, c1)
+				c3 := b.commit(map[string]testEntry{"x": file("3")}, c2)
 				return []Range{{Ref: "refs/tags/v3", Tip: b.tag("v3", c3), Stops: []plumbing.Hash{b.tag("v1", c1)}}}, Options{}
 			},
 			want: []string{"x=2", "x=3"},
@@ -240,7 +240,7 @@ func TestWalk(t *testing.T) {
 			name: "symlinks are reported, gitlinks skipped",
 			setup: func(b *builder) ([]Range, Options) {
 				sub := plumbing.NewHash("1111111111111111111111111111111111111111") // not in this repository
-				c := b.commit(map[string]entry{"link": symlink("target/file"), "vendor/lib": gitlink(sub), "f": file("f")})
+				c := b.commit(map[string]testEntry{"link": symlink("target/file"), "vendor/lib": gitlink(sub), "f": file("f")})
 				return []Range{{Ref: "main", Tip: c}}, Options{}
 			},
 			want: []string{"f=f", "link=target/file"},
@@ -255,8 +255,8 @@ func TestWalk(t *testing.T) {
 		{
 			name: "Seen is asked once per blob hash and honoured",
 			setup: func(b *builder) ([]Range, Options) {
-				c1 := b.commit(map[string]entry{"a": file("dup"), "b": file("dup"), "c": file("skip"), "d": file("keep")})
-				c2 := b.commit(map[string]entry{"a": file("dup"), "b": file("dup"), "c": file("skip"), "d": file("keep"), "e": file("skip"), "f": file("dup")}, c1)
+				c1 := b.commit(map[string]testEntry{"a": file("dup"), "b": file("dup"), "c": file("skip"), "d": file("keep")})
+				c2 := b.commit(map[string]testEntry{"a": file("dup"), "b": file("dup"), "c": file("skip"), "d": file("keep"), "e": file("skip"), "f": file("dup")}, c1)
 				skip := b.blob("skip")
 				asked := map[plumbing.Hash]int{}
 				b.t.Cleanup(func() {
@@ -282,7 +282,7 @@ func TestWalk(t *testing.T) {
 				var ranges []Range
 				var parents []plumbing.Hash
 				for i := 0; i < 100; i++ {
-					c := b.commit(map[string]entry{"f": file(fmt.Sprint(i)), "const": file("c")}, parents...)
+					c := b.commit(map[string]testEntry{"f": file(fmt.Sprint(i)), "const": file("c")}, parents...)
 					parents = []plumbing.Hash{c}
 					if i%2 == 0 {
 						// refs listed newest first, the worst order for sharing
@@ -305,7 +305,7 @@ func TestWalk(t *testing.T) {
 				var cs []plumbing.Hash
 				var parents []plumbing.Hash
 				for i := 0; i < 10; i++ {
-					c := b.commit(map[string]entry{"f": file(fmt.Sprint(i))}, parents...)
+					c := b.commit(map[string]testEntry{"f": file(fmt.Sprint(i))}, parents...)
 					cs, parents = append(cs, c), []plumbing.Hash{c}
 				}
 				return []Range{
@@ -327,8 +327,8 @@ func TestWalk(t *testing.T) {
 			name: "a missing parent (shallow clone) makes its child a root",
 			setup: func(b *builder) ([]Range, Options) {
 				gone := plumbing.NewHash("4444444444444444444444444444444444444444")
-				c1 := b.commit(map[string]entry{"f": file("1"), "g": file("g")}, gone)
-				c2 := b.commit(map[string]entry{"f": file("2"), "g": file("g")}, c1)
+				c1 := b.commit(map[string]testEntry{"f": file("1"), "g": file("g")}, gone)
+				c2 := b.commit(map[string]testEntry{"f": file("2"), "g": file("g")}, c1)
 				return []Range{{Ref: "main", Tip: c2}}, Options{}
 			},
 			want: []string{"f=1", "f=2", "g=g"},
@@ -336,11 +336,11 @@ func TestWalk(t *testing.T) {
 		{
 			name: "skewed commit dates do not lose commits",
 			setup: func(b *builder) ([]Range, Options) {
-				c1 := b.commitAt(1000, map[string]entry{"f": file("1")})
-				c2 := b.commitAt(5000, map[string]entry{"f": file("2")}, c1) // clock ahead
-				c3 := b.commitAt(2000, map[string]entry{"f": file("3")}, c2)
-				c4 := b.commitAt(3000, map[string]entry{"f": file("4")}, c3)
-				c5 := b.commitAt(100, map[string]entry{"f": file("5")}, c4) // clock behind
+				c1 := b.commitAt(1000, map[string]testEntry{"f": file("1")})
+				c2 := b.commitAt(5000, map[string]testEntry{"f": file("2")}, c1) // clock ahead
+				c3 := b.commitAt(2000, map[string]testEntry{"f": file("3")}, c2)
+				c4 := b.commitAt(3000, map[string]testEntry{"f": file("4")}, c3)
+				c5 := b.commitAt(100, map[string]testEntry{"f": file("5")}, c4) // clock behind
 				return []Range{{Ref: "main", Tip: c5, Stops: []plumbing.Hash{c3}}}, Options{}
 			},
 			want: []string{"f=4", "f=5"},
@@ -415,7 +415,7 @@ func testStopsEarly(t *testing.T, m walkMode) {
 	b := m.newBuilder(t)
 	var parents []plumbing.Hash
 	for i := 0; i < 50; i++ {
-		c := b.commit(map[string]entry{"f": file(fmt.Sprint(i)), "g": file(fmt.Sprint("g", i))}, parents...)
+		c := b.commit(map[string]testEntry{"f": file(fmt.Sprint(i)), "g": file(fmt.Sprint("g", i))}, parents...)
 		parents = []plumbing.Hash{c}
 	}
 	tip := parents[0]

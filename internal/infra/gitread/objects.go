@@ -1,4 +1,4 @@
-package gitwalk
+package gitread
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package packfmt
+package gitread
 
 import (
 	"crypto"

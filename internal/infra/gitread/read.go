@@ -1,4 +1,4 @@
-package gitwalk
+package gitread
 
 import (
 	"errors"
@@ -16,7 +16,7 @@ import (
 )
 
 // ErrTooLarge is wrapped by ReadBlob's error for a blob over the limit.
-var ErrTooLarge = errors.New("gitwalk: blob larger than the limit")
+var ErrTooLarge = errors.New("gitread: blob larger than the limit")
 
 // ReadBlob returns the content of blob h and its size. With limit > 0, a blob
 // larger than limit is not read: ReadBlob returns nil, the blob's size and an

@@ -1,10 +1,14 @@
-package packfmt
+package gitread
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/klauspost/compress/flate"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -155,8 +159,8 @@ func (g *graph) run(roots []int32) error {
 type worker struct {
 	g     *graph
 	x     *Indexer
-	inf   inflater
-	in    inBuf
+	fl    io.Reader // a flate.Reader over rd
+	rd    bytes.Reader
 	comp  []byte // compressed data
 	cache *objCache
 	h     *hasher
@@ -264,8 +268,16 @@ func (w *worker) inflate(i int32, dst []byte) ([]byte, error) {
 		return nil, fmt.Errorf("read pack: %w", err)
 	}
 	out := Sized(dst, int(e.size))
-	w.in = inBuf{buf: w.comp, w: len(w.comp), more: noMore}
-	if err := w.inf.inflate(&w.in, out); err != nil {
+	w.rd.Reset(w.comp)
+	if w.fl == nil {
+		w.fl = flate.NewReader(&w.rd)
+	} else if err := w.fl.(flate.Resetter).Reset(&w.rd, nil); err != nil {
+		return nil, err
+	}
+	if _, err := io.ReadFull(w.fl, out); err != nil {
+		return nil, fmt.Errorf("offset %d: reinflate: %w", e.off, inflateErr(err))
+	}
+	if err := streamEnds(w.fl); err != nil {
 		return nil, fmt.Errorf("offset %d: reinflate: %w", e.off, err)
 	}
 	if cap(w.comp) > 4<<20 {

@@ -1,4 +1,4 @@
-package gitwalk
+package gitread
 
 import (
 	"context"
@@ -92,7 +92,7 @@ type Stats struct {
 
 // ErrTipNotFound is wrapped by Walk's error when a range's Tip is not in
 // the repository (or is not a commit or a tag of one).
-var ErrTipNotFound = errors.New("gitwalk: tip not found")
+var ErrTipNotFound = errors.New("gitread: tip not found")
 
 // Walker walks one repository. Its Walks and ReadBlob calls take turns on
 // the repository's storage (go-git's is not safe for concurrent use, nor is

@@ -1,8 +1,7 @@
-package packfmt
+package gitread
 
 import (
 	"bytes"
-	"compress/flate"
 	"crypto"
 	"encoding/binary"
 	"errors"
@@ -14,6 +13,8 @@ import (
 	"os"
 	"sort"
 	"sync"
+
+	"github.com/klauspost/compress/flate"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	gghash "github.com/go-git/go-git/v5/plumbing/hash"
@@ -36,29 +37,25 @@ var (
 	// bigObjectBytes: a whole object larger than this is hashed as it
 	// inflates, never held in memory while the pack streams in.
 	bigObjectBytes int64 = 16 << 20
-	// preallocBytes: data up to this size gets its memory at once from the
+	// ixPreallocBytes: data up to this size gets its memory at once from the
 	// size in its header; larger data gets memory as it actually inflates,
 	// so a corrupt size costs no huge allocation.
-	preallocBytes int64 = 16 << 20
+	ixPreallocBytes int64 = 16 << 20
 )
 
 const (
-	// maxObjectBytes bounds any object's size.
-	maxObjectBytes = 1 << 40
-	// maxDeltaChain bounds a delta chain (Git's own limit is 4095).
-	maxDeltaChain = 10000
 	// maxWorkers bounds the goroutines resolving deltas.
 	maxWorkers = 8
 )
 
 // ErrEmpty is returned by Finish when no byte of a pack was written.
-var ErrEmpty = errors.New("packfmt: no pack data")
+var ErrEmpty = errors.New("gitread: no pack data")
 
 // errStopped ends the goroutines of an indexer that failed or was aborted.
-var errStopped = errors.New("packfmt: indexing stopped")
+var errStopped = errors.New("gitread: indexing stopped")
 
-// Options configure an Indexer.
-type Options struct {
+// IndexOptions configure an Indexer.
+type IndexOptions struct {
 	// Base returns the type and content of an object that is not in the
 	// pack: the base of a REF_DELTA in a thin pack. With it the indexer
 	// completes a thin pack as `git index-pack --fix-thin` does, appending
@@ -119,10 +116,10 @@ type item struct {
 //
 // Corrupt data is an error wrapping ErrCorrupt, never a panic, and the
 // sizes in headers are checked against the data before memory is allocated
-// for them beyond preallocBytes.
+// for them beyond ixPreallocBytes.
 type Indexer struct {
 	f    *os.File
-	opts Options
+	opts IndexOptions
 	pool bufPool
 
 	// The writer's side.
@@ -143,7 +140,6 @@ type Indexer struct {
 
 	// The parser (its goroutine until pDone is closed).
 	src     streamBuf
-	inf     inflater
 	fl      io.ReadCloser // for the largest entries
 	items   chan item
 	budget  *budget
@@ -163,7 +159,7 @@ type Indexer struct {
 
 // NewIndexer returns an indexer writing the pack to f, an empty file open
 // for reading and writing.
-func NewIndexer(f *os.File, opts Options) *Indexer {
+func NewIndexer(f *os.File, opts IndexOptions) *Indexer {
 	x := &Indexer{
 		f:      f,
 		opts:   opts,
@@ -256,7 +252,7 @@ func (x *Indexer) ReadFrom(r io.Reader) (int64, error) {
 
 func (x *Indexer) writable() error {
 	if x.finished {
-		return errors.New("packfmt: write after Finish")
+		return errors.New("gitread: write after Finish")
 	}
 	if x.werr != nil {
 		return x.werr
@@ -340,12 +336,12 @@ func (x *Indexer) Abort() {
 
 // Finish ends the pack: it waits for the parse of what was written,
 // checks the pack's checksum, resolves the deltas left and, for a thin
-// pack, appends the missing bases (Options.Base) to the file. It returns
+// pack, appends the missing bases (IndexOptions.Base) to the file. It returns
 // the index of the pack, or ErrEmpty when nothing was written. The file
 // holds the complete pack when Finish succeeds.
 func (x *Indexer) Finish() (*Index, error) {
 	if x.finished {
-		return nil, errors.New("packfmt: Finish called twice")
+		return nil, errors.New("gitread: Finish called twice")
 	}
 	if x.werr == nil {
 		_ = x.flush()
@@ -375,10 +371,19 @@ func (x *Indexer) Finish() (*Index, error) {
 	return ix, nil
 }
 
+// inBuf is a read buffer: buf[r:w] is unread. more makes more bytes
+// available (it may move them within buf, adjusting r and w, but keeps at
+// least keepBytes before r) and returns io.EOF at the end of the input.
+type inBuf struct {
+	buf  []byte
+	r, w int
+	more func() error
+}
+
 // streamBuf is the parser's input: the chunks the writer hands over,
-// copied into a buffer the inflater reads from (inBuf), also read as the
-// flate.Reader of compress/flate for the largest entries. It takes the
-// CRC-32 of the bytes of each entry.
+// copied into a buffer that the parser and the Deflate decoder (a
+// flate.Reader, reading byte by byte, so it never reads past its stream)
+// consume. It takes the CRC-32 of the bytes of each entry.
 type streamBuf struct {
 	inBuf
 	in      <-chan []byte
@@ -497,7 +502,7 @@ func (x *Indexer) parse() {
 
 func readErr(err error) error {
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		return fmt.Errorf("%w: pack truncated", ErrCorrupt)
+		return fmt.Errorf("%w: pack truncated (data runs past its end)", ErrCorrupt)
 	}
 	return err
 }
@@ -573,10 +578,8 @@ func (x *Indexer) parseAll() error {
 		if err := x.zlibHeader(); err != nil {
 			return fmt.Errorf("offset %d: %w", it.off, err)
 		}
-		if it.size > preallocBytes {
-			if err := x.fl.(flate.Resetter).Reset(&x.src, nil); err != nil {
-				return err
-			}
+		if err := x.fl.(flate.Resetter).Reset(&x.src, nil); err != nil {
+			return err
 		}
 		if !isDelta(it.typ) && it.size > bigObjectBytes {
 			if big == nil {
@@ -641,27 +644,14 @@ func zlibHeaderOK(cmf, flg byte) bool {
 }
 
 // inflate inflates the size bytes of the Deflate stream at the parser's
-// position into a buffer from the pool, and checks that the stream ends
-// there. Entries over preallocBytes are read with compress/flate, which
-// gets memory as their data actually inflates.
+// position and checks that the stream ends there.
 func (x *Indexer) inflate(size int64) ([]byte, error) {
-	if size > preallocBytes {
-		return inflateInto(x.fl, &x.pool, size)
-	}
-	out := x.pool.get(int(size))
-	if err := x.inf.inflate(&x.src.inBuf, out); err != nil {
-		x.pool.put(out)
-		if err == io.EOF {
-			err = errTruncated
-		}
-		return nil, err
-	}
-	return out, nil
+	return inflateInto(x.fl, &x.pool, size)
 }
 
 func inflateInto(fl io.Reader, pool *bufPool, size int64) ([]byte, error) {
 	var out []byte
-	if size <= preallocBytes {
+	if size <= ixPreallocBytes {
 		out = pool.get(int(size))
 		if _, err := io.ReadFull(fl, out); err != nil {
 			pool.put(out)
@@ -675,7 +665,7 @@ func inflateInto(fl io.Reader, pool *bufPool, size int64) ([]byte, error) {
 			return nil, fmt.Errorf("%w: entry of %d bytes", ErrCorrupt, size)
 		}
 		n := int(size)
-		out = make([]byte, 0, preallocBytes)
+		out = make([]byte, 0, ixPreallocBytes)
 		for len(out) < n {
 			if len(out) == cap(out) {
 				grown := make([]byte, len(out), min(n, 2*cap(out)))
@@ -765,7 +755,7 @@ func inflateErr(err error) error {
 		return fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
 	if err == io.EOF {
-		return fmt.Errorf("%w: pack truncated", ErrCorrupt)
+		return fmt.Errorf("%w: pack truncated (data runs past its end)", ErrCorrupt)
 	}
 	return err
 }
@@ -851,7 +841,7 @@ func applyPooled(pool *bufPool, base, delta []byte) ([]byte, error) {
 		return nil, err
 	}
 	var dst []byte
-	if tgt <= uint64(preallocBytes) {
+	if tgt <= uint64(ixPreallocBytes) {
 		dst = pool.get(int(tgt))
 	}
 	out, err := ApplyDelta(dst, base, delta) // checks tgt before allocating

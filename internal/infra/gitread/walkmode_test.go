@@ -1,4 +1,4 @@
-package gitwalk
+package gitread
 
 import (
 	"path/filepath"
@@ -12,7 +12,6 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"gitfleet/internal/devstack/gittest"
-	"gitfleet/internal/infra/packfmt"
 )
 
 // get and put are the delta base cache's lookup and add, for blobs (as
@@ -22,7 +21,7 @@ func (c *baseCache) get(pack int, off int64) []byte {
 	return data
 }
 
-func (c *baseCache) put(pack int, off int64, data []byte) { c.add(pack, off, packfmt.TypeBlob, data) }
+func (c *baseCache) put(pack int, off int64, data []byte) { c.add(pack, off, TypeBlob, data) }
 
 // A walkMode is a way a Walker reads commits, trees and tags: through
 // go-git only (the builder's repository in memory), or through

@@ -1,7 +1,16 @@
-// Package gitwalk enumerates the blobs that ranges of Git history introduce,
-// streaming over the repository with go-git, or with a pack reader of its
-// own (Options.Packs): the Git side of incremental
-// secret scanning. For each Range (one ref: its tip and its watermarks) it
+// Package gitread is gitfleet's one engine for reading Git repositories:
+// the pack formats (pack entries, deltas, version 2 indexes), an indexer
+// that builds a pack's .idx while the pack is being received, as `git
+// index-pack` does (Indexer; byte-identical output, several times faster
+// than go-git's parser: BenchmarkIndexPack), a reader of objects straight
+// from the packs (Packs, PackReader), and the walk that enumerates the blobs
+// ranges of history introduce: the Git side of incremental secret scanning.
+// Zlib streams are inflated with klauspost/compress (BenchmarkInflate).
+//
+// # The walk
+//
+// The Walker streams over the repository with go-git, or with the pack
+// reader (Options.Packs). For each Range (one ref: its tip and its watermarks) it
 // walks the commits reachable from the tip and not from the watermarks,
 // diffs each commit's tree against its first parent's, skipping unchanged
 // subtrees by hash, and reports every blob introduced, once per blob hash
@@ -60,4 +69,4 @@
 // Rules: infrastructure (drivers, files, network). It imports no workflow
 // code (go.temporal.io/sdk/workflow, gitfleet/workflows, gitfleet/activities)
 // and nothing from internal/devstack (imports_test.go checks).
-package gitwalk
+package gitread

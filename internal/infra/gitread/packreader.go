@@ -1,7 +1,6 @@
-package gitwalk
+package gitread
 
 import (
-	"compress/flate"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -10,9 +9,10 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/klauspost/compress/flate"
+
 	"github.com/go-git/go-git/v5/plumbing"
 
-	"gitfleet/internal/infra/packfmt"
 )
 
 // Tuning of a PackReader.
@@ -99,7 +99,7 @@ type chainEntry struct {
 }
 
 func (e *chainEntry) isDelta() bool {
-	return e.typ == packfmt.TypeOfsDelta || e.typ == packfmt.TypeRefDelta
+	return e.typ == TypeOfsDelta || e.typ == TypeRefDelta
 }
 
 // NewReader returns a reader of ps's objects, for one goroutine.
@@ -244,7 +244,7 @@ func (r *PackReader) packedSize(pi int, off int64, withType bool) (int, int64, e
 	}
 	for n := 1; e.isDelta(); n++ {
 		if n > maxDeltaChain {
-			return 0, 0, fmt.Errorf("%w: delta chain longer than %d", errCorrupt, maxDeltaChain)
+			return 0, 0, fmt.Errorf("%w: delta chain longer than %d", ErrCorrupt, maxDeltaChain)
 		}
 		if data, typ := r.cache.lookup(e.basePack, e.baseOff); data != nil {
 			return typ, size, nil
@@ -275,14 +275,14 @@ func (r *PackReader) readPacked(pi int, off int64, mode readMode, limit int64, b
 		r.stats.cacheHits++
 		size := int64(len(data))
 		switch {
-		case mode == readBlobOnly && typ != packfmt.TypeBlob:
+		case mode == readBlobOnly && typ != TypeBlob:
 			return 0, nil, 0, fmt.Errorf("%s: %w", plumbing.ObjectType(typ), errNotBlob)
-		case mode == readNotBlob && typ == packfmt.TypeBlob:
+		case mode == readNotBlob && typ == TypeBlob:
 			return typ, nil, size, nil
 		case limit > 0 && size > limit:
 			return typ, nil, size, ErrTooLarge
 		}
-		out := sized(buf, len(data))
+		out := Sized(buf, len(data))
 		copy(out, data)
 		return typ, out, size, nil
 	}
@@ -303,7 +303,7 @@ func (r *PackReader) readPacked(pi int, off int64, mode readMode, limit int64, b
 			break
 		}
 		if len(r.chain) > maxDeltaChain {
-			return 0, nil, 0, fmt.Errorf("%w: delta chain longer than %d", errCorrupt, maxDeltaChain)
+			return 0, nil, 0, fmt.Errorf("%w: delta chain longer than %d", ErrCorrupt, maxDeltaChain)
 		}
 		if cached, typ = r.cache.lookup(e.basePack, e.baseOff); cached != nil {
 			r.stats.cacheHits++
@@ -316,9 +316,9 @@ func (r *PackReader) readPacked(pi int, off int64, mode readMode, limit int64, b
 	}
 	// A delta has its base's type.
 	switch {
-	case mode == readBlobOnly && typ != packfmt.TypeBlob:
+	case mode == readBlobOnly && typ != TypeBlob:
 		return 0, nil, 0, fmt.Errorf("%s: %w", plumbing.ObjectType(typ), errNotBlob)
-	case mode == readNotBlob && typ == packfmt.TypeBlob:
+	case mode == readNotBlob && typ == TypeBlob:
 		return typ, nil, 0, nil
 	}
 
@@ -335,12 +335,12 @@ func (r *PackReader) readPacked(pi int, off int64, mode readMode, limit int64, b
 			if r.tdelta, err = r.inflate(target, r.tdelta); err != nil {
 				return 0, nil, 0, err
 			}
-			_, tgt, _, err := deltaSizes(r.tdelta)
+			_, tgt, _, err := DeltaSizes(r.tdelta)
 			if err != nil {
 				return 0, nil, 0, err
 			}
 			if tgt > maxObjectBytes {
-				return 0, nil, 0, fmt.Errorf("%w: delta target of %d bytes", errCorrupt, tgt)
+				return 0, nil, 0, fmt.Errorf("%w: delta target of %d bytes", ErrCorrupt, tgt)
 			}
 			size, haveDelta = int64(tgt), true
 		default:
@@ -355,7 +355,7 @@ func (r *PackReader) readPacked(pi int, off int64, mode readMode, limit int64, b
 	// A tree read by a walk is likely the base of the next version's
 	// delta (packs written by fast-import or pushed delta the new version
 	// against the old, and a walk reads the old one first): keep it too.
-	keep := mode == readAny && typ == packfmt.TypeTree
+	keep := mode == readAny && typ == TypeTree
 	if !target.isDelta() {
 		out, err := r.inflate(target, buf)
 		if err != nil {
@@ -383,7 +383,7 @@ func (r *PackReader) readPacked(pi int, off int64, mode readMode, limit int64, b
 	}
 	for i := top; i >= 0; i-- {
 		e := &r.chain[i]
-		if e.typ == packfmt.TypeOfsDelta {
+		if e.typ == TypeOfsDelta {
 			r.stats.ofsDeltas++
 		} else {
 			r.stats.refDeltas++
@@ -394,12 +394,12 @@ func (r *PackReader) readPacked(pi int, off int64, mode readMode, limit int64, b
 					return 0, nil, 0, err
 				}
 			}
-			out, err := applyDelta(buf, cur, r.tdelta)
+			out, err := ApplyDelta(buf, cur, r.tdelta)
 			if err != nil {
 				return 0, nil, 0, err
 			}
 			if size >= 0 && int64(len(out)) != size { // applyDelta checked it against the same header
-				return 0, nil, 0, fmt.Errorf("%w: delta target size changed", errCorrupt)
+				return 0, nil, 0, fmt.Errorf("%w: delta target size changed", ErrCorrupt)
 			}
 			if keep {
 				r.cache.add(e.pack, e.off, typ, out)
@@ -413,7 +413,7 @@ func (r *PackReader) readPacked(pi int, off int64, mode readMode, limit int64, b
 		if held == 0 {
 			j = 1
 		}
-		out, err := applyDelta(r.tmp[j], cur, r.delta)
+		out, err := ApplyDelta(r.tmp[j], cur, r.delta)
 		if err != nil {
 			return 0, nil, 0, err
 		}
@@ -445,7 +445,7 @@ func (r *PackReader) header(pi int, off int64) (chainEntry, error) {
 	size := uint64(c & 0x0f)
 	for shift := uint(4); c&0x80 != 0; shift += 7 {
 		if shift > 53 {
-			return e, fmt.Errorf("%w: entry size overflows", errCorrupt)
+			return e, fmt.Errorf("%w: entry size overflows", ErrCorrupt)
 		}
 		if c, err = r.win.ReadByte(); err != nil {
 			return e, readErr(err)
@@ -453,15 +453,15 @@ func (r *PackReader) header(pi int, off int64) (chainEntry, error) {
 		size |= uint64(c&0x7f) << shift
 	}
 	switch e.typ {
-	case packfmt.TypeCommit, packfmt.TypeTree, packfmt.TypeBlob, packfmt.TypeTag:
-	case packfmt.TypeOfsDelta:
+	case TypeCommit, TypeTree, TypeBlob, TypeTag:
+	case TypeOfsDelta:
 		if c, err = r.win.ReadByte(); err != nil {
 			return e, readErr(err)
 		}
 		dist := uint64(c & 0x7f)
 		for c&0x80 != 0 {
 			if dist >= 1<<55 {
-				return e, fmt.Errorf("%w: delta base distance overflows", errCorrupt)
+				return e, fmt.Errorf("%w: delta base distance overflows", ErrCorrupt)
 			}
 			if c, err = r.win.ReadByte(); err != nil {
 				return e, readErr(err)
@@ -469,10 +469,10 @@ func (r *PackReader) header(pi int, off int64) (chainEntry, error) {
 			dist = (dist+1)<<7 | uint64(c&0x7f)
 		}
 		if dist == 0 || dist > uint64(off-12) {
-			return e, fmt.Errorf("%w: delta base distance %d at offset %d", errCorrupt, dist, off)
+			return e, fmt.Errorf("%w: delta base distance %d at offset %d", ErrCorrupt, dist, off)
 		}
 		e.basePack, e.baseOff = pi, off-int64(dist)
-	case packfmt.TypeRefDelta:
+	case TypeRefDelta:
 		var bh plumbing.Hash
 		if _, err := io.ReadFull(&r.win, bh[:]); err != nil {
 			return e, readErr(err)
@@ -482,18 +482,18 @@ func (r *PackReader) header(pi int, off int64) (chainEntry, error) {
 			return e, err
 		}
 		if !ok {
-			return e, fmt.Errorf("%w: delta base %s not in any pack", errCorrupt, bh)
+			return e, fmt.Errorf("%w: delta base %s not in any pack", ErrCorrupt, bh)
 		}
 		if bp == pi && boff == off {
-			return e, fmt.Errorf("%w: object is its own delta base", errCorrupt)
+			return e, fmt.Errorf("%w: object is its own delta base", ErrCorrupt)
 		}
 		e.basePack, e.baseOff = bp, boff
 	default:
-		return e, fmt.Errorf("%w: entry type %d", errCorrupt, e.typ)
+		return e, fmt.Errorf("%w: entry type %d", ErrCorrupt, e.typ)
 	}
 	e.data = r.win.pos()
 	if size > maxObjectBytes || size > uint64(p.end-e.data)*maxDeflateRatio+1024 {
-		return e, fmt.Errorf("%w: entry of %d bytes in %d bytes of pack", errCorrupt, size, p.end-e.data)
+		return e, fmt.Errorf("%w: entry of %d bytes in %d bytes of pack", ErrCorrupt, size, p.end-e.data)
 	}
 	e.size = int64(size)
 	return e, nil
@@ -501,12 +501,6 @@ func (r *PackReader) header(pi int, off int64) (chainEntry, error) {
 
 // readErr turns the end of a pack's data within an entry into a format
 // error.
-func readErr(err error) error {
-	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		return fmt.Errorf("%w: entry runs past the end of the pack", errCorrupt)
-	}
-	return err
-}
 
 // deltaTargetSize inflates the first bytes of delta entry e, enough for
 // the sizes at the start of the delta, and returns the target size.
@@ -520,14 +514,14 @@ func (r *PackReader) deltaTargetSize(e *chainEntry) (int64, error) {
 		return 0, inflateErr(err)
 	}
 	if int64(n) > e.size {
-		return 0, fmt.Errorf("%w: delta data longer than its header says", errCorrupt)
+		return 0, fmt.Errorf("%w: delta data longer than its header says", ErrCorrupt)
 	}
-	_, tgt, _, err := deltaSizes(r.hdr[:n])
+	_, tgt, _, err := DeltaSizes(r.hdr[:n])
 	if err != nil {
 		return 0, err
 	}
 	if tgt > maxObjectBytes {
-		return 0, fmt.Errorf("%w: delta target of %d bytes", errCorrupt, tgt)
+		return 0, fmt.Errorf("%w: delta target of %d bytes", ErrCorrupt, tgt)
 	}
 	return int64(tgt), nil
 }
@@ -551,7 +545,7 @@ func (r *PackReader) startZlib() error {
 	}
 	cmf, flg := r.hdr[0], r.hdr[1]
 	if cmf&0x0f != 8 || cmf>>4 > 7 || (uint16(cmf)<<8|uint16(flg))%31 != 0 || flg&0x20 != 0 {
-		return fmt.Errorf("%w: bad zlib header", errCorrupt)
+		return fmt.Errorf("%w: bad zlib header", ErrCorrupt)
 	}
 	return r.fl.(flate.Resetter).Reset(&r.win, nil)
 }
@@ -574,16 +568,16 @@ func (r *PackReader) inflate(e *chainEntry, dst []byte) ([]byte, error) {
 // must end there.
 func (r *PackReader) inflateBody(dst, head []byte, size int64) ([]byte, error) {
 	if size > int64(maxInt) || size < int64(len(head)) {
-		return nil, fmt.Errorf("%w: object of %d bytes", errCorrupt, size)
+		return nil, fmt.Errorf("%w: object of %d bytes", ErrCorrupt, size)
 	}
 	n := int(size)
 	var out []byte
 	if cap(dst) >= n || n <= preallocBytes {
-		out = sized(dst, n)
+		out = Sized(dst, n)
 		copy(out, head)
 		if _, err := io.ReadFull(r.fl, out[len(head):]); err != nil {
 			if err == io.EOF || err == io.ErrUnexpectedEOF {
-				return nil, fmt.Errorf("%w: object inflates to less than its header's %d bytes", errCorrupt, n)
+				return nil, fmt.Errorf("%w: object inflates to less than its header's %d bytes", ErrCorrupt, n)
 			}
 			return nil, inflateErr(err)
 		}
@@ -599,7 +593,7 @@ func (r *PackReader) inflateBody(dst, head []byte, size int64) ([]byte, error) {
 			m, err := r.fl.Read(out[len(out):cap(out)])
 			out = out[:len(out)+m]
 			if err == io.EOF && len(out) < n {
-				return nil, fmt.Errorf("%w: object inflates to %d bytes, its header says %d", errCorrupt, len(out), n)
+				return nil, fmt.Errorf("%w: object inflates to %d bytes, its header says %d", ErrCorrupt, len(out), n)
 			}
 			if err != nil && err != io.EOF {
 				return nil, inflateErr(err)
@@ -611,7 +605,7 @@ func (r *PackReader) inflateBody(dst, head []byte, size int64) ([]byte, error) {
 	for i := 0; ; i++ {
 		m, err := r.fl.Read(r.hdr[:1])
 		if m > 0 {
-			return nil, fmt.Errorf("%w: object inflates to more than its header's %d bytes", errCorrupt, n)
+			return nil, fmt.Errorf("%w: object inflates to more than its header's %d bytes", ErrCorrupt, n)
 		}
 		if err == io.EOF {
 			return out, nil
@@ -620,7 +614,7 @@ func (r *PackReader) inflateBody(dst, head []byte, size int64) ([]byte, error) {
 			return nil, inflateErr(err)
 		}
 		if i == 8 {
-			return nil, fmt.Errorf("%w: inflater makes no progress", errCorrupt)
+			return nil, fmt.Errorf("%w: inflater makes no progress", ErrCorrupt)
 		}
 	}
 }
@@ -632,22 +626,11 @@ func (r *PackReader) finishZlib(sum uint32) error {
 		return readErr(err)
 	}
 	if binary.BigEndian.Uint32(r.hdr[:4]) != sum {
-		return fmt.Errorf("%w: zlib checksum mismatch", errCorrupt)
+		return fmt.Errorf("%w: zlib checksum mismatch", ErrCorrupt)
 	}
 	return nil
 }
 
-func inflateErr(err error) error {
-	var ce flate.CorruptInputError
-	if errors.As(err, &ce) || err == io.ErrUnexpectedEOF {
-		return fmt.Errorf("%w: %v", errCorrupt, err)
-	}
-	var ie flate.InternalError
-	if errors.As(err, &ie) {
-		return fmt.Errorf("%w: %v", errCorrupt, err)
-	}
-	return err
-}
 
 // trim drops scratch buffers grown for a big object.
 func (r *PackReader) trim() {
@@ -698,7 +681,7 @@ func (r *PackReader) readLoose(h plumbing.Hash, mode readMode, limit int64, buf 
 }
 
 // Loose object type names, by pack entry type.
-var looseTypes = [...]string{packfmt.TypeCommit: "commit", packfmt.TypeTree: "tree", packfmt.TypeBlob: "blob", packfmt.TypeTag: "tag"}
+var looseTypes = [...]string{TypeCommit: "commit", TypeTree: "tree", TypeBlob: "blob", TypeTag: "tag"}
 
 func (r *PackReader) readLooseFile(f *os.File, mode readMode, limit int64, buf []byte) (int, []byte, int64, error) {
 	fi, err := f.Stat()
@@ -723,7 +706,7 @@ func (r *PackReader) readLooseFile(f *os.File, mode readMode, limit int64, buf [
 		}
 	}
 	if nul < 0 {
-		return 0, nil, 0, fmt.Errorf("%w: bad loose object header", errCorrupt)
+		return 0, nil, 0, fmt.Errorf("%w: bad loose object header", ErrCorrupt)
 	}
 	var typName string
 	var sizeField []byte
@@ -734,17 +717,17 @@ func (r *PackReader) readLooseFile(f *os.File, mode readMode, limit int64, buf [
 		}
 	}
 	if typName == "" || len(sizeField) == 0 {
-		return 0, nil, 0, fmt.Errorf("%w: bad loose object header", errCorrupt)
+		return 0, nil, 0, fmt.Errorf("%w: bad loose object header", ErrCorrupt)
 	}
 	var size uint64
 	for _, c := range sizeField {
 		if c < '0' || c > '9' || size > maxObjectBytes {
-			return 0, nil, 0, fmt.Errorf("%w: bad loose object size", errCorrupt)
+			return 0, nil, 0, fmt.Errorf("%w: bad loose object size", ErrCorrupt)
 		}
 		size = size*10 + uint64(c-'0')
 	}
 	if size > maxObjectBytes || size > uint64(fi.Size())*maxDeflateRatio+1024 {
-		return 0, nil, 0, fmt.Errorf("%w: loose object of %d bytes in a %d-byte file", errCorrupt, size, fi.Size())
+		return 0, nil, 0, fmt.Errorf("%w: loose object of %d bytes in a %d-byte file", ErrCorrupt, size, fi.Size())
 	}
 	typ := 0
 	for t, name := range looseTypes {
@@ -754,10 +737,10 @@ func (r *PackReader) readLooseFile(f *os.File, mode readMode, limit int64, buf [
 	}
 	switch {
 	case typ == 0:
-		return 0, nil, 0, fmt.Errorf("%w: loose object type %q", errCorrupt, typName)
-	case mode == readBlobOnly && typ != packfmt.TypeBlob:
+		return 0, nil, 0, fmt.Errorf("%w: loose object type %q", ErrCorrupt, typName)
+	case mode == readBlobOnly && typ != TypeBlob:
 		return 0, nil, 0, fmt.Errorf("%s: %w", typName, errNotBlob)
-	case mode == readSize || mode == readNotBlob && typ == packfmt.TypeBlob:
+	case mode == readSize || mode == readNotBlob && typ == TypeBlob:
 		return typ, nil, int64(size), nil
 	case limit > 0 && int64(size) > limit:
 		return typ, nil, int64(size), ErrTooLarge
@@ -765,7 +748,7 @@ func (r *PackReader) readLooseFile(f *os.File, mode readMode, limit int64, buf [
 	// Part of the content came with the header.
 	head := hdr[nul+1:]
 	if uint64(len(head)) > size {
-		return 0, nil, 0, fmt.Errorf("%w: loose object longer than its header says", errCorrupt)
+		return 0, nil, 0, fmt.Errorf("%w: loose object longer than its header says", ErrCorrupt)
 	}
 	sum := adler32.New()
 	sum.Write(hdr[:nul+1])
@@ -876,7 +859,7 @@ type cacheSlot struct {
 	pack  int
 	off   int64
 	data  []byte // nil: no memory
-	typ   uint8  // the object's type (packfmt.TypeCommit, packfmt.TypeTree, packfmt.TypeBlob, packfmt.TypeTag)
+	typ   uint8  // the object's type (TypeCommit, TypeTree, TypeBlob, TypeTag)
 	valid bool
 	ref   bool // used since the clock hand last passed
 }

@@ -1,4 +1,4 @@
-package packfmt
+package gitread
 
 import (
 	"math/bits"
@@ -67,7 +67,7 @@ type objCache struct {
 	max   int
 	used  int
 	m     map[int32]*cached
-	queue []queued // oldest first; stale when seq differs from the entry's
+	queue []lruEntry // oldest first; stale when seq differs from the entry's
 	head  int
 	seq   uint64
 }
@@ -78,7 +78,7 @@ type cached struct {
 	seq  uint64
 }
 
-type queued struct {
+type lruEntry struct {
 	idx int32
 	seq uint64
 }
@@ -91,7 +91,7 @@ func newObjCache(pool *bufPool, max int) *objCache {
 func (c *objCache) touch(i int32, e *cached) {
 	c.seq++
 	e.seq = c.seq
-	c.queue = append(c.queue, queued{i, c.seq})
+	c.queue = append(c.queue, lruEntry{i, c.seq})
 }
 
 func (c *objCache) get(i int32) []byte {

@@ -1,4 +1,4 @@
-package gitwalk
+package gitread
 
 import (
 	"bufio"
@@ -20,7 +20,6 @@ import (
 
 	"gitfleet/internal/devstack/gittest"
 	"gitfleet/internal/devstack/repogen"
-	"gitfleet/internal/infra/packfmt"
 )
 
 // gitObject is an object as git cat-file reads it.
@@ -241,7 +240,7 @@ func TestPackReaderObjectSizeHandmade(t *testing.T) {
 	if data, _, err := r.Read(h2, 0, nil); err != nil || !bytes.Equal(data, v2) {
 		t.Fatalf("Read: %v", err)
 	}
-	if _, typ := r.cache.lookup(0, o1); typ != packfmt.TypeBlob {
+	if _, typ := r.cache.lookup(0, o1); typ != TypeBlob {
 		t.Errorf("cached v1 has type %d", typ)
 	}
 	if typ, size, err := r.ObjectSize(h1); err != nil || typ != plumbing.BlobObject || size != int64(len(v1)) {

@@ -1,9 +1,7 @@
-package packfmt
+package gitread
 
 import (
 	"bytes"
-	"compress/flate"
-	"compress/zlib"
 	"errors"
 	"fmt"
 	"io"
@@ -36,13 +34,6 @@ func genRepo(t testing.TB, spec repogen.Spec) string {
 	return dir
 }
 
-// addEditHistory adds long delta chains' worth of history (see repogen).
-func addEditHistory(t testing.TB, dir string, files, versions int) {
-	t.Helper()
-	if err := repogen.AddEditHistory(dir, files, versions); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // gitIndex returns the .idx `git index-pack` writes for pack.
 func gitIndex(t testing.TB, pack []byte) []byte {
@@ -63,7 +54,7 @@ func gitIndex(t testing.TB, pack []byte) []byte {
 
 // index streams pack through an Indexer in writes of random sizes (or with
 // ReadFrom) and returns the index, the .idx bytes and the file written.
-func index(t testing.TB, pack []byte, opts Options, readFrom bool) (*Index, []byte, []byte, error) {
+func index(t testing.TB, pack []byte, opts IndexOptions, readFrom bool) (*Index, []byte, []byte, error) {
 	t.Helper()
 	f, err := os.Create(filepath.Join(t.TempDir(), "tmp_pack"))
 	if err != nil {
@@ -144,7 +135,7 @@ func TestIndexMatchesGit(t *testing.T) {
 				setTuning(t, &streamCacheBytes, c.stream)
 				setTuning(t, &workerCacheBytes, c.worker)
 				setTuning(t, &chunkBytes, c.chnk)
-				ix, idx, file, err := index(t, pack, Options{Workers: c.workers}, c.readFrom)
+				ix, idx, file, err := index(t, pack, IndexOptions{Workers: c.workers}, c.readFrom)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -164,17 +155,17 @@ func TestIndexMatchesGit(t *testing.T) {
 
 // Packs git compresses without compression (stored Deflate blocks) and
 // objects over the size limits of the fast paths (inflated with
-// compress/flate, hashed as they inflate).
+// the streaming decoder, hashed as they inflate).
 func TestIndexStoredAndLargeObjects(t *testing.T) {
 	repo := genRepo(t, repogen.Spec{Commits: 40, FilesPerCommit: 3, Refs: 4, BlobSize: 30000, Binary: 3, Seed: 3})
 	for _, level := range []string{"0", "1", "9"} {
 		pack := []byte(gittest.Git(t, repo, nil, "-c", "pack.compression="+level, "pack-objects", "--all", "--stdout", "-q", "--delta-base-offset", "--no-reuse-object"))
 		want := gitIndex(t, pack)
-		for _, limit := range []int64{preallocBytes, 4 << 10} {
+		for _, limit := range []int64{ixPreallocBytes, 4 << 10} {
 			t.Run(fmt.Sprintf("level %s limit %d", level, limit), func(t *testing.T) {
-				setTuning(t, &preallocBytes, limit)
+				setTuning(t, &ixPreallocBytes, limit)
 				setTuning(t, &bigObjectBytes, limit)
-				_, idx, _, err := index(t, pack, Options{}, false)
+				_, idx, _, err := index(t, pack, IndexOptions{}, false)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -187,7 +178,7 @@ func TestIndexStoredAndLargeObjects(t *testing.T) {
 }
 
 // A thin pack (deltas on objects the receiver has) is completed as `git
-// index-pack --fix-thin` does, from Options.Base: git then indexes the
+// index-pack --fix-thin` does, from IndexOptions.Base: git then indexes the
 // completed pack on its own exactly as we did. Without Base it is an error.
 func TestIndexThinPack(t *testing.T) {
 	repo := genRepo(t, repogen.Spec{Commits: 60, FilesPerCommit: 4, Refs: 2, BlobSize: 1500, Seed: 5})
@@ -198,7 +189,7 @@ func TestIndexThinPack(t *testing.T) {
 		}
 		pack := []byte(gittest.Git(t, repo, strings.NewReader("edits\n^edits~20\nmain\n^main~10\n"), args...))
 		t.Run(kind, func(t *testing.T) {
-			if _, _, _, err := index(t, pack, Options{}, false); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "thin pack") {
+			if _, _, _, err := index(t, pack, IndexOptions{}, false); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "thin pack") {
 				t.Fatalf("thin pack without Base: %v", err)
 			}
 			r, err := git.PlainOpen(repo)
@@ -221,7 +212,7 @@ func TestIndexThinPack(t *testing.T) {
 				return obj.Type(), data, err
 			}
 			setTuning(t, &streamCacheBytes, 0)
-			ix, idx, file, err := index(t, pack, Options{Base: base, Workers: 2}, false)
+			ix, idx, file, err := index(t, pack, IndexOptions{Base: base, Workers: 2}, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -273,7 +264,7 @@ func TestIndexHandmade(t *testing.T) {
 	want := gitIndex(t, pack)
 	for _, stream := range []int{streamCacheBytes, 0} {
 		setTuning(t, &streamCacheBytes, stream)
-		ix, idx, _, err := index(t, pack, Options{}, false)
+		ix, idx, _, err := index(t, pack, IndexOptions{}, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -289,11 +280,11 @@ func TestIndexHandmade(t *testing.T) {
 	}
 
 	empty := gittest.NewPack().Bytes()
-	ix, idx, _, err := index(t, empty, Options{}, false)
+	ix, idx, _, err := index(t, empty, IndexOptions{}, false)
 	if err != nil || ix.Objects() != 0 || !bytes.Equal(idx, gitIndex(t, empty)) {
 		t.Fatalf("empty pack: %v", err)
 	}
-	if _, _, _, err := index(t, nil, Options{}, false); !errors.Is(err, ErrEmpty) {
+	if _, _, _, err := index(t, nil, IndexOptions{}, false); !errors.Is(err, ErrEmpty) {
 		t.Fatalf("no data: %v, want ErrEmpty", err)
 	}
 }
@@ -308,22 +299,22 @@ func TestIndexCorrupt(t *testing.T) {
 	b.RefDelta(unnamed, h1, gittest.Extend(len(v1), "else\n"))
 	b.Entry(unnamed, gittest.Commit, 4, nil, []byte("tree"))
 	good := b.Bytes()
-	if _, _, _, err := index(t, good, Options{}, false); err != nil {
+	if _, _, _, err := index(t, good, IndexOptions{}, false); err != nil {
 		t.Fatal(err)
 	}
 	for n := 1; n < len(good); n++ {
-		if _, _, _, err := index(t, good[:n], Options{}, false); !errors.Is(err, ErrCorrupt) {
+		if _, _, _, err := index(t, good[:n], IndexOptions{}, false); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("pack truncated to %d bytes: %v", n, err)
 		}
 	}
 	for i := range good {
 		bad := append([]byte(nil), good...)
 		bad[i] ^= 0x10
-		if _, _, _, err := index(t, bad, Options{}, false); !errors.Is(err, ErrCorrupt) {
+		if _, _, _, err := index(t, bad, IndexOptions{}, false); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("byte %d flipped: %v", i, err)
 		}
 	}
-	if _, _, _, err := index(t, append(append([]byte(nil), good...), 0), Options{}, false); !errors.Is(err, ErrCorrupt) {
+	if _, _, _, err := index(t, append(append([]byte(nil), good...), 0), IndexOptions{}, false); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("data after the pack: %v", err)
 	}
 
@@ -364,7 +355,7 @@ func TestIndexCorrupt(t *testing.T) {
 		pack := b.Bytes()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		_, _, _, err := index(t, pack, Options{Base: func(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
+		_, _, _, err := index(t, pack, IndexOptions{Base: func(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
 			return 0, nil, plumbing.ErrObjectNotFound
 		}}, false)
 		runtime.ReadMemStats(&after)
@@ -411,52 +402,6 @@ func TestIndexLargeOffsets(t *testing.T) {
 	}
 }
 
-// The inflater agrees with compress/zlib on its own output, and never
-// panics on arbitrary data.
-func FuzzInflate(f *testing.F) {
-	for _, s := range []string{"", "a", strings.Repeat("abc", 1000), "hello, hello, hello world"} {
-		for _, level := range []int{0, 1, 6, 9, -2} {
-			var z bytes.Buffer
-			w, _ := zlib.NewWriterLevel(&z, level)
-			w.Write([]byte(s))
-			w.Close()
-			f.Add(z.Bytes()[2:], len(s))
-		}
-	}
-	f.Add([]byte{0xff, 0xff, 0xff}, 10)
-	f.Fuzz(func(t *testing.T, data []byte, size int) {
-		if size < 0 || size > 1<<20 {
-			return
-		}
-		var inf inflater
-		out := make([]byte, size)
-		in := inBuf{buf: data, w: len(data), more: noMore}
-		err := inf.inflate(&in, out)
-		if err != nil && !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("error %v does not wrap ErrCorrupt", err)
-		}
-		if in.r < 0 || in.r > len(data) {
-			t.Fatalf("read position %d of %d", in.r, len(data))
-		}
-		// What compress/flate makes of the same stream: where it inflates
-		// it in full, so do we, to the same bytes.
-		want, ferr := io.ReadAll(io.LimitReader(flate.NewReader(bytes.NewReader(data)), 1<<21))
-		if ferr != nil {
-			return
-		}
-		if err == nil && !bytes.Equal(out, want) {
-			t.Fatalf("inflated %d bytes, compress/flate %d", len(out), len(want))
-		}
-		if len(want) <= 1<<20 {
-			out = make([]byte, len(want))
-			in := inBuf{buf: data, w: len(data), more: noMore}
-			if err := inf.inflate(&in, out); err != nil || !bytes.Equal(out, want) {
-				t.Fatalf("compress/flate inflates %d bytes, we: %v", len(want), err)
-			}
-		}
-	})
-}
-
 // Arbitrary data never panics the indexer.
 func FuzzIndexer(f *testing.F) {
 	v1 := []byte(strings.Repeat("content ", 20))
@@ -467,7 +412,7 @@ func FuzzIndexer(f *testing.F) {
 	f.Add(b.Bytes())
 	f.Add(gittest.NewPack().Bytes())
 	f.Fuzz(func(t *testing.T, pack []byte) {
-		_, _, _, err := index(t, pack, Options{}, true)
+		_, _, _, err := index(t, pack, IndexOptions{}, true)
 		if err != nil && !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrEmpty) {
 			t.Fatalf("error %v is neither ErrCorrupt nor ErrEmpty", err)
 		}

@@ -1,4 +1,4 @@
-package gitwalk
+package gitread
 
 import (
 	"bytes"
@@ -57,21 +57,23 @@ func (b *builder) blob(content string) plumbing.Hash {
 	return b.write(plumbing.BlobObject, []byte(content))
 }
 
-// entry is a file of a test tree: content for a blob (regular unless mode
+// testEntry is a file of a test tree: content for a blob (regular unless mode
 // says otherwise), or target for a gitlink.
-type entry struct {
+type testEntry struct {
 	mode    filemode.FileMode
 	content string
 	target  plumbing.Hash
 }
 
-func file(content string) entry       { return entry{mode: filemode.Regular, content: content} }
-func symlink(target string) entry     { return entry{mode: filemode.Symlink, content: target} }
-func executable(content string) entry { return entry{mode: filemode.Executable, content: content} }
-func gitlink(c plumbing.Hash) entry   { return entry{mode: filemode.Submodule, target: c} }
+func file(content string) testEntry   { return testEntry{mode: filemode.Regular, content: content} }
+func symlink(target string) testEntry { return testEntry{mode: filemode.Symlink, content: target} }
+func executable(content string) testEntry {
+	return testEntry{mode: filemode.Executable, content: content}
+}
+func gitlink(c plumbing.Hash) testEntry { return testEntry{mode: filemode.Submodule, target: c} }
 
 // tree writes the tree of files (slash-separated paths) and returns its hash.
-func (b *builder) tree(files map[string]entry) plumbing.Hash {
+func (b *builder) tree(files map[string]testEntry) plumbing.Hash {
 	b.t.Helper()
 	type item struct {
 		name string
@@ -79,11 +81,11 @@ func (b *builder) tree(files map[string]entry) plumbing.Hash {
 		h    plumbing.Hash
 	}
 	var items []item
-	sub := map[string]map[string]entry{}
+	sub := map[string]map[string]testEntry{}
 	for p, e := range files {
 		if dir, rest, ok := strings.Cut(p, "/"); ok {
 			if sub[dir] == nil {
-				sub[dir] = map[string]entry{}
+				sub[dir] = map[string]testEntry{}
 			}
 			sub[dir][rest] = e
 			continue
@@ -114,13 +116,13 @@ func (b *builder) tree(files map[string]entry) plumbing.Hash {
 
 // commit writes a commit of files with the given parents, dated one minute
 // after the previous commit the builder wrote.
-func (b *builder) commit(files map[string]entry, parents ...plumbing.Hash) plumbing.Hash {
+func (b *builder) commit(files map[string]testEntry, parents ...plumbing.Hash) plumbing.Hash {
 	b.t.Helper()
 	b.time += 60
 	return b.commitAt(b.time, files, parents...)
 }
 
-func (b *builder) commitAt(when int64, files map[string]entry, parents ...plumbing.Hash) plumbing.Hash {
+func (b *builder) commitAt(when int64, files map[string]testEntry, parents ...plumbing.Hash) plumbing.Hash {
 	b.t.Helper()
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "tree %s\n", b.tree(files))
@@ -139,8 +141,8 @@ func (b *builder) tag(name string, target plumbing.Hash) plumbing.Hash {
 
 // with returns a copy of files with the changes applied (an entry with mode
 // 0 deletes).
-func with(files map[string]entry, changes map[string]entry) map[string]entry {
-	out := make(map[string]entry, len(files)+len(changes))
+func with(files map[string]testEntry, changes map[string]testEntry) map[string]testEntry {
+	out := make(map[string]testEntry, len(files)+len(changes))
 	for p, e := range files {
 		out[p] = e
 	}
@@ -154,7 +156,7 @@ func with(files map[string]entry, changes map[string]entry) map[string]entry {
 	return out
 }
 
-var deleted = entry{}
+var deleted = testEntry{}
 
 // walkAll walks ranges and returns the blobs reported, in order.
 func walkAll(t testing.TB, repo *git.Repository, opts Options, ranges ...Range) ([]Blob, Stats) {
@@ -224,7 +226,7 @@ func scaleRepo(t testing.TB) (string, repogen.Info) {
 
 func TestMain(m *testing.M) {
 	var err error
-	tmpRoot, err = os.MkdirTemp("", "gitwalk-test-")
+	tmpRoot, err = os.MkdirTemp("", "gitread-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

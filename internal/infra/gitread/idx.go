@@ -1,4 +1,4 @@
-package packfmt
+package gitread
 
 import (
 	"bufio"
@@ -132,10 +132,10 @@ func (c *countWriter) Write(p []byte) (int, error) {
 
 // fixThin completes a thin pack as `git index-pack --fix-thin` does: the
 // bases of unresolved REF_DELTAs that no object of the pack has are read
-// with Options.Base and appended to the pack as whole objects; the pack's
+// with IndexOptions.Base and appended to the pack as whole objects; the pack's
 // object count and checksum are rewritten. It returns the new entries that
 // have deltas on them, and the error to report if deltas stay unresolved
-// after those (a base that Options.Base does not have).
+// after those (a base that IndexOptions.Base does not have).
 func (x *Indexer) fixThin(g *graph, ix *Index) ([]int32, error, error) {
 	have := make(map[plumbing.Hash]bool, len(x.entries))
 	for i := range x.entries {
