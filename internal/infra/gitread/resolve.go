@@ -1,14 +1,10 @@
 package gitread
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"runtime"
 	"sync"
 	"sync/atomic"
-
-	"github.com/klauspost/compress/flate"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -157,11 +153,11 @@ func (g *graph) run(roots []int32) error {
 
 // worker resolves delta trees, reading the pack file.
 type worker struct {
-	g     *graph
-	x     *Indexer
-	fl    io.Reader // a flate.Reader over rd
-	rd    bytes.Reader
-	comp  []byte // compressed data
+	g *graph
+	x *Indexer
+	// r reads the entries of the pack being indexed (no index yet: by
+	// offset only).
+	r     *PackReader
 	cache *objCache
 	h     *hasher
 	delta []byte
@@ -177,6 +173,7 @@ type frame struct {
 
 func newWorker(g *graph) *worker {
 	w := &worker{g: g, x: g.x, h: newHasher()}
+	w.r = (&Packs{packs: []*pack{{f: g.x.f, end: g.x.end}}}).newReader(0, 0)
 	w.cache = newObjCache(&g.x.pool, workerCacheBytes)
 	return w
 }
@@ -251,38 +248,17 @@ func (w *worker) applyEntry(k int32, base []byte) ([]byte, error) {
 	return out, nil
 }
 
-// inflate inflates the data of entry i (checked by the parse) into dst.
+// inflate inflates the data of entry i (checked by the parse) into dst,
+// with the package's one pack reader: its window over the pack file, its
+// decoder, its zlib checks.
 func (w *worker) inflate(i int32, dst []byte) ([]byte, error) {
 	e := &w.x.entries[i]
-	start := e.off + int64(e.hdr) + 2 // after the zlib header
-	end := w.x.end
-	if int(i)+1 < len(w.x.entries) {
-		end = w.x.entries[i+1].off
-	}
-	end -= 4 // the Adler-32
-	if end < start {
-		return nil, fmt.Errorf("%w: entry at offset %d overlaps the next", ErrCorrupt, e.off)
-	}
-	w.comp = Sized(w.comp, int(end-start))
-	if _, err := w.x.f.ReadAt(w.comp, start); err != nil {
-		return nil, fmt.Errorf("read pack: %w", err)
-	}
-	out := Sized(dst, int(e.size))
-	w.rd.Reset(w.comp)
-	if w.fl == nil {
-		w.fl = flate.NewReader(&w.rd)
-	} else if err := w.fl.(flate.Resetter).Reset(&w.rd, nil); err != nil {
-		return nil, err
-	}
-	if _, err := io.ReadFull(w.fl, out); err != nil {
-		return nil, fmt.Errorf("offset %d: reinflate: %w", e.off, inflateErr(err))
-	}
-	if err := streamEnds(w.fl); err != nil {
+	ce := chainEntry{off: e.off, data: e.off + int64(e.hdr), typ: int(e.typ), size: e.size}
+	out, err := w.r.inflate(&ce, dst)
+	if err != nil {
 		return nil, fmt.Errorf("offset %d: reinflate: %w", e.off, err)
 	}
-	if cap(w.comp) > 4<<20 {
-		w.comp = nil
-	}
+	w.r.trim()
 	return out, nil
 }
 
