@@ -251,11 +251,15 @@ func devTokenKey(dataDir string) (string, error) {
 
 func writeEnvFile(path string, env map[string]string) error {
 	var b strings.Builder
-	b.WriteString("# Written by 'starter dev': the settings of the running dev stack.\n")
-	for _, k := range []string{config.EnvTemporalAddress, config.EnvTemporalUI, config.EnvDatabaseURL, vcs.EnvAPIURL, vcs.EnvHost, config.EnvMirrorDir} {
+	b.WriteString("# Written by 'starter dev': the settings of the running dev stack (it holds a key: keep it private).\n")
+	for _, k := range []string{config.EnvTemporalAddress, config.EnvTemporalUI, config.EnvDatabaseURL, vcs.EnvAPIURL, vcs.EnvHost,
+		config.EnvMirrorDir, config.EnvTokenKey} {
 		fmt.Fprintf(&b, "export %s=%q\n", k, env[k])
 	}
-	return os.WriteFile(path, []byte(b.String()), 0o644)
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		return err
+	}
+	return os.Chmod(path, 0o600) // a file from an earlier run keeps its mode otherwise
 }
 
 // startWorker runs the worker binary that sits next to this one.
