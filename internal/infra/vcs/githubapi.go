@@ -104,9 +104,16 @@ const EnvAllowPlainHTTPToken = "GITFLEET_ALLOW_PLAIN_HTTP_TOKEN"
 // across every Account of the process: at most a bounded number of requests
 // in flight, and none at all while a rate limit holds.
 type Account struct {
-	client *github.Client
-	gate   *tokenGate
+	host  Host
+	token string
+	http  *http.Client
+	gate  *tokenGate
 }
+
+// newClient is a fresh go-github client for one call: go-github remembers
+// rate limits per client, on the wall clock; the token's gate keeps them
+// for every client of the process instead (on an injectable clock).
+func (a *Account) newClient() (*github.Client, error) { return newClient(a.host, a.token, a.http) }
 
 // AccountOptions tunes an Account.
 type AccountOptions struct {
@@ -123,21 +130,25 @@ func NewAccount(h Host, token string, o AccountOptions) (*Account, error) {
 	if token == "" {
 		return nil, errclass.Permanentf(errclass.ReasonInvalidInput, "no token")
 	}
-	c, err := newClient(h, token, o.HTTPClient)
-	if err != nil {
+	a := &Account{host: h, token: token, http: o.HTTPClient, gate: gateFor(token, o)}
+	if _, err := a.newClient(); err != nil {
 		return nil, err
 	}
-	return &Account{client: c, gate: gateFor(token, o)}, nil
+	return a, nil
 }
 
 // Whoami is GET /user: the account's login and id. A rejected token is
 // Permanent and says what to do.
 func (a *Account) Whoami(ctx context.Context) (login string, id int64, err error) {
+	client, err := a.newClient()
+	if err != nil {
+		return "", 0, err
+	}
 	var u *github.User
 	err = a.gate.do(ctx, "/user", func() (*github.Response, error) {
 		var resp *github.Response
 		var err error
-		u, resp, err = a.client.Users.Get(ctx, "")
+		u, resp, err = client.Users.Get(ctx, "")
 		return resp, err
 	})
 	if err != nil {
@@ -157,6 +168,10 @@ func (a *Account) FetchList(ctx context.Context, endpoint, path string, stored m
 		sep = "&"
 	}
 	next := path + sep + "per_page=100"
+	client, err := a.newClient()
+	if err != nil {
+		return nil, 0, err
+	}
 	var pages []ghaccount.Page
 	unchanged := 0
 	seen := map[string]bool{}
@@ -165,7 +180,7 @@ func (a *Account) FetchList(ctx context.Context, endpoint, path string, stored m
 			return nil, 0, errclass.Permanentf(errclass.ReasonUnsupported, "%s: pagination loops at %s", endpoint, next)
 		}
 		seen[next] = true
-		page, notModified, err := a.fetchPage(ctx, endpoint, next, stored[next])
+		page, notModified, err := a.fetchPage(ctx, client, endpoint, next, stored[next])
 		if err != nil {
 			return nil, 0, err
 		}
@@ -178,8 +193,8 @@ func (a *Account) FetchList(ctx context.Context, endpoint, path string, stored m
 	return pages, unchanged, nil
 }
 
-func (a *Account) fetchPage(ctx context.Context, endpoint, u string, old ghaccount.Page) (ghaccount.Page, bool, error) {
-	req, err := a.client.NewRequest(http.MethodGet, u, nil)
+func (a *Account) fetchPage(ctx context.Context, client *github.Client, endpoint, u string, old ghaccount.Page) (ghaccount.Page, bool, error) {
+	req, err := client.NewRequest(http.MethodGet, u, nil)
 	if err != nil {
 		return ghaccount.Page{}, false, errclass.Permanentf(errclass.ReasonInvalidInput, "%s: %v", endpoint, err)
 	}
@@ -193,7 +208,7 @@ func (a *Account) fetchPage(ctx context.Context, endpoint, u string, old ghaccou
 	var page ghaccount.Page
 	notModified := false
 	err = a.gate.do(ctx, endpoint, func() (*github.Response, error) {
-		resp, err := a.client.BareDo(ctx, req)
+		resp, err := client.BareDo(ctx, req)
 		if resp != nil && resp.StatusCode == http.StatusNotModified && len(old.Body) > 0 {
 			notModified = true
 			page = old
@@ -300,10 +315,12 @@ func gateFor(token string, o AccountOptions) *tokenGate {
 		g = &tokenGate{slots: make(chan struct{}, n)}
 		gates[key] = g
 	}
+	g.mu.Lock()
 	g.now = o.Now
 	if g.now == nil {
 		g.now = time.Now
 	}
+	g.mu.Unlock()
 	return g
 }
 
