@@ -34,7 +34,6 @@ func genRepo(t testing.TB, spec repogen.Spec) string {
 	return dir
 }
 
-
 // gitIndex returns the .idx `git index-pack` writes for pack.
 func gitIndex(t testing.TB, pack []byte) []byte {
 	t.Helper()

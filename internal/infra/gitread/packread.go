@@ -11,9 +11,7 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
-
 )
-
 
 // Packs holds the pack indexes of a repository, loaded once and shared,
 // read-only, by any number of PackReaders: the blob readers of a scanner
@@ -47,7 +45,6 @@ type pack struct {
 	offsets []byte // n big-endian uint32; MSB set: index into large
 	large   []byte // big-endian uint64 offsets
 }
-
 
 // OpenPacks loads the pack indexes of the repository at repoPath (a bare
 // repository, or a work tree with a .git directory, resolved as Open does)

@@ -707,15 +707,15 @@ func TestPackReaderHandmade(t *testing.T) {
 	o1 := b.RefDelta(h1, baseH, d1)
 	b.OfsDelta(h2, o1, d2)
 	b.RefDelta(h3, h2, d3)
-	b.Entry(hugeBlob, TypeBlob, 1<<40, nil, []byte("tiny"))                     // size far over what the data can inflate to
+	b.Entry(hugeBlob, TypeBlob, 1<<40, nil, []byte("tiny"))                             // size far over what the data can inflate to
 	b.RefDelta(hugeDelta, baseH, gittest.NewDelta(len(base), 1<<40).Copy(0, 0x10000))   // target size not what the copies make
 	b.RefDelta(cycleA, cycleB, gittest.NewDelta(1, 1).Insert([]byte("a")))              // A on B on A
 	b.RefDelta(cycleB, cycleA, gittest.NewDelta(1, 1).Insert([]byte("b")))              //
 	b.RefDelta(copyOut, baseH, gittest.NewDelta(len(base), 10).Copy(len(base)-5, 10))   // copy past the base's end
 	b.RefDelta(wrongSrc, baseH, gittest.NewDelta(len(base)+1, 3).Insert([]byte("abc"))) // source size differs
 	b.Entry(badType, 5, 3, nil, []byte("abc"))                                          // type 5 is reserved
-	b.Entry(shortBlob, TypeBlob, 100, nil, []byte("only 12 byte"))              // data shorter than the size
-	b.Raw(truncated, []byte{0x80 | TypeBlob<<4 | 0x0f, 0xff, 0xff})             // a header running into the end of the pack
+	b.Entry(shortBlob, TypeBlob, 100, nil, []byte("only 12 byte"))                      // data shorter than the size
+	b.Raw(truncated, []byte{0x80 | TypeBlob<<4 | 0x0f, 0xff, 0xff})                     // a header running into the end of the pack
 	b.Write(t, dir, "b", true)
 
 	ps := openPacks(t, dir)

@@ -12,7 +12,6 @@ import (
 	"github.com/klauspost/compress/flate"
 
 	"github.com/go-git/go-git/v5/plumbing"
-
 )
 
 // Tuning of a PackReader.
@@ -630,7 +629,6 @@ func (r *PackReader) finishZlib(sum uint32) error {
 	}
 	return nil
 }
-
 
 // trim drops scratch buffers grown for a big object.
 func (r *PackReader) trim() {
