@@ -2,7 +2,6 @@ package forge
 
 import (
 	"crypto/subtle"
-	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -20,7 +19,8 @@ type apiCall struct {
 	w      http.ResponseWriter
 	r      *http.Request
 	params map[string]string // {name} segments of the matched pattern
-	authed bool              // carries Options.Token
+	authed bool              // carries a valid token
+	who    caller
 }
 
 func (c *apiCall) param(name string) string { return c.params[name] }
@@ -58,6 +58,11 @@ var apiRoutes = []apiRoute{
 	route("GET", "rate_limit", getRateLimit),
 	route("GET", "repos/{owner}/{repo}", getRepo),
 	route("GET", "repositories/{id}", getRepoByID),
+	route("GET", "user", getUser),
+	route("GET", "user/repos", getUserRepos),
+	route("GET", "user/orgs", getUserOrgs),
+	route("GET", "orgs/{org}", getOrg),
+	route("GET", "orgs/{org}/repos", getOrgRepos),
 }
 
 func route(method, pattern string, h func(*apiCall)) apiRoute {
@@ -98,13 +103,12 @@ func (f *Forge) serveAPI(w http.ResponseWriter, r *http.Request, rs rateState) {
 	w.Header().Set("X-GitHub-Request-Id", "FORGE:"+strconv.FormatInt(f.requestIDs.Add(1), 10))
 	w.Header().Set("X-GitHub-Api-Version-Selected", "2022-11-28")
 	c := &apiCall{f: f, w: w, r: r}
-	switch f.checkAuth(r) {
-	case authBad:
+	who, auth := f.checkAuth(r)
+	if auth == authBad {
 		c.error(http.StatusUnauthorized, "Bad credentials", docsURL)
 		return
-	case authOK:
-		c.authed = true
 	}
+	c.who, c.authed = who, auth == authOK
 	if rs.exceeded {
 		f.writeRateLimited(w, r, API, http.StatusForbidden, rs.reset)
 		return
@@ -149,44 +153,33 @@ const (
 )
 
 // checkAuth looks at the Authorization header: "Bearer T", "token T" or
-// Basic with the token as password (or as user name). Without a configured
-// Options.Token, credentials are ignored.
-func (f *Forge) checkAuth(r *http.Request) authResult {
-	if f.opts.Token == "" {
-		return authNone
+// Basic with the token as password (or as user name). A user's token acts as
+// that user; Options.Token as an administrator who sees everything. With
+// neither configured, credentials are ignored.
+func (f *Forge) checkAuth(r *http.Request) (caller, authResult) {
+	if r.Header.Get("Authorization") == "" {
+		return caller{}, authNone
 	}
-	h := r.Header.Get("Authorization")
-	if h == "" {
-		return authNone
+	cred := credential(r)
+	f.acct.mu.RLock()
+	ac := f.acct.byToken[cred]
+	users := len(f.acct.byToken)
+	f.acct.mu.RUnlock()
+	switch {
+	case ac != nil && cred != "":
+		return caller{user: ac}, authOK
+	case f.opts.Token != "" && cred != "" && subtle.ConstantTimeCompare([]byte(cred), []byte(f.opts.Token)) == 1:
+		return caller{admin: true}, authOK
+	case f.opts.Token == "" && users == 0:
+		return caller{}, authNone
 	}
-	scheme, cred, _ := strings.Cut(h, " ")
-	cred = strings.TrimSpace(cred)
-	var candidates []string
-	switch strings.ToLower(scheme) {
-	case "bearer", "token":
-		candidates = []string{cred}
-	case "basic":
-		raw, err := base64.StdEncoding.DecodeString(cred)
-		if err != nil {
-			return authBad
-		}
-		user, pass, _ := strings.Cut(string(raw), ":")
-		candidates = []string{pass, user}
-	default:
-		return authBad
-	}
-	for _, c := range candidates {
-		if c != "" && subtle.ConstantTimeCompare([]byte(c), []byte(f.opts.Token)) == 1 {
-			return authOK
-		}
-	}
-	return authBad
+	return caller{}, authBad
 }
 
-func (f *Forge) authenticated(r *http.Request) bool { return f.checkAuth(r) == authOK }
-
-// visible tells whether a repository may be shown to the request.
-func visible(v repoView, authed bool) bool { return !v.Private || authed }
+func (f *Forge) authenticated(r *http.Request) bool {
+	_, a := f.checkAuth(r)
+	return a == authOK
+}
 
 type errorBody struct {
 	Message          string `json:"message"`
@@ -219,7 +212,7 @@ func getAPIRoot(c *apiCall) {
 
 // getRateLimit serves GET /rate_limit (which does not count against it).
 func getRateLimit(c *apiCall) {
-	rs := c.f.rate.peek()
+	rs := c.f.rates.of(credential(c.r)).peek()
 	core := map[string]int64{
 		"limit":     int64(rs.limit),
 		"remaining": int64(rs.remaining),

@@ -153,6 +153,7 @@ func repoToJSON(c *apiCall, v repoView) repoJSON {
 		Topics:        []string{},
 		DefaultBranch: v.DefaultBranch,
 		AllowForking:  true,
+		Archived:      v.Archived,
 	}
 	if c.authed {
 		j.Permissions = &permissionsJSON{Admin: true, Maintain: true, Push: true, Triage: true, Pull: true}
@@ -167,7 +168,7 @@ func repoToJSON(c *apiCall, v repoView) repoJSON {
 // URL path after /repos/{owner}/{repo}.
 func (c *apiCall) resolveRepo(subPath string) (repoView, bool) {
 	v, redirected, ok := c.f.reg.resolve(c.param("owner"), c.param("repo"))
-	if !ok || !visible(v, c.authed) {
+	if !ok || !c.f.canSee(v, c.who) {
 		c.notFound(docGetRepo)
 		return repoView{}, false
 	}
@@ -195,7 +196,7 @@ func (c *apiCall) repoByID() (repoView, bool) {
 		return repoView{}, false
 	}
 	v, ok := c.f.reg.byID(id)
-	if !ok || !visible(v, c.authed) {
+	if !ok || !c.f.canSee(v, c.who) {
 		c.notFound(docGetRepo)
 		return repoView{}, false
 	}

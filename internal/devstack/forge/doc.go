@@ -13,7 +13,10 @@
 //     CGI program over bare repositories kept on disk under Options.Dir as
 //     repos/<id>.git, so renames never move directories.
 //   - /api/v3/... serves the REST API: GET /repos/{owner}/{repo},
-//     GET /repositories/{id}, GET /rate_limit and GET /api/v3/ so far.
+//     GET /repositories/{id}, GET /rate_limit, GET /api/v3/, and the
+//     account endpoints GET /user, /user/repos, /user/orgs, /orgs/{org} and
+//     /orgs/{org}/repos (api_accounts.go; users and organizations in
+//     accounts.go).
 //     Routes are listed in one table (apiRoutes in api.go); repository
 //     endpoints live in api_repos.go and share its redirect and visibility
 //     handling (apiCall.resolveRepo).
@@ -61,6 +64,24 @@
 //     (uploadpack.allowReachableSHA1InWant); an unknown or unreachable id
 //     fails with git's "not our ref <sha>". ForcePush prunes the objects it
 //     made unreachable, so this holds for protocol v2 clients too.
+//   - Users (AddUser, RotateToken) have tokens of their own that act as
+//     them, in the API and over git; Options.Token stays an administrator
+//     that sees everything. Organizations (CreateOrg) have members
+//     (AddMember, RemoveMember) who see its private repositories, unless
+//     SetRepoAccess restricts one to named users (collaborators). What a
+//     user does not see answers 404 everywhere.
+//   - Lists paginate as GitHub does: per_page (default 30, at most 100) and
+//     page, with a Link header (next, last, first, prev; absolute URLs that
+//     keep the other parameters). /user/repos takes type, affiliation,
+//     visibility, sort (full_name by default) and direction;
+//     /orgs/{org}/repos takes type and sort (created by default).
+//   - Account responses carry a strong ETag (a digest of the body),
+//     Last-Modified and Vary; If-None-Match (or, without it,
+//     If-Modified-Since) that matches answers 304 with no body, and a 304
+//     costs no rate-limit quota, as on GitHub.
+//   - Primary rate limits are per credential (each token its own window;
+//     anonymous requests share one, where GitHub counts per client IP);
+//     RateRemaining(token) reports one.
 //   - Every API response carries X-RateLimit-Limit/-Remaining/-Reset/-Used
 //     and X-RateLimit-Resource: core, counting down from Options.RateLimit
 //     per one-hour window; once it is used up the API answers with GitHub's

@@ -49,7 +49,11 @@ type Forge struct {
 	reg    registry
 	faults faultSet
 	stats  stats
-	rate   rateLimiter
+	rates  rates
+	acct   accounts
+	// changed is when users, organizations or memberships last changed
+	// (Unix seconds), for Last-Modified.
+	changed atomic.Int64
 
 	handler    http.Handler
 	requestIDs atomic.Int64 // X-GitHub-Request-Id
@@ -111,7 +115,9 @@ func New(opts Options) (*Forge, error) {
 	}
 	f.reg.init()
 	f.stats.init(opts.RequestLogSize)
-	f.rate.init(opts.RateLimit)
+	f.rates.init(opts.RateLimit)
+	f.acct.init()
+	f.touch()
 	f.handler = http.HandlerFunc(f.serveHTTP)
 	return f, nil
 }
@@ -220,11 +226,12 @@ func (f *Forge) serveHTTP(w http.ResponseWriter, r *http.Request) {
 
 	var rs rateState
 	if kind == API {
+		limiter := f.rates.of(credential(r))
 		if isRateLimitEndpoint(r.URL.Path) {
-			rs = f.rate.peek() // free, and never refused
+			rs = limiter.peek() // free, and never refused
 			rs.exceeded = false
 		} else {
-			rs = f.rate.take()
+			rs = limiter.take()
 		}
 		rs.setHeaders(rec.Header())
 	}

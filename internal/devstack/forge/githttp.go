@@ -64,13 +64,13 @@ func (f *Forge) serveGit(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Not Found", http.StatusNotFound)
 		return
 	}
-	auth := f.checkAuth(r)
+	who, auth := f.checkAuth(r)
 	if auth == authBad {
 		gitAuthChallenge(w, "Invalid username or token. Password authentication is not supported for Git operations.")
 		return
 	}
 	v, redirected, found := f.reg.resolve(owner, name)
-	if !found || !visible(v, auth == authOK) {
+	if !found || !f.canSee(v, who) {
 		// GitHub does not say whether a repository exists to anonymous git
 		// clients: it asks for credentials. With valid credentials, 404.
 		if auth == authOK {

@@ -78,8 +78,56 @@ func (s rateState) setHeaders(h http.Header) {
 	h.Set("X-RateLimit-Resource", "core")
 }
 
-// ResetRateLimit starts a fresh rate-limit window with the full limit.
-func (f *Forge) ResetRateLimit() { f.rate.resetWindow() }
+// rates are the primary rate limits, one per credential, as on GitHub
+// (per token; anonymous requests share one, where GitHub counts per IP).
+type rates struct {
+	mu    sync.Mutex
+	limit int
+	by    map[string]*rateLimiter
+}
+
+func (r *rates) init(limit int) { r.limit, r.by = limit, map[string]*rateLimiter{} }
+
+// of returns the limiter of a credential ("" for anonymous requests).
+func (r *rates) of(cred string) *rateLimiter {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l, ok := r.by[cred]
+	if !ok {
+		l = &rateLimiter{}
+		l.init(r.limit)
+		r.by[cred] = l
+	}
+	return l
+}
+
+// refund gives back a request (a 304 costs no quota on GitHub).
+func (l *rateLimiter) refund() rateState {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.used > 0 {
+		l.used--
+	}
+	return l.state()
+}
+
+// ResetRateLimit starts a fresh rate-limit window with the full limit, for
+// every credential.
+func (f *Forge) ResetRateLimit() {
+	f.rates.mu.Lock()
+	ls := make([]*rateLimiter, 0, len(f.rates.by))
+	for _, l := range f.rates.by {
+		ls = append(ls, l)
+	}
+	f.rates.mu.Unlock()
+	for _, l := range ls {
+		l.resetWindow()
+	}
+}
+
+// RateRemaining is what is left of a token's primary limit ("" for
+// anonymous requests).
+func (f *Forge) RateRemaining(token string) int { return f.rates.of(token).peek().remaining }
 
 func isRateLimitEndpoint(path string) bool {
 	return strings.TrimSuffix(path, "/") == apiPrefix+"rate_limit"

@@ -57,6 +57,7 @@ type repoState struct {
 	updatedAt     time.Time
 	pushedAt      time.Time
 	sizeKB        int64
+	archived      bool
 	deleted       bool
 
 	opMu      sync.Mutex
@@ -72,6 +73,7 @@ type repoView struct {
 	UpdatedAt time.Time
 	PushedAt  time.Time
 	SizeKB    int64
+	Archived  bool
 }
 
 // registry maps names to repository ids. Names are matched
@@ -112,6 +114,7 @@ func (rs *repoState) view() repoView {
 		UpdatedAt: rs.updatedAt,
 		PushedAt:  rs.pushedAt,
 		SizeKB:    rs.sizeKB,
+		Archived:  rs.archived,
 	}
 }
 
