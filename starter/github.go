@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
 
 	"gitfleet/internal/domain/ghaccount"
 	"gitfleet/internal/infra/ghcache"
@@ -39,20 +37,8 @@ func (a *app) cache(st *store.Store) *ghcache.Cache {
 			return err
 		}
 		defer c.Close()
-		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-			ID:                       workflows.GitHubCacheRefreshWorkflowID(u.Name),
-			TaskQueue:                workflows.TaskQueue,
-			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-			Memo:                     map[string]any{"user": u.Name},
-		}, workflows.RefreshGitHubCache, workflows.RefreshGitHubCacheInput{UserID: u.ID})
-		if err != nil {
-			return fmt.Errorf("start the refresh of %s's GitHub cache: %w", u.Name, err)
-		}
-		if err := run.Get(ctx, nil); err != nil {
-			msg, _ := failure(err)
-			return fmt.Errorf("refresh of %s's GitHub cache failed: %s", u.Name, msg)
-		}
-		return nil
+		_, err = workflows.RunGitHubCacheRefresh(ctx, c, u.Name, u.ID)
+		return err
 	}}
 }
 

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"gitfleet/internal/infra/secrets"
+
 	"go.temporal.io/sdk/worker"
 
 	"gitfleet/workflows"
@@ -31,6 +33,14 @@ var (
 	env   *testenv.Env
 	fg    *forge.Forge
 	hosts vcs.Hosts
+	// tokenBox seals users' tokens, for the worker and the tests.
+	tokenBox = func() *secrets.Box {
+		b, err := secrets.ParseKey(secrets.NewKey())
+		if err != nil {
+			panic(err)
+		}
+		return b
+	}()
 	// workerLogs captures everything the worker's activities log.
 	workerLogs = &syncBuffer{}
 	// heads answers the sweep's change checks: ls-remote, or a stub that
@@ -105,6 +115,7 @@ func TestMain(m *testing.M) {
 			w.RegisterActivity(&activities.Shards{Store: e.Store, Mirrors: mirrors, Scanner: scanner, Log: log, BatchBlobs: 50, LeaseFor: 6 * time.Second})
 			w.RegisterActivity(&activities.Sweeps{Store: e.Store, Client: e.Client, Hosts: hosts, Heads: heads,
 				Policy: scanner.Policy(), Log: log})
+			w.RegisterActivity(&activities.GitHub{Store: e.Store, Box: tokenBox, Hosts: hosts, Log: log})
 		})
 		if err != nil {
 			return nil, err

@@ -1,9 +1,12 @@
 package workflows
 
 import (
+	"context"
 	"fmt"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -49,5 +52,24 @@ func RefreshGitHubCache(ctx workflow.Context, in RefreshGitHubCacheInput) (Refre
 	}
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Refreshed: %d organizations, %d repositories (%d of %d pages unchanged)",
 		out.Orgs, out.Repos, out.NotModified, out.Pages))
+	return out, nil
+}
+
+// RunGitHubCacheRefresh starts a user's cache refresh, or joins the one
+// already running under the user's workflow id, and waits for it.
+func RunGitHubCacheRefresh(ctx context.Context, c client.Client, userName string, userID int64) (RefreshGitHubCacheResult, error) {
+	var out RefreshGitHubCacheResult
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       GitHubCacheRefreshWorkflowID(userName),
+		TaskQueue:                TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		Memo:                     map[string]any{"user": userName},
+	}, RefreshGitHubCache, RefreshGitHubCacheInput{UserID: userID})
+	if err != nil {
+		return out, fmt.Errorf("start the refresh of %s's GitHub cache: %w", userName, err)
+	}
+	if err := run.Get(ctx, &out); err != nil {
+		return out, fmt.Errorf("refresh of %s's GitHub cache failed: %s", userName, message(err))
+	}
 	return out, nil
 }

@@ -1,0 +1,270 @@
+package workflows_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"gitfleet/internal/devstack/forge"
+	"gitfleet/internal/domain/ghaccount"
+	"gitfleet/internal/domain/repoid"
+	"gitfleet/internal/infra/ghcache"
+	"gitfleet/internal/infra/store"
+	"gitfleet/workflows"
+)
+
+// ghUser is a forge user added to gitfleet, with its token sealed.
+type ghUser struct {
+	gh forge.User
+	store.User
+}
+
+func addGitHubUser(t *testing.T, login string) ghUser {
+	t.Helper()
+	fu, err := fg.AddUser(login)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := env.Store.PutUser(context.Background(), store.NewUser{Name: login, APIURL: fg.APIURL(), Login: fu.Login,
+		GitHubID: fu.ID, TokenSealed: tokenBox.Seal([]byte(fu.Token), store.TokenContext(login))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ghUser{gh: fu, User: u}
+}
+
+func ghCache() *ghcache.Cache {
+	return &ghcache.Cache{Store: env.Store, Refresh: func(ctx context.Context, u store.User) error {
+		_, err := workflows.RunGitHubCacheRefresh(ctx, env.Client, u.Name, u.ID)
+		return err
+	}}
+}
+
+// apiCalls counts the forge's API requests to a path since a point of the
+// request log.
+func apiCalls(since int, path string) int {
+	n := 0
+	for _, r := range fg.Requests()[since:] {
+		if r.Kind == forge.API && r.Path == "/api/v3/"+path {
+			n++
+		}
+	}
+	return n
+}
+
+func names(rs []ghaccount.Repo) string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.FullName())
+	}
+	return strings.Join(out, " ")
+}
+
+// Cold miss → refresh → hit; an unchanged account refreshes with 304s
+// only and spends no quota; what the user lost upstream is gone after one
+// refresh; two users see the same organization differently; the tokens
+// appear in no history and no log.
+func TestGitHubCache(t *testing.T) {
+	ctx := context.Background()
+	o := owner(t)
+	org := o + "-org"
+	alice, bob := addGitHubUser(t, o+"-alice"), addGitHubUser(t, o+"-bob")
+	if err := fg.CreateOrg(org); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{alice.gh.Login, bob.gh.Login} {
+		if err := fg.AddMember(org, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range []string{"api", "secret", "site"} {
+		createRepo(t, org, n)
+	}
+	createRepo(t, alice.gh.Login, "dots")
+	if err := fg.SetPrivate(org, "secret", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := fg.SetRepoAccess(org, "secret", alice.gh.Login); err != nil {
+		t.Fatal(err)
+	}
+	c := ghCache()
+
+	// Cold: one refresh, as a workflow.
+	l, err := c.Repos(ctx, alice.Name, ghaccount.Filter{}, false)
+	want := fmt.Sprintf("%s/dots %s/api %s/secret %s/site", alice.gh.Login, org, org, org)
+	if err != nil || !l.Refreshed || names(l.Repos) != want {
+		t.Fatalf("cold read: %q (refreshed %t), %v; want %q", names(l.Repos), l.Refreshed, err, want)
+	}
+	if r := l.Repos[1]; r.Source != ghaccount.Organization || r.Visibility != "public" || r.DefaultBranch != "main" {
+		t.Fatalf("%s = %+v", r.FullName(), r)
+	}
+	// Warm: a hit, no API request.
+	mark := len(fg.Requests())
+	if l, err := c.Repos(ctx, alice.Name, ghaccount.Filter{Org: org}, false); err != nil || l.Refreshed || len(l.Repos) != 3 {
+		t.Fatalf("warm read: %+v, %v", l, err)
+	}
+	if n := apiCalls(mark, "user/repos") + apiCalls(mark, "user/orgs"); n != 0 {
+		t.Fatalf("a cache hit made %d API requests", n)
+	}
+	// Bob shares the organization, not the restricted repository.
+	if l, err := c.Repos(ctx, bob.Name, ghaccount.Filter{Org: org}, false); err != nil || names(l.Repos) != fmt.Sprintf("%s/api %s/site", org, org) {
+		t.Fatalf("bob's view: %q, %v", names(l.Repos), err)
+	}
+
+	// Unchanged account: every page 304, no quota spent.
+	before := fg.RateRemaining(alice.gh.Token)
+	res, err := workflows.RunGitHubCacheRefresh(ctx, env.Client, alice.Name, alice.ID)
+	if err != nil || res.Pages == 0 || res.NotModified != res.Pages {
+		t.Fatalf("refresh of an unchanged account: %+v, %v", res, err)
+	}
+	recordHistory(t, "refresh-github-cache", workflows.GitHubCacheRefreshWorkflowID(alice.Name), "")
+	if after := fg.RateRemaining(alice.gh.Token); after != before {
+		t.Fatalf("an unchanged refresh spent quota: %d → %d", before, after)
+	}
+
+	// A repository deleted and a membership revoked upstream are gone
+	// after one refresh.
+	if err := fg.Delete(alice.gh.Login, "dots"); err != nil {
+		t.Fatal(err)
+	}
+	if err := fg.RemoveMember(org, alice.gh.Login); err != nil {
+		t.Fatal(err)
+	}
+	l, err = c.Repos(ctx, alice.Name, ghaccount.Filter{}, true)
+	if err != nil || l.RefreshErr != nil {
+		t.Fatalf("refresh: %v / %v", err, l.RefreshErr)
+	}
+	// Public repositories of an organization one is not a member of come
+	// from the organization's own list; the restricted one stays visible
+	// as a collaborator.
+	if got := names(l.Repos); got != fmt.Sprintf("%s/secret", org) {
+		t.Fatalf("after the refresh alice has %q", got)
+	}
+	if orgs, err := c.Orgs(ctx, alice.Name, false); err != nil || len(orgs.Orgs) != 0 {
+		t.Fatalf("alice's organizations after leaving: %+v, %v", orgs.Orgs, err)
+	}
+
+	// The tokens are in no workflow history and no worker log.
+	for _, u := range []ghUser{alice, bob} {
+		events := 0
+		it := env.Client.GetWorkflowHistory(ctx, workflows.GitHubCacheRefreshWorkflowID(u.Name), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			e, err := it.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			events++
+			if strings.Contains(e.String(), u.gh.Token) {
+				t.Fatalf("the history of %s's refresh holds the token in event %d", u.Name, e.GetEventId())
+			}
+		}
+		if events == 0 {
+			t.Fatalf("no history for %s's refresh", u.Name)
+		}
+		if strings.Contains(workerLogs.String(), u.gh.Token) {
+			t.Fatalf("the worker logged %s's token", u.Name)
+		}
+	}
+}
+
+// A hundred cold readers in one process make one request per page; a
+// refresh during a storm of 5xx fails after its retries and leaves the
+// cached rows as they were.
+func TestGitHubCacheConcurrencyAndOutage(t *testing.T) {
+	ctx := context.Background()
+	o := owner(t)
+	u := addGitHubUser(t, o+"-u")
+	for i := range 3 {
+		createRepo(t, u.gh.Login, fmt.Sprintf("r%d", i))
+	}
+	c := ghCache()
+	mark := len(fg.Requests())
+	var wg sync.WaitGroup
+	errs := make(chan error, 100)
+	for range 100 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l, err := c.Repos(ctx, u.Name, ghaccount.Filter{}, false)
+			if err == nil && len(l.Repos) != 3 {
+				err = fmt.Errorf("%d repositories", len(l.Repos))
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, m := apiCalls(mark, "user/repos"), apiCalls(mark, "user/orgs"); n != 1 || m != 1 {
+		t.Fatalf("100 cold readers made %d /user/repos and %d /user/orgs requests, want 1 each", n, m)
+	}
+
+	remove := fg.AddFault(forge.Fault{Kind: forge.API, Path: "/api/v3/user/", Status: http.StatusBadGateway})
+	defer remove()
+	start := time.Now()
+	l, err := c.Repos(ctx, u.Name, ghaccount.Filter{}, true)
+	if err != nil || l.RefreshErr == nil || len(l.Repos) != 3 {
+		t.Fatalf("refresh during a 5xx storm: %d repositories, refresh error %v, %v", len(l.Repos), l.RefreshErr, err)
+	}
+	t.Logf("the refresh gave up after %s", time.Since(start).Round(time.Second))
+	remove()
+	if l, err := c.Repos(ctx, u.Name, ghaccount.Filter{}, true); err != nil || l.RefreshErr != nil || len(l.Repos) != 3 {
+		t.Fatalf("after the storm: %+v, %v", l, err)
+	}
+}
+
+// collect --org: every repository of a 250-repository organization (three
+// pages of the cache) is collected, as ordinary Collects.
+func TestCollectOrg(t *testing.T) {
+	ctx := context.Background()
+	o := owner(t)
+	org := o + "-big"
+	u := addGitHubUser(t, o+"-admin")
+	if err := fg.CreateOrg(org); err != nil {
+		t.Fatal(err)
+	}
+	if err := fg.AddMember(org, u.gh.Login); err != nil {
+		t.Fatal(err)
+	}
+	const n = 250
+	for i := range n {
+		if _, err := fg.CreateRepo(org, fmt.Sprintf("r%03d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l, err := ghCache().Repos(ctx, u.Name, ghaccount.Filter{Org: org}, false); err != nil || len(l.Repos) != n {
+		t.Fatalf("cache: %d repositories, %v", len(l.Repos), err)
+	}
+	run, err := env.Client.ExecuteWorkflow(ctx, orgOptions(u.Name, org), workflows.CollectOrg,
+		workflows.CollectOrgInput{UserID: u.ID, Org: org, Window: 25})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p workflows.CollectOrgProgress
+	if err := run.Get(ctx, &p); err != nil || !p.Done || p.Started != n || p.Failed != 0 {
+		t.Fatalf("CollectOrg: %+v, %v", p, err)
+	}
+	recordHistory(t, "collect-org", run.GetID(), run.GetRunID())
+	for i := range n {
+		r := repoid.ID{Host: fg.Host(), Owner: org, Name: fmt.Sprintf("r%03d", i)}
+		var res workflows.CollectResult
+		if err := env.Client.GetWorkflow(ctx, workflows.CollectWorkflowID(r), "").Get(ctx, &res); err != nil || !res.Empty {
+			t.Fatalf("collect %s: %+v, %v", r, res, err)
+		}
+	}
+}
+
+func orgOptions(user, org string) client.StartWorkflowOptions {
+	return client.StartWorkflowOptions{ID: workflows.CollectOrgWorkflowID(user, org), TaskQueue: workflows.TaskQueue}
+}
