@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"gitfleet/internal/infra/secrets"
+
 	"go.temporal.io/sdk/worker"
 
 	"gitfleet/workflows"
@@ -42,6 +44,7 @@ func TestMain(m *testing.M) {
 			config.EnvDatabaseURL:     e.DatabaseURL,
 			config.EnvTemporalUI:      "http://ui.test",
 			vcs.EnvAPIURL:             fg.APIURL(),
+			config.EnvTokenKey:        secrets.NewKey(),
 		}
 		cfg, err := config.Load(getenv)
 		if err != nil {
@@ -62,6 +65,7 @@ func TestMain(m *testing.M) {
 			workflows.Register(w)
 			w.RegisterActivity(&activities.Activities{Store: e.Store, Mirrors: mirrors, Hosts: cfg.Hosts, Log: e.Log})
 			w.RegisterActivity(&activities.Shards{Store: e.Store, Mirrors: mirrors, Scanner: scanner, Log: e.Log})
+			w.RegisterActivity(&activities.GitHub{Store: e.Store, Box: cfg.TokenBox, Hosts: cfg.Hosts, Log: e.Log})
 		})
 		if err != nil {
 			return nil, err
@@ -75,8 +79,15 @@ func getenv(k string) string { return vars[k] }
 // starter runs the command line in-process and returns its output and exit code.
 func starter(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return starterIn(t, "", args...)
+}
+
+// starterIn is starter with standard input.
+func starterIn(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	var out, errOut bytes.Buffer
 	root := newRoot(&out, &errOut, getenv)
+	root.SetIn(strings.NewReader(stdin))
 	root.SetArgs(args)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
