@@ -268,3 +268,37 @@ func TestCollectOrg(t *testing.T) {
 func orgOptions(user, org string) client.StartWorkflowOptions {
 	return client.StartWorkflowOptions{ID: workflows.CollectOrgWorkflowID(user, org), TaskQueue: workflows.TaskQueue}
 }
+
+// GitHub's primary and secondary rate limits hold the refresh until they
+// lift (the activity's NextRetryDelay, the token's gate), then it succeeds.
+func TestGitHubCacheRateLimits(t *testing.T) {
+	ctx := context.Background()
+	o := owner(t)
+	u := addGitHubUser(t, o+"-rl")
+	createRepo(t, u.gh.Login, "app")
+	for _, tc := range []struct {
+		name  string
+		fault forge.Fault
+	}{
+		{"primary", forge.Fault{Kind: forge.API, Path: "/api/v3/user/repos", RateLimit: true, ResetIn: 2 * time.Second, Times: 1}},
+		{"secondary", forge.Fault{Kind: forge.API, Path: "/api/v3/user/repos", RetryAfter: 2 * time.Second, Times: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fg.AddFault(tc.fault)
+			mark := len(fg.Requests())
+			start := time.Now()
+			res, err := workflows.RunGitHubCacheRefresh(ctx, env.Client, u.Name, u.ID)
+			if err != nil || res.Repos != 1 {
+				t.Fatalf("refresh: %+v, %v", res, err)
+			}
+			// One refused request, one after the limit lifted: nothing sent
+			// in between.
+			if n := apiCalls(mark, "user/repos"); n != 2 {
+				t.Fatalf("%d /user/repos requests, want 2", n)
+			}
+			if d := time.Since(start); d < 2*time.Second {
+				t.Fatalf("the refresh went on after %s, before the limit lifted", d)
+			}
+		})
+	}
+}
