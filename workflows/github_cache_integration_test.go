@@ -26,7 +26,7 @@ type ghUser struct {
 	store.User
 }
 
-func addGitHubUser(t *testing.T, login string) ghUser {
+func addGitHubUser(t testing.TB, login string) ghUser {
 	t.Helper()
 	fu, err := fg.AddUser(login)
 	if err != nil {
