@@ -246,6 +246,12 @@ func TestCollectOrg(t *testing.T) {
 	if l, err := ghCache().Repos(ctx, u.Name, ghaccount.Filter{Org: org}, false); err != nil || len(l.Repos) != n {
 		t.Fatalf("cache: %d repositories, %v", len(l.Repos), err)
 	}
+	// A sweep already collecting one of them: joined, not doubled.
+	first := repoid.ID{Host: fg.Host(), Owner: org, Name: "r000"}
+	if err := workflows.StartCollect(ctx, env.Client, first); err != nil {
+		t.Fatal(err)
+	}
+	sweepRun := currentRun(t, workflows.CollectWorkflowID(first))
 	run, err := env.Client.ExecuteWorkflow(ctx, orgOptions(u.Name, org), workflows.CollectOrg,
 		workflows.CollectOrgInput{UserID: u.ID, Org: org, Window: 25})
 	if err != nil {
@@ -256,6 +262,9 @@ func TestCollectOrg(t *testing.T) {
 		t.Fatalf("CollectOrg: %+v, %v", p, err)
 	}
 	recordHistory(t, "collect-org", run.GetID(), run.GetRunID())
+	if got := currentRun(t, workflows.CollectWorkflowID(first)); got != sweepRun || got == "" {
+		t.Fatalf("the sweep's collection of %s is run %s, the organization's %s: doubled", first, sweepRun, got)
+	}
 	for i := range n {
 		r := repoid.ID{Host: fg.Host(), Owner: org, Name: fmt.Sprintf("r%03d", i)}
 		var res workflows.CollectResult
@@ -263,6 +272,16 @@ func TestCollectOrg(t *testing.T) {
 			t.Fatalf("collect %s: %+v, %v", r, res, err)
 		}
 	}
+}
+
+// currentRun is the run id of a workflow's latest run.
+func currentRun(t *testing.T, workflowID string) string {
+	t.Helper()
+	d, err := env.Client.DescribeWorkflowExecution(context.Background(), workflowID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.GetWorkflowExecutionInfo().GetExecution().GetRunId()
 }
 
 func orgOptions(user, org string) client.StartWorkflowOptions {

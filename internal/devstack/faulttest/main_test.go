@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"gitfleet/internal/infra/secrets"
+
 	"gitfleet/internal/devstack/childproc"
 	"gitfleet/internal/devstack/forge"
 	"gitfleet/internal/devstack/testenv"
@@ -29,6 +31,9 @@ var (
 // forgeToken unlocks the forge's API; workers get it from their
 // environment and must never log it or put it in a workflow.
 const forgeToken = "ghp_faulttestForgeToken0123456789ABCDEF"
+
+// tokenKey seals gitfleet users' tokens, for the workers and the tests.
+var tokenKey = secrets.NewKey()
 
 func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, &env, func(e *testenv.Env) (func(), error) {
@@ -85,6 +90,7 @@ func startWorker(t *testing.T) *workerProc {
 		config.EnvLogFormat+"=json",
 		config.EnvShardLease+"=10s",
 		config.EnvScanBatch+"=200",
+		config.EnvTokenKey+"="+tokenKey,
 	)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	proc, err := childproc.Start(cmd, syscall.SIGKILL)
