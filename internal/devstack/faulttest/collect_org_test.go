@@ -66,7 +66,9 @@ func TestCollectOrgSurvivesWorkerKill(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no progress: %+v, %v", p, err)
 		}
-		time.Sleep(100 * time.Millisecond) // polling a query: Temporal pushes no progress events
+		// Temporal pushes no progress events, so the query is polled; the
+		// deadline bounds the wait, the interval only its cost.
+		time.Sleep(100 * time.Millisecond)
 	}
 	first.signal(syscall.SIGKILL)
 	startWorker(t)
