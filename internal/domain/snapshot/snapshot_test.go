@@ -1,0 +1,203 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestValidNames(t *testing.T) {
+	for _, tc := range []struct {
+		in       string
+		name, id bool
+	}{
+		{"base", true, true},
+		{"ubuntu-24.04", true, false},
+		{"a_b", true, false},
+		{"r1", true, true},
+		{"", false, false},
+		{"../etc", false, false},
+		{"a/b", false, false},
+		{"Upper", false, false},
+		{"-lead", false, false},
+		{".hidden", false, false},
+		{"a\x00b", false, false},
+		{strings.Repeat("a", 63), true, true},
+		{strings.Repeat("a", 64), true, false},
+		{strings.Repeat("a", 129), false, false},
+	} {
+		if err := ValidName(tc.in); (err == nil) != tc.name || (err != nil && !errors.Is(err, ErrInvalid)) {
+			t.Errorf("ValidName(%q) = %v, want ok=%v", tc.in, err, tc.name)
+		}
+		if err := ValidRunnerID(tc.in); (err == nil) != tc.id {
+			t.Errorf("ValidRunnerID(%q) = %v, want ok=%v", tc.in, err, tc.id)
+		}
+	}
+}
+
+func TestRepositoryAndPullRef(t *testing.T) {
+	for _, tc := range []struct{ ref, repo string }{
+		{"127.0.0.1:5000/snap/base:v1", "127.0.0.1:5000/snap/base"},
+		{"127.0.0.1:5000/snap/base", "127.0.0.1:5000/snap/base"},
+		{"reg.example.com/a/b@sha256:abc", "reg.example.com/a/b"},
+		{"reg.example.com:443/a/b:t@sha256:abc", "reg.example.com:443/a/b"},
+	} {
+		if got := Repository(tc.ref); got != tc.repo {
+			t.Errorf("Repository(%q) = %q, want %q", tc.ref, got, tc.repo)
+		}
+	}
+	s := Snapshot{ImageRef: "r:5000/a/b:v1"}
+	if s.PullRef() != "r:5000/a/b:v1" {
+		t.Errorf("PullRef without digest = %q", s.PullRef())
+	}
+	s.Digest = "sha256:0f"
+	if s.PullRef() != "r:5000/a/b@sha256:0f" {
+		t.Errorf("PullRef with digest = %q", s.PullRef())
+	}
+}
+
+func TestSameSource(t *testing.T) {
+	img := Snapshot{Kind: KindImage, ImageRef: "r/a:1"}
+	repo := Snapshot{Kind: KindRepo, CodebaseID: 7, Commit: "abc"}
+	for _, tc := range []struct {
+		a, b Snapshot
+		same bool
+	}{
+		{img, img, true},
+		{img, Snapshot{Kind: KindImage, ImageRef: "r/a:2"}, false},
+		{repo, repo, true},
+		{repo, Snapshot{Kind: KindRepo, CodebaseID: 7, Commit: "abd"}, false},
+		{repo, Snapshot{Kind: KindRepo, CodebaseID: 7, Commit: "abc", BaseImage: "r/base:1"}, false},
+		{img, repo, false},
+	} {
+		if got := tc.a.SameSource(tc.b); got != tc.same {
+			t.Errorf("%+v SameSource %+v = %v", tc.a, tc.b, got)
+		}
+	}
+}
+
+// The tree: with fan-out f and one registry slot, the registry serves one
+// runner, and every later runner pulls from a peer; no peer serves more
+// than f at once.
+func TestPlannerRegistryEgressIsOneCopy(t *testing.T) {
+	for _, tc := range []struct{ runners, fanout int }{{1, 2}, {5, 2}, {10, 3}, {10, 1}, {50, 4}} {
+		t.Run(fmt.Sprintf("%d runners fanout %d", tc.runners, tc.fanout), func(t *testing.T) {
+			p := NewPlanner(tc.fanout, 1)
+			type pull struct{ runner, src string }
+			var pending []string
+			for i := 0; i < tc.runners; i++ {
+				pending = append(pending, fmt.Sprintf("r%d", i))
+			}
+			fromRegistry, waves := 0, 0
+			for len(pending) > 0 {
+				waves++
+				var started []pull
+				for len(pending) > 0 {
+					src, ok := p.Assign()
+					if !ok {
+						break
+					}
+					if src == "" {
+						fromRegistry++
+					}
+					started = append(started, pull{pending[0], src})
+					pending = pending[1:]
+				}
+				if len(started) == 0 {
+					t.Fatal("planner assigned nothing with no pull in flight")
+				}
+				load := map[string]int{}
+				for _, s := range started {
+					load[s.src]++
+					if s.src != "" && load[s.src] > tc.fanout {
+						t.Fatalf("peer %s serves %d pulls, fan-out is %d", s.src, load[s.src], tc.fanout)
+					}
+				}
+				for _, s := range started { // all finish
+					p.Release(s.src)
+					p.Ready(s.runner)
+				}
+			}
+			if fromRegistry != 1 {
+				t.Errorf("%d pulls from the registry, want 1", fromRegistry)
+			}
+			if tc.runners == 10 && tc.fanout == 3 && waves > 3 {
+				t.Errorf("%d waves for 10 runners at fan-out 3", waves)
+			}
+		})
+	}
+}
+
+func TestPlannerWaitsAndReleases(t *testing.T) {
+	p := NewPlanner(1, 2)
+	if src, ok := p.Assign(); !ok || src != "" {
+		t.Fatalf("first assign = %q %v", src, ok)
+	}
+	if _, ok := p.Assign(); !ok {
+		t.Fatal("second registry slot refused")
+	}
+	if _, ok := p.Assign(); ok {
+		t.Fatal("third registry pull assigned with 2 slots")
+	}
+	p.Release("")
+	p.Ready("r0")
+	src, ok := p.Assign()
+	if !ok || src != "r0" {
+		t.Fatalf("with r0 ready, assign = %q %v, want r0", src, ok)
+	}
+	if _, ok := p.Assign(); ok {
+		t.Fatal("registry used while a peer is ready, or r0 over fan-out")
+	}
+	p.Release("r0")
+	if src, ok := p.Assign(); !ok || src != "r0" {
+		t.Fatalf("after release, assign = %q %v", src, ok)
+	}
+}
+
+func TestReconcile(t *testing.T) {
+	rows := []Row{
+		{SnapshotRef: "gone", State: RowReady},
+		{SnapshotRef: "fine", State: RowReady},
+		{SnapshotRef: "swapped", State: RowReady},
+		{SnapshotRef: "leaving", State: RowRemoving},
+		{SnapshotRef: "coming", State: RowPulling},
+		{SnapshotRef: "broken", State: RowError},
+	}
+	digests := map[string]string{"fine": "sha256:1", "swapped": "sha256:2"}
+	held := []Held{{"fine", "sha256:1"}, {"swapped", "sha256:9"}, {"leaving", "sha256:3"}, {"orphan", "sha256:4"}, {"coming", "sha256:5"}}
+	got := Reconcile(rows, digests, held)
+	want := []Action{{FixRepull, "gone"}, {FixFinishRemoval, "leaving"}, {FixRemoveImage, "orphan"}, {FixRepull, "swapped"}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("Reconcile = %v\nwant        %v", got, want)
+	}
+}
+
+func TestRetryBackoff(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	rows := []Row{
+		{SnapshotRef: "a", State: RowError, ErrorReason: ReasonOffline, UpdatedAt: t0},
+		{SnapshotRef: "b", State: RowError, ErrorReason: ReasonTimeout, UpdatedAt: t0, Retries: 3},
+		{SnapshotRef: "c", State: RowError, ErrorReason: "image exceeds store quota", UpdatedAt: t0},
+		{SnapshotRef: "d", State: RowError, ErrorReason: TransientReason("network"), UpdatedAt: t0, Retries: 20},
+		{SnapshotRef: "e", State: RowReady, UpdatedAt: t0},
+	}
+	for _, tc := range []struct {
+		after time.Duration
+		want  string
+	}{
+		{0, ""},
+		{time.Minute, "a"},
+		{8 * time.Minute, "ab"},
+		{time.Hour, "abd"},
+	} {
+		var got string
+		for _, r := range DueForRetry(rows, t0.Add(tc.after), time.Minute) {
+			got += r.SnapshotRef
+		}
+		if got != tc.want {
+			t.Errorf("due after %v = %q, want %q", tc.after, got, tc.want)
+		}
+	}
+}

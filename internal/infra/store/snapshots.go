@@ -1,0 +1,435 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"gitfleet/internal/domain/snapshot"
+	"gitfleet/internal/infra/errclass"
+)
+
+var (
+	// ErrNotFound marks a snapshot, runner or row that does not exist; the
+	// error's message names which. It is Permanent: an activity asking for
+	// something that is gone gains nothing by asking again.
+	ErrNotFound = errclass.Wrap(errclass.Permanent, errclass.ReasonNotFound, errors.New("not found"))
+	// ErrSnapshotExists: another snapshot (another image) holds the name.
+	ErrSnapshotExists = errors.New("snapshot exists")
+)
+
+// notFoundError carries a message naming the missing thing, so that callers
+// can show it as it is and still test errors.Is(err, ErrNotFound).
+type notFoundError struct{ msg string }
+
+func (e *notFoundError) Error() string { return e.msg }
+func (e *notFoundError) Unwrap() error { return ErrNotFound }
+
+type snapshotExistsError struct{ msg string }
+
+func (e *snapshotExistsError) Error() string { return e.msg }
+func (e *snapshotExistsError) Unwrap() error { return ErrSnapshotExists }
+
+func snapshotMissing(name string) error {
+	return &notFoundError{fmt.Sprintf("snapshot %q does not exist", name)}
+}
+
+func rowMissing(runnerID, ref string) error {
+	return &notFoundError{fmt.Sprintf("snapshot %q is not on runner %q", ref, runnerID)}
+}
+
+// describe says what a snapshot is an image of, for conflict messages.
+func describe(s snapshot.Snapshot) string {
+	var d string
+	switch s.Kind {
+	case snapshot.KindRepo:
+		d = fmt.Sprintf("built from %s (codebase %d) at %s", s.Repo, s.CodebaseID, s.Commit)
+	default:
+		d = "of image " + s.ImageRef
+	}
+	if s.BaseImage != "" {
+		d += " on " + s.BaseImage
+	}
+	return d
+}
+
+const snapshotColumns = `name, kind, image_ref, digest, coalesce(repo, ''), coalesce(codebase_id, 0),
+	coalesce(external_id, ''), coalesce(commit_sha, ''), base_image, state, error_reason, created_at, updated_at`
+
+func scanSnapshot(row pgx.Row) (snapshot.Snapshot, error) {
+	var s snapshot.Snapshot
+	err := row.Scan(&s.Name, &s.Kind, &s.ImageRef, &s.Digest, &s.Repo, &s.CodebaseID,
+		&s.ExternalID, &s.Commit, &s.BaseImage, &s.State, &s.ErrorReason, &s.CreatedAt, &s.UpdatedAt)
+	return s, err
+}
+
+// CreateSnapshot adds a pending snapshot. When the name is taken by a
+// snapshot of the same source (snapshot.Snapshot.SameSource), the request
+// joins it: the stored snapshot comes back with existed set, whatever its
+// state (a caller that wants a fresh one checks for removing). A name taken
+// by another image is ErrSnapshotExists.
+//
+// Of concurrent identical creates exactly one inserts: ON CONFLICT DO
+// NOTHING waits for the winner to commit, and the SELECT that follows (a
+// new statement, so a new snapshot of the data) sees its row.
+func (s *Store) CreateSnapshot(ctx context.Context, snap snapshot.Snapshot, now time.Time) (out snapshot.Snapshot, existed bool, err error) {
+	if err := snapshot.ValidName(snap.Name); err != nil {
+		return snapshot.Snapshot{}, false, err
+	}
+	switch snap.Kind {
+	case snapshot.KindImage, snapshot.KindRepo:
+	default:
+		return snapshot.Snapshot{}, false, fmt.Errorf("%w snapshot kind %q", snapshot.ErrInvalid, snap.Kind)
+	}
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		// A row deleted between the two statements frees the name: try again.
+		for range 3 {
+			out, err = scanSnapshot(tx.QueryRow(ctx, `INSERT INTO snapshots (name, kind, image_ref, digest, repo, codebase_id,
+					external_id, commit_sha, base_image, state, created_at, updated_at)
+				VALUES ($1, $2, $3, $4, nullif($5, ''), nullif($6::bigint, 0), nullif($7, ''), nullif($8, ''), $9, 'pending', $10, $10)
+				ON CONFLICT (name) DO NOTHING
+				RETURNING `+snapshotColumns,
+				snap.Name, string(snap.Kind), snap.ImageRef, snap.Digest, snap.Repo, snap.CodebaseID,
+				snap.ExternalID, snap.Commit, snap.BaseImage, now))
+			if !errors.Is(err, pgx.ErrNoRows) {
+				existed = false
+				return err
+			}
+			out, err = scanSnapshot(tx.QueryRow(ctx, `SELECT `+snapshotColumns+` FROM snapshots WHERE name = $1`, snap.Name))
+			if !errors.Is(err, pgx.ErrNoRows) {
+				existed = true
+				return err
+			}
+		}
+		return fmt.Errorf("snapshot %q keeps appearing and vanishing", snap.Name)
+	})
+	if err != nil {
+		var pg *pgconn.PgError
+		if errors.As(err, &pg) && pg.Code == "23503" {
+			return snapshot.Snapshot{}, false, &notFoundError{fmt.Sprintf("create snapshot %q: codebase %d does not exist", snap.Name, snap.CodebaseID)}
+		}
+		return snapshot.Snapshot{}, false, fmt.Errorf("create snapshot %q: %w", snap.Name, err)
+	}
+	if existed && !out.SameSource(snap) {
+		return snapshot.Snapshot{}, false, &snapshotExistsError{fmt.Sprintf("snapshot %q already exists %s; asked for one %s",
+			snap.Name, describe(out), describe(snap))}
+	}
+	return out, existed, nil
+}
+
+// Snapshot returns a snapshot.
+func (s *Store) Snapshot(ctx context.Context, name string) (snapshot.Snapshot, error) {
+	out, err := scanSnapshot(s.pool.QueryRow(ctx, `SELECT `+snapshotColumns+` FROM snapshots WHERE name = $1`, name))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return snapshot.Snapshot{}, snapshotMissing(name)
+	}
+	if err != nil {
+		return snapshot.Snapshot{}, fmt.Errorf("snapshot %q: %w", name, err)
+	}
+	return out, nil
+}
+
+// Snapshots lists every snapshot, by name.
+func (s *Store) Snapshots(ctx context.Context) ([]snapshot.Snapshot, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+snapshotColumns+` FROM snapshots ORDER BY name`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (snapshot.Snapshot, error) { return scanSnapshot(row) })
+}
+
+// SetSnapshotState sets a snapshot's state; the reason is kept only with
+// error, so that a recovered snapshot does not show a stale one.
+func (s *Store) SetSnapshotState(ctx context.Context, name string, state snapshot.State, reason string, now time.Time) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE snapshots SET state = $2,
+			error_reason = CASE WHEN $2 = 'error' THEN $3::text ELSE '' END, updated_at = $4
+		WHERE name = $1 AND (state <> 'removing' OR $2 = 'removing')`, name, string(state), reason, now)
+	if err != nil {
+		return fmt.Errorf("set snapshot %q %s: %w", name, state, err)
+	}
+	if tag.RowsAffected() == 0 {
+		// Missing, or being removed: a late propagation must not bring a
+		// snapshot back from removal.
+		if _, err := s.Snapshot(ctx, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ActivateSnapshot makes a snapshot active once a first runner holds it,
+// and reports whether this call did. Active already is not an error (every
+// runner that becomes ready may ask); a snapshot being removed stays so.
+func (s *Store) ActivateSnapshot(ctx context.Context, name string, now time.Time) (bool, error) {
+	var changed bool
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE snapshots SET state = 'active', error_reason = '', updated_at = $2
+			WHERE name = $1 AND state IN ('pending', 'pulling', 'building', 'error')`, name, now)
+		if err != nil {
+			return err
+		}
+		if changed = tag.RowsAffected() > 0; changed {
+			return nil
+		}
+		return snapshotExists(ctx, tx, name)
+	})
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return false, fmt.Errorf("activate snapshot %q: %w", name, err)
+	}
+	return changed, err
+}
+
+func snapshotExists(ctx context.Context, tx pgx.Tx, name string) error {
+	var ok bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM snapshots WHERE name = $1)`, name).Scan(&ok); err != nil {
+		return err
+	}
+	if !ok {
+		return snapshotMissing(name)
+	}
+	return nil
+}
+
+// SetSnapshotImage records the digest a snapshot's image turned out to
+// have and, for a build, the reference it pushed (an empty imageRef, or a
+// snapshot that has one already, keeps the stored one). A snapshot is
+// immutable: once a digest is recorded, a different one is an error, since
+// runners that hold the first would silently differ from those that pull
+// the second.
+func (s *Store) SetSnapshotImage(ctx context.Context, name, imageRef, digest string, now time.Time) error {
+	if digest == "" {
+		return fmt.Errorf("%w: no digest to record for snapshot %q", snapshot.ErrInvalid, name)
+	}
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var oldRef, oldDigest string
+		err := tx.QueryRow(ctx, `SELECT image_ref, digest FROM snapshots WHERE name = $1 FOR UPDATE`, name).Scan(&oldRef, &oldDigest)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return snapshotMissing(name)
+		}
+		if err != nil {
+			return err
+		}
+		if oldDigest != "" && oldDigest != digest {
+			return fmt.Errorf("snapshot %q is image %s, not %s: a snapshot never changes; create another name", name, oldDigest, digest)
+		}
+		if oldDigest == digest && (oldRef != "" || imageRef == "") {
+			return nil
+		}
+		_, err = tx.Exec(ctx, `UPDATE snapshots SET digest = $2,
+				image_ref = CASE WHEN image_ref = '' THEN $3 ELSE image_ref END, updated_at = $4
+			WHERE name = $1`, name, digest, imageRef, now)
+		return err
+	})
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("record image of snapshot %q: %w", name, err)
+	}
+	return err
+}
+
+// DeleteSnapshot deletes a snapshot and its rows; a snapshot already gone
+// is not an error (the removal workflow may run it twice).
+func (s *Store) DeleteSnapshot(ctx context.Context, name string) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM snapshots WHERE name = $1`, name); err != nil {
+		return fmt.Errorf("delete snapshot %q: %w", name, err)
+	}
+	return nil
+}
+
+// FinishSnapshotRemoval deletes a snapshot being removed once no runner
+// has a row of it left, and reports whether it did (or it was gone).
+func (s *Store) FinishSnapshotRemoval(ctx context.Context, name string) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM snapshots WHERE name = $1 AND state = 'removing'
+		AND NOT EXISTS (SELECT 1 FROM snapshot_runners WHERE snapshot_ref = $1)`, name)
+	if err != nil {
+		return false, fmt.Errorf("delete snapshot %q: %w", name, err)
+	}
+	if tag.RowsAffected() > 0 {
+		return true, nil
+	}
+	_, err = s.Snapshot(ctx, name)
+	if errors.Is(err, ErrNotFound) {
+		return true, nil
+	}
+	return false, err
+}
+
+const rowColumns = `runner_id, snapshot_ref, state, error_reason, bytes_done, bytes_total, source, retries, created_at, updated_at`
+
+func scanRow(row pgx.Row) (snapshot.Row, error) {
+	var r snapshot.Row
+	err := row.Scan(&r.RunnerID, &r.SnapshotRef, &r.State, &r.ErrorReason, &r.BytesDone, &r.BytesTotal,
+		&r.Source, &r.Retries, &r.CreatedAt, &r.UpdatedAt)
+	return r, err
+}
+
+func collectRows(rows pgx.Rows, err error) ([]snapshot.Row, error) {
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (snapshot.Row, error) { return scanRow(row) })
+}
+
+// InsertSnapshotRunner puts a snapshot on a runner's list in state, unless
+// it is there already, and returns the row either way: two propagations
+// (or a retried activity) adding the same pair is expected, not an error.
+// A runner that is not registered, or a snapshot that does not exist, is
+// ErrNotFound.
+func (s *Store) InsertSnapshotRunner(ctx context.Context, runnerID, ref string, state snapshot.RowState, now time.Time) (row snapshot.Row, inserted bool, err error) {
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		row, err = scanRow(tx.QueryRow(ctx, `INSERT INTO snapshot_runners (runner_id, snapshot_ref, state, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $4)
+			ON CONFLICT ON CONSTRAINT snapshot_runners_pair DO NOTHING
+			RETURNING `+rowColumns, runnerID, ref, string(state), now))
+		inserted = err == nil
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		row, err = scanRow(tx.QueryRow(ctx, `SELECT `+rowColumns+` FROM snapshot_runners
+			WHERE runner_id = $1 AND snapshot_ref = $2`, runnerID, ref))
+		if errors.Is(err, pgx.ErrNoRows) {
+			// Deleted between the two statements: as if never there.
+			return fmt.Errorf("snapshot %q on runner %q was deleted while being added", ref, runnerID)
+		}
+		return err
+	})
+	var pg *pgconn.PgError
+	switch {
+	case err == nil:
+		return row, inserted, nil
+	case errors.As(err, &pg) && pg.ConstraintName == "snapshot_runners_runner":
+		return snapshot.Row{}, false, runnerNotRegistered(runnerID)
+	case errors.As(err, &pg) && pg.ConstraintName == "snapshot_runners_snapshot":
+		return snapshot.Row{}, false, snapshotMissing(ref)
+	}
+	return snapshot.Row{}, false, fmt.Errorf("add snapshot %q to runner %q: %w", ref, runnerID, err)
+}
+
+// SnapshotRunner returns one runner's row of a snapshot.
+func (s *Store) SnapshotRunner(ctx context.Context, runnerID, ref string) (snapshot.Row, error) {
+	r, err := scanRow(s.pool.QueryRow(ctx, `SELECT `+rowColumns+` FROM snapshot_runners
+		WHERE runner_id = $1 AND snapshot_ref = $2`, runnerID, ref))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return snapshot.Row{}, rowMissing(runnerID, ref)
+	}
+	if err != nil {
+		return snapshot.Row{}, fmt.Errorf("snapshot %q on runner %q: %w", ref, runnerID, err)
+	}
+	return r, nil
+}
+
+// SnapshotRunners lists a snapshot's rows, by runner id.
+func (s *Store) SnapshotRunners(ctx context.Context, ref string) ([]snapshot.Row, error) {
+	return collectRows(s.pool.Query(ctx, `SELECT `+rowColumns+` FROM snapshot_runners
+		WHERE snapshot_ref = $1 ORDER BY runner_id`, ref))
+}
+
+// RunnerSnapshots lists a runner's rows, by snapshot name.
+func (s *Store) RunnerSnapshots(ctx context.Context, runnerID string) ([]snapshot.Row, error) {
+	return collectRows(s.pool.Query(ctx, `SELECT `+rowColumns+` FROM snapshot_runners
+		WHERE runner_id = $1 ORDER BY snapshot_ref`, runnerID))
+}
+
+// TransitionSnapshotRunner moves a row to state to, but only from one of
+// the states in from (any state when from is empty), so that a late or
+// repeated report cannot undo a newer decision; it reports whether the row
+// moved (false for a missing row too).
+//
+// The error reason is kept only with error. Ready resets the retry count
+// (the backoff starts over) and completes the progress; leaving error for a
+// pull or build counts a retry.
+func (s *Store) TransitionSnapshotRunner(ctx context.Context, runnerID, ref string, from []snapshot.RowState, to snapshot.RowState, reason string, now time.Time) (bool, error) {
+	fromStates := make([]string, len(from))
+	for i, f := range from {
+		fromStates[i] = string(f)
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE snapshot_runners SET state = $3,
+			error_reason = CASE WHEN $3 = 'error' THEN $5::text ELSE '' END,
+			retries = CASE WHEN $3 = 'ready' THEN 0
+				WHEN state = 'error' AND $3 IN ('pulling_snapshot', 'building_snapshot') THEN retries + 1
+				ELSE retries END,
+			bytes_done = CASE WHEN $3 = 'ready' THEN bytes_total ELSE bytes_done END,
+			updated_at = $6
+		WHERE runner_id = $1 AND snapshot_ref = $2 AND (cardinality($4::text[]) = 0 OR state = ANY($4::text[]))`,
+		runnerID, ref, string(to), fromStates, reason, now)
+	if err != nil {
+		return false, fmt.Errorf("move snapshot %q on runner %q to %s: %w", ref, runnerID, to, err)
+	}
+	return tag.RowsAffected() > 0, nil
+}
+
+// SetSnapshotRunnerProgress records how far a pull or build is. It leaves
+// updated_at alone, since the pull window is measured from the last state
+// change, and ignores a row no longer in flight (a late report). An empty
+// source keeps the stored one.
+func (s *Store) SetSnapshotRunnerProgress(ctx context.Context, runnerID, ref string, done, total int64, source string, now time.Time) error {
+	_, err := s.pool.Exec(ctx, `UPDATE snapshot_runners SET bytes_done = $3, bytes_total = $4,
+			source = coalesce(nullif($5, ''), source), progress_at = $6
+		WHERE runner_id = $1 AND snapshot_ref = $2 AND state IN ('pulling_snapshot', 'building_snapshot')`,
+		runnerID, ref, done, total, source, now)
+	if err != nil {
+		return fmt.Errorf("progress of snapshot %q on runner %q: %w", ref, runnerID, err)
+	}
+	return nil
+}
+
+// DeleteSnapshotRunner deletes a row; a missing row is not an error.
+func (s *Store) DeleteSnapshotRunner(ctx context.Context, runnerID, ref string) error {
+	_, err := s.pool.Exec(ctx, `DELETE FROM snapshot_runners WHERE runner_id = $1 AND snapshot_ref = $2`, runnerID, ref)
+	if err != nil {
+		return fmt.Errorf("delete snapshot %q from runner %q: %w", ref, runnerID, err)
+	}
+	return nil
+}
+
+// MarkSnapshotRemoving starts a removal: the snapshot and every row of it
+// become removing in one transaction, so no runner is left holding a ready
+// copy of a snapshot being removed. It returns the rows, by runner id: the
+// runners to tell.
+func (s *Store) MarkSnapshotRemoving(ctx context.Context, name string, now time.Time) ([]snapshot.Row, error) {
+	var rows []snapshot.Row
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		// A second call (a retried activity) leaves the times of the first.
+		tag, err := tx.Exec(ctx, `UPDATE snapshots SET state = 'removing', error_reason = '', updated_at = $2
+			WHERE name = $1 AND state <> 'removing'`, name, now)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			if err := snapshotExists(ctx, tx, name); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE snapshot_runners SET state = 'removing', error_reason = '', updated_at = $2
+			WHERE snapshot_ref = $1 AND state <> 'removing'`, name, now); err != nil {
+			return err
+		}
+		rows, err = collectRows(tx.Query(ctx, `SELECT `+rowColumns+` FROM snapshot_runners
+			WHERE snapshot_ref = $1 ORDER BY runner_id`, name))
+		return err
+	})
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, fmt.Errorf("remove snapshot %q: %w", name, err)
+	}
+	return rows, err
+}
+
+// ReadyRunners says where a snapshot is: the runners whose copy is ready,
+// leaving out runners that are offline (they cannot serve it or run it),
+// by id. Draining runners stay in: they keep what they hold.
+func (s *Store) ReadyRunners(ctx context.Context, ref string) ([]snapshot.Runner, error) {
+	return collectRunners(s.pool.Query(ctx, `SELECT r.id, r.peer_addr, r.capacity, r.quota_bytes, r.state, r.last_heartbeat, r.registered_at
+		FROM snapshot_runners sr JOIN runners r ON r.id = sr.runner_id
+		WHERE sr.snapshot_ref = $1 AND sr.state = 'ready' AND r.state <> 'offline'
+		ORDER BY r.id`, ref))
+}
+
+// RowsInError lists every row in error, by runner and snapshot; the
+// reconcile picks those to retry (snapshot.DueForRetry).
+func (s *Store) RowsInError(ctx context.Context) ([]snapshot.Row, error) {
+	return collectRows(s.pool.Query(ctx, `SELECT `+rowColumns+` FROM snapshot_runners
+		WHERE state = 'error' ORDER BY runner_id, snapshot_ref`))
+}
