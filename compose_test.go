@@ -22,7 +22,7 @@ func TestComposeFile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("docker-compose.yml does not load: %v", err)
 	}
-	for _, name := range []string{"temporal-db", "temporal", "temporal-ui", "gitfleet-db", "registry", "worker", "starter"} {
+	for _, name := range []string{"temporal-db", "temporal", "temporal-ui", "gitfleet-db", "registry", "worker", "runner", "starter"} {
 		if _, ok := p.Services[name]; !ok {
 			t.Errorf("service %s missing", name)
 		}
@@ -46,6 +46,15 @@ func TestComposeFile(t *testing.T) {
 	}
 	if db := *w.Environment["DATABASE_URL"]; !strings.Contains(db, "@gitfleet-db:") {
 		t.Errorf("worker: DATABASE_URL %q is not gitfleet's own database", db)
+	}
+	r := p.Services["runner"]
+	if len(r.Command) < 2 || r.Command[0] != "worker" || !slices.Contains(r.Command, "--runner-id") || !slices.Contains(r.Command, "--store") {
+		t.Errorf("runner: command %v, want worker --runner-id ID --store DIR", r.Command)
+	}
+	for _, k := range []string{"GITFLEET_REGISTRY", "DATABASE_URL", "TEMPORAL_ADDRESS"} {
+		if v := r.Environment[k]; v == nil || *v == "" {
+			t.Errorf("runner: %s not set", k)
+		}
 	}
 	if ui := p.Services["temporal-ui"]; len(ui.Ports) != 1 || ui.Ports[0].Published != "8233" {
 		t.Errorf("temporal-ui ports %+v, want 8233", ui.Ports)

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"gitfleet/internal/domain/repoid"
+	"gitfleet/internal/domain/snapshot"
 	"gitfleet/internal/infra/config"
 	"gitfleet/internal/infra/logging"
 	"gitfleet/internal/infra/store"
@@ -51,7 +52,7 @@ func exitCode(err error) int {
 	switch {
 	case err == nil:
 		return 0
-	case errors.As(err, &u), errors.Is(err, repoid.ErrInvalid):
+	case errors.As(err, &u), errors.Is(err, repoid.ErrInvalid), errors.Is(err, snapshot.ErrInvalid):
 		return exitUsage
 	}
 	return exitFailed
@@ -95,7 +96,7 @@ Configuration comes from the environment (the defaults match 'make run'):
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.PersistentFlags().BoolVar(&a.json, "json", false, "print JSON instead of text")
 	root.AddCommand(a.collectCmd(), a.showCmd(), a.scanCmd(), a.findingsCmd(), a.schedulesCmd(), a.migrateCmd(), a.cleanupCmd(),
-		a.usersCmd(), a.githubCmd(), a.devCmd())
+		a.usersCmd(), a.githubCmd(), a.snapshotCmd(), a.runnerCmd(), a.devCmd())
 	return root
 }
 

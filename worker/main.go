@@ -26,10 +26,26 @@ import (
 )
 
 func main() {
+	var rf runnerFlags
+	flag.StringVar(&rf.id, "runner-id", "", "run as runner `ID` (polls task queue runner-ID; lower-case letters, digits, '-')")
+	flag.StringVar(&rf.store, "store", "", "runner mode: the runner's OCI image store `DIR`")
+	flag.StringVar(&rf.peerAddr, "peer-addr", "127.0.0.1:0", "runner mode: `ADDR` to serve held images to peers on (read-only OCI distribution API)")
+	flag.StringVar(&rf.advertise, "advertise-addr", "", "runner mode: the address peers reach --peer-addr at (default: --peer-addr as bound)")
+	flag.IntVar(&rf.capacity, "capacity", 6, "runner mode: pulls and builds run at once")
+	flag.StringVar(&rf.quota, "store-quota", "", "runner mode: most bytes the store may hold, e.g. 50GB (default: unbounded)")
+	flag.StringVar(&rf.peerRate, "peer-rate", "", "runner mode: most bytes per second served to peers, e.g. 100MB (default: unbounded)")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), `Usage: worker
+		fmt.Fprintf(flag.CommandLine.Output(), `Usage: worker [--runner-id ID --store DIR [--peer-addr ADDR] ...]
 
-Runs gitfleet's Temporal worker on task queue %q until interrupted.
+Runs gitfleet's Temporal worker on task queue %q until interrupted; with
+--runner-id, runs a runner instead: it registers in the runners table,
+heartbeats, keeps snapshot images in its store, serves them to peers and
+polls its own task queue runner-ID.
+
+Flags:
+`, workflows.TaskQueue)
+		flag.PrintDefaults()
+		fmt.Fprintf(flag.CommandLine.Output(), `
 Configuration comes from the environment:
 
   TEMPORAL_ADDRESS     Temporal frontend (default %s)
@@ -49,9 +65,24 @@ Configuration comes from the environment:
   GITFLEET_FINDING_KEY key of the findings' secret hashes (default: generated once, kept in the database)
   GITFLEET_LOG_LEVEL   debug, info, warn, error (default info)
   GITFLEET_LOG_FORMAT  console or json (default console)
-`, workflows.TaskQueue, config.DefaultTemporalAddress, config.DefaultNamespace, config.DefaultDatabaseURL)
+  GITFLEET_REGISTRY    runners: where builds are pushed, host:port/path
+  GITFLEET_RUNNER_HEARTBEAT     runners: heartbeat interval (default 10s)
+  GITFLEET_RUNNER_OFFLINE_AFTER a runner silent this long is offline (default 2m)
+  GITFLEET_PULL_ATTEMPT_TIMEOUT one pull attempt (default 10m)
+  GITFLEET_PULL_WINDOW          all attempts of a pull (default 60m)
+  GITFLEET_PULL_QUEUE_TIMEOUT   wait for a runner to pick a pull up (default 2m)
+  GITFLEET_PULL_FANOUT          pulls one ready runner serves at once (default 3)
+  GITFLEET_RECONCILE_EVERY      how often the runner-reconcile schedule fires (default 5m)
+`, config.DefaultTemporalAddress, config.DefaultNamespace, config.DefaultDatabaseURL)
 	}
 	flag.Parse()
+	run := run
+	if rf.id != "" {
+		run = func() error { return runRunner(rf) }
+	} else if rf.store != "" {
+		fmt.Fprintln(os.Stderr, "worker: --store needs --runner-id")
+		os.Exit(2)
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(1)
@@ -114,7 +145,10 @@ func run() error {
 	w.RegisterActivity(&activities.Sweeps{Store: st, Client: c, Hosts: cfg.Hosts,
 		Heads: activities.LsRemote{}, Policy: scanner.Policy(), Decay: cfg.Decay, Log: log})
 	w.RegisterActivity(&activities.GitHub{Store: st, Box: cfg.TokenBox, Hosts: cfg.Hosts, MaxConcurrent: cfg.GitHubConcurrency, Log: log})
-	if err := workflows.EnsureSchedules(ctx, c, workflows.ScheduleConfig{SweepEvery: cfg.SweepEvery, CleanupEvery: cfg.CleanupEvery}); err != nil {
+	w.RegisterActivity(&activities.Snapshots{Store: st, Client: c, Propagation: propagation(cfg), Log: log})
+	if err := workflows.EnsureSchedules(ctx, c, workflows.ScheduleConfig{SweepEvery: cfg.SweepEvery, CleanupEvery: cfg.CleanupEvery,
+		ReconcileEvery: cfg.ReconcileEvery,
+		Reconcile:      workflows.ReconcileRunnersInput{OfflineAfter: cfg.RunnerOffline, Queue: cfg.PullQueue}}); err != nil {
 		return err
 	}
 
@@ -128,6 +162,13 @@ func run() error {
 	log.Info("worker stopping")
 	w.Stop()
 	return nil
+}
+
+// propagation is how the reconcile's propagations pull, from the
+// configuration (the starter's `snapshot create` uses the same).
+func propagation(cfg config.Config) workflows.PropagateSnapshotInput {
+	return workflows.PropagateSnapshotInput{Fanout: cfg.PullFanout,
+		Timing: workflows.PullTiming{Attempt: cfg.PullAttempt, Window: cfg.PullWindow, Queue: cfg.PullQueue, Fresh: cfg.RunnerOffline}}
 }
 
 // connectStore waits up to a minute for the database, so a worker started

@@ -51,6 +51,8 @@ var (
 	SACodebase = temporal.NewSearchAttributeKeyInt64("GitfleetCodebase")
 	// SAShard is the shard key a scan runs.
 	SAShard = temporal.NewSearchAttributeKeyKeyword("GitfleetShard")
+	// SASnapshot is the snapshot a propagation or removal is about.
+	SASnapshot = temporal.NewSearchAttributeKeyKeyword("GitfleetSnapshot")
 )
 
 // SearchAttributes lists every custom search attribute with its type, for
@@ -61,6 +63,7 @@ var SearchAttributes = map[string]enumspb.IndexedValueType{
 	SACase.GetName():       enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	SACodebase.GetName():   enumspb.INDEXED_VALUE_TYPE_INT,
 	SAShard.GetName():      enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	SASnapshot.GetName():   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 }
 
 // EnsureSearchAttributes registers the missing search attributes in a
@@ -96,6 +99,9 @@ func Register(w worker.WorkflowRegistry) {
 	w.RegisterWorkflow(RecollectionSweep)
 	w.RegisterWorkflow(RefreshGitHubCache)
 	w.RegisterWorkflow(CollectOrg)
+	w.RegisterWorkflow(PropagateSnapshot)
+	w.RegisterWorkflow(RemoveSnapshot)
+	w.RegisterWorkflow(ReconcileRunners)
 }
 
 // The activities, by name: methods of the structs in package activities,

@@ -18,8 +18,11 @@ const StaleCleanupScheduleID = "stale-cleanup"
 
 // ScheduleConfig says how often the schedules fire.
 type ScheduleConfig struct {
-	SweepEvery   time.Duration // default 1h
-	CleanupEvery time.Duration // default 24h
+	SweepEvery     time.Duration // default 1h
+	CleanupEvery   time.Duration // default 24h
+	ReconcileEvery time.Duration // default 5m
+	// Reconcile tunes the scheduled ReconcileRunners.
+	Reconcile ReconcileRunnersInput
 }
 
 // Schedules are the schedules gitfleet keeps, by id.
@@ -30,7 +33,19 @@ func Schedules(cfg ScheduleConfig) map[string]client.ScheduleOptions {
 	if cfg.CleanupEvery <= 0 {
 		cfg.CleanupEvery = 24 * time.Hour
 	}
+	if cfg.ReconcileEvery <= 0 {
+		cfg.ReconcileEvery = 5 * time.Minute
+	}
 	return map[string]client.ScheduleOptions{
+		ReconcileScheduleID: {
+			ID:      ReconcileScheduleID,
+			Spec:    client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: cfg.ReconcileEvery}}},
+			Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
+			Action: &client.ScheduleWorkflowAction{
+				ID: ReconcileScheduleID, Workflow: ReconcileRunners, Args: []any{cfg.Reconcile}, TaskQueue: TaskQueue,
+			},
+			Note: "gitfleet: compare runners' image stores with the snapshot rows and repair them",
+		},
 		SweepScheduleID: {
 			ID:   SweepScheduleID,
 			Spec: client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: cfg.SweepEvery}}, Jitter: time.Minute},
@@ -89,4 +104,24 @@ func EnsureSchedules(ctx context.Context, c client.Client, cfg ScheduleConfig) e
 func StartCollect(ctx context.Context, c client.Client, repo repoid.ID) error {
 	_, err := c.ExecuteWorkflow(ctx, CollectOptions(repo), Collect, CollectInput{Repo: repo, Trigger: "sweep"})
 	return err
+}
+
+// PropagateOptions are the options every starter of a snapshot's
+// propagation uses.
+func PropagateOptions(name string) client.StartWorkflowOptions {
+	return client.StartWorkflowOptions{
+		ID:                       PropagateSnapshotWorkflowID(name),
+		TaskQueue:                TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		TypedSearchAttributes:    temporal.NewSearchAttributes(SASnapshot.ValueSet(name)),
+		Memo:                     map[string]any{"snapshot": name},
+	}
+}
+
+// StartPropagation starts a snapshot's propagation, or tells the running
+// one to look again (signal-with-start): rows added or reset meanwhile are
+// never missed.
+func StartPropagation(ctx context.Context, c client.Client, in PropagateSnapshotInput) (client.WorkflowRun, error) {
+	return c.SignalWithStartWorkflow(ctx, PropagateSnapshotWorkflowID(in.Name), PropagateSignal, nil,
+		PropagateOptions(in.Name), PropagateSnapshot, in)
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"gitfleet/internal/domain/decay"
@@ -31,6 +32,17 @@ const (
 	EnvHashKey           = "GITFLEET_FINDING_KEY"
 	EnvTokenKey          = secrets.KeyEnv
 	EnvGitHubConcurrency = "GITFLEET_GITHUB_CONCURRENCY"
+
+	// Snapshots and runners.
+	EnvRegistry        = "GITFLEET_REGISTRY"
+	EnvInsecure        = "GITFLEET_INSECURE_REGISTRIES"
+	EnvRunnerHeartbeat = "GITFLEET_RUNNER_HEARTBEAT"
+	EnvRunnerOffline   = "GITFLEET_RUNNER_OFFLINE_AFTER"
+	EnvPullAttempt     = "GITFLEET_PULL_ATTEMPT_TIMEOUT"
+	EnvPullWindow      = "GITFLEET_PULL_WINDOW"
+	EnvPullQueue       = "GITFLEET_PULL_QUEUE_TIMEOUT"
+	EnvPullFanout      = "GITFLEET_PULL_FANOUT"
+	EnvReconcileEvery  = "GITFLEET_RECONCILE_EVERY"
 )
 
 // Defaults: the dev stack's addresses.
@@ -71,6 +83,18 @@ type Config struct {
 	TokenBox *secrets.Box
 	// GitHubConcurrency bounds each token's API requests in flight.
 	GitHubConcurrency int
+	// Snapshots: Registry is where runners push builds ("host:port/path").
+	// The durations bound pulls (zero: the workflows' defaults), Fanout is
+	// how many pulls a ready runner serves at once.
+	Registry string
+	// InsecureRegistries are registry hosts (host:port) spoken to over
+	// plain HTTP besides loopback and private addresses (a registry:2 in a
+	// compose network).
+	InsecureRegistries                 []string
+	RunnerHeartbeat, RunnerOffline     time.Duration
+	PullAttempt, PullWindow, PullQueue time.Duration
+	PullFanout                         int
+	ReconcileEvery                     time.Duration
 }
 
 // Load reads the configuration through getenv (os.Getenv in binaries).
@@ -146,6 +170,33 @@ func Load(getenv func(string) string) (Config, error) {
 			return Config{}, fmt.Errorf("%s=%q: want a number from 1 to 100", EnvGitHubConcurrency, v)
 		}
 		c.GitHubConcurrency = n
+	}
+	c.Registry = getenv(EnvRegistry)
+	for _, h := range strings.Split(getenv(EnvInsecure), ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			c.InsecureRegistries = append(c.InsecureRegistries, h)
+		}
+	}
+	c.RunnerHeartbeat = 10 * time.Second
+	for _, d := range []struct {
+		env string
+		dst *time.Duration
+	}{{EnvRunnerHeartbeat, &c.RunnerHeartbeat}, {EnvRunnerOffline, &c.RunnerOffline}, {EnvPullAttempt, &c.PullAttempt},
+		{EnvPullWindow, &c.PullWindow}, {EnvPullQueue, &c.PullQueue}, {EnvReconcileEvery, &c.ReconcileEvery}} {
+		if v := getenv(d.env); v != "" {
+			iv, err := time.ParseDuration(v)
+			if err != nil || iv < time.Second {
+				return Config{}, fmt.Errorf("%s=%q: want a duration of at least 1s", d.env, v)
+			}
+			*d.dst = iv
+		}
+	}
+	if v := getenv(EnvPullFanout); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 64 {
+			return Config{}, fmt.Errorf("%s=%q: want a number from 1 to 64", EnvPullFanout, v)
+		}
+		c.PullFanout = n
 	}
 	if c.MirrorDir == "" {
 		cache, err := os.UserCacheDir()

@@ -355,6 +355,21 @@ func (m *Mirrors) HasCommit(ctx context.Context, remoteURL, sha string) (bool, e
 	return fetchSHA(ctx, repo, tmp, remoteURL, sha, "refs/gitfleet/verify", 1)
 }
 
+// FetchSnapshot fetches commit sha alone (depth 1: its tree, not its
+// history) from the remote into a new bare repository at dir, for building
+// an image of it. It reports false when the remote does not have it.
+func FetchSnapshot(ctx context.Context, remoteURL, sha, dir string) (*git.Repository, bool, error) {
+	if !plumbing.IsHash(sha) {
+		return nil, false, errclass.Permanentf(errclass.ReasonInvalidInput, "%q is not a commit id", sha)
+	}
+	repo, err := git.PlainInit(dir, true)
+	if err != nil {
+		return nil, false, err
+	}
+	ok, err := fetchSHA(ctx, repo, dir, remoteURL, sha, "refs/gitfleet/snapshot", 1)
+	return repo, ok, err
+}
+
 // FetchCommit fetches commit sha from the remote into its mirror, pinned
 // under ref so that later syncs never prune it. It reports false when the
 // remote does not have it.

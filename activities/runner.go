@@ -1,0 +1,234 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"go.temporal.io/sdk/activity"
+	"go.uber.org/zap"
+
+	"gitfleet/internal/domain/snapshot"
+	"gitfleet/internal/infra/errclass"
+	"gitfleet/internal/infra/mirror"
+	"gitfleet/internal/infra/ocibuild"
+	"gitfleet/internal/infra/ocistore"
+	"gitfleet/internal/infra/store"
+	"gitfleet/internal/infra/vcs"
+	"gitfleet/workflows"
+)
+
+// Runner are the activities a runner runs on its own task queue,
+// runner-<id>, against its image store: pulls, builds, removals and the
+// inventory the reconcile compares (DESIGN §7). The worker's activity slots
+// are the runner's capacity, so no more pulls run at once than it allows.
+type Runner struct {
+	ID     string
+	Store  *store.Store
+	Images *ocistore.Store
+	// Hosts and WorkDir serve builds: the commit is fetched from its host
+	// into a scratch repository under WorkDir.
+	Hosts   vcs.Hosts
+	WorkDir string
+	// Registry is where builds are pushed: "host[:port]/path", the image
+	// named <Registry>/<snapshot>:<commit>. Credentials come from the
+	// keychain (docker config, environment), never from workflows.
+	Registry string
+	// Insecure are registry hosts spoken to over plain HTTP.
+	Insecure []string
+	Log      *zap.Logger
+	// ProgressEvery is how often a pull writes its progress to its row
+	// (default 500ms).
+	ProgressEvery time.Duration
+	// Load counts the pulls and builds running; nil counts nothing.
+	Load *Load
+}
+
+// Load counts work running at once (a field, not methods of Runner: every
+// method of Runner is an activity).
+type Load struct{ busy, peak atomic.Int64 }
+
+// Busy is the work running now; Peak the most that ever ran at once.
+func (l *Load) Busy() int64 { return l.busy.Load() }
+func (l *Load) Peak() int64 { return l.peak.Load() }
+
+func (r *Runner) enter() func() {
+	l := r.Load
+	if l == nil {
+		return func() {}
+	}
+	n := l.busy.Add(1)
+	for {
+		p := l.peak.Load()
+		if n <= p || l.peak.CompareAndSwap(p, n) {
+			break
+		}
+	}
+	return func() { l.busy.Add(-1) }
+}
+
+// PullSnapshot pulls a snapshot's image into the store: from the peers it
+// was given, then from the image's registry. Blobs the store holds already
+// (shared with other snapshots, or kept from an interrupted pull) are not
+// fetched again. Progress goes to the row (for `starter snapshot show`) and
+// to the activity's heartbeat.
+func (r *Runner) PullSnapshot(ctx context.Context, in workflows.PullInput) (workflows.PullResult, error) {
+	defer r.enter()()
+	log := r.logger(ctx).With(zap.String("snapshot", in.Snapshot), zap.String("ref", in.Ref))
+	ref, err := name.ParseReference(in.Ref, r.nameOptions(in.Ref)...)
+	if err != nil {
+		return workflows.PullResult{}, AppError(errclass.Permanentf(errclass.ReasonInvalidInput, "image reference %q: %v", in.Ref, err))
+	}
+	var sources []ocistore.Source
+	for _, p := range in.Peers {
+		sources = append(sources, ocistore.Source{Name: snapshot.PeerSource(p.RunnerID), Registry: p.Addr, Insecure: true, Anonymous: true})
+	}
+	sources = append(sources, ocistore.Source{Name: snapshot.Registry, Registry: ref.Context().RegistryStr(),
+		Insecure: ref.Context().Scheme() == "http"})
+
+	every := r.ProgressEvery
+	if every <= 0 {
+		every = 500 * time.Millisecond
+	}
+	var last time.Time
+	progress := func(p ocistore.Progress) {
+		activity.RecordHeartbeat(ctx, p)
+		if time.Since(last) < every && p.Done < p.Total {
+			return
+		}
+		last = time.Now()
+		if err := r.Store.SetSnapshotRunnerProgress(ctx, r.ID, in.Snapshot, p.Done, p.Total, p.Source, time.Now().UTC()); err != nil {
+			log.Debug("progress not recorded", zap.Error(err))
+		}
+	}
+	log.Info("pull started", zap.Int("peers", len(in.Peers)))
+	res, err := r.Images.Pull(ctx, in.Snapshot, in.Ref, sources, progress)
+	if err != nil {
+		log.Warn("pull failed", zap.Error(err))
+		return workflows.PullResult{}, AppError(err)
+	}
+	log.Info("pull done", zap.String("digest", res.Digest), zap.Int64("fetched", res.Fetched), zap.Any("bySource", res.BySource))
+	return workflows.PullResult{Digest: res.Digest, Size: res.Size, Fetched: res.Fetched, BySource: res.BySource}, nil
+}
+
+// BuildSnapshot builds a snapshot's image from a repository's commit (one
+// layer of its tree on the base image), pushes it to the registry and
+// keeps it in the store.
+func (r *Runner) BuildSnapshot(ctx context.Context, in workflows.BuildInput) (workflows.BuildResult, error) {
+	defer r.enter()()
+	defer keepAlive(ctx, 5*time.Second)()
+	if r.Registry == "" {
+		return workflows.BuildResult{}, AppError(errclass.Permanentf(errclass.ReasonUnsupported,
+			"runner %s has no registry to push builds to (set GITFLEET_REGISTRY)", r.ID))
+	}
+	host, err := r.Hosts.Lookup(in.Repo.Host)
+	if err != nil {
+		return workflows.BuildResult{}, AppError(errclass.Permanentf(errclass.ReasonInvalidInput, "%v", err))
+	}
+	tmp, err := os.MkdirTemp(r.WorkDir, "build-")
+	if err != nil {
+		return workflows.BuildResult{}, AppError(err)
+	}
+	defer os.RemoveAll(tmp)
+	repo, ok, err := mirror.FetchSnapshot(ctx, host.CloneURL(in.Repo.Owner, in.Repo.Name), in.Commit, filepath.Join(tmp, "repo"))
+	if err != nil {
+		return workflows.BuildResult{}, AppError(err)
+	}
+	if !ok {
+		return workflows.BuildResult{}, AppError(errclass.Permanentf(errclass.ReasonNotFound, "commit %s is not in %s", in.Commit, in.Repo))
+	}
+	var base v1.Image
+	if in.BaseImage != "" {
+		if base, err = ocibuild.Base(ctx, in.BaseImage, r.nameOptions(in.BaseImage)...); err != nil {
+			return workflows.BuildResult{}, AppError(err)
+		}
+	}
+	img, stats, err := ocibuild.Build(ctx, repo, ocibuild.Source{Repo: in.Repo.String(), ExternalID: in.ExternalID, Commit: in.Commit},
+		base, filepath.Join(tmp, "layer"))
+	if err != nil {
+		return workflows.BuildResult{}, AppError(err)
+	}
+	ref := strings.TrimSuffix(r.Registry, "/") + "/" + in.Snapshot + ":" + in.Commit[:12]
+	digest, err := ocibuild.Push(ctx, ref, img, r.nameOptions(ref)...)
+	if err != nil {
+		return workflows.BuildResult{}, AppError(err)
+	}
+	if _, err := r.Images.Put(ctx, in.Snapshot, img); err != nil {
+		return workflows.BuildResult{}, AppError(err)
+	}
+	size, _ := imageSize(img)
+	r.logger(ctx).Info("snapshot built", zap.String("snapshot", in.Snapshot), zap.String("ref", ref), zap.String("digest", digest),
+		zap.Int("files", stats.Files), zap.Int("submodulesSkipped", stats.SubmodulesSkipped))
+	return workflows.BuildResult{ImageRef: ref, Digest: digest, Size: size, Files: stats.Files, SubmodulesSkipped: stats.SubmodulesSkipped}, nil
+}
+
+// nameOptions marks a reference to one of the Insecure registries.
+func (r *Runner) nameOptions(ref string) []name.Option {
+	host, _, _ := strings.Cut(ref, "/")
+	for _, h := range r.Insecure {
+		if h == host {
+			return []name.Option{name.Insecure}
+		}
+	}
+	return nil
+}
+
+// imageSize is the bytes of an image's manifest, config and layers.
+func imageSize(img v1.Image) (int64, error) {
+	m, err := img.Manifest()
+	if err != nil {
+		return 0, err
+	}
+	raw, err := img.RawManifest()
+	if err != nil {
+		return 0, err
+	}
+	n := int64(len(raw)) + m.Config.Size
+	for _, l := range m.Layers {
+		n += l.Size
+	}
+	return n, nil
+}
+
+// RemoveSnapshotImage removes a snapshot's image and the blobs no other
+// image uses.
+func (r *Runner) RemoveSnapshotImage(ctx context.Context, snap string) error {
+	if err := r.Images.Remove(snap); err != nil {
+		return AppError(fmt.Errorf("remove image %s: %w", snap, err))
+	}
+	r.logger(ctx).Info("snapshot image removed", zap.String("snapshot", snap))
+	return nil
+}
+
+// ListSnapshotImages lists the images the store holds.
+func (r *Runner) ListSnapshotImages(ctx context.Context) ([]snapshot.Held, error) {
+	images, err := r.Images.Images()
+	if err != nil {
+		return nil, AppError(err)
+	}
+	out := make([]snapshot.Held, len(images))
+	for i, img := range images {
+		out[i] = snapshot.Held{Name: img.Name, Digest: img.Digest}
+	}
+	return out, nil
+}
+
+func (r *Runner) logger(ctx context.Context) *zap.Logger {
+	l := r.Log
+	if l == nil {
+		l = zap.NewNop()
+	}
+	l = l.With(zap.String("runner", r.ID))
+	if activity.IsActivity(ctx) {
+		info := activity.GetInfo(ctx)
+		l = l.With(zap.String("activity", info.ActivityType.Name), zap.String("workflowId", info.WorkflowExecution.ID),
+			zap.Int32("attempt", info.Attempt))
+	}
+	return l
+}

@@ -1,0 +1,212 @@
+package activities
+
+import (
+	"context"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+
+	"gitfleet/internal/domain/snapshot"
+	"gitfleet/internal/infra/store"
+	"gitfleet/workflows"
+)
+
+// Snapshots are the snapshot workflows' activities on the snapshot tables
+// (DESIGN §7); what happens on a runner's store is Runner's.
+type Snapshots struct {
+	Store  *store.Store
+	Client client.Client
+	// Propagation is what StartPropagation starts: the configured timing
+	// and fan-out, with the snapshot's name filled in.
+	Propagation workflows.PropagateSnapshotInput
+	Log         *zap.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+func (s *Snapshots) now() time.Time {
+	if s.Now != nil {
+		return s.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+// LoadSnapshot reads a snapshot.
+func (s *Snapshots) LoadSnapshot(ctx context.Context, name string) (snapshot.Snapshot, error) {
+	snap, err := s.Store.Snapshot(ctx, name)
+	return snap, AppError(err)
+}
+
+// PrepareSnapshotRunners gives every eligible runner a row for the
+// snapshot (pulling_snapshot; a row that exists stays as it is) and says
+// which rows wait for a pull and which runners hold it ready.
+func (s *Snapshots) PrepareSnapshotRunners(ctx context.Context, in workflows.PrepareRunnersInput) (workflows.Fleet, error) {
+	now := s.now()
+	fleet := workflows.Fleet{Runners: map[string]snapshot.Runner{}}
+	eligible, err := s.Store.EligibleRunners(ctx, now.Add(-in.Fresh))
+	if err != nil {
+		return fleet, AppError(err)
+	}
+	for _, r := range eligible {
+		fleet.Runners[r.ID] = r
+		if _, _, err := s.Store.InsertSnapshotRunner(ctx, r.ID, in.Snapshot, snapshot.RowPulling, now); err != nil {
+			return fleet, AppError(err)
+		}
+	}
+	rows, err := s.Store.SnapshotRunners(ctx, in.Snapshot)
+	if err != nil {
+		return fleet, AppError(err)
+	}
+	for _, row := range rows {
+		switch {
+		case row.State == snapshot.RowReady:
+			if r, err := s.Store.Runner(ctx, row.RunnerID); err == nil && r.State != snapshot.RunnerOffline {
+				fleet.Runners[r.ID] = r
+				fleet.Ready = append(fleet.Ready, r.ID)
+			}
+		case row.State == snapshot.RowPulling:
+			// Only runners that can take it now; the others wait for the
+			// reconcile (offline) or stay out (draining).
+			if _, ok := fleet.Runners[row.RunnerID]; ok {
+				fleet.ToPull = append(fleet.ToPull, row)
+			}
+		}
+	}
+	return fleet, nil
+}
+
+// TransitionSnapshotRow moves a row between states, when it is in one of
+// the expected ones.
+func (s *Snapshots) TransitionSnapshotRow(ctx context.Context, in workflows.TransitionRowInput) (bool, error) {
+	changed, err := s.Store.TransitionSnapshotRunner(ctx, in.RunnerID, in.Snapshot, in.From, in.To, in.Reason, s.now())
+	if err == nil && changed {
+		s.logger().Info("snapshot row", zap.String("snapshot", in.Snapshot), zap.String("runner", in.RunnerID),
+			zap.String("state", string(in.To)), zap.String("reason", in.Reason))
+	}
+	return changed, AppError(err)
+}
+
+// RecordSnapshotImage records a snapshot's reference and digest.
+func (s *Snapshots) RecordSnapshotImage(ctx context.Context, in workflows.RecordImageInput) error {
+	return AppError(s.Store.SetSnapshotImage(ctx, in.Name, in.ImageRef, in.Digest, s.now()))
+}
+
+// ActivateSnapshot marks a snapshot active (a runner holds it).
+func (s *Snapshots) ActivateSnapshot(ctx context.Context, name string) (bool, error) {
+	changed, err := s.Store.ActivateSnapshot(ctx, name, s.now())
+	return changed, AppError(err)
+}
+
+// SetSnapshotState sets a snapshot's state.
+func (s *Snapshots) SetSnapshotState(ctx context.Context, in workflows.SetSnapshotStateInput) error {
+	return AppError(s.Store.SetSnapshotState(ctx, in.Name, in.State, in.Reason, s.now()))
+}
+
+// AbandonSnapshot deletes a snapshot that never became active, with its
+// rows.
+func (s *Snapshots) AbandonSnapshot(ctx context.Context, name string) error {
+	return AppError(s.Store.DeleteSnapshot(ctx, name))
+}
+
+// MarkSnapshotRemoving starts a removal: the snapshot and its rows become
+// removing.
+func (s *Snapshots) MarkSnapshotRemoving(ctx context.Context, name string) ([]snapshot.Row, error) {
+	rows, err := s.Store.MarkSnapshotRemoving(ctx, name, s.now())
+	return rows, AppError(err)
+}
+
+// DeleteSnapshotRow deletes a row whose runner let the image go.
+func (s *Snapshots) DeleteSnapshotRow(ctx context.Context, key workflows.RowKey) error {
+	return AppError(s.Store.DeleteSnapshotRunner(ctx, key.RunnerID, key.Snapshot))
+}
+
+// FinishSnapshotRemoval deletes a snapshot being removed once no row is
+// left, and reports whether it did.
+func (s *Snapshots) FinishSnapshotRemoval(ctx context.Context, name string) (bool, error) {
+	done, err := s.Store.FinishSnapshotRemoval(ctx, name)
+	return done, AppError(err)
+}
+
+// MarkRunnersOffline marks runners silent for longer than after offline,
+// and fails their pulls in flight.
+func (s *Snapshots) MarkRunnersOffline(ctx context.Context, after time.Duration) ([]string, error) {
+	now := s.now()
+	ids, err := s.Store.MarkRunnersOffline(ctx, now.Add(-after), now)
+	if len(ids) > 0 {
+		s.logger().Warn("runners offline", zap.Strings("runners", ids))
+	}
+	return ids, AppError(err)
+}
+
+// ForgetRunners removes runners offline for longer than after, with their
+// rows.
+func (s *Snapshots) ForgetRunners(ctx context.Context, after time.Duration) ([]string, error) {
+	ids, err := s.Store.ForgetRunners(ctx, s.now().Add(-after))
+	if len(ids) > 0 {
+		s.logger().Warn("runners forgotten", zap.Strings("runners", ids))
+	}
+	return ids, AppError(err)
+}
+
+// ReconcileView reads what the reconcile compares: the runners that are
+// not offline with their rows, the snapshots' digests, the rows in error,
+// and the active snapshots some eligible runner has no row for.
+func (s *Snapshots) ReconcileView(ctx context.Context, in workflows.ReconcileViewInput) (workflows.ReconcileView, error) {
+	view := workflows.ReconcileView{Digests: map[string]string{}}
+	runners, err := s.Store.Runners(ctx)
+	if err != nil {
+		return view, AppError(err)
+	}
+	snaps, err := s.Store.Snapshots(ctx)
+	if err != nil {
+		return view, AppError(err)
+	}
+	eligible := map[string]bool{}
+	fresh := s.now().Add(-in.Fresh)
+	for _, r := range runners {
+		if r.State == snapshot.RunnerOffline {
+			continue
+		}
+		rows, err := s.Store.RunnerSnapshots(ctx, r.ID)
+		if err != nil {
+			return view, AppError(err)
+		}
+		view.Runners = append(view.Runners, workflows.RunnerRows{Runner: r, Rows: rows})
+		if r.State == snapshot.RunnerReady && !r.LastHeartbeat.Before(fresh) {
+			has := map[string]bool{}
+			for _, row := range rows {
+				has[row.SnapshotRef] = true
+			}
+			for _, sn := range snaps {
+				if sn.State == snapshot.Active && !has[sn.Name] && !eligible[sn.Name] {
+					eligible[sn.Name] = true
+					view.Unplaced = append(view.Unplaced, sn.Name)
+				}
+			}
+		}
+	}
+	for _, sn := range snaps {
+		if sn.Digest != "" {
+			view.Digests[sn.Name] = sn.Digest
+		}
+	}
+	view.Errors, err = s.Store.RowsInError(ctx)
+	return view, AppError(err)
+}
+
+// StartPropagation starts a snapshot's propagation or wakes the running
+// one.
+func (s *Snapshots) StartPropagation(ctx context.Context, name string) error {
+	in := s.Propagation
+	in.Name = name
+	_, err := workflows.StartPropagation(ctx, s.Client, in)
+	return AppError(err)
+}
+
+func (s *Snapshots) logger() *zap.Logger {
+	if s.Log == nil {
+		return zap.NewNop()
+	}
+	return s.Log
+}

@@ -1,0 +1,44 @@
+// Package ocistore is a runner's local image store: an OCI image layout
+// (oci-layout, index.json, blobs/sha256/) holding the snapshot images the
+// runner pulls from a registry or from peer runners, and serving them to
+// peers in turn (PeerHandler).
+//
+// # Pulling
+//
+// Pull resolves the manifest (for an index, this platform's image), then
+// takes config and layers in manifest order and the manifest last. A blob
+// the store holds is skipped; a missing one is tried at each source in
+// turn, streamed into a temporary file beside the blobs while being hashed,
+// and renamed into blobs/sha256/ only once digest and size match the
+// manifest, after an fsync. So the layout only ever holds verified blobs, a
+// stored manifest means a complete image, and a pull that is killed resumes
+// from the blobs it had finished: Open deletes the temporary files and keeps
+// the rest. A source that fails for a blob (connection, status, digest,
+// size, truncation, a 30 s stall) is left for the next; when every source
+// fails the error is Retryable and its reason names the last problem. Layers
+// are never held in memory: a pull uses one 256 KiB buffer.
+//
+// Errors follow errclass: the quota ("exceeds store quota") and an image no
+// source knows (errclass.ReasonNotFound) are Permanent, a bad reference is
+// ReasonInvalidInput, anything else is Retryable.
+//
+// # Concurrency
+//
+// Several pulls and puts run at once in one process (one Store per
+// directory). One mutex serialises index.json rewrites (temporary file and
+// rename), blob commits and garbage collection. A pull pins every blob of
+// its image before looking at what is present and until its index entry is
+// written, so Remove's collection never deletes a blob a pull is counting
+// on; two pulls needing the same missing blob download it once (the second
+// waits and only fetches itself if the first failed); quota reservations
+// keep concurrent pulls from overcommitting the store together.
+//
+// Blobs of a failed pull stay (they make the retry cheap) and count towards
+// Usage until GC or the next Remove collects them; replacing an image under
+// the same name collects what the old one leaves behind.
+//
+// Rules: infrastructure (drivers, files, network). It imports no workflow
+// code (go.temporal.io/sdk/workflow, gitfleet/workflows, gitfleet/activities)
+// and nothing from internal/devstack (imports_test.go checks); its tests use
+// devstack/ociregistry as the registry.
+package ocistore

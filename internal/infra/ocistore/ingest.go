@@ -1,0 +1,303 @@
+package ocistore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"gitfleet/internal/infra/errclass"
+)
+
+// blob is a content-addressed object an image needs; digest is validated.
+type blob struct {
+	digest string
+	hex    string
+	size   int64
+}
+
+func blobOf(d v1.Descriptor) (blob, error) {
+	digest := d.Digest.String()
+	hex, ok := hexOf(digest)
+	if !ok || d.Size < 0 {
+		return blob{}, fmt.Errorf("invalid descriptor %q (size %d)", digest, d.Size)
+	}
+	return blob{digest: digest, hex: hex, size: d.Size}, nil
+}
+
+// job is one Pull or Put between resolving its manifest and writing its
+// index entry: the blobs it pinned against GC and the quota it reserved.
+type job struct {
+	s        *Store
+	pinned   []string
+	reserved []string
+}
+
+// begin pins every blob of an image, then checks the quota against what is
+// missing and reserves it. Pinning first means a blob found present here
+// cannot be collected before the index entry that references it is
+// written. what names the image in the quota error.
+func (s *Store) begin(what string, blobs []blob) (*job, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j := &job{s: s}
+	var needed, reservedTotal int64
+	var missing []blob
+	for _, r := range s.reserved {
+		reservedTotal += r.size
+	}
+	for _, b := range blobs {
+		s.pins[b.digest]++
+		j.pinned = append(j.pinned, b.digest)
+		if s.hasLocked(b) {
+			continue
+		}
+		missing = append(missing, b)
+		if s.reserved[b.digest] == nil {
+			needed += b.size
+		}
+	}
+	inUse := s.usage + reservedTotal
+	if s.quota > 0 && inUse+needed > s.quota {
+		j.endLocked()
+		return nil, errclass.Permanentf("exceeds store quota",
+			"image %s needs %d bytes; runner store quota is %d bytes with %d in use", what, needed, s.quota, inUse)
+	}
+	for _, b := range missing {
+		r := s.reserved[b.digest]
+		if r == nil {
+			r = &reservation{size: b.size}
+			s.reserved[b.digest] = r
+		}
+		r.refs++
+		j.reserved = append(j.reserved, b.digest)
+	}
+	return j, nil
+}
+
+func (j *job) end() {
+	j.s.mu.Lock()
+	defer j.s.mu.Unlock()
+	j.endLocked()
+}
+
+func (j *job) endLocked() {
+	s := j.s
+	for _, d := range j.pinned {
+		if s.pins[d]--; s.pins[d] <= 0 {
+			delete(s.pins, d)
+		}
+	}
+	for _, d := range j.reserved {
+		// A commit has already turned the reservation into usage.
+		if r := s.reserved[d]; r != nil {
+			if r.refs--; r.refs <= 0 {
+				delete(s.reserved, d)
+			}
+		}
+	}
+	j.pinned, j.reserved = nil, nil
+}
+
+// hasLocked reports whether a complete blob is in the store. A file of the
+// wrong size cannot come from a commit; it is treated as absent and will be
+// replaced.
+func (s *Store) hasLocked(b blob) bool {
+	info, err := os.Stat(s.blobPath(b.hex))
+	return err == nil && info.Mode().IsRegular() && info.Size() == b.size
+}
+
+// ensure makes blob b present, calling fetch unless the store has it or
+// gets it meanwhile. Two jobs needing the same missing blob download it
+// once: the second waits for the first and fetches only if that failed.
+// fetched tells whether this call wrote it.
+func (s *Store) ensure(ctx context.Context, b blob, fetch func() error) (fetched bool, err error) {
+	for {
+		s.mu.Lock()
+		if s.hasLocked(b) {
+			s.mu.Unlock()
+			return false, nil
+		}
+		if ch, ok := s.inflight[b.digest]; ok {
+			s.mu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return false, ctx.Err()
+			}
+		}
+		ch := make(chan struct{})
+		s.inflight[b.digest] = ch
+		s.mu.Unlock()
+
+		err := fetch()
+		s.mu.Lock()
+		delete(s.inflight, b.digest)
+		close(ch)
+		s.mu.Unlock()
+		return err == nil, err
+	}
+}
+
+// problem is why one source failed for one blob, in a few words.
+type problem struct {
+	what string
+	err  error
+}
+
+func (p *problem) Error() string {
+	if p.err == nil {
+		return p.what
+	}
+	return p.what + ": " + p.err.Error()
+}
+
+func (p *problem) Unwrap() error { return p.err }
+
+// ingest streams r into a temporary file beside the blobs while hashing
+// it, and commits the file under its digest only when digest and size both
+// match b. Memory use is buf, whatever the blob's size. counted is told of
+// every chunk written, for progress.
+func (s *Store) ingest(r io.Reader, b blob, buf []byte, counted func(int64)) error {
+	f, err := os.CreateTemp(s.blobDir(), tmpPrefix+b.hex[:16]+"-*")
+	if err != nil {
+		return &problem{what: "create temporary file", err: err}
+	}
+	tmp := f.Name()
+	committed := false
+	defer func() {
+		if !committed {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	h := sha256.New()
+	w := &countingWriter{w: io.MultiWriter(f, h), counted: counted}
+	// One byte beyond the size tells a long body from an exact one.
+	n, err := io.CopyBuffer(w, io.LimitReader(r, b.size+1), buf)
+	switch {
+	case err != nil && (errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)):
+		return &problem{what: fmt.Sprintf("truncated (%d of %d bytes)", n, b.size), err: err}
+	case err != nil && w.werr:
+		return &problem{what: "write", err: err}
+	case err != nil:
+		return &problem{what: fmt.Sprintf("read failed after %d of %d bytes", n, b.size), err: err}
+	case n < b.size:
+		return &problem{what: fmt.Sprintf("truncated (%d of %d bytes)", n, b.size)}
+	case n > b.size:
+		return &problem{what: fmt.Sprintf("size mismatch (more than %d bytes)", b.size)}
+	case hex.EncodeToString(h.Sum(nil)) != b.hex:
+		return &problem{what: "digest mismatch"}
+	}
+	if err := f.Sync(); err != nil {
+		return &problem{what: "sync", err: err}
+	}
+	if err := f.Close(); err != nil {
+		return &problem{what: "close", err: err}
+	}
+	committed = true
+	return s.commit(tmp, b)
+}
+
+// commit renames a verified temporary file into place. If a concurrent job
+// committed the same blob first, the copy is dropped: the content is the
+// same and usage must count it once.
+func (s *Store) commit(tmp string, b blob) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hasLocked(b) {
+		os.Remove(tmp)
+		return nil
+	}
+	// A file of the wrong size (never committed by a Store) is replaced;
+	// it no longer counts.
+	if info, err := os.Stat(s.blobPath(b.hex)); err == nil && info.Mode().IsRegular() {
+		s.usage -= info.Size()
+	}
+	if err := os.Rename(tmp, s.blobPath(b.hex)); err != nil {
+		os.Remove(tmp)
+		return &problem{what: "rename", err: err}
+	}
+	if err := syncDir(s.blobDir()); err != nil {
+		return &problem{what: "sync", err: err}
+	}
+	s.usage += b.size
+	delete(s.reserved, b.digest)
+	return nil
+}
+
+type countingWriter struct {
+	w       io.Writer
+	counted func(int64)
+	werr    bool
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	if err != nil {
+		c.werr = true
+	}
+	if c.counted != nil {
+		c.counted(int64(n))
+	}
+	return n, err
+}
+
+// record writes name's index entry, replacing any older entry of that name.
+func (s *Store) record(name string, digest string, mediaType types.MediaType, size int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, err := v1.NewHash(digest)
+	if err != nil {
+		return err
+	}
+	e := s.entryOf(v1.Descriptor{
+		MediaType:   mediaType,
+		Digest:      d,
+		Size:        size,
+		Annotations: map[string]string{RefNameAnnotation: name},
+	})
+	entries := make([]entry, 0, len(s.entries)+1)
+	replaced := false
+	for _, old := range s.entries {
+		if old.name != name {
+			entries = append(entries, old)
+		} else {
+			replaced = old.desc.Digest != d
+		}
+	}
+	entries = append(entries, e)
+	if err := s.writeIndex(entries); err != nil {
+		return fmt.Errorf("ocistore: write index.json: %w", err)
+	}
+	s.entries = entries
+	if replaced {
+		// The image is stored; what the replaced one leaves behind is
+		// collected now or, if this fails, by the next GC.
+		_ = s.gcLocked()
+	}
+	return nil
+}
+
+// throttle limits progress reports to one per interval.
+type throttle struct {
+	last     time.Time
+	interval time.Duration
+}
+
+func (t *throttle) due() bool {
+	now := time.Now()
+	if now.Sub(t.last) < t.interval {
+		return false
+	}
+	t.last = now
+	return true
+}

@@ -1,0 +1,519 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/spf13/cobra"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"gitfleet/internal/domain/snapshot"
+	"gitfleet/internal/infra/store"
+	"gitfleet/workflows"
+)
+
+func (a *app) snapshotCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "snapshot",
+		Short: "Images that runners hold: pulled from a registry or built from a collected repository",
+		Long: `A snapshot is an OCI image every ready runner keeps in its store. 'create'
+pulls it once from the registry and spreads it runner to runner; 'remove'
+takes it off every runner. The runner-reconcile schedule repairs stores
+that drifted and retries pulls that failed for a transient reason.`,
+	}
+	cmd.AddCommand(a.snapshotCreateCmd(), a.snapshotListCmd(), a.snapshotShowCmd(), a.snapshotWhereCmd(), a.snapshotRemoveCmd())
+	return cmd
+}
+
+func (a *app) snapshotCreateCmd() *cobra.Command {
+	var image, fromRepo, base string
+	var noWait bool
+	cmd := &cobra.Command{
+		Use:   "create NAME (--image REF | --from-repo HOST/OWNER/NAME[@COMMIT]) [--base IMAGE]",
+		Short: "Put an image on every ready runner",
+		Example: `  starter snapshot create base --image registry.example.com/sandbox/base:1.4
+  starter snapshot create tools --from-repo github.com/acme/tools
+  starter snapshot create tools-v2 --from-repo github.com/acme/tools@3f2a…(40 hex) --base registry.example.com/sandbox/base:1.4`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, in []string) error {
+			snap, err := a.snapshotRequest(cmd.Context(), in[0], image, fromRepo, base)
+			if err != nil {
+				return err
+			}
+			return a.createSnapshot(cmd.Context(), snap, !noWait)
+		},
+	}
+	cmd.Flags().StringVar(&image, "image", "", "pull this image reference (host/repository:tag or @sha256:…)")
+	cmd.Flags().StringVar(&fromRepo, "from-repo", "", "build from a collected repository at its last collected commit, or @COMMIT")
+	cmd.Flags().StringVar(&base, "base", "", "with --from-repo: the image to put the repository's layer on")
+	cmd.Flags().BoolVar(&noWait, "no-wait", false, "start the propagation and return")
+	return cmd
+}
+
+// snapshotRequest checks everything a user can get wrong before anything
+// is written or started.
+func (a *app) snapshotRequest(ctx context.Context, snapName, image, fromRepo, base string) (snapshot.Snapshot, error) {
+	if err := snapshot.ValidName(snapName); err != nil {
+		return snapshot.Snapshot{}, usageError{err}
+	}
+	if (image == "") == (fromRepo == "") {
+		return snapshot.Snapshot{}, usageError{errors.New("give exactly one of --image REF or --from-repo HOST/OWNER/NAME[@COMMIT]")}
+	}
+	if base != "" && fromRepo == "" {
+		return snapshot.Snapshot{}, usageError{errors.New("--base goes with --from-repo")}
+	}
+	for _, ref := range []string{image, base} {
+		if ref == "" {
+			continue
+		}
+		if _, err := name.ParseReference(ref, name.StrictValidation); err != nil {
+			return snapshot.Snapshot{}, usageError{fmt.Errorf("image reference %q: %v (want host/repository:tag or host/repository@sha256:…)", ref, err)}
+		}
+	}
+	if image != "" {
+		return snapshot.Snapshot{Name: snapName, Kind: snapshot.KindImage, ImageRef: image}, nil
+	}
+	repoArg, commit, _ := strings.Cut(fromRepo, "@")
+	repo, err := a.cfg.Hosts.Parse(repoArg)
+	if err != nil {
+		return snapshot.Snapshot{}, usageError{err}
+	}
+	if commit != "" && !isCommit(commit) {
+		return snapshot.Snapshot{}, usageError{fmt.Errorf("%q is not a commit id: give the full 40-character SHA", commit)}
+	}
+	st, err := a.store(ctx)
+	if err != nil {
+		return snapshot.Snapshot{}, err
+	}
+	defer st.Close()
+	cb, err := st.FindCodebase(ctx, repo)
+	if err != nil {
+		return snapshot.Snapshot{}, err
+	}
+	switch {
+	case cb == nil:
+		return snapshot.Snapshot{}, usageError{fmt.Errorf("%s has not been collected: run 'starter collect %s' first", repo, repo)}
+	case cb.StaleSince != nil:
+		return snapshot.Snapshot{}, usageError{fmt.Errorf("%s no longer exists (since %s): nothing to build from", repo, when(*cb.StaleSince))}
+	case cb.LastCommitSHA == "":
+		return snapshot.Snapshot{}, usageError{fmt.Errorf("%s has no collected commit yet (empty repository, or its collection has not finished)", repo)}
+	}
+	if commit == "" {
+		commit = cb.LastCommitSHA
+	}
+	return snapshot.Snapshot{Name: snapName, Kind: snapshot.KindRepo, Repo: cb.Repo().String(), CodebaseID: cb.ID,
+		ExternalID: cb.ExternalID, Commit: strings.ToLower(commit), BaseImage: base}, nil
+}
+
+func isCommit(s string) bool {
+	if len(s) != 40 {
+		return false
+	}
+	for _, c := range strings.ToLower(s) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// createSnapshot records the snapshot (joining an identical request) and
+// starts or wakes its propagation; with wait, it follows it to the end.
+func (a *app) createSnapshot(ctx context.Context, snap snapshot.Snapshot, wait bool) error {
+	st, err := a.store(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	got, existed, err := st.CreateSnapshot(ctx, snap, time.Now().UTC())
+	if errors.Is(err, store.ErrSnapshotExists) {
+		return usageError{err}
+	}
+	if err != nil {
+		return err
+	}
+	if existed && got.State == snapshot.Removing {
+		return usageError{fmt.Errorf("snapshot %s is being removed; create it again when 'starter snapshot list' no longer shows it", snap.Name)}
+	}
+	c, err := a.temporal(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	in := a.propagation()
+	in.Name = snap.Name
+	run, err := workflows.StartPropagation(ctx, c, in)
+	if err != nil {
+		return fmt.Errorf("start the propagation of %s: %w", snap.Name, err)
+	}
+	verb := "Creating"
+	if existed {
+		verb = "Joining the creation of"
+	}
+	fmt.Fprintf(a.stderr, "%s snapshot %s (%s)\n  workflow  %s\n  web ui    %s\n", verb, snap.Name, source(got), run.GetID(), a.uiLink(run.GetID(), run.GetRunID()))
+	if !wait {
+		return nil
+	}
+	done := make(chan struct{})
+	go a.followProgress(ctx, st, snap.Name, done)
+	var res workflows.PropagateSnapshotResult
+	err = run.Get(ctx, &res)
+	close(done)
+	if err != nil {
+		msg, _ := failure(err)
+		return errors.New(msg)
+	}
+	final, err := st.Snapshot(ctx, snap.Name)
+	if err != nil {
+		return err
+	}
+	rows, err := st.SnapshotRunners(ctx, snap.Name)
+	if err != nil {
+		return err
+	}
+	ready := 0
+	for _, r := range rows {
+		if r.State == snapshot.RowReady {
+			ready++
+		}
+	}
+	if a.json {
+		return a.printJSON(map[string]any{"snapshot": final, "runners": rows, "result": res})
+	}
+	fmt.Fprintf(a.stdout, "Snapshot %s is %s on %d of %d runners\n", snap.Name, final.State, ready, len(rows))
+	if final.Digest != "" {
+		fmt.Fprintf(a.stdout, "  image     %s\n", final.PullRef())
+	}
+	fmt.Fprintf(a.stdout, "  fetched   %s from the registry, %s from peers\n", bytesHuman(res.FromRegistry), bytesHuman(res.FromPeers))
+	if res.Failed > 0 || final.State != snapshot.Active {
+		fmt.Fprintf(a.stdout, "  see       starter snapshot show %s\n", snap.Name)
+	}
+	if final.State != snapshot.Active {
+		return fmt.Errorf("snapshot %s is on no runner: %s", snap.Name, res.Reason)
+	}
+	return nil
+}
+
+// followProgress prints one line a second while a propagation runs.
+func (a *app) followProgress(ctx context.Context, st *store.Store, snapName string, done <-chan struct{}) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	last := ""
+	for {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rows, err := st.SnapshotRunners(ctx, snapName)
+		if err != nil {
+			continue
+		}
+		var done, total int64
+		counts := map[snapshot.RowState]int{}
+		for _, r := range rows {
+			counts[r.State]++
+			done, total = done+r.BytesDone, total+r.BytesTotal
+		}
+		line := fmt.Sprintf("  %d ready, %d pulling, %d building, %d error; %s of %s", counts[snapshot.RowReady], counts[snapshot.RowPulling],
+			counts[snapshot.RowBuilding], counts[snapshot.RowError], bytesHuman(done), bytesHuman(total))
+		if line != last {
+			fmt.Fprintln(a.stderr, line)
+			last = line
+		}
+	}
+}
+
+// propagation is how pulls are bounded and spread, from the configuration
+// (the worker's reconcile uses the same).
+func (a *app) propagation() workflows.PropagateSnapshotInput {
+	return workflows.PropagateSnapshotInput{Fanout: a.cfg.PullFanout,
+		Timing: workflows.PullTiming{Attempt: a.cfg.PullAttempt, Window: a.cfg.PullWindow, Queue: a.cfg.PullQueue, Fresh: a.cfg.RunnerOffline}}
+}
+
+func source(s snapshot.Snapshot) string {
+	if s.Kind == snapshot.KindRepo {
+		src := "built from " + s.Repo + "@" + short(s.Commit)
+		if s.BaseImage != "" {
+			src += " on " + s.BaseImage
+		}
+		return src
+	}
+	return "image " + s.ImageRef
+}
+
+func (a *app) snapshotListCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "list",
+		Short:   "Every snapshot with its state and how many runners hold it",
+		Example: `  starter snapshot list`,
+		Args:    args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := a.store(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			snaps, err := st.Snapshots(cmd.Context())
+			if err != nil {
+				return err
+			}
+			type item struct {
+				snapshot.Snapshot
+				Ready   int `json:"readyRunners"`
+				Runners int `json:"runners"`
+			}
+			items := make([]item, len(snaps))
+			for i, s := range snaps {
+				rows, err := st.SnapshotRunners(cmd.Context(), s.Name)
+				if err != nil {
+					return err
+				}
+				items[i] = item{Snapshot: s, Runners: len(rows)}
+				for _, r := range rows {
+					if r.State == snapshot.RowReady {
+						items[i].Ready++
+					}
+				}
+			}
+			if a.json {
+				return a.printJSON(items)
+			}
+			if len(items) == 0 {
+				fmt.Fprintln(a.stdout, "No snapshots. Create one with 'starter snapshot create NAME --image REF'.")
+				return nil
+			}
+			w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "NAME\tSTATE\tREADY\tDIGEST\tSOURCE")
+			for _, it := range items {
+				fmt.Fprintf(w, "%s\t%s\t%d/%d\t%s\t%s\n", it.Name, it.State, it.Ready, it.Runners, dash(shortDigest(it.Digest)), source(it.Snapshot))
+			}
+			return w.Flush()
+		},
+	}
+}
+
+func (a *app) snapshotShowCmd() *cobra.Command {
+	var watch bool
+	cmd := &cobra.Command{
+		Use:   "show NAME [--watch]",
+		Short: "A snapshot and its state on each runner",
+		Example: `  starter snapshot show base
+  starter snapshot show base --watch`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, in []string) error {
+			if err := snapshot.ValidName(in[0]); err != nil {
+				return usageError{err}
+			}
+			st, err := a.store(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			t := time.NewTicker(time.Second)
+			defer t.Stop()
+			for {
+				snap, err := st.Snapshot(cmd.Context(), in[0])
+				if errors.Is(err, store.ErrNotFound) {
+					return usageError{err}
+				}
+				if err != nil {
+					return err
+				}
+				rows, err := st.SnapshotRunners(cmd.Context(), in[0])
+				if err != nil {
+					return err
+				}
+				if a.json {
+					if err := a.printJSON(map[string]any{"snapshot": snap, "runners": rows}); err != nil {
+						return err
+					}
+				} else if err := a.printSnapshot(snap, rows); err != nil {
+					return err
+				}
+				if !watch || settled(snap, rows) {
+					return nil
+				}
+				select {
+				case <-cmd.Context().Done():
+					return nil
+				case <-t.C:
+				}
+				fmt.Fprintln(a.stdout)
+			}
+		},
+	}
+	cmd.Flags().BoolVar(&watch, "watch", false, "refresh every second until no runner is pulling, building or removing")
+	return cmd
+}
+
+// settled reports that nothing is moving: no row in flight or removing.
+func settled(s snapshot.Snapshot, rows []snapshot.Row) bool {
+	for _, r := range rows {
+		if r.State.InFlight() || r.State == snapshot.RowRemoving {
+			return false
+		}
+	}
+	return s.State == snapshot.Active || s.State == snapshot.Error
+}
+
+func (a *app) printSnapshot(s snapshot.Snapshot, rows []snapshot.Row) error {
+	fmt.Fprintf(a.stdout, "Snapshot %s: %s\n", s.Name, s.State)
+	fmt.Fprintf(a.stdout, "  source    %s\n", source(s))
+	if s.Digest != "" {
+		fmt.Fprintf(a.stdout, "  image     %s\n", s.PullRef())
+	}
+	if s.ErrorReason != "" {
+		fmt.Fprintf(a.stdout, "  reason    %s\n", s.ErrorReason)
+	}
+	fmt.Fprintf(a.stdout, "  created   %s\n", when(s.CreatedAt))
+	if len(rows) == 0 {
+		fmt.Fprintln(a.stdout, "  on no runner")
+		return nil
+	}
+	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "RUNNER\tSTATE\tPROGRESS\tSOURCE\tSINCE\tREASON")
+	for _, r := range rows {
+		progress := "-"
+		if r.BytesTotal > 0 {
+			progress = fmt.Sprintf("%s / %s (%d%%)", bytesHuman(r.BytesDone), bytesHuman(r.BytesTotal), r.BytesDone*100/r.BytesTotal)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.RunnerID, r.State, progress, dash(r.Source), ago(r.UpdatedAt), dash(r.ErrorReason))
+	}
+	return w.Flush()
+}
+
+func (a *app) snapshotWhereCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "where NAME",
+		Short: "The runners that hold a snapshot ready (where work using it can run)",
+		Example: `  starter snapshot where base
+  starter snapshot where base --json`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, in []string) error {
+			if err := snapshot.ValidName(in[0]); err != nil {
+				return usageError{err}
+			}
+			st, err := a.store(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			if _, err := st.Snapshot(cmd.Context(), in[0]); errors.Is(err, store.ErrNotFound) {
+				return usageError{err}
+			} else if err != nil {
+				return err
+			}
+			runners, err := st.ReadyRunners(cmd.Context(), in[0])
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return a.printJSON(runners)
+			}
+			for _, r := range runners {
+				fmt.Fprintf(a.stdout, "%s\t%s\n", r.ID, r.PeerAddr)
+			}
+			if len(runners) == 0 {
+				fmt.Fprintf(a.stderr, "No runner holds %s ready.\n", in[0])
+			}
+			return nil
+		},
+	}
+}
+
+func (a *app) snapshotRemoveCmd() *cobra.Command {
+	var noWait bool
+	cmd := &cobra.Command{
+		Use:     "remove NAME",
+		Short:   "Take a snapshot off every runner and delete it",
+		Example: `  starter snapshot remove base`,
+		Args:    args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, in []string) error {
+			ctx := cmd.Context()
+			if err := snapshot.ValidName(in[0]); err != nil {
+				return usageError{err}
+			}
+			st, err := a.store(ctx)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			if _, err := st.Snapshot(ctx, in[0]); errors.Is(err, store.ErrNotFound) {
+				return usageError{err}
+			} else if err != nil {
+				return err
+			}
+			c, err := a.temporal(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			// A propagation still running would put the image back.
+			var notFound *serviceerror.NotFound
+			if err := c.CancelWorkflow(ctx, workflows.PropagateSnapshotWorkflowID(in[0]), ""); err != nil && !errors.As(err, &notFound) {
+				return fmt.Errorf("stop the propagation of %s: %w", in[0], err)
+			}
+			run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+				ID:                       workflows.RemoveSnapshotWorkflowID(in[0]),
+				TaskQueue:                workflows.TaskQueue,
+				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+				Memo:                     map[string]any{"snapshot": in[0]},
+			}, workflows.RemoveSnapshot, workflows.RemoveSnapshotInput{Name: in[0], Queue: a.cfg.PullQueue})
+			if err != nil {
+				return fmt.Errorf("start the removal of %s: %w", in[0], err)
+			}
+			fmt.Fprintf(a.stderr, "Removing snapshot %s\n  workflow  %s\n  web ui    %s\n", in[0], run.GetID(), a.uiLink(run.GetID(), run.GetRunID()))
+			if noWait {
+				return nil
+			}
+			var res workflows.RemoveSnapshotResult
+			if err := run.Get(ctx, &res); err != nil {
+				msg, _ := failure(err)
+				return errors.New(msg)
+			}
+			if a.json {
+				return a.printJSON(res)
+			}
+			if res.Deleted {
+				fmt.Fprintf(a.stdout, "Removed snapshot %s from %s\n", in[0], plural(res.Removed, "runner", "runners"))
+				return nil
+			}
+			fmt.Fprintf(a.stdout, "Removed snapshot %s from %s; %s did not answer (%s): the reconcile finishes the removal when they are back\n",
+				in[0], plural(res.Removed, "runner", "runners"), plural(len(res.Waiting), "runner", "runners"), strings.Join(res.Waiting, ", "))
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&noWait, "no-wait", false, "start the removal and return")
+	return cmd
+}
+
+func shortDigest(d string) string {
+	if len(d) > len("sha256:")+12 {
+		return d[:len("sha256:")+12]
+	}
+	return d
+}
+
+// ago says how long ago t was, in the largest whole unit.
+func ago(t time.Time) string {
+	d := time.Since(t).Round(time.Second)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds ago", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
+}

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.uber.org/zap"
+	"golang.org/x/time/rate"
+
+	"gitfleet/activities"
+	"gitfleet/internal/domain/snapshot"
+	"gitfleet/internal/infra/config"
+	"gitfleet/internal/infra/logging"
+	"gitfleet/internal/infra/ocistore"
+	"gitfleet/internal/infra/store"
+)
+
+type runnerFlags struct {
+	id, store, peerAddr, advertise, quota, peerRate string
+	capacity                                        int
+}
+
+// runRunner runs the worker as a runner (DESIGN §7): registered in the
+// runners table and heartbeating, serving its store to peers, polling its
+// own task queue with at most capacity activities at once.
+func runRunner(rf runnerFlags) error {
+	if err := snapshot.ValidRunnerID(rf.id); err != nil {
+		return err
+	}
+	if rf.store == "" {
+		return errors.New("runner mode needs --store DIR")
+	}
+	if rf.capacity < 1 || rf.capacity > 64 {
+		return fmt.Errorf("--capacity %d: want 1 to 64", rf.capacity)
+	}
+	quota, err := parseBytes(rf.quota)
+	if err != nil {
+		return fmt.Errorf("--store-quota: %w", err)
+	}
+	peerRate, err := parseBytes(rf.peerRate)
+	if err != nil {
+		return fmt.Errorf("--peer-rate: %w", err)
+	}
+	cfg, err := config.Load(os.Getenv)
+	if err != nil {
+		return err
+	}
+	log, err := logging.New(cfg.LogLevel, cfg.LogFormat)
+	if err != nil {
+		return err
+	}
+	defer log.Sync()
+	log = log.With(zap.String("runner", rf.id))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	images, err := ocistore.Open(filepath.Join(rf.store, "oci"), quota)
+	if err != nil {
+		return err
+	}
+	work := filepath.Join(rf.store, "work")
+	if err := os.RemoveAll(work); err != nil { // builds a kill -9 left behind
+		return err
+	}
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return err
+	}
+	st, err := connectStore(ctx, cfg.DatabaseURL, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if _, err := st.Migrate(ctx); err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", rf.peerAddr)
+	if err != nil {
+		return fmt.Errorf("--peer-addr: %w", err)
+	}
+	peer := &http.Server{Handler: throttle(images.PeerHandler(), peerRate), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = peer.Serve(ln) }()
+	defer peer.Close()
+	advertise := rf.advertise
+	if advertise == "" {
+		advertise = ln.Addr().String()
+	}
+
+	self := snapshot.Runner{ID: rf.id, PeerAddr: advertise, Capacity: rf.capacity, QuotaBytes: quota}
+	if err := st.RegisterRunner(ctx, self, time.Now().UTC()); err != nil {
+		return fmt.Errorf("register runner %s: %w", rf.id, err)
+	}
+	go heartbeat(ctx, st, self, cfg.RunnerHeartbeat, log)
+
+	c, err := client.DialContext(ctx, client.Options{
+		HostPort:  cfg.TemporalAddress,
+		Namespace: cfg.Namespace,
+		Logger:    logging.Temporal(log.Named("temporal")),
+	})
+	if err != nil {
+		return fmt.Errorf("connect to Temporal at %s: %w", cfg.TemporalAddress, err)
+	}
+	defer c.Close()
+	w := worker.New(c, snapshot.TaskQueue(rf.id), worker.Options{
+		MaxConcurrentActivityExecutionSize: rf.capacity,
+		DisableWorkflowWorker:              true,
+		WorkerStopTimeout:                  30 * time.Second,
+	})
+	w.RegisterActivity(&activities.Runner{ID: rf.id, Store: st, Images: images, Hosts: cfg.Hosts, WorkDir: work,
+		Registry: cfg.Registry, Insecure: cfg.InsecureRegistries, Log: log})
+	log.Info("runner starting", zap.String("taskQueue", snapshot.TaskQueue(rf.id)), zap.String("peerAddr", advertise),
+		zap.Int("capacity", rf.capacity), zap.Int64("storeQuota", quota), zap.String("store", rf.store))
+	if err := w.Start(); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	log.Info("runner stopping")
+	w.Stop()
+	return nil
+}
+
+// heartbeat keeps the runner's row fresh; a runner that was forgotten
+// registers again.
+func heartbeat(ctx context.Context, st *store.Store, self snapshot.Runner, every time.Duration, log *zap.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := st.HeartbeatRunner(ctx, self.ID, time.Now().UTC())
+		if errors.Is(err, store.ErrNotFound) {
+			err = st.RegisterRunner(ctx, self, time.Now().UTC())
+		}
+		if err != nil && ctx.Err() == nil {
+			log.Warn("runner heartbeat failed", zap.Error(err))
+		}
+	}
+}
+
+// throttle bounds the bytes per second a handler sends (0: unbounded), so
+// serving peers does not starve the runner's own work.
+func throttle(h http.Handler, bytesPerSecond int64) http.Handler {
+	if bytesPerSecond <= 0 {
+		return h
+	}
+	burst := int(min(bytesPerSecond, 1<<20))
+	lim := rate.NewLimiter(rate.Limit(bytesPerSecond), burst)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(&throttledWriter{ResponseWriter: w, lim: lim, ctx: r.Context(), burst: burst}, r)
+	})
+}
+
+type throttledWriter struct {
+	http.ResponseWriter
+	lim   *rate.Limiter
+	ctx   context.Context
+	burst int
+}
+
+func (w *throttledWriter) Write(p []byte) (int, error) {
+	n := 0
+	for len(p) > 0 {
+		chunk := p[:min(len(p), w.burst)]
+		if err := w.lim.WaitN(w.ctx, len(chunk)); err != nil {
+			return n, err
+		}
+		m, err := w.ResponseWriter.Write(chunk)
+		n += m
+		if err != nil {
+			return n, err
+		}
+		p = p[len(chunk):]
+	}
+	return n, nil
+}
+
+// parseBytes reads "", "1048576", "100MB", "1.5GiB" (decimal and binary
+// units).
+func parseBytes(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, nil
+	}
+	units := []struct {
+		suffix string
+		mult   float64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+		{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
+	mult := 1.0
+	for _, u := range units {
+		if rest, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, mult = strings.TrimSpace(rest), u.mult
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("%q is not a size (e.g. 500MB, 10GiB)", s)
+	}
+	return int64(v * mult), nil
+}

@@ -1,0 +1,319 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"gitfleet/internal/domain/repoid"
+	"gitfleet/internal/domain/snapshot"
+	"gitfleet/internal/infra/errclass"
+)
+
+// PropagateSnapshotWorkflowID is the id of a snapshot's propagation: one
+// per snapshot at a time, whoever asks (conflict policy use-existing).
+func PropagateSnapshotWorkflowID(name string) string { return "snapshot:" + name }
+
+// PropagateSignal tells a running propagation that rows were added or reset
+// (a runner joined, a retry is due): it looks again before it finishes.
+const PropagateSignal = "propagate"
+
+// PropagateSnapshotInput names the snapshot; the rest tunes the spread.
+type PropagateSnapshotInput struct {
+	Name   string     `json:"name"`
+	Timing PullTiming `json:"timing,omitzero"`
+	// Fanout bounds the pulls one ready runner serves at once (default 3).
+	Fanout int `json:"fanout,omitempty"`
+	// RegistrySlots bounds the pulls from the registry while no runner
+	// holds the image (default 1: the registry sends one copy).
+	RegistrySlots int `json:"registrySlots,omitempty"`
+}
+
+// PropagateSnapshotResult says what a propagation did.
+type PropagateSnapshotResult struct {
+	Digest string `json:"digest,omitempty"`
+	// Ready and Failed count the rows this run moved.
+	Ready  int `json:"ready"`
+	Failed int `json:"failed"`
+	// FromRegistry and FromPeers count the bytes the runners fetched.
+	FromRegistry int64 `json:"fromRegistry"`
+	FromPeers    int64 `json:"fromPeers"`
+	// Reason is why no runner holds the snapshot, when none does.
+	Reason string `json:"reason,omitempty"`
+}
+
+// PropagateSnapshot puts a snapshot on every eligible runner (DESIGN §7):
+// a row per runner (a duplicate is not an error), the build first for a
+// snapshot made from a repository, then pulls on each runner's own task
+// queue, sourced by a snapshot.Planner so that the registry sends about one
+// copy and ready runners serve the rest. Each row ends ready or in error
+// with a reason; the snapshot is active once one runner holds it. A
+// snapshot no runner could take for a reason no retry will change (no such
+// image, over every quota, a commit that is not there) leaves nothing
+// behind: it is deleted and the workflow fails Permanent.
+func PropagateSnapshot(ctx workflow.Context, in PropagateSnapshotInput) (PropagateSnapshotResult, error) {
+	p := &propagation{in: in, t: in.Timing.withDefaults(), planner: snapshot.NewPlanner(in.Fanout, in.RegistrySlots)}
+	if in.Fanout <= 0 {
+		p.planner = snapshot.NewPlanner(3, in.RegistrySlots)
+	}
+	signals := workflow.GetSignalChannel(ctx, PropagateSignal)
+	for {
+		if err := p.round(ctx); err != nil {
+			return p.res, err
+		}
+		more := false
+		for signals.ReceiveAsync(nil) {
+			more = true
+		}
+		if !more {
+			break
+		}
+	}
+	switch {
+	case p.active:
+		workflow.SetCurrentDetails(ctx, fmt.Sprintf("Snapshot %s: %d runners made ready, %d failed", in.Name, p.res.Ready, p.res.Failed))
+	case p.removing:
+		workflow.SetCurrentDetails(ctx, fmt.Sprintf("Snapshot %s is being removed", in.Name))
+	default:
+		p.res.Reason = p.lastReason
+		workflow.SetCurrentDetails(ctx, fmt.Sprintf("Snapshot %s is on no runner yet: %s (the reconcile retries)", in.Name, p.lastReason))
+	}
+	return p.res, nil
+}
+
+type propagation struct {
+	in      PropagateSnapshotInput
+	t       PullTiming
+	planner *snapshot.Planner
+	snap    snapshot.Snapshot
+	res     PropagateSnapshotResult
+
+	active, removing bool
+	// permanent is the first failure no retry will change; lastReason the
+	// latest failure of any kind.
+	permanent, lastReason string
+}
+
+// round takes every row waiting for a pull to ready or error.
+func (p *propagation) round(ctx workflow.Context) error {
+	dctx := withOptions(ctx, dbOptions)
+	if err := workflow.ExecuteActivity(dctx, activityLoadSnapshot, p.in.Name).Get(ctx, &p.snap); err != nil {
+		return err
+	}
+	p.res.Digest = p.snap.Digest
+	p.active = p.snap.State == snapshot.Active
+	if p.removing = p.snap.State == snapshot.Removing; p.removing {
+		return nil
+	}
+	var fleet Fleet
+	if err := workflow.ExecuteActivity(dctx, activityPrepareSnapshotRunners, PrepareRunnersInput{Snapshot: p.in.Name, Fresh: p.t.Fresh}).Get(ctx, &fleet); err != nil {
+		return err
+	}
+	for _, id := range fleet.Ready {
+		p.planner.Ready(id)
+	}
+	pending := fleet.ToPull
+	if len(fleet.Ready) == 0 && len(pending) == 0 && !p.active {
+		return p.abandon(ctx, "no runner is ready to take it (see 'starter runner list')")
+	}
+	if p.snap.Digest == "" && len(pending) > 0 {
+		if p.snap.Kind == snapshot.KindRepo {
+			if err := p.build(ctx, pending[0], fleet.Runners); err != nil {
+				return err
+			}
+			pending = pending[1:]
+			if p.snap.Digest == "" { // the build failed: nothing to pull
+				return p.settle(ctx)
+			}
+		} else if err := p.setState(ctx, snapshot.Pulling, ""); err != nil {
+			return err
+		}
+	}
+	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Pulling snapshot %s to %d runners", p.in.Name, len(pending)))
+
+	sel := workflow.NewSelector(ctx)
+	inflight := 0
+	var failed error
+	for len(pending) > 0 || inflight > 0 {
+		for len(pending) > 0 {
+			peer, ok := p.planner.Assign()
+			if !ok {
+				break
+			}
+			row := pending[0]
+			pending = pending[1:]
+			inflight++
+			f := p.pull(ctx, row, peer, fleet.Runners)
+			sel.AddFuture(f, func(f workflow.Future) {
+				inflight--
+				p.planner.Release(peer)
+				var r PullResult
+				if err := p.finish(ctx, row, f.Get(ctx, &r), r); err != nil && failed == nil {
+					failed = err
+				}
+			})
+		}
+		sel.Select(ctx)
+		if failed != nil {
+			return failed
+		}
+	}
+	return p.settle(ctx)
+}
+
+// pull starts one runner's pull, bounded by what is left of the row's
+// window.
+func (p *propagation) pull(ctx workflow.Context, row snapshot.Row, peer string, runners map[string]snapshot.Runner) workflow.Future {
+	left := row.UpdatedAt.Add(p.t.Window).Sub(workflow.Now(ctx))
+	if left <= 0 {
+		f, set := workflow.NewFuture(ctx)
+		set.SetError(temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, nil))
+		return f
+	}
+	in := PullInput{Snapshot: p.in.Name, Ref: p.snap.PullRef()}
+	if peer != "" {
+		in.Peers = []Peer{{RunnerID: peer, Addr: runners[peer].PeerAddr}}
+	}
+	return workflow.ExecuteActivity(withOptions(ctx, p.t.runnerOptions(row.RunnerID, left)), activityPullSnapshot, in)
+}
+
+// finish records one pull's outcome on its row.
+func (p *propagation) finish(ctx workflow.Context, row snapshot.Row, pullErr error, r PullResult) error {
+	key := RowKey{RunnerID: row.RunnerID, Snapshot: p.in.Name}
+	if pullErr != nil {
+		return p.fail(ctx, key, pullErr)
+	}
+	for src, n := range r.BySource {
+		if src == snapshot.Registry {
+			p.res.FromRegistry += n
+		} else {
+			p.res.FromPeers += n
+		}
+	}
+	if p.snap.Digest == "" {
+		if err := p.record(ctx, p.snap.ImageRef, r.Digest); err != nil {
+			return err
+		}
+	}
+	return p.ready(ctx, key, []snapshot.RowState{snapshot.RowPulling})
+}
+
+// build makes the image on one runner, which then holds it ready.
+func (p *propagation) build(ctx workflow.Context, row snapshot.Row, runners map[string]snapshot.Runner) error {
+	key := RowKey{RunnerID: row.RunnerID, Snapshot: p.in.Name}
+	if err := p.transition(ctx, key, []snapshot.RowState{snapshot.RowPulling}, snapshot.RowBuilding, ""); err != nil {
+		return err
+	}
+	if err := p.setState(ctx, snapshot.Building, ""); err != nil {
+		return err
+	}
+	repo, err := repoid.Parse(p.snap.Repo, "")
+	if err != nil {
+		return p.abandon(ctx, err.Error())
+	}
+	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Building snapshot %s from %s@%.12s on runner %s", p.in.Name, p.snap.Repo, p.snap.Commit, row.RunnerID))
+	var r BuildResult
+	err = workflow.ExecuteActivity(withOptions(ctx, p.t.runnerOptions(row.RunnerID, p.t.Window)), activityBuildSnapshot, BuildInput{
+		Snapshot: p.in.Name, Repo: repo, ExternalID: p.snap.ExternalID, Commit: p.snap.Commit, BaseImage: p.snap.BaseImage,
+	}).Get(ctx, &r)
+	if err != nil {
+		return p.fail(ctx, key, err)
+	}
+	if err := p.record(ctx, r.ImageRef, r.Digest); err != nil {
+		return err
+	}
+	return p.ready(ctx, key, []snapshot.RowState{snapshot.RowBuilding})
+}
+
+func (p *propagation) record(ctx workflow.Context, ref, digest string) error {
+	err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityRecordSnapshotImage,
+		RecordImageInput{Name: p.in.Name, ImageRef: ref, Digest: digest}).Get(ctx, nil)
+	if err != nil {
+		return err
+	}
+	p.snap.ImageRef, p.snap.Digest, p.res.Digest = ref, digest, digest
+	return nil
+}
+
+// ready moves a row to ready; the first ready row activates the snapshot.
+func (p *propagation) ready(ctx workflow.Context, key RowKey, from []snapshot.RowState) error {
+	var changed bool
+	err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityTransitionRow,
+		TransitionRowInput{RowKey: key, From: from, To: snapshot.RowReady}).Get(ctx, &changed)
+	if err != nil || !changed { // not changed: removal took the row over
+		return err
+	}
+	p.res.Ready++
+	p.planner.Ready(key.RunnerID)
+	if !p.active {
+		if err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityActivateSnapshot, p.in.Name).Get(ctx, nil); err != nil {
+			return err
+		}
+		p.active = true
+	}
+	return nil
+}
+
+// fail records why a pull or build failed on a row.
+func (p *propagation) fail(ctx workflow.Context, key RowKey, err error) error {
+	reason, permanent := failureReason(err)
+	p.res.Failed++
+	p.lastReason = reason
+	if permanent && p.permanent == "" {
+		p.permanent = reason
+	}
+	return p.transition(ctx, key, []snapshot.RowState{snapshot.RowPulling, snapshot.RowBuilding}, snapshot.RowError, reason)
+}
+
+// settle ends a round: a snapshot that no runner holds either waits for
+// the reconcile's retries (state error, with the reason) or, when the
+// reason is one no retry changes, is removed with its rows.
+func (p *propagation) settle(ctx workflow.Context) error {
+	if p.active || p.lastReason == "" {
+		return nil
+	}
+	if p.permanent != "" {
+		return p.abandon(ctx, p.permanent)
+	}
+	return p.setState(ctx, snapshot.Error, p.lastReason)
+}
+
+// abandon deletes a snapshot that never became active, with its rows, and
+// fails the workflow Permanent.
+func (p *propagation) abandon(ctx workflow.Context, reason string) error {
+	if err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityAbandonSnapshot, p.in.Name).Get(ctx, nil); err != nil {
+		return err
+	}
+	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Snapshot %s was not created: %s", p.in.Name, reason))
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("snapshot %s: %s", p.in.Name, reason), string(errclass.Permanent), nil)
+}
+
+func (p *propagation) transition(ctx workflow.Context, key RowKey, from []snapshot.RowState, to snapshot.RowState, reason string) error {
+	return workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityTransitionRow,
+		TransitionRowInput{RowKey: key, From: from, To: to, Reason: reason}).Get(ctx, nil)
+}
+
+func (p *propagation) setState(ctx workflow.Context, s snapshot.State, reason string) error {
+	return workflow.ExecuteActivity(withOptions(ctx, dbOptions), activitySetSnapshotState,
+		SetSnapshotStateInput{Name: p.in.Name, State: s, Reason: reason}).Get(ctx, nil)
+}
+
+// failureReason turns a pull's or build's failure into a row's reason, and
+// says whether any retry could change it.
+func failureReason(err error) (reason string, permanent bool) {
+	var timeout *temporal.TimeoutError
+	if errors.As(err, &timeout) {
+		if timeout.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START {
+			return snapshot.ReasonOffline, false
+		}
+		return snapshot.ReasonTimeout, false
+	}
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) && app.Type() == string(errclass.Permanent) {
+		return app.Message(), true
+	}
+	return snapshot.TransientReason(message(err)), false
+}

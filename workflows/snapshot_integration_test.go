@@ -1,0 +1,488 @@
+package workflows_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+
+	"gitfleet/activities"
+	"gitfleet/internal/devstack/ociregistry"
+	"gitfleet/internal/domain/snapshot"
+	"gitfleet/internal/infra/errclass"
+	"gitfleet/internal/infra/ocistore"
+	"gitfleet/internal/infra/store"
+	"gitfleet/workflows"
+)
+
+// A runner in the test process: its own store and peer server, a worker on
+// its own task queue with the runner activities, registered in the runners
+// table. Tests run one after another, and each removes its runners when it
+// ends, so a propagation sees exactly the test's runners.
+type testRunner struct {
+	id     string
+	images *ocistore.Store
+	load   *activities.Load
+}
+
+type runnerOpts struct {
+	quota    int64
+	registry string // where builds push
+}
+
+func startRunner(t *testing.T, id string, o runnerOpts) *testRunner {
+	t.Helper()
+	images, err := ocistore.Open(filepath.Join(t.TempDir(), "oci"), o.quota)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := httptest.NewServer(images.PeerHandler())
+	r := &testRunner{id: id, images: images, load: &activities.Load{}}
+	ctx := context.Background()
+	if err := env.Store.RegisterRunner(ctx, snapshot.Runner{ID: id, PeerAddr: peer.Listener.Addr().String(), Capacity: 6, QuotaBytes: o.quota},
+		time.Now().UTC()); err != nil {
+		t.Fatal(err)
+	}
+	w := worker.New(env.Client, snapshot.TaskQueue(id), worker.Options{MaxConcurrentActivityExecutionSize: 6, DisableWorkflowWorker: true})
+	w.RegisterActivity(&activities.Runner{ID: id, Store: env.Store, Images: images, Hosts: hosts, WorkDir: t.TempDir(),
+		Registry: o.registry, Load: r.load, ProgressEvery: 50 * time.Millisecond})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		w.Stop()
+		peer.Close()
+		if _, err := env.Store.Pool().Exec(ctx, `DELETE FROM runners WHERE id = $1`, id); err != nil {
+			t.Error(err)
+		}
+	})
+	return r
+}
+
+func startRegistry(t *testing.T, o ociregistry.Options) *ociregistry.Registry {
+	t.Helper()
+	reg, err := ociregistry.Start(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reg.Close)
+	return reg
+}
+
+// pushRandom pushes a deterministic image and returns its reference,
+// digest and size (manifest, config and layers).
+func pushRandom(t *testing.T, reg *ociregistry.Registry, repo string, seed int64, layers int, size int64) (string, string, int64) {
+	t.Helper()
+	img, err := ociregistry.RandomImage(seed, layers, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return push(t, reg, repo, img)
+}
+
+func push(t *testing.T, reg *ociregistry.Registry, repo string, img v1.Image) (string, string, int64) {
+	t.Helper()
+	ref := reg.Ref(repo, "v1")
+	digest, err := reg.Push(ref, img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref, digest, imageBytes(t, img)
+}
+
+func imageBytes(t *testing.T, img v1.Image) int64 {
+	t.Helper()
+	m, err := img.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := img.RawManifest()
+	n := int64(len(raw)) + m.Config.Size
+	for _, l := range m.Layers {
+		n += l.Size
+	}
+	return n
+}
+
+var snapSeq struct {
+	sync.Mutex
+	n int
+}
+
+func snapName(prefix string) string {
+	snapSeq.Lock()
+	defer snapSeq.Unlock()
+	snapSeq.n++
+	return fmt.Sprintf("%s-%d-%d", prefix, time.Now().Unix()%100000, snapSeq.n)
+}
+
+// fast is the timing of tests that expect pulls to work: a runner that
+// does not pick a pull up within seconds is a failure here, not an
+// offline host.
+var fast = workflows.PullTiming{Queue: 30 * time.Second, Heartbeat: 10 * time.Second}
+
+// propagate creates a snapshot and runs its propagation to the end.
+func propagate(t *testing.T, snap snapshot.Snapshot, timing workflows.PullTiming) (workflows.PropagateSnapshotResult, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, _, err := env.Store.CreateSnapshot(ctx, snap, time.Now().UTC()); err != nil {
+		t.Fatal(err)
+	}
+	run, err := workflows.StartPropagation(ctx, env.Client, workflows.PropagateSnapshotInput{Name: snap.Name, Timing: timing})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res workflows.PropagateSnapshotResult
+	err = run.Get(ctx, &res)
+	return res, err
+}
+
+func rowsOf(t *testing.T, name string) map[string]snapshot.Row {
+	t.Helper()
+	rows, err := env.Store.SnapshotRunners(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]snapshot.Row{}
+	for _, r := range rows {
+		if _, dup := out[r.RunnerID]; dup {
+			t.Errorf("two rows of %s on runner %s", name, r.RunnerID)
+		}
+		out[r.RunnerID] = r
+	}
+	return out
+}
+
+func requireReady(t *testing.T, name, digest string, runners ...*testRunner) {
+	t.Helper()
+	rows := rowsOf(t, name)
+	if len(rows) != len(runners) {
+		t.Errorf("%s has %d rows, want %d: %+v", name, len(rows), len(runners), rows)
+	}
+	for _, r := range runners {
+		if row := rows[r.id]; row.State != snapshot.RowReady {
+			t.Errorf("%s on %s is %q (%s), want ready", name, r.id, row.State, row.ErrorReason)
+		}
+		img, ok, err := r.images.Image(name)
+		if err != nil || !ok || (digest != "" && img.Digest != digest) {
+			t.Errorf("%s's store holds %s as %+v (ok=%v, err=%v), want digest %s", r.id, name, img, ok, err, digest)
+		}
+		verifyBlobs(t, r)
+	}
+}
+
+// verifyBlobs checks that every blob a store holds has the digest it is
+// stored under: nothing wrong or truncated was ever committed.
+func verifyBlobs(t *testing.T, r *testRunner) {
+	t.Helper()
+	dir := filepath.Join(r.images.Dir(), "blobs", "sha256")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		f, err := os.Open(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := sha256.New()
+		_, err = io.Copy(h, f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := hex.EncodeToString(h.Sum(nil)); got != e.Name() {
+			t.Errorf("%s's store holds blob %s whose content hashes to %s", r.id, e.Name(), got)
+		}
+	}
+}
+
+func TestPropagateToThreeRunnersOnceEvenWhenAskedTwice(t *testing.T) {
+	reg := startRegistry(t, ociregistry.Options{})
+	ref, digest, size := pushRandom(t, reg, "snap/three", 1, 3, 1<<20)
+	runners := []*testRunner{startRunner(t, "three-a", runnerOpts{}), startRunner(t, "three-b", runnerOpts{}), startRunner(t, "three-c", runnerOpts{})}
+	name := snapName("three")
+	snap := snapshot.Snapshot{Name: name, Kind: snapshot.KindImage, ImageRef: ref}
+
+	// Two users ask at once: one snapshot, one propagation, one row per runner.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	runs := make([]client.WorkflowRun, 2)
+	for i := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, _, err := env.Store.CreateSnapshot(ctx, snap, time.Now().UTC()); err != nil {
+				t.Error(err)
+				return
+			}
+			run, err := workflows.StartPropagation(ctx, env.Client, workflows.PropagateSnapshotInput{Name: name, Timing: fast})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			runs[i] = run
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	if runs[0].GetRunID() != runs[1].GetRunID() {
+		t.Errorf("two requests started two propagations: %s and %s", runs[0].GetRunID(), runs[1].GetRunID())
+	}
+	var res workflows.PropagateSnapshotResult
+	if err := runs[0].Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	requireReady(t, name, digest, runners...)
+	got, err := env.Store.Snapshot(ctx, name)
+	if err != nil || got.State != snapshot.Active || got.Digest != digest {
+		t.Errorf("snapshot = %+v, %v; want active with digest %s", got, err, digest)
+	}
+	// The registry sent one copy; the other runners pulled from peers.
+	if egress := reg.BlobBytes(); egress > size*105/100 {
+		t.Errorf("registry sent %d blob bytes for a %d-byte image to 3 runners", egress, size)
+	}
+	sources := map[string]int{}
+	for _, row := range rowsOf(t, name) {
+		kind, _, _ := strings.Cut(row.Source, ":")
+		sources[kind]++
+	}
+	if sources["registry"] != 1 || sources["peer"] != 2 {
+		t.Errorf("sources = %v, want 1 registry and 2 peer", sources)
+	}
+	where, err := env.Store.ReadyRunners(ctx, name)
+	if err != nil || len(where) != 3 {
+		t.Errorf("ReadyRunners = %v, %v; want the 3 runners", where, err)
+	}
+}
+
+func TestCorruptAndTruncatedBlobsAreRejectedRetriedNeverStored(t *testing.T) {
+	reg := startRegistry(t, ociregistry.Options{})
+	img, err := ociregistry.RandomImage(2, 2, 512<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, digest, _ := push(t, reg, "snap/faulty", img)
+	layers, _ := img.Layers()
+	d0, _ := layers[0].Digest()
+	d1, _ := layers[1].Digest()
+	reg.Corrupt(d0.String(), 1)
+	reg.Truncate(d1.String(), 1)
+	r := startRunner(t, "faulty", runnerOpts{})
+	name := snapName("faulty")
+	if _, err := propagate(t, snapshot.Snapshot{Name: name, Kind: snapshot.KindImage, ImageRef: ref}, fast); err != nil {
+		t.Fatal(err)
+	}
+	requireReady(t, name, digest, r)
+	for _, d := range []v1.Hash{d0, d1} {
+		if n := reg.BlobGetsOf(d.String()); n != 2 {
+			t.Errorf("blob %s was fetched %d times, want 2 (the bad one, then the good one)", d, n)
+		}
+	}
+}
+
+func TestRemovalKeepsALayerAnotherSnapshotUses(t *testing.T) {
+	reg := startRegistry(t, ociregistry.Options{})
+	shared, err := ociregistry.RandomLayer(3, 0, 256<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	only, _ := ociregistry.RandomLayer(3, 1, 256<<10)
+	other, _ := ociregistry.RandomLayer(3, 2, 256<<10)
+	imgA, _ := ociregistry.ImageOf(shared, only)
+	imgB, _ := ociregistry.ImageOf(shared, other)
+	refA, digestA, _ := push(t, reg, "snap/a", imgA)
+	refB, digestB, _ := push(t, reg, "snap/b", imgB)
+	runners := []*testRunner{startRunner(t, "rm-a", runnerOpts{}), startRunner(t, "rm-b", runnerOpts{})}
+	a, b := snapName("rm-a"), snapName("rm-b")
+	for _, s := range []snapshot.Snapshot{{Name: a, Kind: snapshot.KindImage, ImageRef: refA}, {Name: b, Kind: snapshot.KindImage, ImageRef: refB}} {
+		if _, err := propagate(t, s, fast); err != nil {
+			t.Fatal(err)
+		}
+	}
+	requireReady(t, a, digestA, runners...)
+	requireReady(t, b, digestB, runners...)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var res workflows.RemoveSnapshotResult
+	run, err := env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.RemoveSnapshotWorkflowID(a), TaskQueue: workflows.TaskQueue},
+		workflows.RemoveSnapshot, workflows.RemoveSnapshotInput{Name: a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	if !res.Deleted || res.Removed != 2 {
+		t.Errorf("removal = %+v, want deleted from 2 runners", res)
+	}
+	if _, err := env.Store.Snapshot(ctx, a); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("snapshot %s: %v, want it gone", a, err)
+	}
+	if rows := rowsOf(t, a); len(rows) != 0 {
+		t.Errorf("rows left after removal: %+v", rows)
+	}
+	sharedDigest, _ := shared.Digest()
+	onlyDigest, _ := only.Digest()
+	for _, r := range runners {
+		if _, ok, _ := r.images.Image(a); ok {
+			t.Errorf("%s still holds %s", r.id, a)
+		}
+		if !hasBlob(r, sharedDigest) {
+			t.Errorf("%s lost the layer %s that %s still uses", r.id, sharedDigest, b)
+		}
+		if hasBlob(r, onlyDigest) {
+			t.Errorf("%s kept the layer %s only %s used", r.id, onlyDigest, a)
+		}
+	}
+	requireReady(t, b, digestB, runners...)
+}
+
+func hasBlob(r *testRunner, d v1.Hash) bool {
+	_, err := os.Stat(filepath.Join(r.images.Dir(), "blobs", d.Algorithm, d.Hex))
+	return err == nil
+}
+
+func reconcile(t *testing.T, in workflows.ReconcileRunnersInput) workflows.ReconcileRunnersResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	run, err := env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "test-reconcile-" + snapName("r"), TaskQueue: workflows.TaskQueue},
+		workflows.ReconcileRunners, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res workflows.ReconcileRunnersResult
+	if err := run.Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// waitPropagation waits for the propagation the reconcile started.
+func waitPropagation(t *testing.T, name string) workflows.PropagateSnapshotResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var res workflows.PropagateSnapshotResult
+	if err := env.Client.GetWorkflow(ctx, workflows.PropagateSnapshotWorkflowID(name), "").Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestReconcileRepairsAnImageDeletedBehindTheRunnersBack(t *testing.T) {
+	reg := startRegistry(t, ociregistry.Options{})
+	ref, digest, _ := pushRandom(t, reg, "snap/repair", 4, 2, 256<<10)
+	orphanRef, _, _ := pushRandom(t, reg, "snap/orphan", 5, 1, 64<<10)
+	r1, r2 := startRunner(t, "repair-a", runnerOpts{}), startRunner(t, "repair-b", runnerOpts{})
+	name := snapName("repair")
+	if _, err := propagate(t, snapshot.Snapshot{Name: name, Kind: snapshot.KindImage, ImageRef: ref}, fast); err != nil {
+		t.Fatal(err)
+	}
+	requireReady(t, name, digest, r1, r2)
+	// Behind the runners' backs: r1 loses the image, r2 gains one no row
+	// accounts for.
+	if err := r1.images.Remove(name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r2.images.Pull(context.Background(), "orphan", orphanRef, []ocistore.Source{{Name: "registry", Registry: reg.Addr(), Insecure: true}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	res := reconcile(t, workflows.ReconcileRunnersInput{Queue: 30 * time.Second})
+	if res.Repulled != 1 || res.Removed != 1 || res.Checked < 2 {
+		t.Errorf("reconcile = %+v, want 1 re-pulled and 1 removed on 2 checked runners", res)
+	}
+	waitPropagation(t, name)
+	requireReady(t, name, digest, r1, r2)
+	if _, ok, _ := r2.images.Image("orphan"); ok {
+		t.Error("the orphan image is still on repair-b")
+	}
+	if row := rowsOf(t, name)[r1.id]; !strings.HasPrefix(row.Source, "peer:") {
+		t.Errorf("the repair pulled from %q, want the peer that holds it", row.Source)
+	}
+}
+
+func TestPullWindowEndsInTimeoutThenReconcileRetries(t *testing.T) {
+	// 1 MB at 64 kB/s takes 16 s; the window is 2 s.
+	reg := startRegistry(t, ociregistry.Options{BytesPerSecond: 64 << 10})
+	ref, digest, _ := pushRandom(t, reg, "snap/slow", 6, 1, 1<<20)
+	r := startRunner(t, "slow", runnerOpts{})
+	name := snapName("slow")
+	res, err := propagate(t, snapshot.Snapshot{Name: name, Kind: snapshot.KindImage, ImageRef: ref},
+		workflows.PullTiming{Window: 2 * time.Second, Attempt: time.Second, Heartbeat: time.Second, Queue: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reason != snapshot.ReasonTimeout {
+		t.Errorf("result reason = %q, want %q", res.Reason, snapshot.ReasonTimeout)
+	}
+	row := rowsOf(t, name)[r.id]
+	if row.State != snapshot.RowError || row.ErrorReason != snapshot.ReasonTimeout {
+		t.Fatalf("row = %+v, want error %q", row, snapshot.ReasonTimeout)
+	}
+	snap, _ := env.Store.Snapshot(context.Background(), name)
+	if snap.State != snapshot.Error {
+		t.Errorf("snapshot state %s, want error", snap.State)
+	}
+	// The reason is transient: once the registry is fast again the
+	// reconcile retries the row and the pull completes, keeping the bytes
+	// the timed-out attempts stored.
+	reg.SetRate(0)
+	rec := reconcile(t, workflows.ReconcileRunnersInput{RetryBase: time.Millisecond, Queue: 30 * time.Second})
+	if rec.Retried != 1 {
+		t.Errorf("reconcile retried %d rows, want 1", rec.Retried)
+	}
+	waitPropagation(t, name)
+	requireReady(t, name, digest, r)
+	if after := rowsOf(t, name)[r.id]; after.Retries != 0 {
+		t.Errorf("a ready row keeps %d retries", after.Retries)
+	}
+}
+
+func TestBadImagesLeaveNothingBehind(t *testing.T) {
+	reg := startRegistry(t, ociregistry.Options{})
+	bigRef, _, _ := pushRandom(t, reg, "snap/big", 7, 2, 512<<10)
+	startRunner(t, "quota", runnerOpts{quota: 256 << 10})
+	for _, tc := range []struct {
+		name, ref, want string
+	}{
+		{"missing", reg.Ref("snap/none", "v1"), "not found"},
+		{"quota", bigRef, "exceeds"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := snapName(tc.name)
+			_, err := propagate(t, snapshot.Snapshot{Name: name, Kind: snapshot.KindImage, ImageRef: tc.ref}, fast)
+			var app *temporal.ApplicationError
+			if !errors.As(err, &app) || app.Type() != string(errclass.Permanent) || !strings.Contains(app.Message(), tc.want) {
+				t.Fatalf("propagation = %v, want Permanent mentioning %q", err, tc.want)
+			}
+			if _, err := env.Store.Snapshot(context.Background(), name); err == nil {
+				t.Error("the snapshot is still there")
+			}
+			var n int
+			if err := env.Store.Pool().QueryRow(context.Background(), `SELECT count(*) FROM snapshot_runners WHERE snapshot_ref = $1`, name).Scan(&n); err != nil || n != 0 {
+				t.Errorf("%d rows left (%v)", n, err)
+			}
+		})
+	}
+}
