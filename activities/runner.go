@@ -58,6 +58,15 @@ type Load struct{ busy, peak atomic.Int64 }
 func (l *Load) Busy() int64 { return l.busy.Load() }
 func (l *Load) Peak() int64 { return l.peak.Load() }
 
+// busy is a log field with the work running now and the most that ever
+// ran at once (Load), so that a runner's log shows its capacity holding.
+func (r *Runner) busy() zap.Field {
+	if r.Load == nil {
+		return zap.Skip()
+	}
+	return zap.Dict("load", zap.Int64("busy", r.Load.Busy()), zap.Int64("peak", r.Load.Peak()))
+}
+
 func (r *Runner) enter() func() {
 	l := r.Load
 	if l == nil {
@@ -107,13 +116,13 @@ func (r *Runner) PullSnapshot(ctx context.Context, in workflows.PullInput) (work
 			log.Debug("progress not recorded", zap.Error(err))
 		}
 	}
-	log.Info("pull started", zap.Int("peers", len(in.Peers)))
+	log.Info("pull started", zap.Int("peers", len(in.Peers)), r.busy())
 	res, err := r.Images.Pull(ctx, in.Snapshot, in.Ref, sources, progress)
 	if err != nil {
 		log.Warn("pull failed", zap.Error(err))
 		return workflows.PullResult{}, AppError(err)
 	}
-	log.Info("pull done", zap.String("digest", res.Digest), zap.Int64("fetched", res.Fetched), zap.Any("bySource", res.BySource))
+	log.Info("pull done", zap.String("digest", res.Digest), zap.Int64("fetched", res.Fetched), zap.Any("bySource", res.BySource), r.busy())
 	return workflows.PullResult{Digest: res.Digest, Size: res.Size, Fetched: res.Fetched, BySource: res.BySource}, nil
 }
 

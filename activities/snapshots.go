@@ -58,6 +58,7 @@ func (s *Snapshots) PrepareSnapshotRunners(ctx context.Context, in workflows.Pre
 	if err != nil {
 		return fleet, AppError(err)
 	}
+	fleet.Rows = len(rows)
 	for _, row := range rows {
 		switch {
 		case row.State == snapshot.RowReady:

@@ -18,6 +18,7 @@ import (
 
 	"gitfleet/internal/devstack/childproc"
 	"gitfleet/internal/devstack/forge"
+	"gitfleet/internal/devstack/ociregistry"
 	"gitfleet/internal/devstack/pgcluster"
 	"gitfleet/internal/devstack/temporalcli"
 	"gitfleet/internal/domain/repoid"
@@ -30,6 +31,8 @@ type devOptions struct {
 	dataDir   string
 	pgPort    int
 	forgePort int
+	regPort   int
+	runners   int
 	port      int
 	uiPort    int
 	demo      bool
@@ -47,6 +50,8 @@ until Ctrl-C:
   - a private PostgreSQL cluster in <data-dir>/pg (unless DATABASE_URL is set)
   - the offline demo forge: a GitHub-compatible server with a few repositories
   - a worker (the 'worker' binary next to this one)
+  - an in-process OCI registry and runners (the worker in runner mode),
+    stores in <data-dir>/runners
 
 then runs a demo collection and prints where to look. 'make run' builds the
 binaries and runs this.`,
@@ -59,7 +64,9 @@ binaries and runs this.`,
 	f.IntVar(&o.uiPort, "ui-port", 8233, "Temporal Web UI port")
 	f.IntVar(&o.pgPort, "pg-port", 54329, "PostgreSQL port")
 	f.IntVar(&o.forgePort, "forge-port", 7480, "demo forge port")
-	f.BoolVar(&o.demo, "demo", true, "run the demo collection once the stack is up")
+	f.IntVar(&o.regPort, "registry-port", 5000, "OCI registry port")
+	f.IntVar(&o.runners, "runners", 2, "runners to start")
+	f.BoolVar(&o.demo, "demo", true, "run the demo collection and snapshot once the stack is up")
 	return cmd
 }
 
@@ -116,6 +123,13 @@ func (a *app) dev(ctx context.Context, o devOptions) error {
 		return fmt.Errorf("seed the demo forge: %w", err)
 	}
 
+	say("Starting the OCI registry on 127.0.0.1:%d", o.regPort)
+	reg, err := ociregistry.Start(ociregistry.Options{Addr: "127.0.0.1:" + strconv.Itoa(o.regPort), Dir: filepath.Join(dataDir, "registry")})
+	if err != nil {
+		return err
+	}
+	defer reg.Close()
+
 	env := map[string]string{
 		config.EnvTemporalAddress: ts.Address(),
 		config.EnvTemporalUI:      ts.UIURL(),
@@ -125,6 +139,7 @@ func (a *app) dev(ctx context.Context, o devOptions) error {
 		// and the Web UI (.localhost names are loopback by definition).
 		vcs.EnvHost:         "forge.localhost",
 		config.EnvMirrorDir: filepath.Join(dataDir, "mirrors"),
+		config.EnvRegistry:  reg.Addr() + "/gitfleet",
 	}
 	// Users' GitHub tokens are sealed with a key kept beside the data.
 	if env[config.EnvTokenKey], err = devTokenKey(dataDir); err != nil {
@@ -146,11 +161,20 @@ func (a *app) dev(ctx context.Context, o devOptions) error {
 	a.cfg = cfg
 
 	say("Starting the worker")
-	stopWorker, err := startWorker(ctx, a, env)
+	stopWorker, err := startWorker(ctx, a, env, "the worker")
 	if err != nil {
 		return err
 	}
 	defer stopping(a, "the worker", stopWorker)
+	for i := 1; i <= o.runners; i++ {
+		id := fmt.Sprintf("dev-%d", i)
+		say("Starting runner %s", id)
+		stop, err := startWorker(ctx, a, env, "runner "+id, "--runner-id", id, "--store", filepath.Join(dataDir, "runners", id))
+		if err != nil {
+			return err
+		}
+		defer stopping(a, "runner "+id, stop)
+	}
 
 	if o.demo {
 		if err := a.demo(ctx, fg); err != nil {
@@ -167,6 +191,8 @@ gitfleet is running. Where to look:
                     bin/starter show %s/demo/hello-world
                     bin/starter findings demo/hello-world
                     bin/starter schedules list
+                    bin/starter snapshot list
+                    bin/starter runner list
                     temporal workflow list --query "GitfleetCase = 'D'"
 
 Press Ctrl-C to stop everything.
@@ -232,7 +258,15 @@ func (a *app) demo(ctx context.Context, fg *forge.Forge) error {
 		}
 	}
 	fmt.Fprintln(a.stdout, "\n==> Demo: demo/hello was renamed to demo/hello-world on the forge; collecting the new name")
-	return a.collect(ctx, c, []repoid.ID{{Host: host, Owner: "demo", Name: "hello-world"}}, true)
+	if err := a.collect(ctx, c, []repoid.ID{{Host: host, Owner: "demo", Name: "hello-world"}}, true); err != nil {
+		return err
+	}
+	fmt.Fprintln(a.stdout, "\n==> Demo: a snapshot of demo/hello-world's collected commit, built on one runner and pulled by the others")
+	snap, err := a.snapshotRequest(ctx, "hello-world", "", host+"/demo/hello-world", "")
+	if err != nil {
+		return err
+	}
+	return a.createSnapshot(ctx, snap, true)
 }
 
 // devTokenKey returns the dev stack's token key, generated on first use
@@ -253,7 +287,7 @@ func writeEnvFile(path string, env map[string]string) error {
 	var b strings.Builder
 	b.WriteString("# Written by 'starter dev': the settings of the running dev stack (it holds a key: keep it private).\n")
 	for _, k := range []string{config.EnvTemporalAddress, config.EnvTemporalUI, config.EnvDatabaseURL, vcs.EnvAPIURL, vcs.EnvHost,
-		config.EnvMirrorDir, config.EnvTokenKey} {
+		config.EnvMirrorDir, config.EnvTokenKey, config.EnvRegistry} {
 		fmt.Fprintf(&b, "export %s=%q\n", k, env[k])
 	}
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
@@ -262,8 +296,9 @@ func writeEnvFile(path string, env map[string]string) error {
 	return os.Chmod(path, 0o600) // a file from an earlier run keeps its mode otherwise
 }
 
-// startWorker runs the worker binary that sits next to this one.
-func startWorker(ctx context.Context, a *app, env map[string]string) (func() error, error) {
+// startWorker runs the worker binary that sits next to this one, with
+// args (runner mode) or without.
+func startWorker(ctx context.Context, a *app, env map[string]string, what string, args ...string) (func() error, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -272,7 +307,7 @@ func startWorker(ctx context.Context, a *app, env map[string]string) (func() err
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("no worker binary next to %s: build both with 'make build' (or run 'make run')", self)
 	}
-	cmd := exec.Command(bin)
+	cmd := exec.Command(bin, args...)
 	cmd.Env = os.Environ()
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
@@ -284,7 +319,7 @@ func startWorker(ctx context.Context, a *app, env map[string]string) (func() err
 	}
 	select {
 	case <-proc.Done():
-		return nil, fmt.Errorf("the worker exited at start: %v", proc.Err())
+		return nil, fmt.Errorf("%s exited at start: %v", what, proc.Err())
 	case <-time.After(2 * time.Second):
 	case <-ctx.Done():
 	}
@@ -300,7 +335,7 @@ func startWorker(ctx context.Context, a *app, env map[string]string) (func() err
 			return err
 		case <-time.After(20 * time.Second):
 			_ = cmd.Process.Kill()
-			return errors.New("the worker did not stop in 20s; killed")
+			return fmt.Errorf("%s did not stop in 20s; killed", what)
 		}
 	}, nil
 }

@@ -59,18 +59,16 @@ func PropagateSnapshot(ctx workflow.Context, in PropagateSnapshotInput) (Propaga
 	if in.Fanout <= 0 {
 		p.planner = snapshot.NewPlanner(3, in.RegistrySlots)
 	}
+	// A signal asks for one more look after the round in progress; the
+	// signals that started the run are answered by its first round.
 	signals := workflow.GetSignalChannel(ctx, PropagateSignal)
-	for {
+	for more := true; more; {
+		for signals.ReceiveAsync(nil) {
+		}
 		if err := p.round(ctx); err != nil {
 			return p.res, err
 		}
-		more := false
-		for signals.ReceiveAsync(nil) {
-			more = true
-		}
-		if !more {
-			break
-		}
+		more = signals.Len() > 0
 	}
 	switch {
 	case p.active:
@@ -116,7 +114,7 @@ func (p *propagation) round(ctx workflow.Context) error {
 		p.planner.Ready(id)
 	}
 	pending := fleet.ToPull
-	if len(fleet.Ready) == 0 && len(pending) == 0 && !p.active {
+	if fleet.Rows == 0 && !p.active {
 		return p.abandon(ctx, "no runner is ready to take it (see 'starter runner list')")
 	}
 	if p.snap.Digest == "" && len(pending) > 0 {

@@ -42,7 +42,8 @@ func TestReplayRecordedHistories(t *testing.T) {
 		})
 		seen[workflowTypeOf(t, f)] = true
 	}
-	for _, wf := range []string{"Collect", "ResolveIdentity", "CleanupStale", "ExecuteShard", "RecollectionSweep"} {
+	for _, wf := range []string{"Collect", "ResolveIdentity", "CleanupStale", "ExecuteShard", "RecollectionSweep",
+		"PropagateSnapshot", "RemoveSnapshot", "ReconcileRunners"} {
 		if !seen[wf] {
 			t.Errorf("no recorded history of %s", wf)
 		}

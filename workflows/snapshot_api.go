@@ -68,6 +68,8 @@ type Fleet struct {
 	Ready []string `json:"ready,omitempty"`
 	// ToPull are the rows waiting for a pull, oldest state change first.
 	ToPull []snapshot.Row `json:"toPull,omitempty"`
+	// Rows counts the snapshot's rows in any state.
+	Rows int `json:"rows"`
 }
 
 // RowKey names one runner's row of one snapshot.

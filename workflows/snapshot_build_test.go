@@ -17,6 +17,7 @@ import (
 	"gitfleet/internal/domain/identity"
 	"gitfleet/internal/domain/snapshot"
 	"gitfleet/internal/infra/ocibuild"
+	"gitfleet/workflows"
 )
 
 // A repository with what an image layer must keep exactly: nested
@@ -71,6 +72,7 @@ func TestBuildFromARepositoryMatchesGitArchiveAndRebuildsToTheSameDigest(t *test
 			t.Fatal(err)
 		}
 		requireReady(t, name, out.Digest, builders...)
+		recordHistory(t, fmt.Sprintf("propagate-snapshot-build-%d", i), workflows.PropagateSnapshotWorkflowID(name), "")
 		digests = append(digests, out.Digest)
 		snap, _ := snapshotOf(t, name)
 		if !strings.HasPrefix(snap.ImageRef, reg.Addr()+"/gitfleet/"+name+":") {

@@ -130,6 +130,18 @@ func snapName(prefix string) string {
 	return fmt.Sprintf("%s-%d-%d", prefix, time.Now().Unix()%100000, snapSeq.n)
 }
 
+// forget deletes a test's snapshot when it ends, so that no later test's
+// runner is sent it (the reconcile puts active snapshots on new runners).
+func forget(t *testing.T, name string) {
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_ = env.Client.TerminateWorkflow(ctx, workflows.PropagateSnapshotWorkflowID(name), "", "test over")
+		if err := env.Store.DeleteSnapshot(ctx, name); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
 // fast is the timing of tests that expect pulls to work: a runner that
 // does not pick a pull up within seconds is a failure here, not an
 // offline host.
@@ -143,6 +155,7 @@ func propagate(t *testing.T, snap snapshot.Snapshot, timing workflows.PullTiming
 	if _, _, err := env.Store.CreateSnapshot(ctx, snap, time.Now().UTC()); err != nil {
 		t.Fatal(err)
 	}
+	forget(t, snap.Name)
 	run, err := workflows.StartPropagation(ctx, env.Client, workflows.PropagateSnapshotInput{Name: snap.Name, Timing: timing})
 	if err != nil {
 		t.Fatal(err)
@@ -218,6 +231,7 @@ func TestPropagateToThreeRunnersOnceEvenWhenAskedTwice(t *testing.T) {
 	runners := []*testRunner{startRunner(t, "three-a", runnerOpts{}), startRunner(t, "three-b", runnerOpts{}), startRunner(t, "three-c", runnerOpts{})}
 	name := snapName("three")
 	snap := snapshot.Snapshot{Name: name, Kind: snapshot.KindImage, ImageRef: ref}
+	forget(t, name)
 
 	// Two users ask at once: one snapshot, one propagation, one row per runner.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -252,6 +266,7 @@ func TestPropagateToThreeRunnersOnceEvenWhenAskedTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	requireReady(t, name, digest, runners...)
+	recordHistory(t, "propagate-snapshot-three-runners", runs[0].GetID(), runs[0].GetRunID())
 	got, err := env.Store.Snapshot(ctx, name)
 	if err != nil || got.State != snapshot.Active || got.Digest != digest {
 		t.Errorf("snapshot = %+v, %v; want active with digest %s", got, err, digest)
@@ -332,6 +347,7 @@ func TestRemovalKeepsALayerAnotherSnapshotUses(t *testing.T) {
 	if err := run.Get(ctx, &res); err != nil {
 		t.Fatal(err)
 	}
+	recordHistory(t, "remove-snapshot", run.GetID(), run.GetRunID())
 	if !res.Deleted || res.Removed != 2 {
 		t.Errorf("removal = %+v, want deleted from 2 runners", res)
 	}
@@ -375,6 +391,7 @@ func reconcile(t *testing.T, in workflows.ReconcileRunnersInput) workflows.Recon
 	if err := run.Get(ctx, &res); err != nil {
 		t.Fatal(err)
 	}
+	recordHistory(t, "reconcile-runners-"+strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")), run.GetID(), run.GetRunID())
 	return res
 }
 
@@ -433,6 +450,7 @@ func TestPullWindowEndsInTimeoutThenReconcileRetries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	recordHistory(t, "propagate-snapshot-timeout", workflows.PropagateSnapshotWorkflowID(name), "")
 	if res.Reason != snapshot.ReasonTimeout {
 		t.Errorf("result reason = %q, want %q", res.Reason, snapshot.ReasonTimeout)
 	}
@@ -467,7 +485,7 @@ func TestBadImagesLeaveNothingBehind(t *testing.T) {
 		name, ref, want string
 	}{
 		{"missing", reg.Ref("snap/none", "v1"), "not found"},
-		{"quota", bigRef, "exceeds"},
+		{"quota", bigRef, "quota"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			name := snapName(tc.name)

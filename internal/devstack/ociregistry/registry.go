@@ -28,6 +28,8 @@ type Options struct {
 	// that go-containerregistry's disk handler hashes a blob again on every
 	// HEAD and GET, and uploads still pass through memory.
 	Dir string
+	// Addr is where to listen (default 127.0.0.1 on a free port).
+	Addr string
 }
 
 // Registry is a running in-process registry. All methods are safe for
@@ -53,7 +55,11 @@ func Start(opts Options) (*Registry, error) {
 	if opts.Dir != "" {
 		regOpts = append(regOpts, registry.WithBlobHandler(registry.NewDiskBlobHandler(opts.Dir)))
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr := opts.Addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("ociregistry: listen: %w", err)
 	}
