@@ -120,7 +120,7 @@ func runRunner(rf runnerFlags) error {
 		WorkerStopTimeout:                  30 * time.Second,
 	})
 	w.RegisterActivity(&activities.Runner{ID: rf.id, Store: st, Images: images, Hosts: cfg.Hosts, WorkDir: work,
-		Registry: cfg.Registry, Insecure: cfg.InsecureRegistries, Log: log})
+		Registry: cfg.Registry, Insecure: cfg.InsecureRegistries, Log: log, Load: &activities.Load{}})
 	log.Info("runner starting", zap.String("taskQueue", snapshot.TaskQueue(rf.id)), zap.String("peerAddr", advertise),
 		zap.Int("capacity", rf.capacity), zap.Int64("storeQuota", quota), zap.String("store", rf.store))
 	if err := w.Start(); err != nil {
