@@ -68,18 +68,73 @@ var workerSeq struct {
 }
 
 // startWorker runs a worker process with its own mirror directory, as if on
-// its own host.
-func startWorker(t *testing.T) *workerProc {
+// its own host. extraEnv ("KEY=value") is added to, and overrides, the
+// common environment.
+func startWorker(t testing.TB, extraEnv ...string) *workerProc {
 	t.Helper()
+	w := startProc(t, nextName("worker"), nil, extraEnv)
+	started = append(started, w)
+	return w
+}
+
+// startRunner runs a worker in runner mode (`worker --runner-id id --store
+// dir --peer-addr 127.0.0.1:0 args...`) with the common environment and a
+// 1 s runner heartbeat, and waits until it polls its task queue: by then it
+// is registered in the runners table. Starting it again with the same id
+// and dir is a restart. The cleanup kills it and deletes its runners row
+// (with its snapshot rows), so that the next test's propagations do not
+// target it.
+func startRunner(t testing.TB, id, dir string, args ...string) *workerProc {
+	t.Helper()
+	w := launchRunner(t, id, dir, args...)
+	w.waitStarted(t)
+	return w
+}
+
+// launchRunner is startRunner without the wait, to start several at once.
+func launchRunner(t testing.TB, id, dir string, args ...string) *workerProc {
+	t.Helper()
+	argv := append([]string{"--runner-id", id, "--store", dir, "--peer-addr", "127.0.0.1:0"}, args...)
+	w := launchProc(t, nextName("runner-"+id+"-"), argv, []string{
+		config.EnvRunnerHeartbeat + "=1s",
+		config.EnvLogLevel + "=info",
+	})
+	t.Cleanup(func() { w.forget(t, id) })
+	return w
+}
+
+// forget kills a runner and deletes its runners row, with its snapshot
+// rows; doing it twice is harmless.
+func (w *workerProc) forget(t testing.TB, id string) {
+	w.kill()
+	if _, err := env.Store.Pool().Exec(context.Background(), `DELETE FROM runners WHERE id = $1`, id); err != nil {
+		t.Errorf("forget runner %s: %v", id, err)
+	}
+}
+
+func nextName(prefix string) string {
 	workerSeq.Lock()
+	defer workerSeq.Unlock()
 	workerSeq.n++
-	name := fmt.Sprintf("worker%d", workerSeq.n)
-	workerSeq.Unlock()
+	return fmt.Sprintf("%s%d", prefix, workerSeq.n)
+}
+
+// startProc starts the worker binary with args and waits until it polls.
+func startProc(t testing.TB, name string, args, extraEnv []string) *workerProc {
+	t.Helper()
+	w := launchProc(t, name, args, extraEnv)
+	w.waitStarted(t)
+	return w
+}
+
+// launchProc starts the worker binary with args; the cleanup kills it.
+func launchProc(t testing.TB, name string, args, extraEnv []string) *workerProc {
+	t.Helper()
 	logFile, err := os.Create(filepath.Join(logDir, name+".log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(workerBin)
+	cmd := exec.Command(workerBin, args...)
 	cmd.Env = append(os.Environ(),
 		config.EnvTemporalAddress+"="+env.Temporal.Address(),
 		config.EnvDatabaseURL+"="+env.DatabaseURL,
@@ -92,27 +147,33 @@ func startWorker(t *testing.T) *workerProc {
 		config.EnvScanBatch+"=200",
 		config.EnvTokenKey+"="+tokenKey,
 	)
+	// Later entries win (os/exec keeps the last value of a key).
+	cmd.Env = append(cmd.Env, extraEnv...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	proc, err := childproc.Start(cmd, syscall.SIGKILL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := &workerProc{name: name, proc: proc, log: logFile}
-	started = append(started, w)
 	t.Cleanup(func() { w.kill() })
-	// Ready when it says it started polling.
+	return w
+}
+
+// waitStarted waits until the process says it started polling. The log
+// file is the only signal the process gives, so it is polled.
+func (w *workerProc) waitStarted(t testing.TB) {
+	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for !bytes.Contains(w.logs(), []byte("Started Worker")) {
 		select {
-		case <-proc.Done():
-			t.Fatalf("%s exited at start: %v\n%s", name, proc.Err(), w.logs())
+		case <-w.proc.Done():
+			t.Fatalf("%s exited at start: %v\n%s", w.name, w.proc.Err(), w.logs())
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s did not start:\n%s", name, w.logs())
+			t.Fatalf("%s did not start:\n%s", w.name, w.logs())
 		}
 	}
-	return w
 }
 
 func (w *workerProc) logs() []byte {
@@ -130,6 +191,9 @@ func (w *workerProc) kill() {
 	<-w.proc.Done()
 	w.log.Close()
 }
+
+// pid is the process id.
+func (w *workerProc) pid() int { return w.proc.Cmd.Process.Pid }
 
 // allWorkerLogs is everything every worker process wrote.
 func allWorkerLogs(t *testing.T) []byte {
