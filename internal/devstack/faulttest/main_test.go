@@ -36,6 +36,9 @@ const forgeToken = "ghp_faulttestForgeToken0123456789ABCDEF"
 var tokenKey = secrets.NewKey()
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(envPlainPull); spec != "" {
+		os.Exit(runPlainPull(spec))
+	}
 	os.Exit(testenv.Run(m, &env, func(e *testenv.Env) (func(), error) {
 		workerBin = filepath.Join(e.Dir, "worker")
 		build := exec.Command("go", "build", "-o", workerBin, "gitfleet/worker")
