@@ -230,7 +230,9 @@ type DataOps struct {
 }
 
 // WriteData writes data ops under the fence check and returns how many
-// findings were new.
+// secrets were new: a rule and keyed hash the scope had no finding of
+// (the same secret in another blob version is another occurrence, not a
+// new finding).
 func (s *Store) WriteData(ctx context.Context, l shard.Lease, scopeID int64, ops DataOps) (int64, error) {
 	var n int64
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -268,15 +270,21 @@ func writeData(ctx context.Context, tx pgx.Tx, scopeID int64, ops DataOps) (int6
 		rule[i], blob[i], path[i], commit[i], hash[i], preview[i] = f.RuleID, f.Blob, f.Path, f.Commit, f.SecretHash, f.Preview
 		start[i], end[i], line[i] = int32(f.Start), int32(f.End), int32(f.Line)
 	}
-	tag, err := tx.Exec(ctx, `INSERT INTO findings (scope_id, rule_id, blob, start_offset, end_offset, line, path, commit_id, secret_hash, preview)
-		SELECT $1, r, b, s, e, l, p, c, h, v
-		FROM unnest($2::text[], $3::bytea[], $4::int[], $5::int[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[])
-			AS t(r, b, s, e, l, p, c, h, v)
-		ON CONFLICT DO NOTHING`, scopeID, rule, blob, start, end, line, path, commit, hash, preview)
-	if err != nil {
-		return 0, err
-	}
-	return tag.RowsAffected(), nil
+	// New secrets: the main query reads the table as it was before the
+	// insert of its WITH, so a pair counts only if no earlier row has it.
+	var secrets int64
+	err := tx.QueryRow(ctx, `WITH ins AS (
+			INSERT INTO findings (scope_id, rule_id, blob, start_offset, end_offset, line, path, commit_id, secret_hash, preview)
+			SELECT $1, r, b, s, e, l, p, c, h, v
+			FROM unnest($2::text[], $3::bytea[], $4::int[], $5::int[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[])
+				WITH ORDINALITY AS t(r, b, s, e, l, p, c, h, v, n)
+			ORDER BY n
+			ON CONFLICT DO NOTHING
+			RETURNING rule_id, secret_hash)
+		SELECT count(*) FROM (SELECT DISTINCT rule_id, secret_hash FROM ins) AS n
+		WHERE NOT EXISTS (SELECT 1 FROM findings f WHERE f.scope_id = $1 AND f.rule_id = n.rule_id AND f.secret_hash = n.secret_hash)`,
+		scopeID, rule, blob, start, end, line, path, commit, hash, preview).Scan(&secrets)
+	return secrets, err
 }
 
 // FinalizeInput is a finalize: the last data ops and, only when the run was
@@ -287,9 +295,12 @@ type FinalizeInput struct {
 	Data       DataOps
 	Complete   bool
 	Watermarks map[string]string
-	// Stats are the run's counts; Findings counts new findings of the
-	// whole run, this batch's included by Finalize.
+	// Stats are the run's counts; Findings counts new secrets of the
+	// whole run (as WriteData does), this batch's included by Finalize.
 	Stats shard.Counts
+	// Presence, only with Complete, is where the scope's findings stand at
+	// the run's tips (see Presence); nil leaves the last one.
+	Presence *Presence
 }
 
 // Finalize is inner durability: in one transaction, the fence check, the
@@ -320,6 +331,11 @@ func (s *Store) Finalize(ctx context.Context, in FinalizeInput) (shard.Receipt, 
 			if _, err := tx.Exec(ctx, `INSERT INTO shard_watermarks (scope_id, ref, commit_id)
 				SELECT $1, r, c FROM unnest($2::text[], $3::text[]) AS t(r, c)
 				ON CONFLICT (scope_id, ref) DO UPDATE SET commit_id = excluded.commit_id`, in.ScopeID, refs, commits); err != nil {
+				return err
+			}
+		}
+		if in.Complete && in.Presence != nil {
+			if err := writePresence(ctx, tx, in.ScopeID, *in.Presence); err != nil {
 				return err
 			}
 		}

@@ -1,0 +1,305 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// A secret is one rule and keyed hash within a scope; each of its findings
+// (a blob version holding it, at an offset) is an occurrence. "First" is
+// the order findings were recorded in (their ids): a scan walks each ref's
+// new commits oldest first by committer date, and every scan continues
+// where the last one stopped, so the first occurrence is where the scans
+// met the secret first — the oldest commit of the earliest scan that saw it.
+
+// SecretKey names a secret.
+type SecretKey struct {
+	RuleID     string `json:"rule"`
+	SecretHash string `json:"secretHash"`
+}
+
+// PresenceStatus is where a secret or an occurrence stands at the tips of
+// the scope's latest Complete scan.
+type PresenceStatus string
+
+const (
+	// Present: a blob holding it is in the tree of a scanned ref's tip.
+	Present PresenceStatus = "present"
+	// Removed: no scanned ref's tip holds it any more (history still does).
+	Removed PresenceStatus = "removed"
+	// Unknown: found after the last Complete scan (or before presence was
+	// recorded at all); the next Complete scan decides.
+	Unknown PresenceStatus = "unknown"
+)
+
+// Location is where an occurrence was met: the path and line in the
+// commit that introduced its blob.
+type Location struct {
+	Path   string `json:"path"`
+	Line   int    `json:"line"`
+	Commit string `json:"commit"`
+}
+
+// Secret is a secret with its first and latest occurrence.
+type Secret struct {
+	SecretKey
+	// Location is the first occurrence's.
+	Location
+	Preview     string         `json:"preview"`
+	Occurrences int64          `json:"count"`
+	Status      PresenceStatus `json:"status"`
+	Last        Location       `json:"last"`
+	// Cursor is the first occurrence's id: the page order and keyset.
+	Cursor int64 `json:"-"`
+}
+
+// Occurrence is one finding of a secret.
+type Occurrence struct {
+	SecretKey
+	Location
+	BlobHex string         `json:"blob"`
+	Start   int            `json:"start"`
+	End     int            `json:"end"`
+	Preview string         `json:"preview"`
+	Status  PresenceStatus `json:"status"`
+	// Cursor is the finding's id: the page order and keyset.
+	Cursor int64 `json:"-"`
+}
+
+// Page asks for the items after the cursor After (0: from the start), at
+// most Limit of them (0: all).
+type Page struct {
+	After int64
+	Limit int
+}
+
+func (p Page) limit() any {
+	if p.Limit <= 0 {
+		return nil // LIMIT NULL: no limit
+	}
+	return p.Limit
+}
+
+// SecretPage is a page of secrets and the totals of the scope.
+type SecretPage struct {
+	Secrets []Secret
+	// Total secrets and occurrences of the scope.
+	Total, TotalOccurrences int64
+}
+
+// OccurrencePage is a page of occurrences and how many match in all.
+type OccurrencePage struct {
+	Occurrences []Occurrence
+	Total       int64
+}
+
+// LatestScope is the scope of a shard under its newest rule set, or 0.
+func (s *Store) LatestScope(ctx context.Context, shardID int64) (int64, error) {
+	var id int64
+	err := s.pool.QueryRow(ctx, `SELECT id FROM scan_scopes WHERE shard_id = $1 ORDER BY id DESC LIMIT 1`, shardID).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return id, err
+}
+
+// presenceCTE names the blobs present at the tips (pb) and the newest
+// finding presence was decided for (sc).
+const presenceCTE = `sc AS (SELECT presence_upto AS upto FROM scan_scopes WHERE id = $1),
+	pb AS (SELECT DISTINCT blob FROM finding_presence WHERE scope_id = $1)`
+
+// Secrets lists a scope's secrets in the order they were first met, a page
+// at a time, with the scope's totals (read in the same snapshot).
+func (s *Store) Secrets(ctx context.Context, scopeID int64, page Page) (SecretPage, error) {
+	var out SecretPage
+	err := s.readTx(ctx, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `SELECT count(*), coalesce(sum(n), 0)::bigint
+			FROM (SELECT count(*) AS n FROM findings WHERE scope_id = $1 GROUP BY rule_id, secret_hash) AS g`,
+			scopeID).Scan(&out.Total, &out.TotalOccurrences); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `WITH `+presenceCTE+`,
+			g AS (SELECT f.rule_id, f.secret_hash, min(f.id) AS first_id, max(f.id) AS last_id, count(*) AS n,
+					bool_or(pb.blob IS NOT NULL) AS present
+				FROM findings f LEFT JOIN pb ON pb.blob = f.blob
+				WHERE f.scope_id = $1
+				GROUP BY f.rule_id, f.secret_hash
+				HAVING min(f.id) > $2
+				ORDER BY first_id LIMIT $3)
+			SELECT g.first_id, g.rule_id, g.secret_hash, g.n,
+				CASE WHEN g.present THEN 'present' WHEN g.last_id <= (SELECT upto FROM sc) THEN 'removed' ELSE 'unknown' END,
+				f.path, f.line, f.commit_id, f.preview, l.path, l.line, l.commit_id
+			FROM g JOIN findings f ON f.id = g.first_id JOIN findings l ON l.id = g.last_id
+			ORDER BY g.first_id`, scopeID, page.After, page.limit())
+		if err != nil {
+			return err
+		}
+		out.Secrets, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Secret, error) {
+			var x Secret
+			err := row.Scan(&x.Cursor, &x.RuleID, &x.SecretHash, &x.Occurrences, &x.Status,
+				&x.Path, &x.Line, &x.Commit, &x.Preview, &x.Last.Path, &x.Last.Line, &x.Last.Commit)
+			return x, err
+		})
+		return err
+	})
+	return out, err
+}
+
+// Occurrences lists a scope's findings in the order they were recorded, a
+// page at a time, only those of keys unless keys is nil, with how many
+// match in all.
+func (s *Store) Occurrences(ctx context.Context, scopeID int64, keys []SecretKey, page Page) (OccurrencePage, error) {
+	var out OccurrencePage
+	rules, hashes := make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		rules[i], hashes[i] = k.RuleID, k.SecretHash
+	}
+	// $1 the scope, $2 whether keys filter, $3 and $4 the keys.
+	const filter = `f.scope_id = $1 AND (NOT $2::bool
+		OR (f.rule_id, f.secret_hash) IN (SELECT r, h FROM unnest($3::text[], $4::text[]) AS k(r, h)))`
+	err := s.readTx(ctx, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM findings f WHERE `+filter,
+			scopeID, keys != nil, rules, hashes).Scan(&out.Total); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `WITH `+presenceCTE+`
+			SELECT f.id, f.rule_id, f.secret_hash, f.path, f.line, f.commit_id, f.blob, f.start_offset, f.end_offset, f.preview,
+				CASE WHEN pb.blob IS NOT NULL THEN 'present' WHEN f.id <= (SELECT upto FROM sc) THEN 'removed' ELSE 'unknown' END
+			FROM findings f LEFT JOIN pb ON pb.blob = f.blob
+			WHERE `+filter+` AND f.id > $5
+			ORDER BY f.id LIMIT $6`, scopeID, keys != nil, rules, hashes, page.After, page.limit())
+		if err != nil {
+			return err
+		}
+		out.Occurrences, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Occurrence, error) {
+			var o Occurrence
+			var blob []byte
+			err := row.Scan(&o.Cursor, &o.RuleID, &o.SecretHash, &o.Path, &o.Line, &o.Commit, &blob, &o.Start, &o.End,
+				&o.Preview, &o.Status)
+			o.BlobHex = fmt.Sprintf("%x", blob)
+			return o, err
+		})
+		return err
+	})
+	return out, err
+}
+
+// readTx runs fn in a read-only transaction that sees one snapshot.
+func (s *Store) readTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+}
+
+// PresenceBasis is what computing presence starts from.
+type PresenceBasis struct {
+	// Tips are the ref tips the current presence rows were computed at.
+	Tips map[string]string
+	// Blobs are the distinct blobs of the scope's findings.
+	Blobs [][]byte
+	// UpTo is the newest finding among them (0: none).
+	UpTo int64
+}
+
+// PresenceBasis returns the scope's recorded presence tips and the blobs
+// of its findings.
+func (s *Store) PresenceBasis(ctx context.Context, scopeID int64) (PresenceBasis, error) {
+	b := PresenceBasis{Tips: map[string]string{}}
+	err := s.readTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT ref, commit_id FROM finding_presence_refs WHERE scope_id = $1`, scopeID)
+		if err != nil {
+			return err
+		}
+		var ref, commit string
+		if _, err := pgx.ForEachRow(rows, []any{&ref, &commit}, func() error {
+			b.Tips[ref] = commit
+			return nil
+		}); err != nil {
+			return err
+		}
+		rows, err = tx.Query(ctx, `SELECT blob, max(id) FROM findings WHERE scope_id = $1 GROUP BY blob`, scopeID)
+		if err != nil {
+			return err
+		}
+		var blob []byte
+		var id int64
+		_, err = pgx.ForEachRow(rows, []any{&blob, &id}, func() error {
+			b.Blobs = append(b.Blobs, append([]byte(nil), blob...))
+			b.UpTo = max(b.UpTo, id)
+			return nil
+		})
+		return err
+	})
+	return b, err
+}
+
+// Presence is where a scope's findings stand at the tips of a Complete
+// run, written by its Finalize.
+type Presence struct {
+	// UpTo is PresenceBasis.UpTo: findings up to it are decided.
+	UpTo int64
+	// Tips are every tip of the run (ref → commit). Presence rows of refs
+	// that are no longer tips go.
+	Tips map[string]string
+	// Refs are the tips computed afresh: the blobs among PresenceBasis.Blobs
+	// that each tip's tree holds. A tip left out must be recorded in
+	// PresenceBasis.Tips at the same commit: its rows stay.
+	Refs map[string][][]byte
+}
+
+func writePresence(ctx context.Context, tx pgx.Tx, scopeID int64, p Presence) error {
+	tips := make([]string, 0, len(p.Tips))
+	for ref := range p.Tips {
+		tips = append(tips, ref)
+	}
+	sort.Strings(tips)
+	var kept, keptCommits, fresh, freshCommits, rowRefs []string
+	var rowBlobs [][]byte
+	for _, ref := range tips {
+		blobs, ok := p.Refs[ref]
+		if !ok {
+			kept, keptCommits = append(kept, ref), append(keptCommits, p.Tips[ref])
+			continue
+		}
+		fresh, freshCommits = append(fresh, ref), append(freshCommits, p.Tips[ref])
+		for _, b := range blobs {
+			rowRefs, rowBlobs = append(rowRefs, ref), append(rowBlobs, b)
+		}
+	}
+	for ref := range p.Refs {
+		if _, ok := p.Tips[ref]; !ok {
+			return fmt.Errorf("presence computed for %d refs that are not tips", len(p.Refs)-len(fresh))
+		}
+	}
+	var missing int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM unnest($2::text[], $3::text[]) AS t(r, c)
+		WHERE NOT EXISTS (SELECT 1 FROM finding_presence_refs p WHERE p.scope_id = $1 AND p.ref = t.r AND p.commit_id = t.c)`,
+		scopeID, kept, keptCommits).Scan(&missing); err != nil {
+		return err
+	}
+	if missing > 0 {
+		return fmt.Errorf("presence: %d tips were neither computed nor recorded at their commit", missing)
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM finding_presence_refs WHERE scope_id = $1 AND NOT (ref = ANY($2::text[]))`,
+		scopeID, tips); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM finding_presence WHERE scope_id = $1 AND ref = ANY($2::text[])`,
+		scopeID, fresh); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO finding_presence_refs (scope_id, ref, commit_id)
+		SELECT $1, r, c FROM unnest($2::text[], $3::text[]) AS t(r, c)
+		ON CONFLICT (scope_id, ref) DO UPDATE SET commit_id = excluded.commit_id`, scopeID, fresh, freshCommits); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO finding_presence (scope_id, ref, blob)
+		SELECT $1, r, b FROM unnest($2::text[], $3::bytea[]) AS t(r, b)
+		ON CONFLICT DO NOTHING`, scopeID, rowRefs, rowBlobs); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `UPDATE scan_scopes SET presence_upto = $2 WHERE id = $1`, scopeID, p.UpTo)
+	return err
+}
