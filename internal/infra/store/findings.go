@@ -9,17 +9,21 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// A secret is one rule and keyed hash within a scope; each of its findings
+// A secret is one SecretKey within a scope; each of its findings
 // (a blob version holding it, at an offset) is an occurrence. "First" is
 // the order findings were recorded in (their ids): a scan walks each ref's
 // new commits oldest first by committer date, and every scan continues
 // where the last one stopped, so the first occurrence is where the scans
 // met the secret first — the oldest commit of the earliest scan that saw it.
 
-// SecretKey names a secret.
+// SecretKey names a secret: a rule and the keyed hash of what it matched,
+// or, for a path-only rule (it matches files and has no hash), the rule
+// and the file's path.
 type SecretKey struct {
 	RuleID     string `json:"rule"`
 	SecretHash string `json:"secretHash"`
+	// File is the path for a path-only rule, else empty.
+	File string `json:"-"`
 }
 
 // PresenceStatus is where a secret or an occurrence stands at the tips of
@@ -59,7 +63,7 @@ type Secret struct {
 
 // Occurrence is one finding of a secret.
 type Occurrence struct {
-	SecretKey
+	SecretKey `json:"-"`
 	Location
 	BlobHex string         `json:"blob"`
 	Start   int            `json:"start"`
@@ -118,19 +122,19 @@ func (s *Store) Secrets(ctx context.Context, scopeID int64, page Page) (SecretPa
 	var out SecretPage
 	err := s.readTx(ctx, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, `SELECT count(*), coalesce(sum(n), 0)::bigint
-			FROM (SELECT count(*) AS n FROM findings WHERE scope_id = $1 GROUP BY rule_id, secret_hash) AS g`,
+			FROM (SELECT count(*) AS n FROM findings WHERE scope_id = $1 GROUP BY rule_id, secret_hash, secret_path) AS g`,
 			scopeID).Scan(&out.Total, &out.TotalOccurrences); err != nil {
 			return err
 		}
 		rows, err := tx.Query(ctx, `WITH `+presenceCTE+`,
-			g AS (SELECT f.rule_id, f.secret_hash, min(f.id) AS first_id, max(f.id) AS last_id, count(*) AS n,
+			g AS (SELECT f.rule_id, f.secret_hash, f.secret_path, min(f.id) AS first_id, max(f.id) AS last_id, count(*) AS n,
 					bool_or(pb.blob IS NOT NULL) AS present
 				FROM findings f LEFT JOIN pb ON pb.blob = f.blob
 				WHERE f.scope_id = $1
-				GROUP BY f.rule_id, f.secret_hash
+				GROUP BY f.rule_id, f.secret_hash, f.secret_path
 				HAVING min(f.id) > $2
 				ORDER BY first_id LIMIT $3)
-			SELECT g.first_id, g.rule_id, g.secret_hash, g.n,
+			SELECT g.first_id, g.rule_id, g.secret_hash, g.secret_path, g.n,
 				CASE WHEN g.present THEN 'present' WHEN g.last_id <= (SELECT upto FROM sc) THEN 'removed' ELSE 'unknown' END,
 				f.path, f.line, f.commit_id, f.preview, l.path, l.line, l.commit_id
 			FROM g JOIN findings f ON f.id = g.first_id JOIN findings l ON l.id = g.last_id
@@ -140,7 +144,7 @@ func (s *Store) Secrets(ctx context.Context, scopeID int64, page Page) (SecretPa
 		}
 		out.Secrets, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Secret, error) {
 			var x Secret
-			err := row.Scan(&x.Cursor, &x.RuleID, &x.SecretHash, &x.Occurrences, &x.Status,
+			err := row.Scan(&x.Cursor, &x.RuleID, &x.SecretHash, &x.File, &x.Occurrences, &x.Status,
 				&x.Path, &x.Line, &x.Commit, &x.Preview, &x.Last.Path, &x.Last.Line, &x.Last.Commit)
 			return x, err
 		})
@@ -154,31 +158,31 @@ func (s *Store) Secrets(ctx context.Context, scopeID int64, page Page) (SecretPa
 // match in all.
 func (s *Store) Occurrences(ctx context.Context, scopeID int64, keys []SecretKey, page Page) (OccurrencePage, error) {
 	var out OccurrencePage
-	rules, hashes := make([]string, len(keys)), make([]string, len(keys))
+	rules, hashes, files := make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys))
 	for i, k := range keys {
-		rules[i], hashes[i] = k.RuleID, k.SecretHash
+		rules[i], hashes[i], files[i] = k.RuleID, k.SecretHash, k.File
 	}
-	// $1 the scope, $2 whether keys filter, $3 and $4 the keys.
-	const filter = `f.scope_id = $1 AND (NOT $2::bool
-		OR (f.rule_id, f.secret_hash) IN (SELECT r, h FROM unnest($3::text[], $4::text[]) AS k(r, h)))`
+	// $1 the scope, $2 whether keys filter, $3 to $5 the keys.
+	const filter = `f.scope_id = $1 AND (NOT $2::bool OR (f.rule_id, f.secret_hash, f.secret_path) IN
+		(SELECT r, h, p FROM unnest($3::text[], $4::text[], $5::text[]) AS k(r, h, p)))`
 	err := s.readTx(ctx, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM findings f WHERE `+filter,
-			scopeID, keys != nil, rules, hashes).Scan(&out.Total); err != nil {
+			scopeID, keys != nil, rules, hashes, files).Scan(&out.Total); err != nil {
 			return err
 		}
 		rows, err := tx.Query(ctx, `WITH `+presenceCTE+`
-			SELECT f.id, f.rule_id, f.secret_hash, f.path, f.line, f.commit_id, f.blob, f.start_offset, f.end_offset, f.preview,
+			SELECT f.id, f.rule_id, f.secret_hash, f.secret_path, f.path, f.line, f.commit_id, f.blob, f.start_offset, f.end_offset, f.preview,
 				CASE WHEN pb.blob IS NOT NULL THEN 'present' WHEN f.id <= (SELECT upto FROM sc) THEN 'removed' ELSE 'unknown' END
 			FROM findings f LEFT JOIN pb ON pb.blob = f.blob
-			WHERE `+filter+` AND f.id > $5
-			ORDER BY f.id LIMIT $6`, scopeID, keys != nil, rules, hashes, page.After, page.limit())
+			WHERE `+filter+` AND f.id > $6
+			ORDER BY f.id LIMIT $7`, scopeID, keys != nil, rules, hashes, files, page.After, page.limit())
 		if err != nil {
 			return err
 		}
 		out.Occurrences, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Occurrence, error) {
 			var o Occurrence
 			var blob []byte
-			err := row.Scan(&o.Cursor, &o.RuleID, &o.SecretHash, &o.Path, &o.Line, &o.Commit, &blob, &o.Start, &o.End,
+			err := row.Scan(&o.Cursor, &o.RuleID, &o.SecretHash, &o.File, &o.Path, &o.Line, &o.Commit, &blob, &o.Start, &o.End,
 				&o.Preview, &o.Status)
 			o.BlobHex = fmt.Sprintf("%x", blob)
 			return o, err

@@ -34,6 +34,8 @@ func TestWriteDataCountsNewSecrets(t *testing.T) {
 		{"the same hash under another rule", []store.Finding{occ("r2", "h1", 3, 0, "a", 1, "c3")}, 1},
 		{"one secret twice in one blob, both new", []store.Finding{occ("r", "h3", 4, 0, "b", 1, "c4"), occ("r", "h3", 4, 50, "b", 3, "c4")}, 1},
 		{"a new secret beside an old one", []store.Finding{occ("r", "h2", 5, 0, "c", 1, "c5"), occ("r", "h4", 5, 30, "c", 2, "c5")}, 1},
+		{"a path-only rule: each file is a secret", []store.Finding{occ("pem", "", 7, 0, "x.pem", 0, "c7"), occ("pem", "", 8, 0, "y.pem", 0, "c7")}, 2},
+		{"a new version of a matched file", []store.Finding{occ("pem", "", 9, 0, "x.pem", 0, "c8")}, 0},
 		{"a replayed batch", []store.Finding{occ("r", "h1", 1, 0, "a", 1, "c1"), occ("r", "h2", 1, 40, "a", 2, "c1")}, 0},
 		{"nothing", nil, 0},
 	}
@@ -49,6 +51,13 @@ func TestWriteDataCountsNewSecrets(t *testing.T) {
 		Stats: shard.Counts{Findings: 5}})
 	if err != nil || r.Findings != 6 {
 		t.Fatalf("finalize: %d new findings, %v; want 5 + 1", r.Findings, err)
+	}
+	if p, err := env.Store.Secrets(ctx, scope, store.Page{}); err != nil || p.Total != 8 || p.TotalOccurrences != 14 {
+		t.Fatalf("secrets: %d in %d occurrences, %v; want 8 in 14", p.Total, p.TotalOccurrences, err)
+	}
+	x, err := env.Store.Occurrences(ctx, scope, []store.SecretKey{{RuleID: "pem", File: "x.pem"}}, store.Page{})
+	if err != nil || x.Total != 2 {
+		t.Fatalf("occurrences of the path-only secret x.pem: %+v, %v", x, err)
 	}
 }
 

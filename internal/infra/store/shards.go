@@ -230,9 +230,9 @@ type DataOps struct {
 }
 
 // WriteData writes data ops under the fence check and returns how many
-// secrets were new: a rule and keyed hash the scope had no finding of
-// (the same secret in another blob version is another occurrence, not a
-// new finding).
+// secrets were new: a SecretKey the scope had no finding of (the same
+// secret in another blob version is another occurrence, not a new
+// finding).
 func (s *Store) WriteData(ctx context.Context, l shard.Lease, scopeID int64, ops DataOps) (int64, error) {
 	var n int64
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -280,9 +280,10 @@ func writeData(ctx context.Context, tx pgx.Tx, scopeID int64, ops DataOps) (int6
 				WITH ORDINALITY AS t(r, b, s, e, l, p, c, h, v, n)
 			ORDER BY n
 			ON CONFLICT DO NOTHING
-			RETURNING rule_id, secret_hash)
-		SELECT count(*) FROM (SELECT DISTINCT rule_id, secret_hash FROM ins) AS n
-		WHERE NOT EXISTS (SELECT 1 FROM findings f WHERE f.scope_id = $1 AND f.rule_id = n.rule_id AND f.secret_hash = n.secret_hash)`,
+			RETURNING rule_id, secret_hash, secret_path)
+		SELECT count(*) FROM (SELECT DISTINCT rule_id, secret_hash, secret_path FROM ins) AS n
+		WHERE NOT EXISTS (SELECT 1 FROM findings f WHERE f.scope_id = $1 AND f.rule_id = n.rule_id
+			AND f.secret_hash = n.secret_hash AND f.secret_path = n.secret_path)`,
 		scopeID, rule, blob, start, end, line, path, commit, hash, preview).Scan(&secrets)
 	return secrets, err
 }

@@ -2,8 +2,13 @@
 -- Findings per secret (rule + keyed hash) rather than per blob version: the
 -- grouping index, and where each secret still stands at the latest tips.
 
+-- A path-only rule (no regex) reports files, with no secret and no hash:
+-- each path it matches is a secret of its own.
+ALTER TABLE findings ADD COLUMN secret_path TEXT NOT NULL
+    GENERATED ALWAYS AS (CASE WHEN secret_hash = '' THEN path ELSE '' END) STORED;
+
 -- A secret's occurrences in the order they were found (id order).
-CREATE INDEX findings_by_secret ON findings (scope_id, rule_id, secret_hash, id);
+CREATE INDEX findings_by_secret ON findings (scope_id, rule_id, secret_hash, secret_path, id);
 
 -- Presence: at each Complete finalize, for every selected ref's tip, the
 -- blobs holding findings that the tip's tree holds. A ref whose tip did not
@@ -38,3 +43,4 @@ ALTER TABLE scan_scopes DROP COLUMN presence_upto;
 DROP TABLE finding_presence;
 DROP TABLE finding_presence_refs;
 DROP INDEX findings_by_secret;
+ALTER TABLE findings DROP COLUMN secret_path;
