@@ -52,6 +52,30 @@
 // has been diffed (it is "closed") later ranges stop there: a thousand refs
 // into one history walk it once.
 //
+// # Broken and unusual repositories
+//
+// ReadRefs reads refs as git does and never gives up on a repository for
+// one bad ref: an empty or malformed ref file, a name git would not accept,
+// a dangling symbolic ref and a junk line in packed-refs are skipped and
+// counted (RefList.Ignored) — git warns about the first ones and skips the
+// invalid names; it refuses a packed-refs file with junk in it whole, which
+// would lose every packed ref.
+//
+// Refs may name any object. A ref (or a chain of annotated tags, however
+// long) ending at a tree or a blob is scanned too: such content is as
+// reachable — pushed, fetched, cloned — as a commit's (git.git itself tags a
+// blob, its maintainer's public key). Its blobs are reported once with no
+// commit; a blob named directly has the ref's name for a path.
+//
+// What the repository lacks (a partial clone's blobs or trees, a tip, a
+// parent below a commit that is no shallow boundary) and blobs whose data is
+// damaged are skipped and counted in Stats; a shallow clone's boundary is
+// expected and not counted. Damage that hides an unknown amount of history
+// — a commit, tree or tag that does not parse or inflate, a pack that does
+// not match its index — is an error wrapping ErrCorrupt. Damaged data reads
+// the same every time: errclass classifies ErrCorrupt Permanent, and go-git's
+// own data errors are wrapped in ErrCorrupt where they leave this package.
+//
 // # Memory
 //
 // A Walk holds state per commit reached (about 150 bytes each), the set of

@@ -2,7 +2,6 @@ package gitread
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -25,7 +24,7 @@ const (
 func readRaw(s storer.EncodedObjectStorer, t plumbing.ObjectType, h plumbing.Hash, buf []byte) ([]byte, error) {
 	obj, err := s.EncodedObject(t, h)
 	if err != nil {
-		return buf, err
+		return buf, dataError(err)
 	}
 	return readObject(obj, buf)
 }
@@ -33,7 +32,7 @@ func readRaw(s storer.EncodedObjectStorer, t plumbing.ObjectType, h plumbing.Has
 func readObject(obj plumbing.EncodedObject, buf []byte) ([]byte, error) {
 	size := obj.Size()
 	if size < 0 {
-		return buf, fmt.Errorf("object %s: negative size", obj.Hash())
+		return buf, fmt.Errorf("%w: object %s: negative size", ErrCorrupt, obj.Hash())
 	}
 	if int64(cap(buf)) < size {
 		buf = make([]byte, size)
@@ -41,14 +40,14 @@ func readObject(obj plumbing.EncodedObject, buf []byte) ([]byte, error) {
 	buf = buf[:size]
 	r, err := obj.Reader()
 	if err != nil {
-		return buf[:0], err
+		return buf[:0], dataError(err)
 	}
 	_, err = io.ReadFull(r, buf)
 	if cerr := r.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return buf[:0], fmt.Errorf("read object %s: %w", obj.Hash(), err)
+		return buf[:0], fmt.Errorf("read object %s: %w", obj.Hash(), dataError(err))
 	}
 	return buf, nil
 }
@@ -60,7 +59,7 @@ type commitInfo struct {
 	when    int64 // committer time, seconds since the epoch
 }
 
-var errBadCommit = errors.New("malformed commit")
+var errBadCommit = fmt.Errorf("%w: malformed commit", ErrCorrupt)
 
 // parseCommit reads the header of a raw commit: its tree, parents and
 // committer time. Continuation lines (multi-line headers such as gpgsig
@@ -162,7 +161,7 @@ func (t *tree) hash(e *treeEntry) (h plumbing.Hash) {
 
 func (t *tree) size() int { return len(t.raw) + cap(t.entries)*12 + 64 }
 
-var errBadTree = errors.New("malformed tree")
+var errBadTree = fmt.Errorf("%w: malformed tree", ErrCorrupt)
 
 // parseTree parses raw ("<octal mode> <name>\x00<20-byte hash>" repeated).
 func parseTree(raw []byte) (*tree, error) {

@@ -15,6 +15,11 @@ import (
 // Range is one ref's work: the commits reachable from Tip and not from any of
 // Stops.
 //
+// A Tip naming a tree or a blob (directly or through annotated tags: git
+// allows refs to any object) has no history: the tree's blobs, or the blob,
+// are reported once with a zero Blob.Commit (see Blob). A Tip that is not in
+// the repository is skipped and counted (Stats.MissingTips).
+//
 // Stops are the watermarks: usually the ref's previous tip. A Stop that is
 // no longer an ancestor of Tip (the ref was force-pushed) still excludes the
 // history it shares with Tip; only the commits new on Tip's side are walked.
@@ -32,9 +37,12 @@ type Range struct {
 // Blob is a blob introduced by a commit.
 type Blob struct {
 	Hash plumbing.Hash
-	// Path is the blob's path in Commit's tree, '/'-separated.
+	// Path is the blob's path in Commit's tree, '/'-separated. For a blob
+	// a ref names directly it is the ref's name (Range.Ref).
 	Path string
 	// Commit introduced the blob; Ref is the Range.Ref of the range walked.
+	// Commit is zero for the blobs of a tree or blob a ref names directly
+	// (no commit introduced them).
 	Commit plumbing.Hash
 	Ref    string
 	// Mode is the entry's mode: filemode.Regular, Executable, Deprecated or
@@ -88,10 +96,22 @@ type Stats struct {
 	BlobBytes   int64
 	SkippedSeen int
 	Duplicates  int
+	// What the walk could not read and went on without (each is a reason
+	// the caller's scan is not complete): MissingTips are tips not in the
+	// repository (their ranges were skipped); MissingCommits are parents
+	// missing below a commit that is no shallow boundary (the shallow file
+	// lists those: their missing parents are expected, not counted);
+	// MissingTrees are trees not in the repository (a partial clone with a
+	// tree filter), whose blobs were not reported; MissingBlobs and
+	// CorruptBlobs are blobs not in the repository (a partial clone) or
+	// whose data is damaged (ErrCorrupt), not reported either. A damaged
+	// commit or tree is an error: the walk cannot know what lies behind it.
+	MissingTips, MissingCommits, MissingTrees, MissingBlobs, CorruptBlobs int
+	// TreeTips and BlobTips count the ranges whose tip was a tree or a blob.
+	TreeTips, BlobTips int
 }
 
-// ErrTipNotFound is wrapped by Walk's error when a range's Tip is not in
-// the repository (or is not a commit or a tag of one).
+// ErrTipNotFound is wrapped by Walk's error when a range has no Tip.
 var ErrTipNotFound = errors.New("gitread: tip not found")
 
 // Walker walks one repository. Its Walks and ReadBlob calls take turns on
@@ -108,6 +128,9 @@ type Walker struct {
 	pr   *PackReader // of Options.Packs; nil: go-git only
 	opts Options
 	mu   sync.Mutex // serializes storage (and pr) access
+	// shallow are the boundary commits of a shallow clone: their parents
+	// are missing by design.
+	shallow map[plumbing.Hash]bool
 }
 
 // readRaw reads object h of type t into buf (grown as needed). An object
@@ -147,7 +170,7 @@ func (w *Walker) readAny(h plumbing.Hash, buf []byte) (plumbing.ObjectType, []by
 	}
 	obj, err := w.s.EncodedObject(plumbing.AnyObject, h)
 	if err != nil {
-		return plumbing.InvalidObject, buf, err
+		return plumbing.InvalidObject, buf, dataError(err)
 	}
 	if obj.Type() == plumbing.BlobObject {
 		return obj.Type(), buf, nil
@@ -167,7 +190,8 @@ func (w *Walker) objectSize(h plumbing.Hash) (int64, error) {
 			return size, err
 		}
 	}
-	return w.s.EncodedObjectSize(h)
+	size, err := w.s.EncodedObjectSize(h)
+	return size, dataError(err)
 }
 
 // New returns a Walker of repo (and of opts.Packs, its packs, if set).
@@ -176,6 +200,12 @@ func New(repo *git.Repository, opts Options) *Walker {
 		opts.TreeCacheBytes = 8 << 20
 	}
 	w := &Walker{repo: repo, s: repo.Storer, opts: opts}
+	if hs, err := repo.Storer.Shallow(); err == nil && len(hs) > 0 {
+		w.shallow = make(map[plumbing.Hash]bool, len(hs))
+		for _, h := range hs {
+			w.shallow[h] = true
+		}
+	}
 	if opts.Packs != nil {
 		w.pr = opts.Packs.newReader(walkBaseCacheBytes, walkBaseCacheSlots)
 	}
@@ -235,12 +265,16 @@ type walk struct {
 // Walk calls fn for every blob introduced by a commit in any of the ranges,
 // once per blob hash per Walk, in the order described in the package
 // documentation. It stops early when ctx is cancelled (returning ctx.Err())
-// or fn returns an error (returned as is). A Tip that is not in the
-// repository is an error wrapping ErrTipNotFound; ranges before it have been
-// walked. A tree or blob missing from the repository (a damaged or partial
-// clone) is an error; a missing parent commit (a shallow clone's boundary)
-// is not: its child is diffed as a root. The Stats count what was done, also
-// on error.
+// or fn returns an error (returned as is). A range without a Tip is an
+// error wrapping ErrTipNotFound; ranges before it have been walked.
+//
+// What is missing from the repository is skipped and counted in the Stats,
+// and the walk goes on: a tip, a tree or a blob (a partial clone), a parent
+// commit (its child is diffed as a root: a shallow clone's boundary, or
+// counted as missing if the repository is not shallow there). A blob whose
+// data is damaged is skipped and counted too. A damaged commit, tree or tag
+// is an error wrapping ErrCorrupt. The Stats count what was done, also on
+// error.
 func (w *Walker) Walk(ctx context.Context, ranges []Range, fn func(Blob) error) (Stats, error) {
 	wk := &walk{
 		w:       w,
@@ -265,7 +299,29 @@ func (w *Walker) Walk(ctx context.Context, ranges []Range, fn func(Blob) error) 
 
 func (wk *walk) walkRange(r Range) error {
 	wk.stats.Ranges++
-	commits, err := wk.collect(r)
+	if r.Tip.IsZero() {
+		return fmt.Errorf("%w: ref %q has no tip", ErrTipNotFound, r.Ref)
+	}
+	tip, typ, err := wk.peel(r.Tip)
+	switch {
+	case errors.Is(err, plumbing.ErrObjectNotFound):
+		wk.stats.MissingTips++
+		wk.stats.EmptyRanges++
+		return nil
+	case err != nil:
+		return fmt.Errorf("ref %q tip %s: %w", r.Ref, r.Tip, err)
+	case typ == plumbing.TreeObject:
+		wk.stats.TreeTips++
+		wk.ref, wk.commit, wk.path = r.Ref, plumbing.ZeroHash, wk.path[:0]
+		return wk.diffTree(plumbing.ZeroHash, tip)
+	case typ == plumbing.BlobObject:
+		wk.stats.BlobTips++
+		wk.ref, wk.commit, wk.path = r.Ref, plumbing.ZeroHash, wk.path[:0]
+		return wk.report(tip, []byte(r.Ref), modeRegular|0o644)
+	case typ != plumbing.CommitObject:
+		return fmt.Errorf("%w: ref %q tip %s names a %s", ErrCorrupt, r.Ref, r.Tip, typ)
+	}
+	commits, err := wk.collect(r, tip)
 	if err != nil {
 		return err
 	}
@@ -318,14 +374,18 @@ func (wk *walk) store(h plumbing.Hash, raw []byte) (*cstate, error) {
 	return st, nil
 }
 
-var errNotCommit = errors.New("not a commit")
+// maxTagChain bounds a chain of annotated tags (tags of tags). Git sets no
+// bound, and a chain cannot loop (each tag names its target by hash), so
+// this only guards against absurd repositories.
+const maxTagChain = 10_000
 
-// peel follows annotated tags from h to a commit, and loads the commit. A
-// tag is read once per Walk (every range peels the same stops).
-func (wk *walk) peel(h plumbing.Hash) (plumbing.Hash, error) {
-	for depth := 0; depth < 16; depth++ {
+// peel follows annotated tags from h to the object they end at, and returns
+// it with its type; a commit is loaded. A tag is read once per Walk (every
+// range peels the same stops).
+func (wk *walk) peel(h plumbing.Hash) (plumbing.Hash, plumbing.ObjectType, error) {
+	for range maxTagChain {
 		if st := wk.commits[h]; st != nil && !st.missing {
-			return h, nil
+			return h, plumbing.CommitObject, nil
 		}
 		if target, ok := wk.tags[h]; ok {
 			h = target
@@ -335,24 +395,24 @@ func (wk *walk) peel(h plumbing.Hash) (plumbing.Hash, error) {
 		var err error
 		typ, wk.buf, err = wk.w.readAny(h, wk.buf)
 		if err != nil {
-			return h, err
+			return h, typ, err
 		}
 		switch typ {
 		case plumbing.CommitObject:
 			_, err := wk.store(h, wk.buf)
-			return h, err
+			return h, typ, err
 		case plumbing.TagObject:
 			target, ok := tagTarget(wk.buf)
 			if !ok {
-				return h, fmt.Errorf("tag %s: malformed", h)
+				return h, typ, fmt.Errorf("%w: tag %s: malformed", ErrCorrupt, h)
 			}
 			wk.tags[h] = target
 			h = target
 		default:
-			return h, errNotCommit
+			return h, typ, nil
 		}
 	}
-	return h, fmt.Errorf("tag %s: chain too long", h)
+	return h, plumbing.InvalidObject, fmt.Errorf("%w: tag %s: a chain of more than %d tags", ErrCorrupt, h, maxTagChain)
 }
 
 func tagTarget(raw []byte) (plumbing.Hash, bool) {
@@ -373,29 +433,19 @@ func tagTarget(raw []byte) (plumbing.Hash, bool) {
 // seen-set absorbs the difference. Commits already diffed by an earlier
 // range are walked through but not returned, and the walk stops at closed
 // commits (everything below already diffed).
-func (wk *walk) collect(r Range) ([]plumbing.Hash, error) {
-	if r.Tip.IsZero() {
-		return nil, fmt.Errorf("%w: ref %q has no tip", ErrTipNotFound, r.Ref)
-	}
-	tip, err := wk.peel(r.Tip)
-	if err != nil {
-		if errors.Is(err, plumbing.ErrObjectNotFound) || errors.Is(err, errNotCommit) {
-			return nil, fmt.Errorf("%w: ref %q tip %s: %v", ErrTipNotFound, r.Ref, r.Tip, err)
-		}
-		return nil, fmt.Errorf("ref %q tip %s: %w", r.Ref, r.Tip, err)
-	}
+func (wk *walk) collect(r Range, tip plumbing.Hash) ([]plumbing.Hash, error) {
 	clear(wk.marks)
 	wk.queue = wk.queue[:0]
 	wk.order = wk.order[:0]
 	wk.interesting = 0
 
 	for _, s := range r.Stops {
-		c, err := wk.peel(s)
+		c, typ, err := wk.peel(s)
+		if errors.Is(err, plumbing.ErrObjectNotFound) || err == nil && typ != plumbing.CommitObject {
+			wk.stats.MissingStops++
+			continue
+		}
 		if err != nil {
-			if errors.Is(err, plumbing.ErrObjectNotFound) || errors.Is(err, errNotCommit) {
-				wk.stats.MissingStops++
-				continue
-			}
 			return nil, fmt.Errorf("ref %q stop %s: %w", r.Ref, s, err)
 		}
 		if err := wk.push(c, true); err != nil {
@@ -570,9 +620,14 @@ func (wk *walk) diffCommit(h plumbing.Hash) error {
 		if err != nil {
 			return err
 		}
-		if !ps.missing { // a missing parent (shallow clone) is a root
+		switch {
+		case !ps.missing:
 			parentTree = ps.info.tree
+		case !wk.w.shallow[h]:
+			// Not a shallow boundary: the parent should be here.
+			wk.stats.MissingCommits++
 		}
+		// A missing parent makes the commit a root.
 	}
 	wk.commit = h
 	wk.path = wk.path[:0]
@@ -646,12 +701,18 @@ func (wk *walk) diffTree(oldH, newH plumbing.Hash) error {
 		return nil
 	}
 	nt, err := wk.tree(newH)
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		wk.stats.MissingTrees++
+		return nil
+	}
 	if err != nil {
 		return err
 	}
 	var ot *tree
 	if !oldH.IsZero() {
-		if ot, err = wk.tree(oldH); err != nil {
+		// A missing old tree (counted when its commit was diffed, or
+		// beyond the range) is taken as empty: more is reported, not less.
+		if ot, err = wk.tree(oldH); err != nil && !errors.Is(err, plumbing.ErrObjectNotFound) {
 			return err
 		}
 	}
@@ -724,7 +785,14 @@ func (wk *walk) report(h plumbing.Hash, name []byte, mode uint32) error {
 	path := string(wk.path)
 	wk.path = wk.path[:base]
 	size, err := wk.w.objectSize(h)
-	if err != nil {
+	switch {
+	case errors.Is(err, plumbing.ErrObjectNotFound):
+		wk.stats.MissingBlobs++
+		return nil
+	case errors.Is(err, ErrCorrupt):
+		wk.stats.CorruptBlobs++
+		return nil
+	case err != nil:
 		return fmt.Errorf("blob %s at %s in commit %s: %w", h, path, wk.commit, err)
 	}
 	wk.stats.Blobs++

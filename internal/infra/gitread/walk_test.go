@@ -332,6 +332,12 @@ func TestWalk(t *testing.T) {
 				return []Range{{Ref: "main", Tip: c2}}, Options{}
 			},
 			want: []string{"f=1", "f=2", "g=g"},
+			check: func(t *testing.T, b *builder, r result) {
+				// No shallow file lists c1: its parent should have been there.
+				if r.stats.MissingCommits != 1 {
+					t.Errorf("stats = %+v, want 1 missing commit", r.stats)
+				}
+			},
 		},
 		{
 			name: "skewed commit dates do not lose commits",
@@ -377,28 +383,40 @@ func contentOf(t *testing.T, b *builder, bl Blob) string {
 	return string(data)
 }
 
-func TestTipNotFound(t *testing.T) {
+func TestTipsThatAreNoCommits(t *testing.T) {
 	for _, m := range walkModes {
-		t.Run(m.name, func(t *testing.T) { testTipNotFound(t, m) })
+		t.Run(m.name, func(t *testing.T) { testTipsThatAreNoCommits(t, m) })
 	}
 }
 
-func testTipNotFound(t *testing.T, m walkMode) {
+// Refs may name any object, or one the repository lacks: a missing tip is
+// skipped and counted, a tree's or a blob's content is reported with no
+// commit, and only a range without a tip is an error.
+func testTipsThatAreNoCommits(t *testing.T, m walkMode) {
 	b := m.newBuilder(t)
 	c := b.commit(base)
+	key := b.blob("key")
+	tree := b.tree(map[string]testEntry{"deploy/ci.env": file("token"), "README.md": file("readme")})
 	w := New(b.repo, m.prepare(t, b, Options{}))
-	n := 0
+	var got []Blob
 	missing := plumbing.NewHash("2222222222222222222222222222222222222222")
-	st, err := w.Walk(context.Background(), []Range{{Ref: "ok", Tip: c}, {Ref: "gone", Tip: missing}}, func(Blob) error { n++; return nil })
-	if !errors.Is(err, ErrTipNotFound) {
-		t.Fatalf("err = %v", err)
+	st, err := w.Walk(context.Background(), []Range{
+		{Ref: "gone", Tip: missing}, {Ref: "ok", Tip: c}, {Ref: "refs/tags/key", Tip: b.tag("key", key)}, {Ref: "snap", Tip: tree},
+	}, func(bl Blob) error { got = append(got, bl); return nil })
+	if err != nil {
+		t.Fatal(err)
 	}
-	if n != 7 || st.Ranges != 2 {
-		t.Errorf("earlier range not walked: %d blobs, %+v", n, st)
+	if st.MissingTips != 1 || st.BlobTips != 1 || st.TreeTips != 1 || st.Ranges != 4 || st.Commits != 1 {
+		t.Errorf("stats %+v", st)
 	}
-	// A tip naming a blob is no commit either.
-	if _, err := w.Walk(context.Background(), []Range{{Ref: "blob", Tip: b.blob("one")}}, func(Blob) error { return nil }); !errors.Is(err, ErrTipNotFound) {
-		t.Errorf("blob tip: %v", err)
+	if len(got) != 9 {
+		t.Fatalf("%d blobs, want the commit's 7, the key and the tree's new token", len(got))
+	}
+	if k := got[7]; k.Hash != key || k.Path != "refs/tags/key" || !k.Commit.IsZero() || k.Ref != "refs/tags/key" || k.Size != 3 {
+		t.Errorf("blob of a tag of a blob: %+v", k)
+	}
+	if tok := got[8]; tok.Path != "deploy/ci.env" || !tok.Commit.IsZero() || tok.Ref != "snap" || contentOf(t, b, tok) != "token" {
+		t.Errorf("blob of a tree tip: %+v", tok)
 	}
 	if _, err := w.Walk(context.Background(), []Range{{Ref: "zero"}}, func(Blob) error { return nil }); !errors.Is(err, ErrTipNotFound) {
 		t.Errorf("zero tip: %v", err)
