@@ -192,7 +192,7 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 	for ref, tip := range tips {
 		watermarks[ref] = tip.String()
 	}
-	return s.Store.Finalize(ctx, store.FinalizeInput{
+	return s.finalize(ctx, repo, packs, tips, store.FinalizeInput{
 		Lease: lease, ScopeID: scopeID, Complete: complete, Watermarks: watermarks,
 		Stats: shard.Counts{Commits: int64(stats.Commits), BlobsScanned: run.scanned, BytesScanned: run.bytes,
 			BlobsSkipped: run.skipped, Findings: run.findings},

@@ -1,0 +1,206 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"gitfleet/internal/domain/shard"
+	"gitfleet/internal/infra/gitread"
+	"gitfleet/internal/infra/store"
+)
+
+// finalize is Store.Finalize with, for a Complete run, where the scope's
+// findings stand at the run's tips: which of the blobs holding findings
+// each tip's tree holds (a secret is present while one of its blobs is in
+// some tip's tree, removed once none is).
+func (s *Shards) finalize(ctx context.Context, repo *repository, packs *gitread.Packs, tips map[string]plumbing.Hash,
+	in store.FinalizeInput) (shard.Receipt, error) {
+	if in.Complete {
+		p, err := s.presence(ctx, repo, packs, in.ScopeID, tips)
+		if err != nil {
+			return shard.Receipt{}, fmt.Errorf("presence of the findings: %w", err)
+		}
+		in.Presence = p
+	}
+	return s.Store.Finalize(ctx, in)
+}
+
+// presence reads the trees of the tips that moved since the last
+// computation; a tip that did not keeps its rows (every blob of its tree
+// had been seen when they were written, so no finding since is in it).
+func (s *Shards) presence(ctx context.Context, repo *repository, packs *gitread.Packs, scopeID int64,
+	tips map[string]plumbing.Hash) (*store.Presence, error) {
+	basis, err := s.Store.PresenceBasis(ctx, scopeID)
+	if err != nil {
+		return nil, err
+	}
+	p := &store.Presence{UpTo: basis.UpTo, Tips: make(map[string]string, len(tips)), Refs: map[string][][]byte{}}
+	t := &tipTrees{ctx: ctx, reader: packs.NewReader(), repo: repo.repo,
+		want: make(map[plumbing.Hash]bool, len(basis.Blobs)), memo: map[plumbing.Hash][]plumbing.Hash{}}
+	for _, b := range basis.Blobs {
+		var h plumbing.Hash
+		if copy(h[:], b) == len(h) {
+			t.want[h] = true
+		}
+	}
+	refs := make([]string, 0, len(tips))
+	for ref := range tips {
+		refs = append(refs, ref)
+	}
+	slices.Sort(refs)
+	for _, ref := range refs {
+		tip := tips[ref].String()
+		p.Tips[ref] = tip
+		if basis.Tips[ref] == tip {
+			continue
+		}
+		var held [][]byte
+		if len(t.want) > 0 {
+			found, err := t.object(tips[ref], 0)
+			if err != nil {
+				return nil, err
+			}
+			for _, h := range found {
+				held = append(held, append([]byte(nil), h[:]...))
+			}
+		}
+		p.Refs[ref] = held
+	}
+	return p, nil
+}
+
+// tipTrees finds the wanted blobs in the trees of tips, reading each
+// distinct tree once however many tips share it.
+type tipTrees struct {
+	ctx    context.Context
+	reader *gitread.PackReader
+	repo   *git.Repository
+	want   map[plumbing.Hash]bool
+	// memo is, per tree read, the wanted blobs under it (sorted).
+	memo  map[plumbing.Hash][]plumbing.Hash
+	reads int
+}
+
+func (t *tipTrees) read(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
+	if t.reads++; t.reads%1024 == 0 {
+		if err := t.ctx.Err(); err != nil {
+			return 0, nil, err
+		}
+	}
+	typ, raw, err := t.reader.ReadObject(h, nil)
+	if !errors.Is(err, plumbing.ErrObjectNotFound) {
+		return typ, raw, err
+	}
+	// Not in a pack the scan opened (loose, alternates, a pack written since).
+	obj, err := t.repo.Storer.EncodedObject(plumbing.AnyObject, h)
+	if err != nil {
+		return 0, nil, err
+	}
+	r, err := obj.Reader()
+	if err != nil {
+		return 0, nil, err
+	}
+	defer r.Close()
+	raw, err = io.ReadAll(r)
+	return obj.Type(), raw, err
+}
+
+// object returns the wanted blobs a tip holds: through tags, a commit's
+// tree, a tree, or a blob itself.
+func (t *tipTrees) object(h plumbing.Hash, depth int) ([]plumbing.Hash, error) {
+	if _, ok := t.memo[h]; ok {
+		return t.memo[h], nil
+	}
+	if depth > 16 {
+		return nil, fmt.Errorf("tag %s: chain too long", h)
+	}
+	typ, raw, err := t.read(h)
+	if err != nil {
+		return nil, err
+	}
+	switch typ {
+	case plumbing.TagObject:
+		target, ok := headerHash(raw, "object ")
+		if !ok {
+			return nil, fmt.Errorf("tag %s: malformed", h)
+		}
+		return t.object(target, depth+1)
+	case plumbing.CommitObject:
+		tree, ok := headerHash(raw, "tree ")
+		if !ok {
+			return nil, fmt.Errorf("commit %s: malformed", h)
+		}
+		return t.tree(tree, nil)
+	case plumbing.TreeObject:
+		return t.tree(h, raw)
+	case plumbing.BlobObject:
+		if t.want[h] {
+			return []plumbing.Hash{h}, nil
+		}
+	}
+	return nil, nil
+}
+
+// tree returns the wanted blobs under tree h (raw: its content, if read).
+func (t *tipTrees) tree(h plumbing.Hash, raw []byte) ([]plumbing.Hash, error) {
+	if found, ok := t.memo[h]; ok {
+		return found, nil
+	}
+	if raw == nil {
+		typ, r, err := t.read(h)
+		if err != nil {
+			return nil, err
+		}
+		if typ != plumbing.TreeObject {
+			return nil, fmt.Errorf("%s is a %s, not a tree", h, typ)
+		}
+		raw = r
+	}
+	var found []plumbing.Hash
+	for len(raw) > 0 {
+		sp := bytes.IndexByte(raw, ' ')
+		nul := bytes.IndexByte(raw, 0)
+		if sp < 0 || nul < sp || len(raw) < nul+1+len(plumbing.ZeroHash) {
+			return nil, fmt.Errorf("tree %s: malformed", h)
+		}
+		mode := string(raw[:sp])
+		var e plumbing.Hash
+		copy(e[:], raw[nul+1:])
+		raw = raw[nul+1+len(e):]
+		switch {
+		case mode == "40000" || mode == "040000":
+			sub, err := t.tree(e, nil)
+			if err != nil {
+				return nil, err
+			}
+			found = append(found, sub...)
+		case mode == "160000": // a submodule's commit: not in this repository
+		case t.want[e]:
+			found = append(found, e)
+		}
+	}
+	slices.SortFunc(found, func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
+	found = slices.Compact(found)
+	t.memo[h] = found
+	return found, nil
+}
+
+// headerHash reads the hash of a commit's or tag's first header.
+func headerHash(raw []byte, prefix string) (plumbing.Hash, bool) {
+	if len(raw) < len(prefix)+40 || !strings.HasPrefix(string(raw[:len(prefix)]), prefix) {
+		return plumbing.ZeroHash, false
+	}
+	hex := string(raw[len(prefix) : len(prefix)+40])
+	if !plumbing.IsHash(hex) {
+		return plumbing.ZeroHash, false
+	}
+	return plumbing.NewHash(hex), true
+}
