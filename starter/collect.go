@@ -226,8 +226,9 @@ func (a *app) printCollect(r repoid.ID, o collectOutcome) {
 		fmt.Fprintf(a.stdout, "  commit    %s (%s)\n", res.Commit, res.DefaultBranch)
 	}
 	if sc := res.Scan; sc != nil && sc.Receipt != nil {
-		fmt.Fprintf(a.stdout, "  scan      shard %d %s: %d blobs scanned, %d new findings (starter findings %s)\n",
-			sc.ShardID, sc.Status, sc.Receipt.BlobsScanned, sc.Receipt.Findings, res.Repository)
+		fmt.Fprintf(a.stdout, "  scan      shard %d %s: %s scanned, %s (starter findings %s)\n",
+			sc.ShardID, sc.Status, count(sc.Receipt.BlobsScanned, "blob", "blobs"),
+			count(sc.Receipt.Findings, "new finding", "new findings"), res.Repository)
 	}
 	if res.RetiredCodebaseID != 0 {
 		fmt.Fprintf(a.stdout, "  retired   codebase %d (its repository no longer holds this name)\n", res.RetiredCodebaseID)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -150,9 +151,9 @@ func printShard(a *app, location string, res workflows.ExecuteShardResult) {
 		if !r.Complete {
 			state = "partial: the next scan continues"
 		}
-		fmt.Fprintf(a.stdout, "  scanned   %d commits, %d blobs (%s), %d skipped; %s\n", r.Commits, r.BlobsScanned,
-			bytesHuman(r.BytesScanned), r.BlobsSkipped, state)
-		fmt.Fprintf(a.stdout, "  findings  %d new\n", r.Findings)
+		fmt.Fprintf(a.stdout, "  scanned   %s, %s (%s), %s skipped; %s\n", count(r.Commits, "commit", "commits"),
+			count(r.BlobsScanned, "blob", "blobs"), bytesHuman(r.BytesScanned), thousands(r.BlobsSkipped), state)
+		fmt.Fprintf(a.stdout, "  findings  %s (secrets first seen by this scan)\n", count(r.Findings, "new finding", "new findings"))
 	}
 }
 
@@ -171,20 +172,51 @@ func bytesHuman(n int64) string {
 func (a *app) findingsCmd() *cobra.Command {
 	var sel selectionFlags
 	var limit int
+	var all, occurrences bool
 	cmd := &cobra.Command{
 		Use:   "findings <host/owner/name | owner/name | url | path>",
 		Short: "List the secrets found in a collected repository or a scan target",
-		Long: `findings lists what the scans found under the current rule set: rule, file
-and line where each secret was first seen, the commit, a short redacted
-preview and a keyed hash (equal hashes are the same secret). The secret
-itself is never stored.
+		Long: `findings lists what the scans found under the current rule set, one line per
+secret however many files, versions and commits hold it. A secret is a rule
+and a keyed hash of what it matched (equal hashes are the same secret; the
+secret itself is never stored); for a rule that matches file names only,
+each matching path is a secret. Each line gives the rule, the file:line and
+commit where the secret was first seen, its occurrences (every blob
+version and offset holding it), whether it is still present, a short
+redacted preview and the start of its hash.
+
+First seen: in the order the scans met them. A scan walks the new commits
+of each ref oldest first (by committer date) and the next scan continues
+where it stopped, so this is the oldest commit of the first scan that met
+the secret.
+
+Status, as of the latest complete scan:
+  present  a blob holding it is in the tree at the tip of a scanned ref
+           (every branch and tag, or the selected refs and commits)
+  removed  no scanned ref's tip holds it any more; the history still does,
+           so the secret must still be revoked
+  unknown  found by a scan that has not completed yet, or scanned before
+           gitfleet recorded this; the next complete scan decides
+
+--occurrences lists every occurrence beneath its secret, with its own
+status. At most --limit secrets are listed, and when there are more the
+output says how many; --all lists every one.
 
 A collected repository is named like for 'show' (this counts as a view); a
 scan target is given as it was scanned, with the same --ref/--commit.`,
+		Example: `  starter findings octocat/Hello-World
+  starter findings ./my-repo --occurrences
+  starter findings https://ghe.example.com/platform/api --all --json`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, in []string) error {
-			if limit < 1 {
+			if all && cmd.Flags().Changed("limit") {
+				return usageError{errors.New("--limit and --all do not go together")}
+			}
+			if limit < 1 && !all {
 				return usageError{errors.New("--limit must be at least 1")}
+			}
+			if all {
+				limit = 0
 			}
 			st, err := a.store(cmd.Context())
 			if err != nil {
@@ -202,28 +234,156 @@ scan target is given as it was scanned, with the same --ref/--commit.`,
 			if sh == nil {
 				return fmt.Errorf("%s has not been scanned yet", what)
 			}
-			fs, err := st.Findings(cmd.Context(), sh.ID, limit)
+			l, err := listFindings(cmd.Context(), st, sh.ID, limit, occurrences)
 			if err != nil {
 				return err
 			}
 			if a.json {
-				return a.printJSON(map[string]any{"shard": sh, "findings": fs})
+				return a.printJSON(findingsJSON{Shard: sh, Total: l.total, TotalOccurrences: l.totalOccurrences,
+					Shown: len(l.secrets), Findings: l.secrets})
 			}
-			fmt.Fprintf(a.stdout, "%s: shard %d is %s, %d findings\n", what, sh.ID, sh.Status, len(fs))
-			if len(fs) == 0 {
-				return nil
+			fmt.Fprintf(a.stdout, "%s: shard %d is %s, %s in %s\n", what, sh.ID, sh.Status,
+				count(l.total, "secret", "secrets"), count(l.totalOccurrences, "occurrence", "occurrences"))
+			if len(l.secrets) > 0 {
+				var table bytes.Buffer
+				w := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(w, "RULE\tFIRST SEEN\tCOMMIT\tOCCURRENCES\tSTATUS\tPREVIEW\tSECRET HASH")
+				for _, s := range l.secrets {
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.RuleID, location(s.Location), short(s.Commit),
+						count(s.Occurrences, "occurrence", "occurrences"), s.Status, dash(s.Preview), dash(short(s.SecretHash)))
+					for _, o := range s.List {
+						fmt.Fprintf(w, "\t  %s\t%s\t\t%s\t\t\n", location(o.Location), short(o.Commit), o.Status)
+					}
+				}
+				if err := w.Flush(); err != nil {
+					return err
+				}
+				// Occurrence rows leave the last columns empty: no trailing blanks.
+				for _, line := range strings.Split(strings.TrimSuffix(table.String(), "\n"), "\n") {
+					fmt.Fprintln(a.stdout, strings.TrimRight(line, " "))
+				}
 			}
-			w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "RULE\tLOCATION\tCOMMIT\tPREVIEW\tSECRET HASH")
-			for _, f := range fs {
-				fmt.Fprintf(w, "%s\t%s:%d\t%s\t%s\t%s\n", f.RuleID, f.Path, f.Line, short(f.Commit), f.Preview, short(f.SecretHash))
+			if int64(len(l.secrets)) < l.total {
+				fmt.Fprintf(a.stdout, "showing %s of %s (use --limit or --all)\n", thousands(int64(len(l.secrets))), thousands(l.total))
 			}
-			return w.Flush()
+			return nil
 		},
 	}
 	sel.add(cmd)
-	cmd.Flags().IntVar(&limit, "limit", 1000, "list at most this many findings")
+	cmd.Flags().IntVar(&limit, "limit", 1000, "list at most this many secrets")
+	cmd.Flags().BoolVar(&all, "all", false, "list every secret")
+	cmd.Flags().BoolVar(&occurrences, "occurrences", false, "list every occurrence (file:line, commit, status) beneath its secret")
 	return cmd
+}
+
+// secretListing is a secret with, on request, its occurrences.
+type secretListing struct {
+	store.Secret
+	List []store.Occurrence `json:"occurrences,omitempty"`
+}
+
+type findingsJSON struct {
+	Shard *store.Shard `json:"shard"`
+	// Total secrets and occurrences; Shown secrets are listed.
+	Total            int64           `json:"total"`
+	TotalOccurrences int64           `json:"totalOccurrences"`
+	Shown            int             `json:"shown"`
+	Findings         []secretListing `json:"findings"`
+}
+
+type listing struct {
+	secrets                 []secretListing
+	total, totalOccurrences int64
+}
+
+// findingsPage is how many secrets or occurrences one query reads.
+const findingsPage = 1000
+
+// listFindings reads up to limit secrets (0: all) of a shard's newest
+// scope, a page at a time, and with occurrences every occurrence of each.
+func listFindings(ctx context.Context, st *store.Store, shardID int64, limit int, occurrences bool) (listing, error) {
+	l := listing{secrets: []secretListing{}}
+	scope, err := st.LatestScope(ctx, shardID)
+	if err != nil || scope == 0 {
+		return l, err
+	}
+	var after int64
+	for first := true; limit == 0 || len(l.secrets) < limit; first = false {
+		size := findingsPage
+		if limit > 0 {
+			size = min(size, limit-len(l.secrets))
+		}
+		p, err := st.Secrets(ctx, scope, store.Page{After: after, Limit: size})
+		if err != nil {
+			return l, err
+		}
+		if first {
+			l.total, l.totalOccurrences = p.Total, p.TotalOccurrences
+		}
+		for _, s := range p.Secrets {
+			l.secrets = append(l.secrets, secretListing{Secret: s})
+		}
+		if len(p.Secrets) < size {
+			break
+		}
+		after = p.Secrets[len(p.Secrets)-1].Cursor
+	}
+	if !occurrences {
+		return l, nil
+	}
+	at := make(map[store.SecretKey]int, len(l.secrets))
+	for i, s := range l.secrets {
+		at[s.SecretKey] = i
+	}
+	for start := 0; start < len(l.secrets); start += findingsPage {
+		keys := make([]store.SecretKey, 0, findingsPage)
+		for _, s := range l.secrets[start:min(start+findingsPage, len(l.secrets))] {
+			keys = append(keys, s.SecretKey)
+		}
+		for after := int64(0); ; {
+			p, err := st.Occurrences(ctx, scope, keys, store.Page{After: after, Limit: findingsPage})
+			if err != nil {
+				return l, err
+			}
+			for _, o := range p.Occurrences {
+				if i, ok := at[o.SecretKey]; ok {
+					l.secrets[i].List = append(l.secrets[i].List, o)
+				}
+			}
+			if len(p.Occurrences) < findingsPage {
+				break
+			}
+			after = p.Occurrences[len(p.Occurrences)-1].Cursor
+		}
+	}
+	return l, nil
+}
+
+func location(l store.Location) string {
+	if l.Line == 0 { // a path-only rule's finding: the file itself
+		return l.Path
+	}
+	return fmt.Sprintf("%s:%d", l.Path, l.Line)
+}
+
+// count is n and the noun that goes with it: "1 secret", "1,200 secrets".
+func count(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return thousands(n) + " " + many
+}
+
+// thousands writes n with a comma every three digits.
+func thousands(n int64) string {
+	s := fmt.Sprint(n)
+	if n < 0 {
+		return "-" + thousands(-n)
+	}
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // shardKeyOf finds the shard a user means: a scan target (a URL, or a path
