@@ -152,7 +152,8 @@ func (s *Snapshots) ForgetRunners(ctx context.Context, after time.Duration) ([]s
 
 // ReconcileView reads what the reconcile compares: the runners that are
 // not offline with their rows, the snapshots' digests, the rows in error,
-// and the active snapshots some eligible runner has no row for.
+// and the snapshots to propagate: active ones some eligible runner has no
+// row for, and those with a row waiting for a pull on an eligible runner.
 func (s *Snapshots) ReconcileView(ctx context.Context, in workflows.ReconcileViewInput) (workflows.ReconcileView, error) {
 	view := workflows.ReconcileView{Digests: map[string]string{}}
 	runners, err := s.Store.Runners(ctx)
@@ -178,6 +179,13 @@ func (s *Snapshots) ReconcileView(ctx context.Context, in workflows.ReconcileVie
 			has := map[string]bool{}
 			for _, row := range rows {
 				has[row.SnapshotRef] = true
+				// A row left waiting while its runner was draining or
+				// briefly silent: no running round will take it, so its
+				// propagation is woken (a running one looks once more).
+				if row.State == snapshot.RowPulling && !eligible[row.SnapshotRef] {
+					eligible[row.SnapshotRef] = true
+					view.Unplaced = append(view.Unplaced, row.SnapshotRef)
+				}
 			}
 			for _, sn := range snaps {
 				if sn.State == snapshot.Active && !has[sn.Name] && !eligible[sn.Name] {

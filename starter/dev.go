@@ -42,7 +42,7 @@ func (a *app) devCmd() *cobra.Command {
 	o := devOptions{}
 	cmd := &cobra.Command{
 		Use:   "dev",
-		Short: "Run the whole stack locally: Temporal, PostgreSQL, the demo forge and a worker",
+		Short: "Run the whole stack locally: Temporal, PostgreSQL, the demo forge, a worker, a registry and runners",
 		Long: `dev brings up everything gitfleet needs on this machine and keeps it running
 until Ctrl-C:
 
@@ -53,7 +53,7 @@ until Ctrl-C:
   - an in-process OCI registry and runners (the worker in runner mode),
     stores in <data-dir>/runners
 
-then runs a demo collection and prints where to look. 'make run' builds the
+then runs a demo collection and a demo snapshot, and prints where to look. 'make run' builds the
 binaries and runs this.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.dev(cmd.Context(), o) },

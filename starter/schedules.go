@@ -15,12 +15,13 @@ import (
 func (a *app) schedulesCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "schedules",
-		Short: "Manage gitfleet's Temporal Schedules (recollection-sweep, stale-cleanup)",
-		Long: `gitfleet keeps two Temporal Schedules, created or updated by every worker on
+		Short: "Manage gitfleet's Temporal Schedules (recollection-sweep, stale-cleanup, runner-reconcile)",
+		Long: `gitfleet keeps three Temporal Schedules, created or updated by every worker on
 start (and by 'schedules apply'):
 
   ` + workflows.SweepScheduleID + `   re-collects the repositories people look at (GITFLEET_SWEEP_EVERY, default 1h)
   ` + workflows.StaleCleanupScheduleID + `        deletes codebases gone for 30 days (GITFLEET_CLEANUP_EVERY, default 24h)
+  ` + workflows.ReconcileScheduleID + `     repairs runners' image stores against the snapshot rows (GITFLEET_RECONCILE_EVERY, default 5m)
 
 They are ordinary Temporal Schedules: 'temporal schedule list' and
 'temporal schedule trigger --schedule-id ...' work on them too.`,
@@ -49,12 +50,15 @@ func (a *app) schedulesApplyCmd() *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			if err := workflows.EnsureSchedules(cmd.Context(), c, workflows.ScheduleConfig{
-				SweepEvery: a.cfg.SweepEvery, CleanupEvery: a.cfg.CleanupEvery}); err != nil {
+			sc := workflows.ScheduleConfigFrom(a.cfg)
+			if err := workflows.EnsureSchedules(cmd.Context(), c, sc); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "schedules applied: %s every %s, %s every %s\n", workflows.SweepScheduleID, a.cfg.SweepEvery,
-				workflows.StaleCleanupScheduleID, a.cfg.CleanupEvery)
+			var applied []string
+			for _, id := range scheduleIDs() {
+				applied = append(applied, id+" every "+workflows.Schedules(sc)[id].Spec.Intervals[0].Every.String())
+			}
+			fmt.Fprintf(a.stdout, "schedules applied: %s\n", strings.Join(applied, ", "))
 			return nil
 		},
 	}
@@ -122,7 +126,7 @@ func (a *app) schedulesListCmd() *cobra.Command {
 }
 
 func scheduleIDs() []string {
-	ids := []string{workflows.SweepScheduleID, workflows.StaleCleanupScheduleID}
+	ids := []string{workflows.SweepScheduleID, workflows.StaleCleanupScheduleID, workflows.ReconcileScheduleID}
 	slices.Sort(ids)
 	return ids
 }

@@ -13,6 +13,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"gitfleet/internal/domain/snapshot"
 	"gitfleet/internal/infra/store"
@@ -142,12 +143,23 @@ func (a *app) createSnapshot(ctx context.Context, snap snapshot.Snapshot, wait b
 	if existed && got.State == snapshot.Removing {
 		return usageError{fmt.Errorf("snapshot %s is being removed; create it again when 'starter snapshot list' no longer shows it", snap.Name)}
 	}
+	if existed {
+		// Asking again retries the runners where it failed, even for a
+		// reason the reconcile does not retry (a quota since raised).
+		n, err := st.RetrySnapshotRows(ctx, snap.Name, time.Now().UTC())
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			fmt.Fprintf(a.stderr, "Retrying on %s where it failed\n", plural(n, "runner", "runners"))
+		}
+	}
 	c, err := a.temporal(ctx)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	in := a.propagation()
+	in := workflows.PropagationFrom(a.cfg)
 	in.Name = snap.Name
 	run, err := workflows.StartPropagation(ctx, c, in)
 	if err != nil {
@@ -233,13 +245,6 @@ func (a *app) followProgress(ctx context.Context, st *store.Store, snapName stri
 	}
 }
 
-// propagation is how pulls are bounded and spread, from the configuration
-// (the worker's reconcile uses the same).
-func (a *app) propagation() workflows.PropagateSnapshotInput {
-	return workflows.PropagateSnapshotInput{Fanout: a.cfg.PullFanout,
-		Timing: workflows.PullTiming{Attempt: a.cfg.PullAttempt, Window: a.cfg.PullWindow, Queue: a.cfg.PullQueue, Fresh: a.cfg.RunnerOffline}}
-}
-
 func source(s snapshot.Snapshot) string {
 	if s.Kind == snapshot.KindRepo {
 		src := "built from " + s.Repo + "@" + short(s.Commit)
@@ -321,8 +326,13 @@ func (a *app) snapshotShowCmd() *cobra.Command {
 			defer st.Close()
 			t := time.NewTicker(time.Second)
 			defer t.Stop()
-			for {
+			for shown := false; ; shown = true {
 				snap, err := st.Snapshot(cmd.Context(), in[0])
+				if errors.Is(err, store.ErrNotFound) && shown {
+					// Watched to the end of its removal.
+					fmt.Fprintf(a.stdout, "Snapshot %s was removed\n", in[0])
+					return nil
+				}
 				if errors.Is(err, store.ErrNotFound) {
 					return usageError{err}
 				}
@@ -467,6 +477,7 @@ func (a *app) snapshotRemoveCmd() *cobra.Command {
 				ID:                       workflows.RemoveSnapshotWorkflowID(in[0]),
 				TaskQueue:                workflows.TaskQueue,
 				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+				TypedSearchAttributes:    temporal.NewSearchAttributes(workflows.SASnapshot.ValueSet(in[0])),
 				Memo:                     map[string]any{"snapshot": in[0]},
 			}, workflows.RemoveSnapshot, workflows.RemoveSnapshotInput{Name: in[0], Queue: a.cfg.PullQueue})
 			if err != nil {

@@ -349,7 +349,7 @@ func TestSchedulesCommands(t *testing.T) {
 	vars[config.EnvSweepEvery] = "240h"
 	defer delete(vars, config.EnvSweepEvery)
 	out, errOut, code := starter(t, "schedules", "apply")
-	if code != 0 || !strings.Contains(out, "recollection-sweep every 240h") {
+	if code != 0 || !strings.Contains(out, "recollection-sweep every 240h") || !strings.Contains(out, "runner-reconcile every 5m") {
 		t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
 	}
 	out, _, code = starter(t, "schedules", "pause", "recollection-sweep", "--note", "maintenance")
@@ -357,7 +357,8 @@ func TestSchedulesCommands(t *testing.T) {
 		t.Fatalf("pause: exit %d %s", code, out)
 	}
 	out, errOut, code = starter(t, "schedules", "list")
-	if code != 0 || !strings.Contains(out, "paused (maintenance)") || !strings.Contains(out, "stale-cleanup") || !strings.Contains(out, "240h0m0s") {
+	if code != 0 || !strings.Contains(out, "paused (maintenance)") || !strings.Contains(out, "stale-cleanup") ||
+		!strings.Contains(out, "runner-reconcile") || !strings.Contains(out, "240h0m0s") {
 		t.Fatalf("list: exit %d\n%s%s", code, out, errOut)
 	}
 	if _, _, code = starter(t, "schedules", "unpause", "recollection-sweep"); code != 0 {
@@ -369,8 +370,13 @@ func TestSchedulesCommands(t *testing.T) {
 	}
 	out, _, _ = starter(t, "schedules", "list", "--json")
 	var listed []scheduleInfo
-	if err := json.Unmarshal([]byte(out), &listed); err != nil || len(listed) != 2 || listed[0].Paused || listed[1].Paused {
+	if err := json.Unmarshal([]byte(out), &listed); err != nil || len(listed) != 3 {
 		t.Fatalf("list --json: %v\n%s", err, out)
+	}
+	for _, s := range listed {
+		if s.Paused {
+			t.Errorf("%s is still paused", s.ID)
+		}
 	}
 	if _, errOut, code := starter(t, "schedules", "trigger", "nope"); code != exitUsage || !strings.Contains(errOut, "unknown schedule") {
 		t.Fatalf("unknown schedule: exit %d %s", code, errOut)

@@ -66,6 +66,7 @@ Configuration comes from the environment:
   GITFLEET_LOG_LEVEL   debug, info, warn, error (default info)
   GITFLEET_LOG_FORMAT  console or json (default console)
   GITFLEET_REGISTRY    runners: where builds are pushed, host:port/path
+  GITFLEET_INSECURE_REGISTRIES  runners: registries (host:port, comma-separated) spoken to over plain HTTP
   GITFLEET_RUNNER_HEARTBEAT     runners: heartbeat interval (default 10s)
   GITFLEET_RUNNER_OFFLINE_AFTER a runner silent this long is offline (default 2m)
   GITFLEET_PULL_ATTEMPT_TIMEOUT one pull attempt (default 10m)
@@ -145,10 +146,8 @@ func run() error {
 	w.RegisterActivity(&activities.Sweeps{Store: st, Client: c, Hosts: cfg.Hosts,
 		Heads: activities.LsRemote{}, Policy: scanner.Policy(), Decay: cfg.Decay, Log: log})
 	w.RegisterActivity(&activities.GitHub{Store: st, Box: cfg.TokenBox, Hosts: cfg.Hosts, MaxConcurrent: cfg.GitHubConcurrency, Log: log})
-	w.RegisterActivity(&activities.Snapshots{Store: st, Client: c, Propagation: propagation(cfg), Log: log})
-	if err := workflows.EnsureSchedules(ctx, c, workflows.ScheduleConfig{SweepEvery: cfg.SweepEvery, CleanupEvery: cfg.CleanupEvery,
-		ReconcileEvery: cfg.ReconcileEvery,
-		Reconcile:      workflows.ReconcileRunnersInput{OfflineAfter: cfg.RunnerOffline, Queue: cfg.PullQueue}}); err != nil {
+	w.RegisterActivity(&activities.Snapshots{Store: st, Client: c, Propagation: workflows.PropagationFrom(cfg), Log: log})
+	if err := workflows.EnsureSchedules(ctx, c, workflows.ScheduleConfigFrom(cfg)); err != nil {
 		return err
 	}
 
@@ -166,11 +165,6 @@ func run() error {
 
 // propagation is how the reconcile's propagations pull, from the
 // configuration (the starter's `snapshot create` uses the same).
-func propagation(cfg config.Config) workflows.PropagateSnapshotInput {
-	return workflows.PropagateSnapshotInput{Fanout: cfg.PullFanout,
-		Timing: workflows.PullTiming{Attempt: cfg.PullAttempt, Window: cfg.PullWindow, Queue: cfg.PullQueue, Fresh: cfg.RunnerOffline}}
-}
-
 // connectStore waits up to a minute for the database, so a worker started
 // alongside PostgreSQL (compose, make run) does not die on a race.
 func connectStore(ctx context.Context, url string, log *zap.Logger) (*store.Store, error) {

@@ -51,9 +51,9 @@ type PropagateSnapshotResult struct {
 // queue, sourced by a snapshot.Planner so that the registry sends about one
 // copy and ready runners serve the rest. Each row ends ready or in error
 // with a reason; the snapshot is active once one runner holds it. A
-// snapshot no runner could take for a reason no retry will change (no such
-// image, over every quota, a commit that is not there) leaves nothing
-// behind: it is deleted and the workflow fails Permanent.
+// snapshot that every runner failed to take for a reason no retry will
+// change (no such image, over every quota, a commit that is not there)
+// leaves nothing behind: it is deleted and the workflow fails Permanent.
 func PropagateSnapshot(ctx workflow.Context, in PropagateSnapshotInput) (PropagateSnapshotResult, error) {
 	p := &propagation{in: in, t: in.Timing.withDefaults(), planner: snapshot.NewPlanner(in.Fanout, in.RegistrySlots)}
 	if in.Fanout <= 0 {
@@ -91,8 +91,9 @@ type propagation struct {
 
 	active, removing bool
 	// permanent is the first failure no retry will change; lastReason the
-	// latest failure of any kind.
+	// latest failure of any kind; transient says whether one may change.
 	permanent, lastReason string
+	transient             bool
 }
 
 // round takes every row waiting for a pull to ready or error.
@@ -263,17 +264,20 @@ func (p *propagation) fail(ctx workflow.Context, key RowKey, err error) error {
 	if permanent && p.permanent == "" {
 		p.permanent = reason
 	}
+	p.transient = p.transient || !permanent
 	return p.transition(ctx, key, []snapshot.RowState{snapshot.RowPulling, snapshot.RowBuilding}, snapshot.RowError, reason)
 }
 
 // settle ends a round: a snapshot that no runner holds either waits for
-// the reconcile's retries (state error, with the reason) or, when the
-// reason is one no retry changes, is removed with its rows.
+// the reconcile's retries (state error, with the reason) or, when every
+// failure was one no retry changes, is removed with its rows.
 func (p *propagation) settle(ctx workflow.Context) error {
 	if p.active || p.lastReason == "" {
 		return nil
 	}
-	if p.permanent != "" {
+	// Before version 1 a single permanent failure abandoned the snapshot
+	// even when other runners had failed for a reason a retry may change.
+	if p.permanent != "" && (!p.transient || workflow.GetVersion(ctx, "settle-abandons-only-permanent", workflow.DefaultVersion, 1) == workflow.DefaultVersion) {
 		return p.abandon(ctx, p.permanent)
 	}
 	return p.setState(ctx, snapshot.Error, p.lastReason)

@@ -66,7 +66,8 @@ type Fleet struct {
 	Runners map[string]snapshot.Runner `json:"runners"`
 	// Ready are runners holding it ready (peers to pull from).
 	Ready []string `json:"ready,omitempty"`
-	// ToPull are the rows waiting for a pull, oldest state change first.
+	// ToPull are the rows waiting for a pull, by runner id (the first
+	// builds a snapshot made from a repository).
 	ToPull []snapshot.Row `json:"toPull,omitempty"`
 	// Rows counts the snapshot's rows in any state.
 	Rows int `json:"rows"`
@@ -112,8 +113,10 @@ type ReconcileView struct {
 	Digests map[string]string `json:"digests,omitempty"`
 	// Errors are the rows in error, for retries.
 	Errors []snapshot.Row `json:"errors,omitempty"`
-	// Unplaced are active snapshots that an eligible runner has no row
-	// for (a runner that joined since).
+	// Unplaced are the snapshots to propagate: active ones an eligible
+	// runner has no row for (a runner that joined since), and those with a
+	// row waiting for a pull on an eligible runner (left while it was
+	// draining or briefly silent).
 	Unplaced []string `json:"unplaced,omitempty"`
 }
 
@@ -178,7 +181,8 @@ type PullTiming struct {
 	// before the attempt is given up (default 30s).
 	Heartbeat time.Duration `json:"heartbeat,omitempty"`
 	// Fresh is how recent a runner's heartbeat must be for it to get new
-	// pulls (default 1m).
+	// pulls (default 2m, the reconcile's offline threshold: a runner gets
+	// pulls until it is taken offline).
 	Fresh time.Duration `json:"fresh,omitempty"`
 }
 
@@ -192,7 +196,7 @@ func (t PullTiming) withDefaults() PullTiming {
 	def(&t.Window, time.Hour)
 	def(&t.Queue, 2*time.Minute)
 	def(&t.Heartbeat, 30*time.Second)
-	def(&t.Fresh, time.Minute)
+	def(&t.Fresh, 2*time.Minute)
 	return t
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -503,4 +504,65 @@ func TestBadImagesLeaveNothingBehind(t *testing.T) {
 			}
 		})
 	}
+}
+
+// One runner refuses the image for good (over its quota) while another
+// fails for a reason that may pass (registered with a fresh heartbeat but
+// polling nothing: "runner offline"): the snapshot is kept in error for the
+// reconcile's retries, not abandoned.
+func TestMixedFailuresKeepTheSnapshotForRetries(t *testing.T) {
+	reg := startRegistry(t, ociregistry.Options{})
+	ref, _, _ := pushRandom(t, reg, "snap/mixed", 8, 2, 512<<10)
+	small := startRunner(t, "mixed-small", runnerOpts{quota: 256 << 10})
+	const silent = "mixed-silent"
+	ctx := context.Background()
+	if err := env.Store.RegisterRunner(ctx, snapshot.Runner{ID: silent, PeerAddr: "127.0.0.1:1", Capacity: 6}, time.Now().UTC()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = env.Store.Pool().Exec(ctx, `DELETE FROM runners WHERE id = $1`, silent) })
+
+	name := snapName("mixed")
+	res, err := propagate(t, snapshot.Snapshot{Name: name, Kind: snapshot.KindImage, ImageRef: ref},
+		workflows.PullTiming{Queue: 2 * time.Second, Heartbeat: 10 * time.Second})
+	if err != nil {
+		t.Fatalf("propagation failed (%v): a runner that may come back was given up with the snapshot", err)
+	}
+	if res.Ready != 0 || res.Failed != 2 {
+		t.Errorf("result = %+v, want 2 failed", res)
+	}
+	snap, err := env.Store.Snapshot(ctx, name)
+	if err != nil || snap.State != snapshot.Error {
+		t.Fatalf("snapshot = %+v, %v; want kept in error", snap, err)
+	}
+	rows := rowsOf(t, name)
+	if r := rows[small.id]; r.State != snapshot.RowError || !strings.Contains(r.ErrorReason, "quota") {
+		t.Errorf("row on %s = %+v, want error over the quota", small.id, r)
+	}
+	if r := rows[silent]; r.State != snapshot.RowError || r.ErrorReason != snapshot.ReasonOffline {
+		t.Errorf("row on %s = %+v, want error %q", silent, r, snapshot.ReasonOffline)
+	}
+}
+
+// A row left waiting for a pull with no propagation running (its runner
+// was draining when the propagation looked) is taken by the next
+// reconcile.
+func TestReconcileWakesARowLeftWaiting(t *testing.T) {
+	reg := startRegistry(t, ociregistry.Options{})
+	ref, digest, _ := pushRandom(t, reg, "snap/waiting", 9, 1, 64<<10)
+	r := startRunner(t, "waiting", runnerOpts{})
+	ctx := context.Background()
+	name := snapName("waiting")
+	if _, _, err := env.Store.CreateSnapshot(ctx, snapshot.Snapshot{Name: name, Kind: snapshot.KindImage, ImageRef: ref}, time.Now().UTC()); err != nil {
+		t.Fatal(err)
+	}
+	forget(t, name)
+	if _, _, err := env.Store.InsertSnapshotRunner(ctx, r.id, name, snapshot.RowPulling, time.Now().UTC()); err != nil {
+		t.Fatal(err)
+	}
+	rec := reconcile(t, workflows.ReconcileRunnersInput{Queue: 30 * time.Second})
+	if !slices.Contains(rec.Propagated, name) {
+		t.Fatalf("reconcile = %+v, want %s propagated", rec, name)
+	}
+	waitPropagation(t, name)
+	requireReady(t, name, digest, r)
 }

@@ -176,6 +176,31 @@ func TestPullResumesFromCompleteBlobs(t *testing.T) {
 	}
 }
 
+// Removing an image a pull never finished collects the blobs that pull
+// stored: they would count against the quota for good otherwise.
+func TestRemoveOfAnUnfinishedPullCollectsItsBlobs(t *testing.T) {
+	r := startRegistry(t)
+	s := newStore(t, 0)
+	const size = 64 * kb
+	ls := []v1.Layer{layer(t, 4, 0, size), layer(t, 4, 1, size)}
+	ref, _, blobs := pushImage(t, r, "snapshots/abandoned", "v1", ls...)
+	r.FailAfter(digestOf(t, ls[1]), size/2, 1)
+	if _, err := s.Pull(context.Background(), "abandoned", ref, []Source{registrySource(r)}, nil); err == nil {
+		t.Fatal("the pull did not fail")
+	}
+	if !has(s, blobs[1]) {
+		t.Fatalf("the first layer %s was not stored before the failure", blobs[1])
+	}
+	if err := s.Remove("abandoned"); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range blobs {
+		if has(s, b) {
+			t.Errorf("blob %s of the abandoned pull is still stored", b)
+		}
+	}
+}
+
 func TestBadBlobsAreNeverStored(t *testing.T) {
 	for _, tc := range []struct {
 		name   string

@@ -332,7 +332,9 @@ func (s *Store) Remove(name string) error {
 	defer s.mu.Unlock()
 	i := slices.IndexFunc(s.entries, func(e entry) bool { return e.name == name && name != "" })
 	if i < 0 {
-		return nil
+		// Not held, but a pull of it that never finished may have left
+		// blobs: collect them too.
+		return s.gcLocked()
 	}
 	kept := slices.Delete(slices.Clone(s.entries), i, i+1)
 	if err := s.writeIndex(kept); err != nil {

@@ -160,7 +160,20 @@ func (s *Store) MarkRunnersOffline(ctx context.Context, staleBefore, now time.Ti
 // (judged by their last heartbeat), with their rows, and returns their
 // ids, sorted. A forgotten runner that comes back registers anew.
 func (s *Store) ForgetRunners(ctx context.Context, offlineBefore time.Time) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `DELETE FROM runners WHERE state = 'offline' AND last_heartbeat < $1 RETURNING id`, offlineBefore)
+	// A snapshot being removed whose last rows were on forgotten runners
+	// has nothing left to wait for: its removal ends here, in the same
+	// statement (its RemoveSnapshot, if still running, finds it gone).
+	rows, err := s.pool.Query(ctx, `
+		WITH forgotten AS (
+			DELETE FROM runners WHERE state = 'offline' AND last_heartbeat < $1 RETURNING id
+		), orphaned AS (
+			DELETE FROM snapshots sn WHERE sn.state = 'removing'
+			AND EXISTS (SELECT 1 FROM snapshot_runners sr
+				WHERE sr.snapshot_ref = sn.name AND sr.runner_id IN (SELECT id FROM forgotten))
+			AND NOT EXISTS (SELECT 1 FROM snapshot_runners sr
+				WHERE sr.snapshot_ref = sn.name AND sr.runner_id NOT IN (SELECT id FROM forgotten))
+		)
+		SELECT id FROM forgotten`, offlineBefore)
 	if err != nil {
 		return nil, fmt.Errorf("forget runners: %w", err)
 	}

@@ -361,6 +361,19 @@ func (s *Store) TransitionSnapshotRunner(ctx context.Context, runnerID, ref stri
 	return tag.RowsAffected() > 0, nil
 }
 
+// RetrySnapshotRows puts a snapshot's rows in error back to
+// pulling_snapshot, whatever their reason (an operator asking again, e.g.
+// after raising a quota): their window starts again now. It returns how
+// many it moved.
+func (s *Store) RetrySnapshotRows(ctx context.Context, ref string, now time.Time) (int, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE snapshot_runners SET state = 'pulling_snapshot', error_reason = '', updated_at = $2
+		WHERE snapshot_ref = $1 AND state = 'error'`, ref, now)
+	if err != nil {
+		return 0, fmt.Errorf("retry the rows of snapshot %q: %w", ref, err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
 // SetSnapshotRunnerProgress records how far a pull or build is. It leaves
 // updated_at alone, since the pull window is measured from the last state
 // change, and ignores a row no longer in flight (a late report). An empty

@@ -828,3 +828,66 @@ func checkAgrees(t *testing.T, what, name string, valid bool, err error) {
 		t.Errorf("%s %q is invalid but SQL said %v, want a check violation", what, name, err)
 	}
 }
+
+func TestForgetRunnersFinishesRemovalsLeftOnThem(t *testing.T) {
+	ctx := context.Background()
+	f := newFleet(t)
+	e := time.Date(2003, 1, 1, 0, 0, 0, 0, time.UTC)
+	gone := f.register("gone", e)
+	f.setState(gone, snapshot.RunnerOffline, e)
+	live := f.register("live", e.Add(2*time.Hour))
+	onlyGone, both, kept := f.snapshot("only-on-gone", e), f.snapshot("on-both", e), f.snapshot("not-removing", e)
+	f.row(gone, onlyGone, snapshot.RowRemoving, e)
+	f.row(gone, both, snapshot.RowRemoving, e)
+	f.row(live, both, snapshot.RowRemoving, e)
+	f.row(gone, kept, snapshot.RowReady, e)
+	for _, name := range []string{onlyGone, both} {
+		if _, err := env.Store.MarkSnapshotRemoving(ctx, name, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if _, err := env.Store.ForgetRunners(ctx, e.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		exist bool
+	}{{onlyGone, false}, {both, true}, {kept, true}} {
+		_, err := env.Store.Snapshot(ctx, tc.name)
+		if exists := err == nil; exists != tc.exist {
+			t.Errorf("snapshot %s exists = %v (%v), want %v", tc.name, exists, err, tc.exist)
+		}
+	}
+}
+
+func TestRetrySnapshotRowsMovesOnlyRowsInError(t *testing.T) {
+	ctx := context.Background()
+	f := newFleet(t)
+	e := time.Date(2004, 1, 1, 0, 0, 0, 0, time.UTC)
+	ref := f.snapshot("img", e)
+	states := map[string]snapshot.RowState{"a": snapshot.RowError, "b": snapshot.RowReady, "c": snapshot.RowError}
+	for name, st := range states {
+		f.row(f.register(name, e), ref, snapshot.RowPulling, e)
+		if st != snapshot.RowPulling {
+			if _, err := env.Store.TransitionSnapshotRunner(ctx, f.id(name), ref, nil, st, "over the quota", e); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	later := e.Add(time.Hour)
+	n, err := env.Store.RetrySnapshotRows(ctx, ref, later)
+	if err != nil || n != 2 {
+		t.Fatalf("RetrySnapshotRows = %d, %v; want 2", n, err)
+	}
+	for name, was := range states {
+		row := f.getRow(f.id(name), ref)
+		want := was
+		if was == snapshot.RowError {
+			want = snapshot.RowPulling
+		}
+		if row.State != want || (was == snapshot.RowError && (row.ErrorReason != "" || !row.UpdatedAt.Equal(later))) {
+			t.Errorf("row on %s = %+v, want %s with no reason, changed at %v", name, row, want, later)
+		}
+	}
+}
