@@ -92,6 +92,14 @@ func TestFindingsPerSecret(t *testing.T) {
 		}
 	}
 
+	// Read a page at a time, the listing is the same.
+	findingsPage = 1
+	paged, pagedJSON := run("findings", "--occurrences", url), run("findings", "--json", "--occurrences", url)
+	findingsPage = 1000
+	if paged != out || pagedJSON != run("findings", "--json", "--occurrences", url) {
+		t.Fatalf("read one by one:\n%s\nat once:\n%s", paged, out)
+	}
+
 	// --limit: never a silent cut.
 	out = run("findings", "--limit", "1", url)
 	if strings.Count(out, "github-pat") != 1 || !strings.Contains(out, "showing 1 of 2 (use --limit or --all)") {
@@ -141,9 +149,10 @@ func TestFindingsPerSecret(t *testing.T) {
 	if f := l.Findings[0]; f.Rule != "github-pat" || f.Count != 1 || f.Status != "removed" || len(f.Occurrences) != 1 {
 		t.Fatalf("--json, the removed secret: %+v", f)
 	}
-	if l := decode(run("findings", "--json", "--limit", "1", url)); l.Shown != 1 || l.Total != 2 || len(l.Findings) != 1 ||
-		l.Findings[0].Occurrences != nil {
-		t.Fatalf("--json --limit 1: %+v", l)
+	out, errOut, _ := starter(t, "findings", "--json", "--limit", "1", url)
+	if l := decode(out); l.Shown != 1 || l.Total != 2 || len(l.Findings) != 1 || l.Findings[0].Occurrences != nil ||
+		!strings.Contains(errOut, "showing 1 of 2") {
+		t.Fatalf("--json --limit 1: %+v\n%s", l, errOut)
 	}
 
 	// An incremental scan: the carried secret in a fourth version is no

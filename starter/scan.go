@@ -238,7 +238,12 @@ scan target is given as it was scanned, with the same --ref/--commit.`,
 			if err != nil {
 				return err
 			}
+			more := ""
+			if int64(len(l.secrets)) < l.total {
+				more = fmt.Sprintf("showing %s of %s (use --limit or --all)\n", thousands(int64(len(l.secrets))), thousands(l.total))
+			}
 			if a.json {
+				fmt.Fprint(a.stderr, more)
 				return a.printJSON(findingsJSON{Shard: sh, Total: l.total, TotalOccurrences: l.totalOccurrences,
 					Shown: len(l.secrets), Findings: l.secrets})
 			}
@@ -263,9 +268,7 @@ scan target is given as it was scanned, with the same --ref/--commit.`,
 					fmt.Fprintln(a.stdout, strings.TrimRight(line, " "))
 				}
 			}
-			if int64(len(l.secrets)) < l.total {
-				fmt.Fprintf(a.stdout, "showing %s of %s (use --limit or --all)\n", thousands(int64(len(l.secrets))), thousands(l.total))
-			}
+			fmt.Fprint(a.stdout, more)
 			return nil
 		},
 	}
@@ -297,7 +300,7 @@ type listing struct {
 }
 
 // findingsPage is how many secrets or occurrences one query reads.
-const findingsPage = 1000
+var findingsPage = 1000
 
 // listFindings reads up to limit secrets (0: all) of a shard's newest
 // scope, a page at a time, and with occurrences every occurrence of each.
