@@ -527,6 +527,7 @@ func TestMixedFailuresKeepTheSnapshotForRetries(t *testing.T) {
 	if err != nil {
 		t.Fatalf("propagation failed (%v): a runner that may come back was given up with the snapshot", err)
 	}
+	recordHistory(t, "propagate-snapshot-mixed-failures", workflows.PropagateSnapshotWorkflowID(name), "")
 	if res.Ready != 0 || res.Failed != 2 {
 		t.Errorf("result = %+v, want 2 failed", res)
 	}
