@@ -29,6 +29,14 @@ type compiledRule struct {
 	// generic rules (an id containing "generic", as gitleaks decides) give
 	// way to a specific rule that found the same secret.
 	generic bool
+	report  bool          // not SkipReport
+	req     []compiledReq // regex rules only: the required rules
+}
+
+// compiledReq is one required rule of a composite rule.
+type compiledReq struct {
+	rule        int32 // index of the required rule
+	lines, cols int   // WithinLines, WithinColumns; -1 = unbounded
 }
 
 type regexTarget uint8
@@ -44,6 +52,8 @@ type compiledAllowlist struct {
 	idx     int // index into per-scan state
 	and     bool
 	commits map[string]bool
+	// paths and regexes hold at most one regex each: the alternation of
+	// the configured ones (compileJoined).
 	paths   []*regexp.Regexp
 	regexes []*regexp.Regexp
 	target  regexTarget
@@ -56,16 +66,16 @@ type compiledAllowlist struct {
 const maxAnchoredLen = 64 << 10
 
 func compile(m *merged) (*RuleSet, error) {
-	rs := &RuleSet{title: m.title}
-	ids := make(map[string]bool, len(m.rules))
-	for _, r := range m.rules {
-		ids[r.ID] = true
-	}
+	rs := &RuleSet{title: m.title, minVersion: m.minVersion, warnings: cloneStrings(m.warnings)}
 	sorted := append([]Rule(nil), m.rules...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].ID < sorted[j].ID })
+	index := make(map[string]int32, len(sorted))
+	for i, r := range sorted {
+		index[r.ID] = int32(i)
+	}
 
 	for i, r := range sorted {
-		cr, err := compileRule(r, ids, &rs.nAllow)
+		cr, err := compileRule(r, index, &rs.nAllow)
 		if err != nil {
 			return nil, err
 		}
@@ -73,7 +83,7 @@ func compile(m *merged) (*RuleSet, error) {
 		rs.rules = append(rs.rules, cr)
 	}
 	for i, a := range m.allowlists {
-		ca, err := compileAllowlist(a, fmt.Sprintf("global allowlist #%d", i+1), true, ids, &rs.nAllow)
+		ca, err := compileAllowlist(a, fmt.Sprintf("global allowlist #%d", i+1), true, index, &rs.nAllow)
 		if err != nil {
 			return nil, err
 		}
@@ -86,17 +96,48 @@ func compile(m *merged) (*RuleSet, error) {
 			}
 		}
 	}
+	needed := rs.neededRules()
+	rs.indexRules(needed)
+	rs.warnings = append(rs.warnings, unusedRuleWarnings(rs.rules, needed)...)
+	rs.hash = hashRules(rs.rules, m.allowlists)
+	return rs, nil
+}
 
-	// Keywords: one automaton for the whole set.
+// neededRules marks the rules that can contribute a finding: the reported
+// ones, and those a reported composite rule requires. (The required rules
+// of a required rule are not checked, as in gitleaks.)
+func (rs *RuleSet) neededRules() []bool {
+	needed := make([]bool, len(rs.rules))
+	for _, r := range rs.rules {
+		if !r.report {
+			continue
+		}
+		needed[r.idx] = true
+		for _, q := range r.req {
+			needed[q.rule] = true
+		}
+	}
+	return needed
+}
+
+// indexRules sorts the rules into the lists a scan runs from, and builds
+// the keyword automaton: one for the whole set.
+func (rs *RuleSet) indexRules(needed []bool) {
 	kwID := map[string]int32{}
 	var kws []string
 	for _, r := range rs.rules {
 		switch {
+		case !needed[r.idx]:
+			continue
 		case r.re == nil:
-			rs.pathOnly = append(rs.pathOnly, r.idx)
+			if r.report {
+				rs.pathOnly = append(rs.pathOnly, r.idx)
+			}
 			continue
 		case len(r.Keywords) == 0:
-			rs.noKeyword = append(rs.noKeyword, r.idx)
+			if r.report {
+				rs.noKeyword = append(rs.noKeyword, r.idx)
+			}
 			continue
 		}
 		for _, k := range r.Keywords {
@@ -108,19 +149,39 @@ func compile(m *merged) (*RuleSet, error) {
 				rs.kwRules = append(rs.kwRules, nil)
 				rs.kwAnchRules = append(rs.kwAnchRules, nil)
 			}
-			rs.kwRules[id] = append(rs.kwRules[id], r.idx)
+			// A rule that is only required runs when a composite rule
+			// asks for it (runRequired), but its anchored candidates are
+			// collected with everyone's.
+			if r.report {
+				rs.kwRules[id] = append(rs.kwRules[id], r.idx)
+			}
 			if r.mode == modeAnchored {
 				rs.kwAnchRules[id] = append(rs.kwAnchRules[id], r.idx)
 			}
 		}
 	}
+	for _, r := range rs.rules {
+		rs.composite = rs.composite || (r.report && len(r.req) > 0)
+	}
 	rs.kw = newKeywordMatcher(kws)
-	rs.hash = hashRules(rs.rules, m.allowlists)
-	return rs, nil
 }
 
-func compileRule(r Rule, ids map[string]bool, nAllow *int) (*compiledRule, error) {
-	cr := &compiledRule{Rule: r, generic: strings.Contains(strings.ToLower(r.ID), "generic")}
+// unusedRuleWarnings names configuration that has no effect.
+func unusedRuleWarnings(rules []*compiledRule, needed []bool) []string {
+	var out []string
+	for _, r := range rules {
+		switch {
+		case r.re == nil && len(r.Required) > 0:
+			out = append(out, fmt.Sprintf("rule %q has a path and no regex: its required rules are ignored, as in gitleaks", r.ID))
+		case !needed[r.idx]:
+			out = append(out, fmt.Sprintf("rule %q has skipReport and no reported rule requires it: it never contributes a finding", r.ID))
+		}
+	}
+	return out
+}
+
+func compileRule(r Rule, index map[string]int32, nAllow *int) (*compiledRule, error) {
+	cr := &compiledRule{Rule: r, generic: strings.Contains(strings.ToLower(r.ID), "generic"), report: !r.SkipReport}
 	if r.Regex == "" && r.Path == "" {
 		return nil, fmt.Errorf("scan: rule %q has neither regex nor path", r.ID)
 	}
@@ -152,16 +213,56 @@ func compileRule(r Rule, ids map[string]bool, nAllow *int) (*compiledRule, error
 		}
 	}
 	for i, a := range r.Allowlists {
-		ca, err := compileAllowlist(a, fmt.Sprintf("rule %q: allowlist #%d", r.ID, i+1), false, ids, nAllow)
+		ca, err := compileAllowlist(a, fmt.Sprintf("rule %q: allowlist #%d", r.ID, i+1), false, index, nAllow)
 		if err != nil {
 			return nil, err
 		}
 		cr.allow = append(cr.allow, ca)
 	}
+	req, err := compileRequired(r, index)
+	if err != nil {
+		return nil, err
+	}
+	if cr.re != nil { // gitleaks ignores the required rules of a path-only rule
+		cr.req = req
+	}
 	return cr, nil
 }
 
-func compileAllowlist(a Allowlist, where string, global bool, ids map[string]bool, nAllow *int) (*compiledAllowlist, error) {
+func compileRequired(r Rule, index map[string]int32) ([]compiledReq, error) {
+	var out []compiledReq
+	for _, q := range r.Required {
+		i, ok := index[q.ID]
+		if !ok {
+			return nil, fmt.Errorf("scan: rule %q: required rule %q does not exist", r.ID, q.ID)
+		}
+		lines, err := withinBound(q.WithinLines)
+		if err != nil {
+			return nil, fmt.Errorf("scan: rule %q: required rule %q: withinLines %w", r.ID, q.ID, err)
+		}
+		cols, err := withinBound(q.WithinColumns)
+		if err != nil {
+			return nil, fmt.Errorf("scan: rule %q: required rule %q: withinColumns %w", r.ID, q.ID, err)
+		}
+		out = append(out, compiledReq{rule: i, lines: lines, cols: cols})
+	}
+	return out, nil
+}
+
+// withinBound turns an optional distance into a bound, -1 for none.
+// gitleaks accepts a negative one, which no match can satisfy; it is
+// refused here as the mistake it must be.
+func withinBound(p *int) (int, error) {
+	switch {
+	case p == nil:
+		return -1, nil
+	case *p < 0:
+		return 0, fmt.Errorf("%d is negative", *p)
+	}
+	return *p, nil
+}
+
+func compileAllowlist(a Allowlist, where string, global bool, index map[string]int32, nAllow *int) (*compiledAllowlist, error) {
 	ca := &compiledAllowlist{src: a, idx: *nAllow}
 	*nAllow++
 	switch a.Condition {
@@ -190,19 +291,12 @@ func compileAllowlist(a Allowlist, where string, global bool, ids map[string]boo
 			ca.commits[lowerASCII(strings.TrimSpace(c))] = true
 		}
 	}
-	for _, p := range a.Paths {
-		re, err := compileRegex(p)
-		if err != nil {
-			return nil, fmt.Errorf("scan: %s: path: %w", where, err)
-		}
-		ca.paths = append(ca.paths, re)
+	var err error
+	if ca.paths, err = compileJoined(a.Paths, where, "path"); err != nil {
+		return nil, err
 	}
-	for _, p := range a.Regexes {
-		re, err := compileRegex(p)
-		if err != nil {
-			return nil, fmt.Errorf("scan: %s: regex: %w", where, err)
-		}
-		ca.regexes = append(ca.regexes, re)
+	if ca.regexes, err = compileJoined(a.Regexes, where, "regex"); err != nil {
+		return nil, err
 	}
 	for _, w := range a.StopWords {
 		if w == "" {
@@ -216,13 +310,35 @@ func compileAllowlist(a Allowlist, where string, global bool, ids map[string]boo
 		}
 		ca.targets = map[string]bool{}
 		for _, id := range a.TargetRules {
-			if !ids[id] {
+			if _, ok := index[id]; !ok {
 				return nil, fmt.Errorf("scan: %s: targetRules names unknown rule %q", where, id)
 			}
 			ca.targets[id] = true
 		}
 	}
 	return ca, nil
+}
+
+// compileJoined compiles an allowlist's paths or regexes as gitleaks does:
+// into one regex, the alternation of them all. That is not only faster: an
+// inline flag at the top level of one pattern, like a leading (?i), applies
+// to the patterns after it too, and gitleaks' own default allowlists rely
+// on that. Each pattern is compiled alone first, so that an error names the
+// one at fault.
+func compileJoined(patterns []string, where, what string) ([]*regexp.Regexp, error) {
+	if len(patterns) == 0 {
+		return nil, nil
+	}
+	for _, p := range patterns {
+		if _, err := compileRegex(p); err != nil {
+			return nil, fmt.Errorf("scan: %s: %s: %w", where, what, err)
+		}
+	}
+	re, err := compileRegex("(?:" + strings.Join(patterns, "|") + ")")
+	if err != nil {
+		return nil, fmt.Errorf("scan: %s: the %ss joined: %w", where, what, err)
+	}
+	return []*regexp.Regexp{re}, nil
 }
 
 // compileRegex compiles with Go's RE2 syntax and explains the constructs it

@@ -81,7 +81,9 @@ type Result struct {
 	// span of a specific rule's is dropped, as gitleaks does: a GitHub token
 	// assigned to GITHUB_TOKEN is a github-pat finding only. Other spans
 	// found by two rules are reported once per rule; group by SecretHash for
-	// one entry per secret.
+	// one entry per secret. A skipReport rule's findings are never
+	// reported, and a composite rule's only near its required rules'
+	// (see Rule.Required).
 	Findings []Finding
 	// Skipped is set when the content was not scanned. Path-only rules are
 	// still applied to skipped blobs (they need no content).
@@ -185,7 +187,10 @@ const (
 
 type rawFinding struct {
 	rule       int32
-	start, end int
+	start, end int // the secret
+	// mstart is where the match starts: gitleaks measures the distance
+	// between a composite rule's finding and its required ones from there.
+	mstart int
 }
 
 // scratch is the per-scan state, pooled.
@@ -198,6 +203,12 @@ type scratch struct {
 	alState  []allowState
 	raw      []rawFinding
 	lower    []byte
+	// Composite rules only (applyRequired).
+	aux      []rawFinding // findings of required rules run for them alone
+	auxRan   []int32      // the rules aux holds the findings of
+	kept     []rawFinding // spare buffer for filtering raw
+	newlines []int        // offsets of '\n' in the blob, once nlDone
+	nlDone   bool
 	rs       *RuleSet
 	mac      hash.Hash
 	sum      [sha256.Size]byte
@@ -225,6 +236,9 @@ func (sc *scratch) reset() {
 	sc.candRule = sc.candRule[:0]
 	clear(sc.alState)
 	sc.raw = sc.raw[:0]
+	sc.aux = sc.aux[:0]
+	sc.auxRan = sc.auxRan[:0]
+	sc.nlDone = false
 }
 
 // keywordHit records keyword occurrences ending at i.
@@ -305,6 +319,9 @@ func (s *Scanner) Scan(path string, content []byte, commit string) Result {
 	for _, r := range sc.hitList {
 		s.runRule(sc, rs.rules[r], path, commit, content)
 	}
+	if rs.composite {
+		s.applyRequired(sc, path, commit, content)
+	}
 	return Result{Findings: s.finish(sc, content)}
 }
 
@@ -331,11 +348,14 @@ func (s *Scanner) allowlistedBlob(sc *scratch, path, commit string) bool {
 
 func (s *Scanner) pathRules(sc *scratch, path, commit string) {
 	for _, r := range s.rs.pathOnly {
-		cr := s.rs.rules[r]
-		if !cr.path.MatchString(path) || s.ruleAllowsAll(sc, cr, path, commit) {
-			continue
-		}
-		sc.raw = append(sc.raw, rawFinding{rule: r})
+		s.pathRule(sc, s.rs.rules[r], path, commit)
+	}
+}
+
+// pathRule applies a path-only rule: it finds the blob itself.
+func (s *Scanner) pathRule(sc *scratch, cr *compiledRule, path, commit string) {
+	if cr.path.MatchString(path) && !s.ruleAllowsAll(sc, cr, path, commit) {
+		sc.raw = append(sc.raw, rawFinding{rule: cr.idx})
 	}
 }
 
@@ -479,7 +499,133 @@ func (s *Scanner) match(sc *scratch, cr *compiledRule, path, commit string, cont
 	if s.allowed(sc, cr, path, commit, content, start, m[1]+off, secret) {
 		return
 	}
-	sc.raw = append(sc.raw, rawFinding{rule: cr.idx, start: ss, end: se})
+	sc.raw = append(sc.raw, rawFinding{rule: cr.idx, start: ss, end: se, mstart: start})
+}
+
+// ---- composite rules ----
+
+// applyRequired keeps a composite rule's finding only when each of its
+// required rules has a finding near it, as gitleaks' processRequiredRules
+// does. A required rule's findings are what it finds on its own, with its
+// own path and allowlists, but whether or not its keywords occur (to
+// gitleaks they only pre-filter), whether or not it is skipReport, and
+// without checking its own required rules.
+func (s *Scanner) applyRequired(sc *scratch, path, commit string, content []byte) {
+	rs := s.rs
+	for i, n := 0, len(sc.raw); i < n; i++ { // runRequired appends to raw only transiently
+		for _, q := range rs.rules[sc.raw[i].rule].req {
+			s.runRequired(sc, q.rule, path, commit, content)
+		}
+	}
+	// Decide on the unfiltered findings: a composite rule may be required
+	// by another, which sees all of its findings.
+	sc.kept = sc.kept[:0]
+	for _, f := range sc.raw {
+		if s.requiredMet(sc, f, content) {
+			sc.kept = append(sc.kept, f)
+		}
+	}
+	sc.raw, sc.kept = sc.kept, sc.raw
+}
+
+// ranMain reports whether rule r ran in the main pass, so that all of its
+// findings are in sc.raw.
+func (s *Scanner) ranMain(sc *scratch, r int32) bool {
+	cr := s.rs.rules[r]
+	return cr.report && (cr.re == nil || len(cr.Keywords) == 0 || sc.ruleHit[r])
+}
+
+// runRequired makes rule r's findings available: a rule that did not run in
+// the main pass runs now, into sc.aux, once per blob. An anchored rule whose
+// keywords do not occur has no candidates and finds nothing, which is what
+// a whole-blob run would find too.
+func (s *Scanner) runRequired(sc *scratch, r int32, path, commit string, content []byte) {
+	if s.ranMain(sc, r) || slices.Contains(sc.auxRan, r) {
+		return
+	}
+	sc.auxRan = append(sc.auxRan, r)
+	n := len(sc.raw)
+	if cr := s.rs.rules[r]; cr.re == nil {
+		s.pathRule(sc, cr, path, commit)
+	} else {
+		s.runRule(sc, cr, path, commit, content)
+	}
+	sc.aux = append(sc.aux, sc.raw[n:]...)
+	sc.raw = sc.raw[:n]
+}
+
+func (s *Scanner) requiredMet(sc *scratch, f rawFinding, content []byte) bool {
+	for _, q := range s.rs.rules[f.rule].req {
+		if !s.anyNear(sc, f, q, content) {
+			return false
+		}
+	}
+	return true
+}
+
+// anyNear reports whether required rule q has a finding near f.
+func (s *Scanner) anyNear(sc *scratch, f rawFinding, q compiledReq, content []byte) bool {
+	from := sc.aux
+	if s.ranMain(sc, q.rule) {
+		from = sc.raw
+	}
+	for _, g := range from {
+		if g.rule == q.rule && s.near(sc, f, g, q, content) {
+			return true
+		}
+	}
+	return false
+}
+
+// near applies withinLines and withinColumns to the starts of the matches.
+func (s *Scanner) near(sc *scratch, f, g rawFinding, q compiledReq, content []byte) bool {
+	if q.lines < 0 && q.cols < 0 {
+		return true
+	}
+	fl, fc := s.position(sc, f, content)
+	gl, gc := s.position(sc, g, content)
+	return (q.lines < 0 || abs(fl-gl) <= q.lines) && (q.cols < 0 || abs(fc-gc) <= q.cols)
+}
+
+// position is the 1-based line and byte column where f's match starts;
+// 0, 0 for a path-only rule's finding, as in gitleaks. (gitleaks counts
+// the columns of every line but a fragment's first from the '\n' before
+// it, one more than here: the two differ only at the edge of a
+// withinColumns bound, between a match on the blob's first line and one on
+// another.)
+func (s *Scanner) position(sc *scratch, f rawFinding, content []byte) (line, col int) {
+	if s.rs.rules[f.rule].re == nil {
+		return 0, 0
+	}
+	if !sc.nlDone {
+		sc.newlines = appendNewlines(sc.newlines[:0], content)
+		sc.nlDone = true
+	}
+	k, _ := slices.BinarySearch(sc.newlines, f.mstart) // newlines before the match
+	lineStart := 0
+	if k > 0 {
+		lineStart = sc.newlines[k-1] + 1
+	}
+	return k + 1, f.mstart - lineStart + 1
+}
+
+// appendNewlines appends the offsets of the '\n's in content to dst.
+func appendNewlines(dst []int, content []byte) []int {
+	for off := 0; ; {
+		i := bytes.IndexByte(content[off:], '\n')
+		if i < 0 {
+			return dst
+		}
+		dst = append(dst, off+i)
+		off += i + 1
+	}
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
 
 // allowed applies the global and the rule's allowlists to one finding.
