@@ -485,7 +485,15 @@ func (s *Scanner) match(sc *scratch, cr *compiledRule, path, commit string, cont
 			}
 		}
 		if ss < 0 {
+			// The whole match, without the newlines a pattern may take at
+			// either end, as gitleaks reports it.
 			ss, se = start-off, m[1]
+			for ss < se && content[off+ss] == '\n' {
+				ss++
+			}
+			for se > ss && content[off+se-1] == '\n' {
+				se--
+			}
 		}
 	}
 	if ss < 0 || se <= ss {
@@ -493,7 +501,8 @@ func (s *Scanner) match(sc *scratch, cr *compiledRule, path, commit string, cont
 	}
 	ss, se = ss+off, se+off
 	secret := content[ss:se]
-	if cr.Entropy > 0 && shannon(secret) < cr.Entropy {
+	// At the threshold is not enough, as in gitleaks.
+	if cr.Entropy > 0 && shannon(secret) <= cr.Entropy {
 		return
 	}
 	if s.allowed(sc, cr, path, commit, content, start, m[1]+off, secret) {

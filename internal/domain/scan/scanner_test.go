@@ -97,15 +97,15 @@ func TestEntropy(t *testing.T) {
 id = "e"
 regex = '''tok_([a-z0-9]{8})'''
 secretGroup = 1
-entropy = 3.0
+entropy = 2.75
 keywords = ["tok_"]
 `)
 	s := newTestScanner(t, rs)
 	for text, want := range map[string]int{
 		"tok_aaaaaaaa": 0, // 0 bits
 		"tok_aabbccdd": 0, // 2 bits
-		"tok_abcdefga": 0, // 2.75 bits: below 3
-		"tok_abcdefgh": 1, // exactly 3 bits: not below
+		"tok_abcdefga": 0, // exactly 2.75 bits: not above (as gitleaks)
+		"tok_abcdefgh": 1, // 3 bits
 		"tok_a1b2c3d4": 1,
 	} {
 		if got := len(s.Scan("f", []byte(text), "").Findings); got != want {
@@ -542,5 +542,25 @@ secretGroup = 1
 		if got := strings.Join(ids, ","); got != c.want {
 			t.Errorf("%q: findings %s, want %s", c.text, got, c.want)
 		}
+	}
+}
+
+// A whole-match secret leaves out the newlines the pattern took at either
+// end, as gitleaks does; so it starts on the line of its first character.
+func TestWholeMatchSecretDropsEdgeNewlines(t *testing.T) {
+	rs := mustLoad(t, `
+[[rules]]
+id = "nl"
+regex = '''\n?tok_[a-z0-9]{8}\n?'''
+keywords = ["tok_"]
+`)
+	s := newTestScanner(t, rs)
+	content := []byte("first\ntok_ab12cd34\nlast\n")
+	fs := s.Scan("f", content, "").Findings
+	if len(fs) != 1 {
+		t.Fatalf("%d findings, want 1", len(fs))
+	}
+	if got := string(content[fs[0].Start:fs[0].End]); got != "tok_ab12cd34" || fs[0].Line != 2 {
+		t.Errorf("secret %q on line %d, want %q on line 2", got, fs[0].Line, "tok_ab12cd34")
 	}
 }
