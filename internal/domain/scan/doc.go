@@ -3,25 +3,34 @@
 //
 // # Rules
 //
-// [Load] and [LoadFile] read a gitleaks configuration: `title`, `[[rules]]`
-// (id, description, regex, secretGroup, entropy, keywords, path, tags and
-// per-rule allowlists in both the old `[rules.allowlist]` and the new
-// `[[rules.allowlists]]` form), global `[allowlist]` / `[[allowlists]]`
-// (with `targetRules` to restrict them) and `[extend]` (useDefault, path,
-// disabledRules). `[extend] useDefault = true` merges the file's rules over the
-// embedded default set ([Default]); a rule with the same id replaces the
-// default one as a whole. Unknown or unsupported keys, invalid regexes and
-// look-arounds (which Go's RE2 engine cannot run) are errors naming the rule,
-// so a typo can never silently disable a rule.
+// [Load] and [LoadFile] read a gitleaks v8.30 configuration unmodified: every
+// key that version accepts loads with its meaning (`minVersion`, `[extend]`
+// with useDefault, path and disabledRules, rules with tags, path-only rules,
+// skipReport and `[[rules.required]]` composite rules with withinLines and
+// withinColumns, global and per-rule allowlists in both forms with condition,
+// regexTarget, stopwords, paths, commits and targetRules). As in gitleaks, a
+// rule with the id of an extended one is merged into it field by field, and
+// an allowlist's regexes (and paths) are joined into one regex, so a leading
+// `(?i)` applies to all of them. A key no gitleaks version knows, an invalid
+// regex or a look-around (which Go's RE2 engine cannot run) is an error
+// naming the key or rule and its line, so a typo can never silently disable
+// a rule; what loads but has no effect is a warning ([RuleSet.Warnings]).
 //
 // Matching follows gitleaks: a rule runs only when one of its keywords occurs
 // in the blob (ASCII case-insensitively); its secret is capture group
 // secretGroup, or, when secretGroup is 0, the first non-empty capture group,
-// or the whole match when the regex has none; a secret whose Shannon entropy
-// (bits per byte) is below the rule's entropy is dropped; allowlists drop
+// or the whole match without newlines at its ends when the regex has none; a
+// secret whose Shannon entropy (bits per byte) does not exceed the rule's
+// entropy is dropped; allowlists drop
 // findings by commit, path, regex (on the secret, the match or the line) or
 // stopword, combined with OR (default) or AND. A rule with a path and no
-// regex reports the blob itself when the path matches.
+// regex reports the blob itself when the path matches. A composite rule
+// reports a finding only when each required rule matches within the given
+// lines and columns of it; a skipReport rule only serves as a required one.
+//
+// One deliberate difference: a finding's line is where its secret starts,
+// where gitleaks reports the line where the whole match starts; they differ
+// only for a match that spans lines before its secret.
 //
 // # Scanning
 //
