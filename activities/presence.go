@@ -119,8 +119,8 @@ func (t *tipTrees) object(h plumbing.Hash, depth int) ([]plumbing.Hash, error) {
 	if _, ok := t.memo[h]; ok {
 		return t.memo[h], nil
 	}
-	if depth > 16 {
-		return nil, fmt.Errorf("tag %s: chain too long", h)
+	if depth > gitread.MaxTagChain {
+		return nil, fmt.Errorf("%w: tag %s: a chain of more than %d tags", gitread.ErrCorrupt, h, gitread.MaxTagChain)
 	}
 	typ, raw, err := t.read(h)
 	if err != nil {
@@ -130,13 +130,13 @@ func (t *tipTrees) object(h plumbing.Hash, depth int) ([]plumbing.Hash, error) {
 	case plumbing.TagObject:
 		target, ok := headerHash(raw, "object ")
 		if !ok {
-			return nil, fmt.Errorf("tag %s: malformed", h)
+			return nil, fmt.Errorf("%w: tag %s: malformed", gitread.ErrCorrupt, h)
 		}
 		return t.object(target, depth+1)
 	case plumbing.CommitObject:
 		tree, ok := headerHash(raw, "tree ")
 		if !ok {
-			return nil, fmt.Errorf("commit %s: malformed", h)
+			return nil, fmt.Errorf("%w: commit %s: malformed", gitread.ErrCorrupt, h)
 		}
 		return t.tree(tree, nil)
 	case plumbing.TreeObject:
@@ -160,7 +160,7 @@ func (t *tipTrees) tree(h plumbing.Hash, raw []byte) ([]plumbing.Hash, error) {
 			return nil, err
 		}
 		if typ != plumbing.TreeObject {
-			return nil, fmt.Errorf("%s is a %s, not a tree", h, typ)
+			return nil, fmt.Errorf("%w: %s is a %s, not a tree", gitread.ErrCorrupt, h, typ)
 		}
 		raw = r
 	}
@@ -169,7 +169,7 @@ func (t *tipTrees) tree(h plumbing.Hash, raw []byte) ([]plumbing.Hash, error) {
 		sp := bytes.IndexByte(raw, ' ')
 		nul := bytes.IndexByte(raw, 0)
 		if sp < 0 || nul < sp || len(raw) < nul+1+len(plumbing.ZeroHash) {
-			return nil, fmt.Errorf("tree %s: malformed", h)
+			return nil, fmt.Errorf("%w: tree %s: malformed", gitread.ErrCorrupt, h)
 		}
 		mode := string(raw[:sp])
 		var e plumbing.Hash

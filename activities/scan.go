@@ -39,6 +39,9 @@ type repository struct {
 	url    string
 	// refsDigest names the mirror's refs as its sync saw them.
 	refsDigest string
+	// held: the mirror already held the refs this job's sync saw (this
+	// attempt did not fetch).
+	held bool
 }
 
 func (r *repository) Close() error { return r.closer.Close() }
@@ -69,7 +72,8 @@ func (s *Shards) open(ctx context.Context, spec shard.Spec, refsDigest string) (
 		return &repository{repo: repo, closer: closer, path: spec.Location}, nil
 	}
 	remote := mirror.Remote{URL: spec.Location, RefsDigest: refsDigest}
-	if !s.Mirrors.Holds(spec.Location, refsDigest) {
+	held := s.Mirrors.Holds(spec.Location, refsDigest)
+	if !held {
 		var err error
 		if remote, err = s.Mirrors.Sync(ctx, spec.Location); err != nil {
 			return nil, err
@@ -83,7 +87,7 @@ func (s *Shards) open(ctx context.Context, spec shard.Spec, refsDigest string) (
 		return nil, fmt.Errorf("open the mirror: %w", err)
 	}
 	return &repository{repo: repo, closer: closer, path: s.Mirrors.Path(remote.URL), mirror: true, url: remote.URL,
-		refsDigest: remote.RefsDigest}, nil
+		refsDigest: remote.RefsDigest, held: held}, nil
 }
 
 // ScanShard is Executing and InnerDurable: it walks (watermark, tip] of
@@ -119,7 +123,7 @@ func (s *Shards) ScanShard(ctx context.Context, w workflows.ShardWork) (shard.Re
 	return r, nil
 }
 
-func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardWork, log *zap.Logger) (shard.Receipt, error) {
+func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardWork, log *zap.Logger) (_ shard.Receipt, err error) {
 	// Decoding packs churns through short-lived buffers: a tighter GC target
 	// while scanning keeps the peak near the live set for a little CPU.
 	defer debug.SetGCPercent(debug.SetGCPercent(scanGCPercent))
@@ -137,6 +141,17 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 		return shard.Receipt{}, err
 	}
 	defer repo.Close()
+	// A mirror found damaged that this attempt did not fetch is discarded,
+	// and the next attempt fetches it afresh; damage in one it fetched is
+	// the remote's, and a local repository's is its own: Permanent.
+	defer func() {
+		if c := errclass.Classify(err); c != nil && c.Class == errclass.Permanent && c.Reason == errclass.ReasonCorrupt &&
+			repo.mirror && repo.held {
+			if derr := s.Mirrors.Discard(ctx, repo.url); derr == nil {
+				err = errclass.Wrap(errclass.Retryable, "damaged mirror discarded", err)
+			}
+		}
+	}()
 
 	scopeID, err := s.Store.Scope(ctx, lease.ShardID, s.Scanner.Policy())
 	if err != nil {
@@ -146,11 +161,16 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 	if err != nil {
 		return shard.Receipt{}, err
 	}
-	tips, err := s.selectRefs(ctx, repo, w.Spec.Selection)
+	tips, ignored, err := s.selectRefs(ctx, repo, w.Spec.Selection)
 	if err != nil {
 		return shard.Receipt{}, err
 	}
 	ranges := rangesFor(tips, marks)
+	var refsIgnored int64
+	for reason, n := range ignored {
+		refsIgnored += int64(n)
+		log.Warn("refs ignored", zap.String("reason", reason), zap.Int("refs", n))
+	}
 	log.Info("scan starting", zap.Int("refs", len(tips)), zap.Int("watermarks", len(marks)))
 
 	// The walk reads commits and trees, and the scan goroutines blobs,
@@ -183,19 +203,32 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 		}
 		return shard.Receipt{}, walkErr
 	}
-	complete := walkErr == nil
 	if err := run.flush(ctx); err != nil {
 		return shard.Receipt{}, err
 	}
-	complete = complete && !run.partial
+	// What the walk could not read it skipped and counted: the run is
+	// Partial, and the next one tries again.
+	run.counts.Missing += int64(stats.MissingTips + stats.MissingCommits + stats.MissingTrees + stats.MissingBlobs)
+	run.counts.Corrupt += int64(stats.CorruptBlobs)
+	run.skipped += int64(stats.MissingBlobs + stats.CorruptBlobs)
+	run.counts.OutOfTime = walkErr != nil
+	run.counts.RefsIgnored = refsIgnored
+	complete := walkErr == nil && !run.partial && run.counts.Missing == 0 && run.counts.Corrupt == 0 && run.counts.Unreadable == 0
+	if !complete {
+		log.Warn("scan partial", zap.Int64("missing", run.counts.Missing), zap.Int64("corrupt", run.counts.Corrupt),
+			zap.Int64("unreadable", run.counts.Unreadable), zap.Int64("oversized", run.counts.Oversized),
+			zap.Bool("outOfTime", run.counts.OutOfTime))
+	}
+	counts := run.counts
+	counts.Commits, counts.BlobsScanned, counts.BytesScanned = int64(stats.Commits), run.scanned, run.bytes
+	counts.BlobsSkipped, counts.Findings = run.skipped, run.findings
 	watermarks := make(map[string]string, len(tips))
 	for ref, tip := range tips {
 		watermarks[ref] = tip.String()
 	}
 	return s.finalize(ctx, repo, packs, tips, store.FinalizeInput{
 		Lease: lease, ScopeID: scopeID, Complete: complete, Watermarks: watermarks,
-		Stats: shard.Counts{Commits: int64(stats.Commits), BlobsScanned: run.scanned, BytesScanned: run.bytes,
-			BlobsSkipped: run.skipped, Findings: run.findings},
+		Stats: counts,
 	})
 }
 
@@ -259,51 +292,53 @@ func heartbeatEvery(ctx context.Context) time.Duration {
 	return 10 * time.Second
 }
 
-// selectRefs resolves the selection to ref → commit tips: every branch and
-// tag by default; named refs; explicit commits as synthetic refs.
-func (s *Shards) selectRefs(ctx context.Context, r *repository, sel target.Selection) (map[string]plumbing.Hash, error) {
+// selectRefs resolves the selection to ref → tips: every branch and tag by
+// default; named refs (symbolic ones resolved); explicit commits as
+// synthetic refs. Refs are read as git reads them (gitread.ReadRefs): a
+// broken ref is ignored and counted by reason, never fatal. A tip may name
+// any object: the walk peels tags and scans trees and blobs too.
+func (s *Shards) selectRefs(ctx context.Context, r *repository, sel target.Selection) (map[string]plumbing.Hash, map[string]int, error) {
+	refs, err := gitread.ReadRefs(r.path)
+	if err != nil {
+		return nil, nil, err
+	}
 	tips := map[string]plumbing.Hash{}
 	if sel.Empty() {
-		iter, err := r.repo.References()
-		if err != nil {
-			return nil, err
-		}
-		err = iter.ForEach(func(ref *plumbing.Reference) error {
-			if ref.Type() == plumbing.HashReference && (ref.Name().IsBranch() || ref.Name().IsTag()) {
-				tips[ref.Name().String()] = ref.Hash()
+		for _, ref := range refs.Refs {
+			if strings.HasPrefix(ref.Name, "refs/heads/") || strings.HasPrefix(ref.Name, "refs/tags/") {
+				tips[ref.Name] = ref.Hash
 			}
-			return nil
-		})
-		return tips, err
+		}
+		return tips, refs.Ignored, nil
 	}
 	for _, name := range sel.Refs {
-		ref, err := resolveRef(r.repo, name)
+		full, h, err := resolveRef(refs, name)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		tips[ref.Name().String()] = ref.Hash()
+		tips[full] = h
 	}
 	for _, c := range sel.Commits {
 		h, err := s.commit(ctx, r, c)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		tips[target.SyntheticRef(c)] = h
 	}
-	return tips, nil
+	return tips, refs.Ignored, nil
 }
 
-func resolveRef(repo *git.Repository, name string) (*plumbing.Reference, error) {
-	candidates := []plumbing.ReferenceName{plumbing.ReferenceName(name)}
+func resolveRef(refs *gitread.RefList, name string) (string, plumbing.Hash, error) {
+	candidates := []string{name}
 	if !strings.HasPrefix(name, "refs/") {
-		candidates = []plumbing.ReferenceName{plumbing.NewBranchReferenceName(name), plumbing.NewTagReferenceName(name)}
+		candidates = []string{"refs/heads/" + name, "refs/tags/" + name}
 	}
 	for _, c := range candidates {
-		if ref, err := repo.Reference(c, true); err == nil {
-			return ref, nil
+		if h, ok := refs.Resolve(c); ok {
+			return c, h, nil
 		}
 	}
-	return nil, errclass.Permanentf(errclass.ReasonNotFound, "the selected ref does not exist (digest %s)", digest(name))
+	return "", plumbing.ZeroHash, errclass.Permanentf(errclass.ReasonNotFound, "the selected ref does not exist (digest %s)", digest(name))
 }
 
 // commit checks that an explicit commit exists and is a commit, fetching it
@@ -387,6 +422,8 @@ type scanRun struct {
 
 	scanned, bytes, skipped, findings int64
 	partial                           bool
+	// counts are the skips by reason (see shard.Counts).
+	counts shard.Counts
 }
 
 func (r *scanRun) batchSize() int {
@@ -416,6 +453,8 @@ type scanned struct {
 	bytes    int64
 	skipped  bool
 	partial  bool
+	// why it was skipped (a field of shard.Counts)
+	why *int64
 }
 
 // flush scans the pending batch and writes its data ops under the fence.
@@ -440,6 +479,7 @@ func (r *scanRun) flush(ctx context.Context) error {
 		}
 	}
 	results := make([]scanned, len(todo))
+	c := &r.counts
 	var wg sync.WaitGroup
 	work := make(chan int)
 	for i, reader := range r.readers {
@@ -447,7 +487,7 @@ func (r *scanRun) flush(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			for j := range work {
-				results[j] = r.scanBlob(reader, &r.buffers[i], todo[j])
+				results[j] = r.scanBlob(reader, &r.buffers[i], todo[j], c)
 			}
 		}()
 	}
@@ -467,6 +507,9 @@ func (r *scanRun) flush(ctx context.Context) error {
 		bytes += res.bytes
 		if res.skipped {
 			r.skipped++
+			if res.why != nil {
+				*res.why++
+			}
 		} else {
 			r.scanned++
 		}
@@ -484,7 +527,8 @@ func (r *scanRun) flush(ctx context.Context) error {
 
 // scanBlob reads and scans one blob. An unreadable blob is skipped and
 // makes the run Partial, and is not marked seen: the next run tries again.
-func (r *scanRun) scanBlob(reader *gitread.PackReader, buf *[]byte, b gitread.Blob) scanned {
+// c only names the counter of the reason (flush counts, on its goroutine).
+func (r *scanRun) scanBlob(reader *gitread.PackReader, buf *[]byte, b gitread.Blob, c *shard.Counts) scanned {
 	limit := r.s.Scanner.MaxBlobBytes()
 	content, size, err := reader.Read(b.Hash, limit, *buf)
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
@@ -498,17 +542,21 @@ func (r *scanRun) scanBlob(reader *gitread.PackReader, buf *[]byte, b gitread.Bl
 	switch {
 	case errors.Is(err, gitread.ErrTooLarge):
 		res := r.s.Scanner.Oversized(size)
-		return scanned{seen: store.SeenBlob{Blob: hash, Outcome: store.OutcomeOversized}, skipped: true, partial: res.Partial}
+		return scanned{seen: store.SeenBlob{Blob: hash, Outcome: store.OutcomeOversized}, skipped: true, partial: res.Partial, why: &c.Oversized}
+	case errors.Is(err, plumbing.ErrObjectNotFound):
+		return scanned{skipped: true, partial: true, why: &c.Missing}
+	case errors.Is(err, gitread.ErrCorrupt):
+		return scanned{skipped: true, partial: true, why: &c.Corrupt}
 	case err != nil:
-		return scanned{skipped: true, partial: true}
+		return scanned{skipped: true, partial: true, why: &c.Unreadable}
 	}
 	res := r.s.Scanner.Scan(b.Path, content, b.Commit.String())
 	out := scanned{bytes: int64(len(content)), partial: res.Partial}
 	switch res.Skipped {
 	case scan.SkipBinary:
-		out.seen, out.skipped = store.SeenBlob{Blob: hash, Outcome: store.OutcomeBinary}, true
+		out.seen, out.skipped, out.why = store.SeenBlob{Blob: hash, Outcome: store.OutcomeBinary}, true, &c.Binary
 	case scan.SkipOversized:
-		out.seen, out.skipped = store.SeenBlob{Blob: hash, Outcome: store.OutcomeOversized}, true
+		out.seen, out.skipped, out.why = store.SeenBlob{Blob: hash, Outcome: store.OutcomeOversized}, true, &c.Oversized
 	default:
 		out.seen = store.SeenBlob{Blob: hash, Outcome: store.OutcomeScanned}
 	}

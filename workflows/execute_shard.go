@@ -185,9 +185,11 @@ func park(ctx workflow.Context, out ExecuteShardResult, lease shard.Lease, reaso
 }
 
 // parkReason maps an error reason to the reasons a shard is parked for.
+// (A reason passed through here is new to a park's input only when its
+// error is new: a recorded history never parked for "corrupt repository".)
 func parkReason(reason string) string {
 	switch reason {
-	case errclass.ReasonNotFound, errclass.ReasonPermissionDenied:
+	case errclass.ReasonNotFound, errclass.ReasonPermissionDenied, errclass.ReasonCorrupt:
 		return reason
 	}
 	return "poisoned"

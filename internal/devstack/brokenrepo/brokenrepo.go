@@ -268,7 +268,7 @@ func Cases() []Case {
 			Name:   "empty-repository",
 			Broken: "git init and nothing else: no commit, HEAD on an unborn branch",
 			Want:   Complete, Findings: 0, Commits: 0,
-			build:  func(r *repo) {},
+			build: func(r *repo) {},
 		},
 		{
 			Name:   "fifty-thousand-refs",

@@ -47,6 +47,26 @@ type Counts struct {
 	BlobsSkipped int64 `json:"blobsSkipped"`
 	// Findings counts the findings that were new.
 	Findings int64 `json:"findings"`
+	// Why the run is Partial, or what it skipped, by reason; none of these
+	// is stored with the receipt: they are this run's report. Missing
+	// counts objects the repository lacks (a partial clone's blobs or
+	// trees, a tip, a parent that is no shallow boundary), Corrupt blobs
+	// whose data is damaged and Unreadable blobs that failed to read
+	// otherwise: each makes the run Partial. Oversized and Binary blobs are
+	// skipped by the scanner; its configuration says whether that makes the
+	// run Partial (by default oversized ones do, binary ones do not).
+	// OutOfTime: the time budget ended the run (Partial).
+	Missing    int64 `json:"missing,omitempty"`
+	Corrupt    int64 `json:"corrupt,omitempty"`
+	Unreadable int64 `json:"unreadable,omitempty"`
+	Oversized  int64 `json:"oversized,omitempty"`
+	Binary     int64 `json:"binary,omitempty"`
+	OutOfTime  bool  `json:"outOfTime,omitempty"`
+	// RefsIgnored counts refs ignored as git ignores them (an empty or
+	// malformed ref file, an invalid name, a dangling symbolic ref, a junk
+	// line in packed-refs): they name nothing to scan and do not make the
+	// run Partial.
+	RefsIgnored int64 `json:"refsIgnored,omitempty"`
 }
 
 // Receipt is the small, durable proof that a finalize happened: the outer

@@ -6,18 +6,25 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"syscall"
 	"time"
 
+	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	"github.com/go-git/go-git/v5/storage"
+	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 	"github.com/google/go-github/v66/github"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"gitfleet/internal/infra/gitread"
 )
 
 // Class is one of the three error classes. Its string is the Temporal
@@ -44,6 +51,16 @@ const (
 	ReasonEmptyRepository  = "empty repository"
 	ReasonRace             = "race condition detected"
 	ReasonStaleFence       = "stale fence"
+	// ReasonCorrupt: the repository's data is damaged or incomplete (an
+	// object that does not inflate or parse, a truncated pack, a missing
+	// object a ref or tree names, a ref file go-git cannot read). Reading
+	// it again gives the same answer: Permanent.
+	ReasonCorrupt = "corrupt repository"
+	// ReasonCorruptPack: a pack received from a remote did not verify.
+	// The mirror says so explicitly (Retryable: the transfer may have been
+	// damaged, and the mirror refetches once before it gives up).
+	ReasonCorruptPack = "corrupt pack"
+	ReasonDiskFull    = "disk full"
 )
 
 // Error is an error whose class is already known.
@@ -111,6 +128,9 @@ func classify(err error) *Error {
 	if c := classifyPostgres(err); c != nil {
 		return c
 	}
+	if c := classifyFiles(err); c != nil {
+		return c
+	}
 	if c := classifyNetwork(err); c != nil {
 		return c
 	}
@@ -176,10 +196,22 @@ func classifyGit(err error) *Error {
 		return &Error{Class: Permanent, Reason: ReasonEmptyRepository}
 	case strings.Contains(err.Error(), "not our ref"):
 		return &Error{Class: Permanent, Reason: ReasonNotFound}
-	case errors.Is(err, packfile.ErrMalformedPackFile), errors.Is(err, packfile.ErrEmptyPackfile),
-		errors.Is(err, packfile.ErrInvalidObject), errors.Is(err, packfile.ErrZLib):
-		// A damaged pack is usually damaged in transit; fetching again is the cure.
-		return &Error{Class: Retryable, Reason: "corrupt pack"}
+	case errors.Is(err, packfile.ErrEmptyPackfile):
+		// Only a transfer ends with no pack at all.
+		return &Error{Class: Retryable, Reason: ReasonCorruptPack}
+	case errors.Is(err, gitread.ErrCorrupt), isPackfileError(err),
+		errors.Is(err, dotgit.ErrEmptyRefFile), errors.Is(err, dotgit.ErrPackedRefsBadFormat),
+		errors.Is(err, dotgit.ErrSymRefTargetNotFound), errors.Is(err, dotgit.ErrIsDir),
+		errors.Is(err, plumbing.ErrObjectNotFound):
+		// Damaged data on disk (a pack received damaged is classified by
+		// the mirror, explicitly): reading it again cannot help.
+		return &Error{Class: Permanent, Reason: ReasonCorrupt}
+	case errors.Is(err, gitread.ErrTipNotFound):
+		return &Error{Class: Permanent, Reason: ReasonInvalidInput}
+	case errors.Is(err, git.ErrRepositoryNotExists), errors.Is(err, plumbing.ErrReferenceNotFound):
+		return &Error{Class: Permanent, Reason: ReasonNotFound}
+	case errors.Is(err, storage.ErrReferenceHasChanged):
+		return &Error{Class: Retryable, Reason: ReasonRace}
 	}
 	// go-git wraps HTTP failures it has no sentinel for in an
 	// UnexpectedError that does not implement Unwrap.
@@ -219,6 +251,38 @@ func classifyPostgres(err error) *Error {
 		return &Error{Class: Retryable, Reason: "database unavailable"}
 	}
 	return nil
+}
+
+// isPackfileError reports go-git's errors of pack data (some are values
+// made with details added, which errors.Is does not match).
+func isPackfileError(err error) bool {
+	var perr *packfile.Error
+	return errors.As(err, &perr) || errors.Is(err, packfile.ErrMalformedPackFile) ||
+		errors.Is(err, packfile.ErrInvalidDelta) || errors.Is(err, packfile.ErrDeltaCmd) ||
+		errors.Is(err, packfile.ErrReferenceDeltaNotFound) || errors.Is(err, packfile.ErrInflatedSizeMismatch)
+}
+
+// classifyFiles sorts local file system failures: permission denied needs
+// someone to change it; a full disk and an I/O error may clear; a file that
+// vanished under a reader raced a writer (a repack, a ref update).
+func classifyFiles(err error) *Error {
+	var pathErr *fs.PathError
+	var linkErr *os.LinkError
+	if !errors.As(err, &pathErr) && !errors.As(err, &linkErr) {
+		return nil
+	}
+	switch {
+	case errors.Is(err, fs.ErrPermission):
+		return &Error{Class: Permanent, Reason: ReasonPermissionDenied}
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return &Error{Class: Retryable, Reason: ReasonDiskFull}
+	case errors.Is(err, fs.ErrNotExist):
+		return &Error{Class: Retryable, Reason: ReasonRace}
+	case errors.Is(err, syscall.EISDIR), errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.ELOOP):
+		// A repository's file where a directory should be, or the reverse.
+		return &Error{Class: Permanent, Reason: ReasonCorrupt}
+	}
+	return &Error{Class: Retryable, Reason: "file system"}
 }
 
 func classifyNetwork(err error) *Error {

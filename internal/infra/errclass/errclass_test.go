@@ -4,19 +4,27 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"syscall"
 	"testing"
 	"time"
 
+	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	"github.com/go-git/go-git/v5/storage"
+	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 	"github.com/google/go-github/v66/github"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"gitfleet/internal/infra/gitread"
 )
 
 func ghStatus(code int) error {
@@ -53,7 +61,8 @@ func TestClassify(t *testing.T) {
 		{"git not our ref", errors.New("unknown error: not our ref 0123abcd"), Permanent, ReasonNotFound},
 		{"git http 503", plumbing.NewUnexpectedError(&githttp.Err{Response: httpResp(503)}), Retryable, "server error 503"},
 		{"git http 400", plumbing.NewUnexpectedError(&githttp.Err{Response: httpResp(400)}), Permanent, "rejected with 400"},
-		{"corrupt pack", fmt.Errorf("fetch: %w", packfile.ErrMalformedPackFile), Retryable, "corrupt pack"},
+		{"corrupt pack read from disk", fmt.Errorf("read: %w", packfile.ErrMalformedPackFile), Permanent, ReasonCorrupt},
+		{"corrupt pack received (the mirror says so)", Wrap(Retryable, ReasonCorruptPack, packfile.ErrMalformedPackFile), Retryable, ReasonCorruptPack},
 		{"pg serialization", &pgconn.PgError{Code: "40001"}, Retryable, "transaction conflict"},
 		{"pg admin shutdown", &pgconn.PgError{Code: "57P01"}, Retryable, "database unavailable"},
 		{"pg unique violation", &pgconn.PgError{Code: "23505"}, Permanent, "database rejected the statement"},
@@ -92,5 +101,61 @@ func TestRetryAfter(t *testing.T) {
 	past := Classify(&github.RateLimitError{Rate: github.Rate{Reset: github.Timestamp{Time: time.Now().Add(-time.Hour)}}, Response: &http.Response{Request: &http.Request{}}}).RetryAfter
 	if past < time.Second {
 		t.Errorf("a reset in the past must still wait a little, got %v", past)
+	}
+}
+
+// The class of every way reading a repository fails (issue 12): only what
+// can change is retried — a file that vanished under a concurrent writer, a
+// full disk, an I/O error, the network, an interrupted attempt; damaged or
+// missing data never is, since it reads the same the next time.
+func TestClassifyRepositoryReading(t *testing.T) {
+	pathErr := func(op string, errno syscall.Errno) error {
+		return fmt.Errorf("read refs: %w", &fs.PathError{Op: op, Path: "/repo/refs/heads/main", Err: errno})
+	}
+	tests := []struct {
+		name   string
+		err    error
+		class  Class
+		reason string
+	}{
+		// Data: Permanent.
+		{"gitread: corrupt object", fmt.Errorf("tree 1234 in commit 5678: %w", fmt.Errorf("%w: bad zlib header", gitread.ErrCorrupt)), Permanent, ReasonCorrupt},
+		{"gitread: pack does not match its index", fmt.Errorf("open the packs: %w", fmt.Errorf("%w: pack checksum differs from its index's", gitread.ErrCorrupt)), Permanent, ReasonCorrupt},
+		{"gitread: a cut-short object read by go-git", fmt.Errorf("%w: %w", gitread.ErrCorrupt, io.ErrUnexpectedEOF), Permanent, ReasonCorrupt},
+		{"go-git: zlib error in a pack", packfile.ErrZLib.AddDetails("unexpected EOF"), Permanent, ReasonCorrupt},
+		{"go-git: invalid delta", fmt.Errorf("read: %w", packfile.ErrInvalidDelta), Permanent, ReasonCorrupt},
+		{"go-git: object missing", fmt.Errorf("head commit: %w", plumbing.ErrObjectNotFound), Permanent, ReasonCorrupt},
+		{"go-git: ref file is empty", fmt.Errorf("fetch: %w", dotgit.ErrEmptyRefFile), Permanent, ReasonCorrupt},
+		{"go-git: malformed packed-refs", dotgit.ErrPackedRefsBadFormat, Permanent, ReasonCorrupt},
+		{"go-git: symbolic ref target not found", dotgit.ErrSymRefTargetNotFound, Permanent, ReasonCorrupt},
+		{"go-git: ref path is a directory", dotgit.ErrIsDir, Permanent, ReasonCorrupt},
+		{"a directory where a file should be", pathErr("read", syscall.EISDIR), Permanent, ReasonCorrupt},
+		{"gitread: a range without a tip", fmt.Errorf("walk: %w", gitread.ErrTipNotFound), Permanent, ReasonInvalidInput},
+		{"go-git: no repository", fmt.Errorf("open: %w", git.ErrRepositoryNotExists), Permanent, ReasonNotFound},
+		{"go-git: no such ref", plumbing.ErrReferenceNotFound, Permanent, ReasonNotFound},
+		{"permission denied", pathErr("open", syscall.EACCES), Permanent, ReasonPermissionDenied},
+		{"operation not permitted", pathErr("open", syscall.EPERM), Permanent, ReasonPermissionDenied},
+		// What can change: Retryable.
+		{"a file vanished (repack, ref update)", pathErr("open", syscall.ENOENT), Retryable, ReasonRace},
+		{"go-git: a ref changed under an update", storage.ErrReferenceHasChanged, Retryable, ReasonRace},
+		{"disk full", pathErr("write", syscall.ENOSPC), Retryable, ReasonDiskFull},
+		{"quota", pathErr("write", syscall.EDQUOT), Retryable, ReasonDiskFull},
+		{"I/O error", pathErr("read", syscall.EIO), Retryable, "file system"},
+		{"a received pack did not verify (the mirror says so)", Wrap(Retryable, ReasonCorruptPack, fmt.Errorf("%w: %w", packfile.ErrMalformedPackFile, gitread.ErrCorrupt)), Retryable, ReasonCorruptPack},
+		{"go-git: a transfer without a pack", packfile.ErrEmptyPackfile, Retryable, ReasonCorruptPack},
+		{"connection cut mid-transfer", fmt.Errorf("fetch: %w", io.ErrUnexpectedEOF), Retryable, "network"},
+		{"timeout", &net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}, Retryable, "network"},
+		{"the attempt was cancelled", fmt.Errorf("walk: %w", context.Canceled), Retryable, "interrupted"},
+		{"the attempt ran out of time", context.DeadlineExceeded, Retryable, "interrupted"},
+		// Explicit classes win over what the chain holds.
+		{"explicit permanent over a network error", Wrap(Permanent, ReasonCorrupt, io.ErrUnexpectedEOF), Permanent, ReasonCorrupt},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Classify(tt.err)
+			if got.Class != tt.class || got.Reason != tt.reason {
+				t.Errorf("Classify(%v) = %s/%q, want %s/%q", tt.err, got.Class, got.Reason, tt.class, tt.reason)
+			}
+		})
 	}
 }

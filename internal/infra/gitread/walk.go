@@ -374,16 +374,16 @@ func (wk *walk) store(h plumbing.Hash, raw []byte) (*cstate, error) {
 	return st, nil
 }
 
-// maxTagChain bounds a chain of annotated tags (tags of tags). Git sets no
+// MaxTagChain bounds a chain of annotated tags (tags of tags). Git sets no
 // bound, and a chain cannot loop (each tag names its target by hash), so
 // this only guards against absurd repositories.
-const maxTagChain = 10_000
+const MaxTagChain = 10_000
 
 // peel follows annotated tags from h to the object they end at, and returns
 // it with its type; a commit is loaded. A tag is read once per Walk (every
 // range peels the same stops).
 func (wk *walk) peel(h plumbing.Hash) (plumbing.Hash, plumbing.ObjectType, error) {
-	for range maxTagChain {
+	for range MaxTagChain {
 		if st := wk.commits[h]; st != nil && !st.missing {
 			return h, plumbing.CommitObject, nil
 		}
@@ -412,7 +412,7 @@ func (wk *walk) peel(h plumbing.Hash) (plumbing.Hash, plumbing.ObjectType, error
 			return h, typ, nil
 		}
 	}
-	return h, plumbing.InvalidObject, fmt.Errorf("%w: tag %s: a chain of more than %d tags", ErrCorrupt, h, maxTagChain)
+	return h, plumbing.InvalidObject, fmt.Errorf("%w: tag %s: a chain of more than %d tags", ErrCorrupt, h, MaxTagChain)
 }
 
 func tagTarget(raw []byte) (plumbing.Hash, bool) {

@@ -24,6 +24,7 @@ import (
 	"github.com/gofrs/flock"
 
 	"gitfleet/internal/infra/errclass"
+	"gitfleet/internal/infra/gitread"
 )
 
 // Mirrors manages the mirrors under Root.
@@ -237,11 +238,16 @@ func (m *Mirrors) Sync(ctx context.Context, remoteURL string) (Remote, error) {
 		if ctx.Err() != nil || !damaged(err) {
 			return Remote{}, err
 		}
-		// A mirror left damaged by a crash is rebuilt once from scratch.
+		// A mirror left damaged by a crash (or a pack damaged on its way)
+		// is rebuilt once from scratch.
 		if rmErr := os.RemoveAll(path); rmErr != nil {
 			return Remote{}, errors.Join(err, rmErr)
 		}
 		if err := m.fetchInto(ctx, path, effective, branch, head); err != nil {
+			if ctx.Err() == nil && damaged(err) && errclass.Classify(err).Reason != "unclassified" {
+				// Damaged again, fetched afresh: the remote's data is.
+				return Remote{}, errclass.Wrap(errclass.Permanent, errclass.ReasonCorrupt, err)
+			}
 			return Remote{}, err
 		}
 	}
@@ -249,20 +255,34 @@ func (m *Mirrors) Sync(ctx context.Context, remoteURL string) (Remote, error) {
 }
 
 // damaged reports errors that a fresh mirror may cure: corrupt objects or
-// local storage trouble, as opposed to the remote refusing or failing.
+// refs, or local storage trouble, as opposed to the remote refusing or
+// failing.
 func damaged(err error) bool {
 	if errors.Is(err, errDamaged) {
 		return true
 	}
 	switch errclass.Classify(err).Reason {
-	case "corrupt pack", "unclassified":
+	case errclass.ReasonCorruptPack, errclass.ReasonCorrupt, "unclassified":
 		return true
 	}
 	return false
 }
 
-// errDamaged reports a mirror whose refs name objects it does not hold.
-var errDamaged = errors.New("mirror is damaged")
+// Discard removes the mirror of remoteURL (waiting for its lock), for one
+// whose data was found damaged: the next Sync rebuilds it from scratch.
+func (m *Mirrors) Discard(ctx context.Context, remoteURL string) error {
+	path := m.Path(remoteURL)
+	unlock, err := m.lock(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return os.RemoveAll(path)
+}
+
+// errDamaged reports a mirror whose refs name objects it does not hold
+// (classified as corrupt data: Permanent, once Sync has rebuilt it).
+var errDamaged = fmt.Errorf("mirror is damaged: %w", gitread.ErrCorrupt)
 
 func (m *Mirrors) fetchInto(ctx context.Context, path, remoteURL string, head plumbing.ReferenceName, headCommit string) error {
 	repo, err := m.open(path)

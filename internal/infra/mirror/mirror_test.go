@@ -273,3 +273,45 @@ func TestPathIsDeterministic(t *testing.T) {
 		t.Fatalf("mirror path %s escapes the root", a)
 	}
 }
+
+// A mirror whose refs a crash left broken (an empty ref file, junk in
+// packed-refs: go-git refuses the whole repository) is rebuilt by the next
+// sync, and one found damaged by a reader is discarded and fetched anew.
+func TestBrokenRefsAndDiscard(t *testing.T) {
+	fg, m := setup(t)
+	ctx := context.Background()
+	if _, err := fg.CreateRepo("acme", "refs"); err != nil {
+		t.Fatal(err)
+	}
+	head := mustCommit(t, fg, "acme", "refs", "a.txt")
+	url := fg.CloneURL("acme", "refs")
+	for _, damage := range []struct{ file, content string }{
+		{"refs/heads/main", ""},
+		{"packed-refs", "junk\n"},
+	} {
+		if _, err := m.Sync(ctx, url); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(m.Path(url), filepath.FromSlash(damage.file)), []byte(damage.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mustCommit(t, fg, "acme", "refs", damage.file+".txt") // so that the sync must update refs
+		r, err := m.Sync(ctx, url)
+		if err != nil {
+			t.Fatalf("sync of a mirror with a broken %s: %v (%+v)", damage.file, err, errclass.Classify(err))
+		}
+		if r.Head == head {
+			t.Fatalf("sync of a mirror with a broken %s: head not updated", damage.file)
+		}
+		head = r.Head
+	}
+	if err := m.Discard(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(m.Path(url)); !os.IsNotExist(err) {
+		t.Fatalf("discarded mirror still there: %v", err)
+	}
+	if r, err := m.Sync(ctx, url); err != nil || r.Head != head {
+		t.Fatalf("sync after discard = %+v, %v", r, err)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/go-git/go-git/v5/storage"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
+	"gitfleet/internal/infra/errclass"
 	"gitfleet/internal/infra/gitread"
 )
 
@@ -115,9 +116,10 @@ func (w *packWriter) Close() (err error) {
 	}
 	if err != nil {
 		if errors.Is(err, gitread.ErrCorrupt) {
-			// Classified as a corrupt pack (errclass): fetching again is
-			// the cure.
-			return fmt.Errorf("%w: %w", packfile.ErrMalformedPackFile, err)
+			// Damaged in transit, maybe: Retryable, where damaged data on
+			// disk is not (Sync refetches once and then gives up).
+			return errclass.Wrap(errclass.Retryable, errclass.ReasonCorruptPack,
+				fmt.Errorf("%w: %w", packfile.ErrMalformedPackFile, err))
 		}
 		return err
 	}
