@@ -102,15 +102,15 @@ func (t *tipTrees) read(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
 	// Not in a pack the scan opened (loose, alternates, a pack written since).
 	obj, err := t.repo.Storer.EncodedObject(plumbing.AnyObject, h)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, gitread.DataError(err)
 	}
 	r, err := obj.Reader()
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, gitread.DataError(err)
 	}
 	defer r.Close()
 	raw, err = io.ReadAll(r)
-	return obj.Type(), raw, err
+	return obj.Type(), raw, gitread.DataError(err)
 }
 
 // object returns the wanted blobs a tip holds: through tags, a commit's

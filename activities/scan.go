@@ -84,7 +84,9 @@ func (s *Shards) open(ctx context.Context, spec shard.Spec, refsDigest string) (
 		if remote.Empty {
 			return nil, errclass.Permanentf(errclass.ReasonEmptyRepository, "the repository is empty")
 		}
-		return nil, fmt.Errorf("open the mirror: %w", err)
+		// The sync (or Holds) just opened it: it vanished under us (a
+		// Discard by another attempt) and the next attempt syncs it anew.
+		return nil, errclass.Wrap(errclass.Retryable, errclass.ReasonRace, fmt.Errorf("open the mirror: %w", err))
 	}
 	return &repository{repo: repo, closer: closer, path: s.Mirrors.Path(remote.URL), mirror: true, url: remote.URL,
 		refsDigest: remote.RefsDigest, held: held}, nil
@@ -366,7 +368,7 @@ func (s *Shards) commit(ctx context.Context, r *repository, hexID string) (plumb
 		return plumbing.ZeroHash, errclass.Permanentf(errclass.ReasonNotFound, "the selected commit does not exist in the repository")
 	}
 	if err != nil {
-		return plumbing.ZeroHash, err
+		return plumbing.ZeroHash, gitread.DataError(err)
 	}
 	if obj.Type() != plumbing.CommitObject {
 		return plumbing.ZeroHash, errclass.Permanentf(errclass.ReasonInvalidInput, "the selected object is a %s, not a commit", obj.Type())

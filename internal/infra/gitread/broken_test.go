@@ -1,10 +1,20 @@
 package gitread
 
 import (
+	"compress/flate"
+	"compress/zlib"
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"io/fs"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/objfile"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 
 	"gitfleet/internal/devstack/brokenrepo"
 )
@@ -81,4 +91,30 @@ func walkBranchesAndTags(t *testing.T, dir string, refs *RefList) (Stats, error)
 		}
 	}
 	return New(repo, Options{Packs: packs}).Walk(context.Background(), ranges, func(Blob) error { return nil })
+}
+
+// DataError tells damaged data from everything else.
+func TestDataError(t *testing.T) {
+	for _, tt := range []struct {
+		err     error
+		corrupt bool
+	}{
+		{zlib.ErrHeader, true},
+		{fmt.Errorf("read: %w", zlib.ErrChecksum), true},
+		{flate.CorruptInputError(12), true},
+		{io.ErrUnexpectedEOF, true},
+		{objfile.ErrHeader, true},
+		{packfile.ErrZLib.AddDetails("eof"), true},
+		{packfile.ErrInvalidDelta, true},
+		{fmt.Errorf("%w: already", ErrCorrupt), true},
+		{plumbing.ErrObjectNotFound, false},
+		{&fs.PathError{Op: "read", Path: "x", Err: syscall.EIO}, false},
+		{context.Canceled, false},
+		{nil, false},
+	} {
+		got := DataError(tt.err)
+		if errors.Is(got, ErrCorrupt) != tt.corrupt || (tt.err != nil && !errors.Is(got, tt.err)) {
+			t.Errorf("DataError(%v) = %v, corrupt: want %t", tt.err, got, tt.corrupt)
+		}
+	}
 }

@@ -13,13 +13,13 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 )
 
-// dataError marks an error of go-git's object reading that says the
+// DataError marks an error of go-git's object reading that says the
 // repository's data is damaged (bad zlib data, a truncated object file or
 // pack, a malformed header, index or delta) as ErrCorrupt, so that it is
 // told apart from the file system failing: reading damaged data again
 // gives the same error, and errclass classifies it Permanent. Other errors
 // (not found, I/O) are returned as they are.
-func dataError(err error) error {
+func DataError(err error) error {
 	if err == nil || errors.Is(err, ErrCorrupt) || !isDataError(err) {
 		return err
 	}

@@ -24,7 +24,7 @@ const (
 func readRaw(s storer.EncodedObjectStorer, t plumbing.ObjectType, h plumbing.Hash, buf []byte) ([]byte, error) {
 	obj, err := s.EncodedObject(t, h)
 	if err != nil {
-		return buf, dataError(err)
+		return buf, DataError(err)
 	}
 	return readObject(obj, buf)
 }
@@ -40,14 +40,14 @@ func readObject(obj plumbing.EncodedObject, buf []byte) ([]byte, error) {
 	buf = buf[:size]
 	r, err := obj.Reader()
 	if err != nil {
-		return buf[:0], dataError(err)
+		return buf[:0], DataError(err)
 	}
 	_, err = io.ReadFull(r, buf)
 	if cerr := r.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return buf[:0], fmt.Errorf("read object %s: %w", obj.Hash(), dataError(err))
+		return buf[:0], fmt.Errorf("read object %s: %w", obj.Hash(), DataError(err))
 	}
 	return buf, nil
 }

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 )
 
@@ -51,9 +52,9 @@ type pack struct {
 // and opens their packs. A repository without packs is not an error: every
 // object is then read as a loose object. Only version 2 indexes are read
 // (the only version go-git reads as well; Git has written them by default
-// since 2007); an index of another version, one whose pack is missing, or
-// a pack that does not match its index is an error. Close the Packs when
-// all its readers are done.
+// since 2007); an index of another version or a pack that does not match
+// its index is an error wrapping ErrCorrupt. An index whose pack is gone is
+// skipped, as git skips it. Close the Packs when all its readers are done.
 func OpenPacks(repoPath string) (*Packs, error) {
 	dir := repoPath
 	if fi, err := os.Stat(filepath.Join(repoPath, ".git")); err == nil && fi.IsDir() {
@@ -61,7 +62,7 @@ func OpenPacks(repoPath string) (*Packs, error) {
 	}
 	ps := &Packs{objects: filepath.Join(dir, "objects")}
 	if fi, err := os.Stat(ps.objects); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("open packs of %s: not a git repository (no objects directory)", repoPath)
+		return nil, fmt.Errorf("open packs of %s: %w (no objects directory)", repoPath, git.ErrRepositoryNotExists)
 	}
 	packDir := filepath.Join(ps.objects, "pack")
 	ents, err := os.ReadDir(packDir)
@@ -94,6 +95,9 @@ func OpenPacks(repoPath string) (*Packs, error) {
 	})
 	for _, f := range idxs {
 		p, err := openPack(f.idx)
+		if errors.Is(err, errNoPack) {
+			continue // an index left without its pack: git ignores it too
+		}
 		if err != nil {
 			ps.Close()
 			return nil, fmt.Errorf("open packs of %s: %w", repoPath, err)
@@ -121,6 +125,9 @@ func (ps *Packs) Close() error {
 
 var idxMagic = []byte{0xff, 't', 'O', 'c'}
 
+// errNoPack: an index whose pack is not there.
+var errNoPack = errors.New("no pack for the index")
+
 func openPack(idxPath string) (*pack, error) {
 	raw, err := os.ReadFile(idxPath)
 	if err != nil {
@@ -132,6 +139,9 @@ func openPack(idxPath string) (*pack, error) {
 	}
 	p.path = strings.TrimSuffix(idxPath, ".idx") + ".pack"
 	f, err := os.Open(p.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, errNoPack
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -630,17 +630,29 @@ func TestPackReaderCorrupt(t *testing.T) {
 
 	// A truncated pack, or a corrupt index, fails to open.
 	write(packs[0], orig[:len(orig)-100])
-	if _, err := OpenPacks(dir); err == nil {
-		t.Error("OpenPacks of a truncated pack succeeded")
+	if _, err := OpenPacks(dir); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("OpenPacks of a truncated pack: %v, want ErrCorrupt", err)
 	}
 	write(packs[0], orig)
 	for _, bad := range [][]byte{origIdx[:100], append([]byte{0, 0, 0, 0}, origIdx[4:]...), origIdx[:len(origIdx)-8]} {
 		write(idxs[0], bad)
-		if _, err := OpenPacks(dir); err == nil {
-			t.Error("OpenPacks of a corrupt index succeeded")
+		if _, err := OpenPacks(dir); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("OpenPacks of a corrupt index: %v, want ErrCorrupt", err)
 		}
 	}
 	write(idxs[0], origIdx)
+
+	// An index whose pack is gone is skipped, as git skips it.
+	orphan := filepath.Join(filepath.Dir(idxs[0]), "pack-"+strings.Repeat("0", 40)+".idx")
+	write(orphan, origIdx)
+	if ps, err := OpenPacks(dir); err != nil || len(ps.packs) != len(packs) {
+		t.Errorf("OpenPacks with an index without its pack: %v", err)
+	} else {
+		ps.Close()
+	}
+	if err := os.Remove(orphan); err != nil {
+		t.Fatal(err)
+	}
 	if readAll("restored") != 0 {
 		t.Fatal("reads failed on the restored repository")
 	}

@@ -46,7 +46,7 @@ func readBlob(s storer.EncodedObjectStorer, h plumbing.Hash, limit int64, buf []
 	if limit > 0 {
 		size, err := s.EncodedObjectSize(h)
 		if err != nil {
-			return nil, 0, fmt.Errorf("blob %s: %w", h, dataError(err))
+			return nil, 0, fmt.Errorf("blob %s: %w", h, DataError(err))
 		}
 		if size > limit {
 			return nil, size, fmt.Errorf("blob %s: %d bytes: %w", h, size, ErrTooLarge)
@@ -54,7 +54,7 @@ func readBlob(s storer.EncodedObjectStorer, h plumbing.Hash, limit int64, buf []
 	}
 	obj, err := s.EncodedObject(plumbing.BlobObject, h)
 	if err != nil {
-		return nil, 0, fmt.Errorf("blob %s: %w", h, dataError(err))
+		return nil, 0, fmt.Errorf("blob %s: %w", h, DataError(err))
 	}
 	if limit > 0 && obj.Size() > limit { // the size check raced a changed object store
 		return nil, obj.Size(), fmt.Errorf("blob %s: %d bytes: %w", h, obj.Size(), ErrTooLarge)

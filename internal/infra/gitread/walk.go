@@ -170,7 +170,7 @@ func (w *Walker) readAny(h plumbing.Hash, buf []byte) (plumbing.ObjectType, []by
 	}
 	obj, err := w.s.EncodedObject(plumbing.AnyObject, h)
 	if err != nil {
-		return plumbing.InvalidObject, buf, dataError(err)
+		return plumbing.InvalidObject, buf, DataError(err)
 	}
 	if obj.Type() == plumbing.BlobObject {
 		return obj.Type(), buf, nil
@@ -191,7 +191,7 @@ func (w *Walker) objectSize(h plumbing.Hash) (int64, error) {
 		}
 	}
 	size, err := w.s.EncodedObjectSize(h)
-	return size, dataError(err)
+	return size, DataError(err)
 }
 
 // New returns a Walker of repo (and of opts.Packs, its packs, if set).
