@@ -36,11 +36,17 @@ type Config struct {
 	OversizedIsPartial bool
 	// BinaryIsPartial: a binary skip makes the run Partial (default false).
 	BinaryIsPartial bool
+	// DecodeDepth: how many times base64, hex and percent-encoded spans are
+	// decoded, recursively, and the decoded text scanned (decode.go); 0 (or
+	// negative) disables decoding. Default DefaultDecodeDepth.
+	DecodeDepth int
 }
 
-// DefaultConfig is 10 MiB, oversized → Partial, binary → not Partial.
+// DefaultConfig is 10 MiB, oversized → Partial, binary → not Partial,
+// decoding DefaultDecodeDepth deep.
 func DefaultConfig() Config {
-	return Config{MaxBlobBytes: DefaultMaxBlobBytes, OversizedIsPartial: true, BinaryIsPartial: false}
+	return Config{MaxBlobBytes: DefaultMaxBlobBytes, OversizedIsPartial: true, BinaryIsPartial: false,
+		DecodeDepth: DefaultDecodeDepth}
 }
 
 // SkipReason says why a blob was not scanned.
@@ -72,6 +78,13 @@ type Finding struct {
 	// rounded down, when it is shorter than 16 characters), "…" and its
 	// length in characters, e.g. "ghp_…(40)". Empty for a path-only rule.
 	Preview string
+	// Decoded is set when the secret was found in decoded text: the
+	// encodings undone, outermost first, e.g. "base64" or "base64/hex".
+	// Line, Column, Start and End are then those of the outermost encoded
+	// span in the blob, and SecretHash and Preview those of the decoded
+	// secret. DecodeDepth is the number of encodings (0 when not decoded).
+	Decoded     string
+	DecodeDepth int
 }
 
 // Result of scanning one blob.
@@ -83,7 +96,8 @@ type Result struct {
 	// found by two rules are reported once per rule; group by SecretHash for
 	// one entry per secret. A skipReport rule's findings are never
 	// reported, and a composite rule's only near its required rules'
-	// (see Rule.Required).
+	// (see Rule.Required). Findings in decoded text (Finding.Decoded) are
+	// one per rule, secret and encoded span.
 	Findings []Finding
 	// Skipped is set when the content was not scanned. Path-only rules are
 	// still applied to skipped blobs (they need no content).
@@ -107,6 +121,9 @@ type Scanner struct {
 	onRegex func(ruleID string)
 	// wholeBlob (tests only) disables anchored matching.
 	wholeBlob bool
+	// onDecode, when set (tests only), is called for each decoded segment
+	// that is scanned.
+	onDecode func(kind string, depth int)
 }
 
 // New makes a scanner. hashKey keys the SecretHash of findings; it must be
@@ -121,10 +138,24 @@ func New(rs *RuleSet, cfg Config, hashKey []byte) (*Scanner, error) {
 	if cfg.MaxBlobBytes == 0 {
 		cfg.MaxBlobBytes = DefaultMaxBlobBytes
 	}
+	cfg.DecodeDepth = max(cfg.DecodeDepth, 0)
 	s := &Scanner{rs: rs, cfg: cfg, key: slices.Clone(hashKey)}
 	s.policy = policyHash(rs, cfg, s.key)
 	s.pool.New = func() any { return newScratch(rs) }
 	return s, nil
+}
+
+// WithDecodeDepth is a scanner like s that decodes encoded spans this many
+// levels deep (0 disables decoding).
+func (s *Scanner) WithDecodeDepth(depth int) *Scanner {
+	cfg := s.cfg
+	cfg.DecodeDepth = depth
+	n, err := New(s.rs, cfg, s.key)
+	if err != nil {
+		panic(err) // s was made by New with the same key
+	}
+	n.onRegex, n.wholeBlob, n.onDecode = s.onRegex, s.wholeBlob, s.onDecode
+	return n
 }
 
 // Rules is the scanner's rule set.
@@ -168,8 +199,9 @@ func policyHash(rs *RuleSet, cfg Config, key []byte) string {
 	mac := hmac.New(sha256.New, key)
 	mac.Write([]byte("gitfleet scan key fingerprint"))
 	keyID := hex.EncodeToString(mac.Sum(nil)[:8])
-	doc := fmt.Sprintf("%s\nrules=%s\nmaxBlobBytes=%d\noversizedIsPartial=%t\nbinaryIsPartial=%t\nbinarySniff=%d\nkey=%s\n",
-		scannerVersion, rs.Hash(), cfg.MaxBlobBytes, cfg.OversizedIsPartial, cfg.BinaryIsPartial, binarySniffLen, keyID)
+	doc := fmt.Sprintf("%s\nrules=%s\nmaxBlobBytes=%d\noversizedIsPartial=%t\nbinaryIsPartial=%t\nbinarySniff=%d\nkey=%s\n%s\n",
+		scannerVersion, rs.Hash(), cfg.MaxBlobBytes, cfg.OversizedIsPartial, cfg.BinaryIsPartial, binarySniffLen, keyID,
+		decodePolicy(cfg.DecodeDepth))
 	sum := sha256.Sum256([]byte(doc))
 	return hex.EncodeToString(sum[:])
 }
@@ -209,6 +241,8 @@ type scratch struct {
 	kept     []rawFinding // spare buffer for filtering raw
 	newlines []int        // offsets of '\n' in the blob, once nlDone
 	nlDone   bool
+	spans    []encSpan // decode.go
+	decBuf   []byte
 	rs       *RuleSet
 	mac      hash.Hash
 	sum      [sha256.Size]byte
@@ -296,7 +330,6 @@ func (s *Scanner) Precheck(path string, size int64, commit string) (Result, bool
 func (s *Scanner) Scan(path string, content []byte, commit string) Result {
 	sc := s.pool.Get().(*scratch)
 	defer s.put(sc)
-	rs := s.rs
 
 	if s.allowlistedBlob(sc, path, commit) {
 		return Result{}
@@ -308,7 +341,27 @@ func (s *Scanner) Scan(path string, content []byte, commit string) Result {
 		return s.skipped(sc, path, commit, SkipBinary)
 	}
 	s.pathRules(sc, path, commit)
+	s.scanText(sc, path, commit, content)
+	var decoded []Finding
+	if s.cfg.DecodeDepth > 0 {
+		decoded = s.decodePass(sc, path, commit, content)
+	}
+	fs := s.finish(sc, content)
+	if len(decoded) > 0 {
+		fs = append(fs, decoded...)
+		slices.SortStableFunc(fs, func(x, y Finding) int {
+			if x.Start != y.Start {
+				return x.Start - y.Start
+			}
+			return strings.Compare(x.RuleID, y.RuleID)
+		})
+	}
+	return Result{Findings: fs}
+}
 
+// scanText runs the content rules over content into sc.raw.
+func (s *Scanner) scanText(sc *scratch, path, commit string, content []byte) {
+	rs := s.rs
 	// One pass for every keyword, then only the rules whose keywords occur.
 	if len(rs.kwRules) > 0 {
 		rs.kw.scan(content, sc)
@@ -322,7 +375,6 @@ func (s *Scanner) Scan(path string, content []byte, commit string) Result {
 	if rs.composite {
 		s.applyRequired(sc, path, commit, content)
 	}
-	return Result{Findings: s.finish(sc, content)}
 }
 
 func (s *Scanner) put(sc *scratch) {
