@@ -298,12 +298,12 @@ type decodeState struct {
 }
 
 type decodedFinding struct {
-	rule   int32
-	top    encSpan // the outermost encoded span, in the blob
-	chain  string
-	depth  int
-	hash   string
-	prev   string
+	rule  int32
+	top   encSpan // the outermost encoded span, in the blob
+	chain string
+	depth int
+	hash  string
+	prev  string
 }
 
 // decodePass runs the decoding pass over content, whose normal pass left
