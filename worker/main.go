@@ -59,6 +59,7 @@ Configuration comes from the environment:
   GITFLEET_RULES       gitleaks-format rule file (default: the built-in rules)
   GITFLEET_SHARD_LEASE shard lease between renewals (default 1m)
   GITFLEET_SCAN_BATCH  blobs per durable write of a scan (default 2000)
+  GITFLEET_SCAN_DECODE_DEPTH levels of base64/hex/percent encoding undone to find secrets (default 5; 0 disables)
   GITFLEET_SWEEP_EVERY how often the recollection-sweep schedule fires (default 1h)
   GITFLEET_CLEANUP_EVERY how often the stale-cleanup schedule fires (default 24h)
   GITFLEET_DECAY       decay table, e.g. 7d=6h,14d=12h,30d=24h,60d=3d,90d=7d (the default)
@@ -138,6 +139,9 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	if cfg.ScanDecodeDepth != nil {
+		scanner = scanner.WithDecodeDepth(*cfg.ScanDecodeDepth)
+	}
 	w := worker.New(c, workflows.TaskQueue, worker.Options{})
 	workflows.Register(w)
 	w.RegisterActivity(&activities.Activities{Store: st, Mirrors: mirrors, Hosts: cfg.Hosts, Log: log})
@@ -153,7 +157,8 @@ func run() error {
 
 	log.Info("worker starting", zap.String("temporal", cfg.TemporalAddress), zap.String("namespace", cfg.Namespace),
 		zap.String("taskQueue", workflows.TaskQueue), zap.Strings("hosts", cfg.Hosts.Names()),
-		zap.String("policy", scanner.Policy()[:12]), zap.Int("rules", scanner.Rules().Len()))
+		zap.String("policy", scanner.Policy()[:12]), zap.Int("rules", scanner.Rules().Len()),
+		zap.Int("decodeDepth", scanner.Config().DecodeDepth))
 	if err := w.Start(); err != nil {
 		return err
 	}

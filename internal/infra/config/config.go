@@ -26,6 +26,7 @@ const (
 	EnvRules             = "GITFLEET_RULES"
 	EnvShardLease        = "GITFLEET_SHARD_LEASE"
 	EnvScanBatch         = "GITFLEET_SCAN_BATCH"
+	EnvScanDecodeDepth   = "GITFLEET_SCAN_DECODE_DEPTH"
 	EnvSweepEvery        = "GITFLEET_SWEEP_EVERY"
 	EnvCleanupEvery      = "GITFLEET_CLEANUP_EVERY"
 	EnvDecay             = "GITFLEET_DECAY"
@@ -71,6 +72,10 @@ type Config struct {
 	// ScanBatch is how many blobs a scan handles between durable writes; 0
 	// means the default.
 	ScanBatch int
+	// ScanDecodeDepth is how many levels of base64, hex and percent
+	// encoding the scanner undoes (0 disables decoding); nil means the
+	// scanner's default.
+	ScanDecodeDepth *int
 	// SweepEvery and CleanupEvery are the schedules' intervals.
 	SweepEvery, CleanupEvery time.Duration
 	// Decay is the re-collection decay table.
@@ -127,6 +132,13 @@ func Load(getenv func(string) string) (Config, error) {
 			return Config{}, fmt.Errorf("%s=%q: want a positive number", EnvScanBatch, v)
 		}
 		c.ScanBatch = n
+	}
+	if v := getenv(EnvScanDecodeDepth); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 100 {
+			return Config{}, fmt.Errorf("%s=%q: want a number from 0 (no decoding) to 100", EnvScanDecodeDepth, v)
+		}
+		c.ScanDecodeDepth = &n
 	}
 	for _, d := range []struct {
 		env string
