@@ -3,6 +3,7 @@ package scan
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"unicode/utf8"
@@ -105,53 +106,47 @@ const (
 
 // findSpans appends the candidate spans of text[lo:hi] to dst.
 //
-// Base64 and hex spans are maximal runs of base64 characters: a run of at
-// least minBase64Len bytes covers a position that is a multiple of
-// minBase64Len from lo, so only those positions are looked at until one is
-// in a run, and the scan skips ahead from the end of every short run. Most of
-// a source file is never read. A run is hex when it is all hex digits,
+// Base64 and hex spans are maximal runs of base64 characters, at least
+// minBase64Len long. A run is hex when it is all hex digits,
 // at least minHexLen long and of even length; it is base64 when it contains a
 // digit or one of +/-_ (long identifiers of letters only are not tried).
 //
 // A percent span runs from the first %XX of a line to its last.
 func findSpans(dst []encSpan, text []byte, lo, hi int) []encSpan {
-	for i := lo + minBase64Len - 1; i < hi; {
-		if !b64Alpha[text[i]] {
-			i += minBase64Len
+	// A run of minBase64Len (16) bytes covers a whole 8-byte block (counted
+	// from lo): blocks are tested 8 bytes at a time, with bit tricks, and
+	// only a block of base64 characters (or '.' and ',', tested with the
+	// digits as the range "+,-./0-9") is looked at closer.
+	for i := lo; i+8 <= hi; i += 8 {
+		// The high bit of each byte of m: a letter, in '+'..'9' or '_'.
+		x := binary.LittleEndian.Uint64(text[i:])
+		x7 := x &^ highs
+		t := x7 ^ ('_' * ones)
+		l := x7 | 0x2020202020202020
+		m := (l+(0x80-'a')*ones)&^(l+(0x7f-'z')*ones) |
+			(x7+(0x80-'+')*ones)&^(x7+(0x7f-'9')*ones) |
+			^((t + 0x7f7f7f7f7f7f7f7f) | t)
+		if m&^x&highs != highs {
 			continue
 		}
-		// Back to the start of the run, or far enough to know it is long.
-		s := i
-		for s > lo && s > i-(minBase64Len-1) && b64Alpha[text[s-1]] {
-			s--
+		s, e := i, i
+		for e < i+8 && b64Alpha[text[e]] {
+			e++
 		}
-		// A long run from s reaches need: look there first, then between.
-		if need := s + minBase64Len - 1; need > i {
-			if need >= hi {
-				break
-			}
-			if !b64Alpha[text[need]] {
-				i = need + minBase64Len
-				continue
-			}
-			m := i + 1
-			for m < need && b64Alpha[text[m]] {
-				m++
-			}
-			if m < need {
-				i = m + minBase64Len
-				continue
-			}
+		if e < i+8 {
+			continue // '.' or ',', which alphaBlock lets through
 		}
 		for s > lo && b64Alpha[text[s-1]] {
 			s--
 		}
-		e := max(i, s+minBase64Len-1) + 1
 		for e < hi && b64Alpha[text[e]] {
 			e++
 		}
-		dst = classifyRun(dst, text, s, e, hi)
-		i = e + minBase64Len
+		if e-s >= minBase64Len {
+			dst = classifyRun(dst, text, s, e, hi)
+		}
+		// Past the run: on to the block after the one that holds e.
+		i += (e - i) &^ 7
 	}
 	for i := lo; i < hi; {
 		j := bytes.IndexByte(text[i:hi], '%')
@@ -179,6 +174,11 @@ func findSpans(dst []encSpan, text []byte, lo, hi int) []encSpan {
 	}
 	return dst
 }
+
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
 
 func isPercentEscape(text []byte, i, hi int) bool {
 	return i+2 < hi && hexAlpha[text[i+1]] && hexAlpha[text[i+2]]
