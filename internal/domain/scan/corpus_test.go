@@ -460,6 +460,9 @@ func defaultCorpus() []corpusSample {
 		`TokenType: "Bearer"`,
 		`token_url: https://oauth.example.com/token`,
 		`max_tokens = 4096`,
+		`PrivateKey:  testRSA2048PrivateKey,`,
+		`config.Certificates[0].PrivateKey = testEd25519PrivateKey`,
+		`tokens = 2*maxCompilerConcurrency + minTokens`,
 	} {
 		neg("generic", "app/settings.py", text+"\n")
 	}
