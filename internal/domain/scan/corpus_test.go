@@ -463,6 +463,15 @@ func defaultCorpus() []corpusSample {
 		`PrivateKey:  testRSA2048PrivateKey,`,
 		`config.Certificates[0].PrivateKey = testEd25519PrivateKey`,
 		`tokens = 2*maxCompilerConcurrency + minTokens`,
+		`"tokenizer": "bert-base-multilingual-cased-v2",`,
+		`password: ${{ secrets.DB_PASSWORD_2 }}`,
+		`SECRET_KEY = get_random_secret_key(50)`,
+		`password=$(openssl rand -base64 32)`,
+		`api_key: !vault |`,
+		`image_token: sha256:` + hex(64),
+		`reset_password_url: /users/password/reset2`,
+		`"token_type": "Bearer", "expires_in": 3600`,
+		`password = ENC(` + g.mixed(24) + `)`,
 	} {
 		neg("generic", "app/settings.py", text+"\n")
 	}
