@@ -143,8 +143,8 @@ func ExecuteShard(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResul
 				// A retried scan attempt fences off the one it replaces: the
 				// receipt's fence is the lease to checkpoint with.
 				lease.Fence = receipt.Fence
-				enter(PhaseInnerDurable, fmt.Sprintf("receipt %d: %d blobs scanned, %d new findings, complete=%t",
-					receipt.ID, receipt.BlobsScanned, receipt.Findings, receipt.Complete))
+				enter(PhaseInnerDurable, fmt.Sprintf("receipt %d: %s scanned, %s, complete=%t",
+					receipt.ID, count(receipt.BlobsScanned, "blob", "blobs"), count(receipt.Findings, "new finding", "new findings"), receipt.Complete))
 				err = workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityCheckpointShard, CheckpointInput{
 					Lease: lease, ReceiptID: receipt.ID,
 				}).Get(ctx, &out.Status)
@@ -198,4 +198,12 @@ func parkReason(reason string) string {
 func isTimeout(err error) bool {
 	var t *temporal.TimeoutError
 	return errors.As(err, &t)
+}
+
+// count says "1 blob", "3 blobs".
+func count[N ~int | ~int64](n N, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
