@@ -31,6 +31,9 @@ func TestMain(m *testing.M) {
 	if req := os.Getenv(helperEnv); req != "" {
 		os.Exit(scanHelper(req))
 	}
+	if spec := os.Getenv(mirrorHelperEnv); spec != "" {
+		os.Exit(mirrorHelper(spec))
+	}
 	os.Exit(testenv.RunDatabase(m, &env))
 }
 

@@ -352,6 +352,34 @@ func (f *Forge) Import(owner, name string, stream io.Reader) error {
 	return nil
 }
 
+// Repack packs the repository into one pack with deltas, as GitHub serves
+// repositories (fast-import writes packs with few deltas), and returns the
+// pack's size in bytes.
+func (f *Forge) Repack(owner, name string) (int64, error) {
+	rs, err := f.lockRepo(owner, name)
+	if err != nil {
+		return 0, err
+	}
+	defer rs.opMu.Unlock()
+	dir := f.gitDirOf(rs.id)
+	if _, err := f.run(dir, nil, nil, "repack", "-adq"); err != nil {
+		return 0, err
+	}
+	packs, err := filepath.Glob(filepath.Join(dir, "objects", "pack", "*.pack"))
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, p := range packs {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return 0, err
+		}
+		n += fi.Size()
+	}
+	return n, nil
+}
+
 // SetDefaultBranch changes the repository's default branch (its HEAD). The
 // branch does not have to exist yet.
 func (f *Forge) SetDefaultBranch(owner, name, branch string) error {

@@ -28,12 +28,12 @@ var (
 	// streamCacheBytes bounds the objects kept, while the pack streams in,
 	// as bases for the deltas that follow them. A delta whose base is not
 	// there is resolved after the stream, from the file.
-	streamCacheBytes = 64 << 20
+	streamCacheBytes = 8 << 20
 	// workerCacheBytes bounds each resolving goroutine's cache of bases.
-	workerCacheBytes = 32 << 20
+	workerCacheBytes = 8 << 20
 	// inflightBytes bounds the inflated data between the parsing and the
 	// hashing goroutine.
-	inflightBytes int64 = 32 << 20
+	inflightBytes int64 = 4 << 20
 	// bigObjectBytes: a whole object larger than this is hashed as it
 	// inflates, never held in memory while the pack streams in.
 	bigObjectBytes int64 = 16 << 20
@@ -783,6 +783,14 @@ func (x *Indexer) hashItems() {
 func (x *Indexer) record(it *item) error {
 	if len(x.entries) >= 1<<31-1 {
 		return fmt.Errorf("%w: too many objects", ErrCorrupt)
+	}
+	if x.entries == nil {
+		// Room for every entry the header announces, at once: growing by
+		// appends would hold the old and the new array together, twice the
+		// index's memory at its peak. (The parser set count before it sent
+		// the first item. Pages of a fresh allocation cost memory only once
+		// written, so a lying header costs address space, not memory.)
+		x.entries = make([]entry, 0, min(x.count, 1<<24))
 	}
 	i := int32(len(x.entries))
 	e := entry{off: it.off, size: it.size, base: -1, crc: it.crc, hdr: it.hdr, typ: it.typ}

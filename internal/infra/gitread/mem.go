@@ -6,17 +6,21 @@ import (
 )
 
 // bufPool recycles object buffers between the indexer's goroutines: one
-// stack per power-of-two size class, each bounded in bytes. Buffers over
-// the largest class are not pooled.
+// stack per power-of-two size class, each bounded in bytes, and all of them
+// together bounded too (a pack's objects spread over many classes, and
+// what the pool keeps is memory the process holds). Buffers over the
+// largest class are not pooled.
 type bufPool struct {
 	mu      sync.Mutex
 	classes [maxClass + 1][][]byte
+	held    int // bytes in all classes
 }
 
 const (
 	minClass       = 6  // 64 bytes
 	maxClass       = 24 // 16 MiB
 	poolClassBytes = 8 << 20
+	poolBytes      = 8 << 20
 )
 
 func sizeClass(n int) int {
@@ -38,6 +42,7 @@ func (p *bufPool) get(n int) []byte {
 		b := s[len(s)-1]
 		s[len(s)-1] = nil
 		p.classes[c] = s[:len(s)-1]
+		p.held -= cap(b)
 		p.mu.Unlock()
 		return b[:n]
 	}
@@ -52,8 +57,9 @@ func (p *bufPool) put(b []byte) {
 		return
 	}
 	p.mu.Lock()
-	if (len(p.classes[c])+1)<<c <= poolClassBytes || len(p.classes[c]) < 2 {
+	if ((len(p.classes[c])+1)<<c <= poolClassBytes && p.held+cap(b) <= poolBytes) || len(p.classes[c]) < 2 {
 		p.classes[c] = append(p.classes[c], b[:0])
+		p.held += cap(b)
 	}
 	p.mu.Unlock()
 }
