@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -185,5 +186,27 @@ func TestThousands(t *testing.T) {
 	}
 	if count(1, "secret", "secrets") != "1 secret" || count(1000, "secret", "secrets") != "1,000 secrets" || count(0, "x", "xs") != "0 xs" {
 		t.Error("count")
+	}
+}
+
+// A token written base64-encoded is found, listed as decoded, and its
+// secret shows neither encoded nor decoded.
+func TestFindingsOfEncodedSecrets(t *testing.T) {
+	o, _ := newRepo(t)
+	token := "ghp_" + strings.Repeat("Ev4", 12)
+	encoded := base64.StdEncoding.EncodeToString([]byte("github token " + token))
+	if _, err := fg.Commit(o, "app", "main", map[string]string{"deploy/blob.txt": "payload: " + encoded + "\n"}, "add"); err != nil {
+		t.Fatal(err)
+	}
+	url := fg.URL() + "/" + o + "/app"
+	if out, errOut, code := starter(t, "scan", url); code != 0 {
+		t.Fatalf("scan: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code := starter(t, "findings", url)
+	if code != 0 || !strings.Contains(out, "(decoded base64)") || !strings.Contains(out, "deploy/blob.txt:1") {
+		t.Fatalf("findings: exit %d, want the secret listed as decoded base64\n%s%s", code, out, errOut)
+	}
+	if strings.Contains(out, token) || strings.Contains(out, encoded) {
+		t.Errorf("findings prints the secret:\n%s", out)
 	}
 }

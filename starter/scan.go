@@ -255,7 +255,7 @@ scan target is given as it was scanned, with the same --ref/--commit.`,
 				fmt.Fprintln(w, "RULE\tFIRST SEEN\tCOMMIT\tOCCURRENCES\tSTATUS\tPREVIEW\tSECRET HASH")
 				for _, s := range l.secrets {
 					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.RuleID, location(s.Location), short(s.Commit),
-						count(s.Occurrences, "occurrence", "occurrences"), s.Status, dash(s.Preview), dash(short(s.SecretHash)))
+						count(s.Occurrences, "occurrence", "occurrences"), s.Status, withDecoded(dash(s.Preview), s.Decoded), dash(short(s.SecretHash)))
 					for _, o := range s.List {
 						fmt.Fprintf(w, "\t  %s\t%s\t\t%s\t\t\n", location(o.Location), short(o.Commit), o.Status)
 					}
@@ -277,6 +277,14 @@ scan target is given as it was scanned, with the same --ref/--commit.`,
 	cmd.Flags().BoolVar(&all, "all", false, "list every secret")
 	cmd.Flags().BoolVar(&occurrences, "occurrences", false, "list every occurrence (file:line, commit, status) beneath its secret")
 	return cmd
+}
+
+// withDecoded marks a preview of a secret found inside encoded text.
+func withDecoded(preview, decoded string) string {
+	if decoded == "" {
+		return preview
+	}
+	return preview + " (decoded " + decoded + ")"
 }
 
 // secretListing is a secret with, on request, its occurrences.

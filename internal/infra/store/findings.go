@@ -53,7 +53,9 @@ type Secret struct {
 	SecretKey
 	// Location is the first occurrence's.
 	Location
-	Preview     string         `json:"preview"`
+	Preview string `json:"preview"`
+	// Decoded is how the first occurrence was reached (see Finding).
+	Decoded     string         `json:"decoded,omitempty"`
 	Occurrences int64          `json:"count"`
 	Status      PresenceStatus `json:"status"`
 	Last        Location       `json:"last"`
@@ -69,6 +71,7 @@ type Occurrence struct {
 	Start   int            `json:"start"`
 	End     int            `json:"end"`
 	Preview string         `json:"preview"`
+	Decoded string         `json:"decoded,omitempty"`
 	Status  PresenceStatus `json:"status"`
 	// Cursor is the finding's id: the page order and keyset.
 	Cursor int64 `json:"-"`
@@ -136,7 +139,7 @@ func (s *Store) Secrets(ctx context.Context, scopeID int64, page Page) (SecretPa
 				ORDER BY first_id LIMIT $3)
 			SELECT g.first_id, g.rule_id, g.secret_hash, g.secret_path, g.n,
 				CASE WHEN g.present THEN 'present' WHEN g.last_id <= (SELECT upto FROM sc) THEN 'removed' ELSE 'unknown' END,
-				f.path, f.line, f.commit_id, f.preview, l.path, l.line, l.commit_id
+				f.path, f.line, f.commit_id, f.preview, f.decoded, l.path, l.line, l.commit_id
 			FROM g JOIN findings f ON f.id = g.first_id JOIN findings l ON l.id = g.last_id
 			ORDER BY g.first_id`, scopeID, page.After, page.limit())
 		if err != nil {
@@ -145,7 +148,7 @@ func (s *Store) Secrets(ctx context.Context, scopeID int64, page Page) (SecretPa
 		out.Secrets, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Secret, error) {
 			var x Secret
 			err := row.Scan(&x.Cursor, &x.RuleID, &x.SecretHash, &x.File, &x.Occurrences, &x.Status,
-				&x.Path, &x.Line, &x.Commit, &x.Preview, &x.Last.Path, &x.Last.Line, &x.Last.Commit)
+				&x.Path, &x.Line, &x.Commit, &x.Preview, &x.Decoded, &x.Last.Path, &x.Last.Line, &x.Last.Commit)
 			return x, err
 		})
 		return err
@@ -171,7 +174,7 @@ func (s *Store) Occurrences(ctx context.Context, scopeID int64, keys []SecretKey
 			return err
 		}
 		rows, err := tx.Query(ctx, `WITH `+presenceCTE+`
-			SELECT f.id, f.rule_id, f.secret_hash, f.secret_path, f.path, f.line, f.commit_id, f.blob, f.start_offset, f.end_offset, f.preview,
+			SELECT f.id, f.rule_id, f.secret_hash, f.secret_path, f.path, f.line, f.commit_id, f.blob, f.start_offset, f.end_offset, f.preview, f.decoded,
 				CASE WHEN pb.blob IS NOT NULL THEN 'present' WHEN f.id <= (SELECT upto FROM sc) THEN 'removed' ELSE 'unknown' END
 			FROM findings f LEFT JOIN pb ON pb.blob = f.blob
 			WHERE `+filter+` AND f.id > $6
@@ -183,7 +186,7 @@ func (s *Store) Occurrences(ctx context.Context, scopeID int64, keys []SecretKey
 			var o Occurrence
 			var blob []byte
 			err := row.Scan(&o.Cursor, &o.RuleID, &o.SecretHash, &o.File, &o.Path, &o.Line, &o.Commit, &blob, &o.Start, &o.End,
-				&o.Preview, &o.Status)
+				&o.Preview, &o.Decoded, &o.Status)
 			o.BlobHex = fmt.Sprintf("%x", blob)
 			return o, err
 		})

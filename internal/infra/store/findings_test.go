@@ -283,3 +283,33 @@ func TestSecretPresence(t *testing.T) {
 		t.Fatalf("a Partial finalize changed presence: %v", got)
 	}
 }
+
+// A secret found inside encoded text says how it was decoded, in the
+// secret's listing and in each occurrence.
+func TestDecodedFindingsSayHow(t *testing.T) {
+	ctx := context.Background()
+	shardID := newShard(t)
+	scope, _ := env.Store.Scope(ctx, shardID, "p")
+	l := acquire(t, shardID, "owner", time.Minute)
+	plain, decoded := occ("gh", "s1", 1, 0, "a.env", 1, "c1"), occ("gh", "s2", 1, 40, "a.env", 2, "c1")
+	decoded.Decoded = "base64/hex"
+	if _, err := env.Store.WriteData(ctx, l, scope, store.DataOps{Findings: []store.Finding{plain, decoded}}); err != nil {
+		t.Fatal(err)
+	}
+	secrets, err := env.Store.Secrets(ctx, scope, store.Page{})
+	if err != nil || len(secrets.Secrets) != 2 {
+		t.Fatalf("secrets: %+v, %v", secrets, err)
+	}
+	occs, err := env.Store.Occurrences(ctx, scope, nil, store.Page{})
+	if err != nil || len(occs.Occurrences) != 2 {
+		t.Fatalf("occurrences: %+v, %v", occs, err)
+	}
+	for i, want := range []string{"", "base64/hex"} {
+		if got := secrets.Secrets[i].Decoded; got != want {
+			t.Errorf("secret %d decoded %q, want %q", i, got, want)
+		}
+		if got := occs.Occurrences[i].Decoded; got != want {
+			t.Errorf("occurrence %d decoded %q, want %q", i, got, want)
+		}
+	}
+}

@@ -220,6 +220,9 @@ type Finding struct {
 	Commit     string `json:"commit"`
 	SecretHash string `json:"secretHash"`
 	Preview    string `json:"preview"`
+	// Decoded names the encodings undone to find the secret ("base64",
+	// "base64/hex"); empty when it is written as it is.
+	Decoded string `json:"decoded,omitempty"`
 }
 
 // DataOps are the data-plane writes of a finalize: deterministically keyed,
@@ -263,28 +266,28 @@ func writeData(ctx context.Context, tx pgx.Tx, scopeID int64, ops DataOps) (int6
 		return 0, nil
 	}
 	n := len(ops.Findings)
-	rule, path, commit, hash, preview := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	rule, path, commit, hash, preview, decoded := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	blob := make([][]byte, n)
 	start, end, line := make([]int32, n), make([]int32, n), make([]int32, n)
 	for i, f := range ops.Findings {
-		rule[i], blob[i], path[i], commit[i], hash[i], preview[i] = f.RuleID, f.Blob, f.Path, f.Commit, f.SecretHash, f.Preview
+		rule[i], blob[i], path[i], commit[i], hash[i], preview[i], decoded[i] = f.RuleID, f.Blob, f.Path, f.Commit, f.SecretHash, f.Preview, f.Decoded
 		start[i], end[i], line[i] = int32(f.Start), int32(f.End), int32(f.Line)
 	}
 	// New secrets: the main query reads the table as it was before the
 	// insert of its WITH, so a pair counts only if no earlier row has it.
 	var secrets int64
 	err := tx.QueryRow(ctx, `WITH ins AS (
-			INSERT INTO findings (scope_id, rule_id, blob, start_offset, end_offset, line, path, commit_id, secret_hash, preview)
-			SELECT $1, r, b, s, e, l, p, c, h, v
-			FROM unnest($2::text[], $3::bytea[], $4::int[], $5::int[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[])
-				WITH ORDINALITY AS t(r, b, s, e, l, p, c, h, v, n)
+			INSERT INTO findings (scope_id, rule_id, blob, start_offset, end_offset, line, path, commit_id, secret_hash, preview, decoded)
+			SELECT $1, r, b, s, e, l, p, c, h, v, d
+			FROM unnest($2::text[], $3::bytea[], $4::int[], $5::int[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[])
+				WITH ORDINALITY AS t(r, b, s, e, l, p, c, h, v, d, n)
 			ORDER BY n
 			ON CONFLICT DO NOTHING
 			RETURNING rule_id, secret_hash, secret_path)
 		SELECT count(*) FROM (SELECT DISTINCT rule_id, secret_hash, secret_path FROM ins) AS n
 		WHERE NOT EXISTS (SELECT 1 FROM findings f WHERE f.scope_id = $1 AND f.rule_id = n.rule_id
 			AND f.secret_hash = n.secret_hash AND f.secret_path = n.secret_path)`,
-		scopeID, rule, blob, start, end, line, path, commit, hash, preview).Scan(&secrets)
+		scopeID, rule, blob, start, end, line, path, commit, hash, preview, decoded).Scan(&secrets)
 	return secrets, err
 }
 
