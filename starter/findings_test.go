@@ -4,6 +4,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -208,5 +211,31 @@ func TestFindingsOfEncodedSecrets(t *testing.T) {
 	}
 	if strings.Contains(out, token) || strings.Contains(out, encoded) {
 		t.Errorf("findings prints the secret:\n%s", out)
+	}
+}
+
+// A scan says what it skipped and why: here a binary file, and an empty
+// file under refs/ that git ignores with a warning.
+func TestScanSaysWhatItSkipped(t *testing.T) {
+	dir := t.TempDir()
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q", "-b", "main")
+	if err := os.WriteFile(filepath.Join(dir, "logo.bin"), []byte("\x00\x01\x02binary\x00"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git("add", ".")
+	git("commit", "-q", "-m", "add")
+	if err := os.WriteFile(filepath.Join(dir, ".git", "refs", "heads", ".gitkeep"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := starter(t, "scan", dir)
+	if code != 0 || !strings.Contains(out, "skipped   1 binary blob, 1 ref ignored as git ignores it") {
+		t.Fatalf("scan: exit %d, want the binary blob and the ignored ref said\n%s%s", code, out, errOut)
 	}
 }

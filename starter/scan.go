@@ -10,13 +10,12 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"gitfleet/internal/domain/shard"
-
 	"github.com/spf13/cobra"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"gitfleet/internal/domain/shard"
 	"gitfleet/internal/domain/target"
 	"gitfleet/internal/infra/store"
 	"gitfleet/workflows"
@@ -153,8 +152,31 @@ func printShard(a *app, location string, res workflows.ExecuteShardResult) {
 		}
 		fmt.Fprintf(a.stdout, "  scanned   %s, %s (%s), %s skipped; %s\n", count(r.Commits, "commit", "commits"),
 			count(r.BlobsScanned, "blob", "blobs"), bytesHuman(r.BytesScanned), thousands(r.BlobsSkipped), state)
+		if why := skipReasons(r.Counts); why != "" {
+			fmt.Fprintf(a.stdout, "  skipped   %s\n", why)
+		}
 		fmt.Fprintf(a.stdout, "  findings  %s (secrets first seen by this scan)\n", count(r.Findings, "new finding", "new findings"))
 	}
+}
+
+// skipReasons says what a scan skipped, and why, in words; "" when nothing.
+func skipReasons(c shard.Counts) string {
+	var why []string
+	add := func(n int64, one, many string) {
+		if n > 0 {
+			why = append(why, count(n, one, many))
+		}
+	}
+	add(c.Missing, "object missing from the repository", "objects missing from the repository")
+	add(c.Corrupt, "blob with damaged data", "blobs with damaged data")
+	add(c.Unreadable, "unreadable blob", "unreadable blobs")
+	add(c.Oversized, "oversized blob", "oversized blobs")
+	add(c.Binary, "binary blob", "binary blobs")
+	if c.OutOfTime {
+		why = append(why, "the time budget ran out")
+	}
+	add(c.RefsIgnored, "ref ignored as git ignores it", "refs ignored as git ignores them")
+	return strings.Join(why, ", ")
 }
 
 func bytesHuman(n int64) string {
