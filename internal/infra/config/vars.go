@@ -1,0 +1,43 @@
+package config
+
+import "gitfleet/internal/infra/vcs"
+
+// Vars lists every environment variable Load reads, in a stable order: the
+// ones declared here and the host settings vcs.HostsFromEnv reads. A
+// deployment (docker-compose.yml, checked by compose_test.go) sets each of
+// them or says why not; vars_test.go keeps the list in step with Load.
+func Vars() []string {
+	return []string{
+		EnvTemporalAddress,
+		EnvTemporalNamespace,
+		EnvTemporalUI,
+		EnvDatabaseURL,
+		EnvMirrorDir,
+		EnvLogLevel,
+		EnvLogFormat,
+		EnvRules,
+		EnvShardLease,
+		EnvScanBatch,
+		EnvScanDecodeDepth,
+		EnvSweepEvery,
+		EnvCleanupEvery,
+		EnvDecay,
+		EnvHashKey,
+		EnvTokenKey,
+		EnvGitHubConcurrency,
+		EnvRegistry,
+		EnvInsecure,
+		EnvRunnerHeartbeat,
+		EnvRunnerOffline,
+		EnvPullAttempt,
+		EnvPullWindow,
+		EnvPullQueue,
+		EnvPullFanout,
+		EnvReconcileEvery,
+		vcs.EnvAPIURL,
+		vcs.EnvToken,
+		vcs.EnvHost,
+		vcs.EnvGitURL,
+		vcs.EnvAllowPlainHTTPToken,
+	}
+}
