@@ -5,10 +5,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -20,7 +22,8 @@ import (
 // Walker (Options.Packs).
 //
 // Each index is kept as the bytes of its .idx file (28 to 36 bytes per
-// object) and searched in place: the fan-out table narrows a lookup to the
+// object), mapped into memory rather than read onto the heap where the
+// system allows (see mapFile), and searched in place: the fan-out table narrows a lookup to the
 // objects whose hash starts with the same byte, then a binary search over
 // the sorted names finds it. The pack files stay open; all readers read
 // them with ReadAt, which is safe for concurrent use.
@@ -31,15 +34,16 @@ import (
 type Packs struct {
 	objects string // the objects directory
 	packs   []*pack
-	done    bool // closed
+	done    atomic.Bool // closed
 }
 
 // pack is one pack file and its index (version 2).
 type pack struct {
-	path string
-	f    *os.File
-	end  int64 // the pack's size minus its trailing checksum: object data ends here
-	n    int   // number of objects
+	path  string
+	f     *os.File
+	unmap func() error // releases the index's bytes
+	end   int64        // the pack's size minus its trailing checksum: object data ends here
+	n     int          // number of objects
 	// Tables of the .idx, sliced from its bytes.
 	fanout  []byte // 256 big-endian uint32: objects whose first hash byte is <= i
 	names   []byte // n sorted 20-byte names
@@ -110,13 +114,18 @@ func OpenPacks(repoPath string) (*Packs, error) {
 // Close closes the pack files. The Packs' readers must not be used after
 // (their reads fail).
 func (ps *Packs) Close() error {
-	if ps.done {
+	if ps.done.Swap(true) {
 		return nil
 	}
-	ps.done = true
 	var first error
 	for _, p := range ps.packs {
 		if err := p.f.Close(); err != nil && first == nil {
+			first = err
+		}
+		if p.unmap == nil {
+			continue
+		}
+		if err := p.unmap(); err != nil && first == nil {
 			first = err
 		}
 	}
@@ -125,18 +134,32 @@ func (ps *Packs) Close() error {
 
 var idxMagic = []byte{0xff, 't', 'O', 'c'}
 
+// errPacksClosed: a read after Packs.Close.
+var errPacksClosed = errors.New("gitread: packs closed")
+
 // errNoPack: an index whose pack is not there.
 var errNoPack = errors.New("no pack for the index")
 
-func openPack(idxPath string) (*pack, error) {
-	raw, err := os.ReadFile(idxPath)
+func openPack(idxPath string) (_ *pack, err error) {
+	fi, err := os.Open(idxPath)
 	if err != nil {
 		return nil, err
 	}
+	raw, unmap, err := mapFile(fi)
+	fi.Close() // a mapping outlives its descriptor
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			unmap()
+		}
+	}()
 	p, err := parseIndex(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Base(idxPath), err)
 	}
+	p.unmap = unmap
 	p.path = strings.TrimSuffix(idxPath, ".idx") + ".pack"
 	f, err := os.Open(p.path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -278,6 +301,10 @@ func (p *pack) offset(i int) (int64, error) {
 // find returns the pack holding h and its offset there, looking in pack
 // hint first.
 func (ps *Packs) find(h *plumbing.Hash, hint int) (int, int64, bool, error) {
+	if ps.done.Load() {
+		// The indexes may be unmapped: searching them would fault.
+		return 0, 0, false, errPacksClosed
+	}
 	if hint >= 0 && hint < len(ps.packs) {
 		if off, ok, err := ps.packs[hint].find(h); ok || err != nil {
 			return hint, off, ok, err
@@ -292,4 +319,13 @@ func (ps *Packs) find(h *plumbing.Hash, hint int) (int, int64, bool, error) {
 		}
 	}
 	return 0, 0, false, nil
+}
+
+// readAll reads the whole of f onto the heap.
+func readAll(f *os.File) ([]byte, func() error, error) {
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, nil, err
+	}
+	return data, func() error { return nil }, nil
 }

@@ -18,8 +18,10 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage"
 	"github.com/go-git/go-git/v5/storage/memory"
 	"github.com/gofrs/flock"
 
@@ -289,7 +291,9 @@ func (m *Mirrors) fetchInto(ctx context.Context, path, remoteURL string, head pl
 	if err != nil {
 		return err
 	}
-	err = remote(repo, path, remoteURL).FetchContext(ctx, &git.FetchOptions{
+	rem, st, release := remote(repo, path, remoteURL)
+	defer release()
+	err = rem.FetchContext(ctx, &git.FetchOptions{
 		RefSpecs: []config.RefSpec{"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"},
 		Tags:     git.NoTags, // the refspec above already takes them all
 		Force:    true,
@@ -307,7 +311,7 @@ func (m *Mirrors) fetchInto(ctx context.Context, path, remoteURL string, head pl
 	// objects behind them are gone (a crash, a damaged pack): check the one
 	// commit everything else starts from.
 	if headCommit != "" {
-		if _, err := repo.CommitObject(plumbing.NewHash(headCommit)); err != nil {
+		if _, err := object.GetCommit(st, plumbing.NewHash(headCommit)); err != nil {
 			return fmt.Errorf("%w: head commit unreadable: %v", errDamaged, err)
 		}
 	}
@@ -317,9 +321,11 @@ func (m *Mirrors) fetchInto(ctx context.Context, path, remoteURL string, head pl
 // remote is an anonymous remote on repo, the bare repository at dir:
 // mirrors keep no remote configuration, since the URL a repository answers
 // at can change. Its fetches write packs with gitread's indexer (see
-// packStorage).
-func remote(repo *git.Repository, dir, url string) *git.Remote {
-	return git.NewRemote(withPackWriter(repo.Storer, dir), &config.RemoteConfig{Name: "origin", URLs: []string{url}})
+// packStorage), and its object lookups are gitread's: st is that storage,
+// for the caller's own lookups. Call release when done.
+func remote(repo *git.Repository, dir, url string) (_ *git.Remote, st storage.Storer, release func()) {
+	st, release = withPackWriter(repo.Storer, dir)
+	return git.NewRemote(st, &config.RemoteConfig{Name: "origin", URLs: []string{url}}), st, release
 }
 
 // open opens the bare mirror at path, creating it atomically if missing so a
@@ -413,7 +419,9 @@ func (m *Mirrors) FetchCommit(ctx context.Context, remoteURL, sha, ref string) (
 // fetchSHA fetches one commit by id into repo (at dir) under ref; depth 0
 // means its whole history. "not our ref" is the remote's definite no.
 func fetchSHA(ctx context.Context, repo *git.Repository, dir, remoteURL, sha, ref string, depth int) (bool, error) {
-	err := remote(repo, dir, remoteURL).FetchContext(ctx, &git.FetchOptions{
+	rem, _, release := remote(repo, dir, remoteURL)
+	defer release()
+	err := rem.FetchContext(ctx, &git.FetchOptions{
 		RefSpecs: []config.RefSpec{config.RefSpec(sha + ":" + ref)},
 		Depth:    depth,
 		Tags:     git.NoTags,

@@ -24,19 +24,43 @@ import (
 // negotiation, transport and ref updates. go-git's fetch hands the pack to
 // a storer's PackfileWriter when it has one
 // (packfile.UpdateObjectStorage).
+//
+// Its object lookups are gitread's too (see objectReader): go-git would
+// load the mirror's pack indexes onto the heap whole to answer them.
 type packStorage struct {
 	*filesystem.Storage
-	dir string // the repository's directory (bare: holds objects/)
+	dir  string // the repository's directory (bare: holds objects/)
+	objs *objectReader
 }
 
 // withPackWriter wraps a repository's storage; storages other than go-git's
-// file system storage are returned as they are.
-func withPackWriter(s storage.Storer, dir string) storage.Storer {
+// file system storage are returned as they are. Call release when done
+// with it.
+func withPackWriter(s storage.Storer, dir string) (_ storage.Storer, release func()) {
 	fs, ok := s.(*filesystem.Storage)
 	if !ok {
-		return s
+		return s, func() {}
 	}
-	return &packStorage{Storage: fs, dir: dir}
+	ps := &packStorage{Storage: fs, dir: dir, objs: &objectReader{dir: dir}}
+	return ps, ps.objs.close
+}
+
+// EncodedObject reads object h (of type t, or any) from the mirror's packs
+// or loose objects.
+func (s *packStorage) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	return s.objs.object(t, h)
+}
+
+// HasEncodedObject reports plumbing.ErrObjectNotFound when h is missing.
+func (s *packStorage) HasEncodedObject(h plumbing.Hash) error {
+	_, _, err := s.objs.info(h)
+	return err
+}
+
+// EncodedObjectSize returns the size of object h.
+func (s *packStorage) EncodedObjectSize(h plumbing.Hash) (int64, error) {
+	_, size, err := s.objs.info(h)
+	return size, err
 }
 
 var _ storer.PackfileWriter = (*packStorage)(nil)
@@ -64,20 +88,7 @@ func (s *packStorage) PackfileWriter() (io.WriteCloser, error) {
 // (go-git does not ask for thin packs, see TestIncrementalSyncPacks, but
 // the indexer completes them all the same.)
 func (s *packStorage) base(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
-	obj, err := s.Storage.EncodedObject(plumbing.AnyObject, h)
-	if err != nil {
-		return 0, nil, err
-	}
-	r, err := obj.Reader()
-	if err != nil {
-		return 0, nil, err
-	}
-	defer r.Close()
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return 0, nil, err
-	}
-	return obj.Type(), data, nil
+	return s.objs.read(h)
 }
 
 type packWriter struct {
@@ -144,9 +155,10 @@ func (w *packWriter) Close() (err error) {
 	if err := writeIndex(w.dir, base+".idx", ix); err != nil {
 		return err
 	}
-	// The storage lists the packs once and caches their indexes: make it
+	// The storages list the packs once and cache their indexes: make them
 	// load them again, the new one included.
 	w.s.Reindex()
+	w.s.objs.reopen()
 	return nil
 }
 

@@ -292,7 +292,9 @@ func TestPackWriterCorruptAndEmpty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := withPackWriter(repo.Storer, dir).(*packStorage)
+	st, release := withPackWriter(repo.Storer, dir)
+	defer release()
+	s := st.(*packStorage)
 	write := func(data []byte) error {
 		err := packfile.WritePackfileToObjectStorage(s, bytes.NewReader(data))
 		if left, _ := filepath.Glob(filepath.Join(dir, "objects", "pack", "*")); len(left) > 0 && err != nil {
@@ -319,6 +321,9 @@ func TestPackWriterCorruptAndEmpty(t *testing.T) {
 	heads := gittest.Git(t, remoteDir, nil, "rev-parse", "main")
 	if _, err := repo.CommitObject(plumbing.NewHash(strings.TrimSpace(heads))); err != nil {
 		t.Fatalf("new pack not visible: %v", err)
+	}
+	if _, err := object.GetCommit(s, plumbing.NewHash(strings.TrimSpace(heads))); err != nil {
+		t.Fatalf("new pack not visible to the pack storage's own lookups: %v", err)
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, "objects", "pack", "*")); len(left) != 2 {
 		t.Fatalf("files after a good pack: %v", left)
