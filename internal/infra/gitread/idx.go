@@ -55,7 +55,7 @@ func (ix *Index) WriteTo(w io.Writer) (int64, error) {
 		if c := bytes.Compare(es[a].hash[:], es[b].hash[:]); c != 0 {
 			return c
 		}
-		return cmpInt(es[a].off, es[b].off)
+		return cmpInt(es[a].off(), es[b].off())
 	})
 	sum := gghash.New(crypto.SHA1)
 	cw := &countWriter{w: bufio.NewWriterSize(w, 64<<10)}
@@ -84,7 +84,7 @@ func (ix *Index) WriteTo(w io.Writer) (int64, error) {
 	}
 	var large []int64
 	for _, i := range order {
-		off := es[i].off
+		off := es[i].off()
 		if off > 0x7fffffff {
 			u32(0x80000000 | uint32(len(large)))
 			large = append(large, off)
@@ -186,7 +186,6 @@ func (x *Indexer) fixThin(g *graph, ix *Index) ([]int32, error, error) {
 		}
 		buf.Reset()
 		buf.Write(entryHeader(nil, typ, uint64(len(data))))
-		hdr := buf.Len()
 		zw.Reset(&buf)
 		zw.Write(data)
 		if err := zw.Close(); err != nil {
@@ -198,11 +197,13 @@ func (x *Indexer) fixThin(g *graph, ix *Index) ([]int32, error, error) {
 		if len(x.entries) >= 1<<31-1 {
 			return nil, nil, fmt.Errorf("%w: too many objects", ErrCorrupt)
 		}
+		if pos > maxEntryOffset {
+			return nil, nil, fmt.Errorf("%w: pack larger than %d bytes", ErrCorrupt, int64(maxEntryOffset))
+		}
 		i := int32(len(x.entries))
-		x.entries = append(x.entries, entry{
-			off: pos, size: int64(len(data)), base: -1, crc: crc32.ChecksumIEEE(buf.Bytes()),
-			hdr: uint8(hdr), typ: typ, otyp: typ, hash: h,
-		})
+		e := entry{base: -1, crc: crc32.ChecksumIEEE(buf.Bytes()), typ: typ, otyp: typ, hash: h}
+		e.setOff(pos)
+		x.entries = append(x.entries, e)
 		roots = append(roots, i)
 		pos += int64(buf.Len())
 		ix.ThinBases++

@@ -28,12 +28,12 @@ var (
 	// streamCacheBytes bounds the objects kept, while the pack streams in,
 	// as bases for the deltas that follow them. A delta whose base is not
 	// there is resolved after the stream, from the file.
-	streamCacheBytes = 8 << 20
+	streamCacheBytes = 4 << 20
 	// workerCacheBytes bounds each resolving goroutine's cache of bases.
-	workerCacheBytes = 8 << 20
+	workerCacheBytes = 4 << 20
 	// inflightBytes bounds the inflated data between the parsing and the
 	// hashing goroutine.
-	inflightBytes int64 = 4 << 20
+	inflightBytes int64 = 2 << 20
 	// bigObjectBytes: a whole object larger than this is hashed as it
 	// inflates, never held in memory while the pack streams in.
 	bigObjectBytes int64 = 16 << 20
@@ -67,17 +67,25 @@ type IndexOptions struct {
 	Workers int
 }
 
-// entry is one object of the pack.
+// entry is one object of the pack: 36 bytes, for there is one per object
+// (the entry's header gives its size and where its data starts, read again
+// when the entry is).
 type entry struct {
-	off  int64
-	size int64 // inflated size of the entry's data: the object or the delta
-	base int32 // entry index of a delta's base; -1 while unknown
-	crc  uint32
-	hdr  uint8 // header length: the zlib data starts at off+hdr
-	typ  uint8 // entry type
-	otyp uint8 // object type, once resolved
-	hash plumbing.Hash
+	offLo uint32 // the entry's offset: low 32 bits
+	base  int32  // entry index of a delta's base; -1 while unknown
+	crc   uint32
+	hash  plumbing.Hash
+	offHi uint16 // the offset's bits 32 to 47
+	typ   uint8  // entry type
+	otyp  uint8  // object type, once resolved
 }
+
+// maxEntryOffset bounds the offsets an entry holds (256 TiB).
+const maxEntryOffset = 1<<48 - 1
+
+func (e *entry) off() int64 { return int64(e.offHi)<<32 | int64(e.offLo) }
+
+func (e *entry) setOff(off int64) { e.offLo, e.offHi = uint32(off), uint16(off>>32) }
 
 // refDelta is a REF_DELTA entry and the name of its base.
 type refDelta struct {
@@ -93,7 +101,6 @@ type item struct {
 	refBase plumbing.Hash // REF_DELTA
 	crc     uint32
 	adler   uint32
-	hdr     uint8
 	typ     uint8
 	data    []byte        // the inflated data, nil for a big object
 	hash    plumbing.Hash // a big object's name, hashed as it inflated
@@ -145,7 +152,8 @@ type Indexer struct {
 	budget  *budget
 	count   uint32
 	trailer plumbing.Hash
-	end     int64 // offset of the trailer
+	end     int64   // offset of the trailer
+	one     [1]byte // scratch
 	pDone   chan struct{}
 
 	// The hasher (its goroutine until hDone is closed).
@@ -163,8 +171,8 @@ func NewIndexer(f *os.File, opts IndexOptions) *Indexer {
 	x := &Indexer{
 		f:      f,
 		opts:   opts,
-		chunks: make(chan []byte, 16),
-		free:   make(chan []byte, 32),
+		chunks: make(chan []byte, 4),
+		free:   make(chan []byte, 8),
 		sum:    gghash.New(crypto.SHA1),
 		stop:   make(chan struct{}),
 		items:  make(chan item, 256),
@@ -478,6 +486,22 @@ func (s *streamBuf) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// readFull reads len(p) bytes (io.ReadFull on the concrete type: p does
+// not escape).
+func (s *streamBuf) readFull(p []byte) error {
+	for n := 0; n < len(p); {
+		m, err := s.Read(p[n:])
+		n += m
+		if err != nil {
+			if err == io.EOF && n > 0 {
+				return io.ErrUnexpectedEOF
+			}
+			return err
+		}
+	}
+	return nil
+}
+
 func (s *streamBuf) pos() int64 { return s.base + int64(s.r) }
 
 // beginCRC starts the CRC-32 of an entry at the current position.
@@ -568,13 +592,12 @@ func (x *Indexer) parseAll() error {
 			}
 			it.baseOff = it.off - int64(dist)
 		case TypeRefDelta:
-			if _, err := io.ReadFull(s, it.refBase[:]); err != nil {
+			if err := s.readFull(it.refBase[:]); err != nil {
 				return readErr(err)
 			}
 		default:
 			return fmt.Errorf("%w: entry type %d at offset %d", ErrCorrupt, it.typ, it.off)
 		}
-		it.hdr = uint8(s.pos() - it.off)
 		if err := x.zlibHeader(); err != nil {
 			return fmt.Errorf("offset %d: %w", it.off, err)
 		}
@@ -600,7 +623,7 @@ func (x *Indexer) parseAll() error {
 				return fmt.Errorf("offset %d: %w", it.off, err)
 			}
 			var a [4]byte
-			if _, err := io.ReadFull(s, a[:]); err != nil {
+			if err := s.readFull(a[:]); err != nil {
 				x.budget.release(it.size)
 				return readErr(err)
 			}
@@ -630,7 +653,7 @@ func (x *Indexer) parseAll() error {
 // zlibHeader reads and checks a zlib header (RFC 1950).
 func (x *Indexer) zlibHeader() error {
 	var h [2]byte
-	if _, err := io.ReadFull(&x.src, h[:]); err != nil {
+	if err := x.src.readFull(h[:]); err != nil {
 		return readErr(err)
 	}
 	if !zlibHeaderOK(h[0], h[1]) {
@@ -646,10 +669,13 @@ func zlibHeaderOK(cmf, flg byte) bool {
 // inflate inflates the size bytes of the Deflate stream at the parser's
 // position and checks that the stream ends there.
 func (x *Indexer) inflate(size int64) ([]byte, error) {
-	return inflateInto(x.fl, &x.pool, size)
+	return inflateIntoScratch(x.fl, &x.pool, size, x.one[:])
 }
 
-func inflateInto(fl io.Reader, pool *bufPool, size int64) ([]byte, error) {
+// inflateIntoScratch inflates as inflate does; one is a byte of scratch for
+// streamEnds (a local array would escape to the
+// heap, through the io.Reader, for every entry).
+func inflateIntoScratch(fl io.Reader, pool *bufPool, size int64, one []byte) ([]byte, error) {
 	var out []byte
 	if size <= ixPreallocBytes {
 		out = pool.get(int(size))
@@ -682,7 +708,7 @@ func inflateInto(fl io.Reader, pool *bufPool, size int64) ([]byte, error) {
 			}
 		}
 	}
-	if err := streamEnds(fl); err != nil {
+	if err := streamEnds(fl, one); err != nil {
 		pool.put(out)
 		return nil, err
 	}
@@ -690,10 +716,9 @@ func inflateInto(fl io.Reader, pool *bufPool, size int64) ([]byte, error) {
 }
 
 // streamEnds checks that the inflater is at the end of its stream.
-func streamEnds(fl io.Reader) error {
-	var b [1]byte
+func streamEnds(fl io.Reader, b []byte) error {
 	for i := 0; ; i++ {
-		m, err := fl.Read(b[:])
+		m, err := fl.Read(b[:1])
 		if m > 0 {
 			return fmt.Errorf("%w: data inflates to more than its header says", ErrCorrupt)
 		}
@@ -730,7 +755,7 @@ func (x *Indexer) inflateHashed(h *hasher, typ uint8, size int64, scratch []byte
 			return plumbing.ZeroHash, 0, inflateErr(err)
 		}
 	}
-	if err := streamEnds(x.fl); err != nil {
+	if err := streamEnds(x.fl, x.one[:]); err != nil {
 		return plumbing.ZeroHash, 0, err
 	}
 	return h.end(), ad.Sum32(), nil
@@ -739,7 +764,7 @@ func (x *Indexer) inflateHashed(h *hasher, typ uint8, size int64, scratch []byte
 // checkAdler reads the Adler-32 trailer of the zlib stream just inflated.
 func (x *Indexer) checkAdler(sum uint32) error {
 	var a [4]byte
-	if _, err := io.ReadFull(&x.src, a[:]); err != nil {
+	if err := x.src.readFull(a[:]); err != nil {
 		return readErr(err)
 	}
 	if binary.BigEndian.Uint32(a[:]) != sum {
@@ -792,8 +817,13 @@ func (x *Indexer) record(it *item) error {
 		// written, so a lying header costs address space, not memory.)
 		x.entries = make([]entry, 0, min(x.count, 1<<24))
 	}
+	if it.off > maxEntryOffset {
+		x.pool.put(it.data)
+		return fmt.Errorf("%w: pack larger than %d bytes", ErrCorrupt, int64(maxEntryOffset))
+	}
 	i := int32(len(x.entries))
-	e := entry{off: it.off, size: it.size, base: -1, crc: it.crc, hdr: it.hdr, typ: it.typ}
+	e := entry{base: -1, crc: it.crc, typ: it.typ}
+	e.setOff(it.off)
 	if it.data != nil && adler32.Checksum(it.data) != it.adler {
 		x.pool.put(it.data)
 		return fmt.Errorf("%w: zlib checksum mismatch at offset %d", ErrCorrupt, it.off)
@@ -863,8 +893,8 @@ func applyPooled(pool *bufPool, base, delta []byte) ([]byte, error) {
 // entryAt returns the index of the entry at offset off, or -1.
 func (x *Indexer) entryAt(off int64) int32 {
 	es := x.entries
-	i := sort.Search(len(es), func(i int) bool { return es[i].off >= off })
-	if i < len(es) && es[i].off == off {
+	i := sort.Search(len(es), func(i int) bool { return es[i].off() >= off })
+	if i < len(es) && es[i].off() == off {
 		return int32(i)
 	}
 	return -1

@@ -375,7 +375,9 @@ func TestIndexLargeOffsets(t *testing.T) {
 	offs := []int64{12, 0x7fffffff, 0x80000000, 5 << 30, 1 << 40}
 	for i, off := range offs {
 		h := gittest.Hash("blob", []byte{byte(i)})
-		ix.entries = append(ix.entries, entry{off: off, crc: uint32(i * 7), hash: h})
+		e := entry{crc: uint32(i * 7), hash: h}
+		e.setOff(off)
+		ix.entries = append(ix.entries, e)
 	}
 	var buf bytes.Buffer
 	if _, err := ix.WriteTo(&buf); err != nil {
@@ -387,8 +389,8 @@ func TestIndexLargeOffsets(t *testing.T) {
 	}
 	for _, e := range ix.entries {
 		off, err := mi.FindOffset(e.hash)
-		if err != nil || off != e.off {
-			t.Errorf("offset of %s: %d, %v; want %d", e.hash, off, err, e.off)
+		if err != nil || off != e.off() {
+			t.Errorf("offset of %s: %d, %v; want %d", e.hash, off, err, e.off())
 		}
 		crc, err := mi.FindCRC32(e.hash)
 		if err != nil || crc != e.crc {

@@ -19,8 +19,8 @@ type bufPool struct {
 const (
 	minClass       = 6  // 64 bytes
 	maxClass       = 24 // 16 MiB
-	poolClassBytes = 8 << 20
-	poolBytes      = 8 << 20
+	poolClassBytes = 2 << 20
+	poolBytes      = 2 << 20
 )
 
 func sizeClass(n int) int {

@@ -433,6 +433,13 @@ func (r *PackReader) readPacked(pi int, off int64, mode readMode, limit int64, b
 //
 // then the zlib data.
 func (r *PackReader) header(pi int, off int64) (chainEntry, error) {
+	return r.parseHeader(pi, off, true)
+}
+
+// parseHeader is header; without resolveRef, a REF_DELTA's base is not
+// looked up (its basePack and baseOff are left zero): the indexer's
+// workers read the entries of a pack that has no index yet.
+func (r *PackReader) parseHeader(pi int, off int64, resolveRef bool) (chainEntry, error) {
 	p := r.p.packs[pi]
 	r.win.seek(p.f, p.end, off)
 	e := chainEntry{pack: pi, off: off}
@@ -475,6 +482,9 @@ func (r *PackReader) header(pi int, off int64) (chainEntry, error) {
 		var bh plumbing.Hash
 		if _, err := io.ReadFull(&r.win, bh[:]); err != nil {
 			return e, readErr(err)
+		}
+		if !resolveRef {
+			break
 		}
 		bp, boff, ok, err := r.p.find(&bh, pi)
 		if err != nil {

@@ -235,12 +235,12 @@ func (w *worker) push(i int32) {
 // applyEntry inflates delta entry k and applies it to base.
 func (w *worker) applyEntry(k int32, base []byte) ([]byte, error) {
 	var err error
-	if w.delta, err = w.inflate(k, w.delta); err != nil {
+	if w.delta, err = w.inflate(k, w.delta, false); err != nil {
 		return nil, err
 	}
 	out, err := applyPooled(&w.x.pool, base, w.delta)
 	if err != nil {
-		return nil, fmt.Errorf("delta at offset %d: %w", w.x.entries[k].off, err)
+		return nil, fmt.Errorf("delta at offset %d: %w", w.x.entries[k].off(), err)
 	}
 	if cap(w.delta) > 4<<20 {
 		w.delta = nil
@@ -251,12 +251,19 @@ func (w *worker) applyEntry(k int32, base []byte) ([]byte, error) {
 // inflate inflates the data of entry i (checked by the parse) into dst,
 // with the package's one pack reader: its window over the pack file, its
 // decoder, its zlib checks.
-func (w *worker) inflate(i int32, dst []byte) ([]byte, error) {
-	e := &w.x.entries[i]
-	ce := chainEntry{off: e.off, data: e.off + int64(e.hdr), typ: int(e.typ), size: e.size}
+// With pooled, the memory comes from the pool (dst is nil).
+func (w *worker) inflate(i int32, dst []byte, pooled bool) ([]byte, error) {
+	off := w.x.entries[i].off()
+	ce, err := w.r.parseHeader(0, off, false)
+	if err != nil {
+		return nil, fmt.Errorf("offset %d: reread: %w", off, err)
+	}
+	if pooled {
+		dst = w.x.pool.get(int(ce.size))
+	}
 	out, err := w.r.inflate(&ce, dst)
 	if err != nil {
-		return nil, fmt.Errorf("offset %d: reinflate: %w", e.off, err)
+		return nil, fmt.Errorf("offset %d: reinflate: %w", off, err)
 	}
 	w.r.trim()
 	return out, nil
@@ -279,7 +286,7 @@ func (w *worker) acquire(i int32) ([]byte, error) {
 		e := &w.x.entries[j]
 		if !isDelta(e.typ) {
 			var err error
-			if base, err = w.inflate(j, w.x.pool.get(int(e.size))); err != nil {
+			if base, err = w.inflate(j, nil, true); err != nil {
 				return nil, err
 			}
 			w.cache.put(j, base, true)
@@ -287,7 +294,7 @@ func (w *worker) acquire(i int32) ([]byte, error) {
 		}
 		chain = append(chain, j)
 		if len(chain) > maxDeltaChain || e.base < 0 {
-			return nil, fmt.Errorf("%w: delta chain at offset %d too long", ErrCorrupt, e.off)
+			return nil, fmt.Errorf("%w: delta chain at offset %d too long", ErrCorrupt, e.off())
 		}
 		j = e.base
 	}
