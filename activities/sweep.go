@@ -1,13 +1,16 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"gitfleet/workflows"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
@@ -69,47 +72,122 @@ func (s *Sweeps) ListDue(ctx context.Context, in workflows.SweepPageInput) (work
 	return page, nil
 }
 
-// CheckHeads lists each due repository's head (no clone, no API request).
-// An unchanged head under unchanged rules is recorded as checked; a
-// repository that is gone or private counts a failure. The outcomes come
-// back in input order, so the workflow can tell consecutive failures.
-func (s *Sweeps) CheckHeads(ctx context.Context, in workflows.CheckHeadsInput) ([]workflows.HeadOutcome, error) {
-	out := make([]workflows.HeadOutcome, len(in.Repos))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
+// CheckHeadsProgress is CheckHeads' heartbeat: the outcomes so far, in
+// input order ("" for a remote not checked yet), and their counts. A retry
+// resumes from it: a remote with an outcome is not checked again.
+type CheckHeadsProgress struct {
+	// Last is the index of the remote checked last (-1: none yet).
+	Last      int                     `json:"last"`
+	Checked   int                     `json:"checked"`
+	Changed   int                     `json:"changed"`
+	Unchanged int                     `json:"unchanged"`
+	Failed    int                     `json:"failed"`
+	Gone      int                     `json:"gone"`
+	Outcomes  []workflows.HeadOutcome `json:"outcomes"`
+}
+
+func (p *CheckHeadsProgress) add(i int, o workflows.HeadOutcome) {
+	p.Outcomes[i] = o
+	p.Last = i
+	p.Checked++
+	switch o {
+	case workflows.HeadChanged:
+		p.Changed++
+	case workflows.HeadUnchanged:
+		p.Unchanged++
+	case workflows.HeadFailed:
+		p.Failed++
+	case workflows.HeadGone:
+		p.Gone++
+	}
+}
+
+// CheckHeads lists each due repository's head (no clone, no API request),
+// workflows.CheckHeadsParallel at a time, each bounded by the request's
+// RemoteTimeout: a remote that hangs fails alone. It heartbeats after each
+// remote with the progress so far, and a retry resumes from the last
+// heartbeat. An unchanged head under unchanged rules is recorded as
+// checked; a repository that is gone or private counts a failure, once per
+// sweep. The outcomes come back in input order, so the workflow can tell
+// consecutive failures.
+func (s *Sweeps) CheckHeads(ctx context.Context, in workflows.CheckHeadsRequest) ([]workflows.HeadOutcome, error) {
+	p := CheckHeadsProgress{Last: -1, Outcomes: make([]workflows.HeadOutcome, len(in.Repos))}
+	if activity.HasHeartbeatDetails(ctx) {
+		var prev CheckHeadsProgress
+		if err := activity.GetHeartbeatDetails(ctx, &prev); err == nil && len(prev.Outcomes) == len(in.Repos) {
+			p = prev
+		}
+	}
+	timeout := in.RemoteTimeout
+	if timeout <= 0 {
+		timeout = workflows.DefaultRemoteTimeout
+	}
+	var (
+		mu       sync.Mutex
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	sem := make(chan struct{}, workflows.CheckHeadsParallel)
 	for i, r := range in.Repos {
+		if p.Outcomes[i] != "" {
+			continue // checked by an earlier attempt
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
 		wg.Add(1)
-		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			out[i] = s.checkHead(ctx, r)
+			o := s.checkHead(ctx, r, timeout)
+			if ctx.Err() != nil {
+				return // the attempt is over: its outcome may be its own doing
+			}
+			if o == workflows.HeadGone {
+				if _, err := s.Store.RecordCheckFailure(ctx, r.CodebaseID, in.Sweep, in.Now); err != nil {
+					mu.Lock()
+					firstErr = cmp.Or(firstErr, err)
+					mu.Unlock()
+					return
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			p.add(i, o)
+			progress := p
+			progress.Outcomes = slices.Clone(p.Outcomes)
+			activity.RecordHeartbeat(ctx, progress)
 		}()
 	}
 	wg.Wait()
+	if firstErr != nil {
+		return nil, AppError(firstErr)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, AppError(err)
+	}
 	var unchanged []int64
 	for i, r := range in.Repos {
-		switch out[i] {
-		case workflows.HeadUnchanged:
+		if p.Outcomes[i] == workflows.HeadUnchanged {
 			unchanged = append(unchanged, r.CodebaseID)
-		case workflows.HeadGone:
-			if err := s.Store.RecordCheckFailure(ctx, r.CodebaseID, in.Now); err != nil {
-				return nil, AppError(err)
-			}
 		}
 	}
 	if err := s.Store.RecordChecks(ctx, unchanged, in.Now); err != nil {
 		return nil, AppError(err)
 	}
-	return out, nil
+	return p.Outcomes, nil
 }
 
-func (s *Sweeps) checkHead(ctx context.Context, r workflows.DueRepo) workflows.HeadOutcome {
+func (s *Sweeps) checkHead(ctx context.Context, r workflows.DueRepo, timeout time.Duration) workflows.HeadOutcome {
 	host, err := s.Hosts.Lookup(r.Repo.Host)
 	if err != nil {
 		return workflows.HeadGone
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	head, err := s.Heads.Head(ctx, host.CloneURL(r.Repo.Owner, r.Repo.Name))
 	switch {

@@ -22,9 +22,55 @@ type RecollectionSweepInput struct {
 	// StartWindow bounds the Collect starts in flight at once.
 	StartWindow int `json:"startWindow,omitempty"`
 
+	// MaxActivitiesPerRun is the run's event budget, counted in the
+	// activities it schedules (each costs at most six events: its own three
+	// and a workflow task's); zero means DefaultActivitiesPerRun.
+	MaxActivitiesPerRun int `json:"maxActivitiesPerRun,omitempty"`
+	// RemoteTimeout bounds each change check; zero means
+	// DefaultRemoteTimeout.
+	RemoteTimeout time.Duration `json:"remoteTimeout,omitempty"`
+
 	After SweepCursor `json:"after,omitempty"`
 	Stats SweepResult `json:"stats,omitempty"`
+	// Pending are the changed candidates of the page read last that are not
+	// started yet: a run that hands over in the middle of a page passes them
+	// on, and the cursor is already past them, so none is started twice.
+	Pending []repoid.ID `json:"pending,omitempty"`
+	// LastPage: the page read last was the last one.
+	LastPage bool `json:"lastPage,omitempty"`
+	// Streak is the failures in a row so far (the circuit breaker's count
+	// spans the sweep's runs).
+	Streak int `json:"streak,omitempty"`
 }
+
+// CheckHeadsRequest is CheckHeads' input: the batch (CheckHeadsInput, whose
+// JSON it extends), the sweep asking, and how long one remote may take.
+type CheckHeadsRequest struct {
+	CheckHeadsInput
+	// Sweep identifies the sweep (its workflow id and first run id, the same
+	// across continue-as-new): a check failure is counted once per codebase
+	// and sweep, however often the activity is retried. Empty: every time
+	// (the runs before the event budget).
+	Sweep string `json:"sweep,omitempty"`
+	// RemoteTimeout bounds each remote; zero means DefaultRemoteTimeout.
+	RemoteTimeout time.Duration `json:"remoteTimeout,omitempty"`
+}
+
+const (
+	// DefaultActivitiesPerRun: at most ~6,000 events a run, well under
+	// Temporal's 10,240-event warning and 51,200-event limit.
+	DefaultActivitiesPerRun = 1000
+	// runEventTarget: a run whose history reached this many events hands
+	// over at the next boundary, whatever its activity count says.
+	runEventTarget = 6000
+	// DefaultRemoteTimeout bounds one change check.
+	DefaultRemoteTimeout = 30 * time.Second
+	// CheckHeadsParallel is how many remotes CheckHeads lists at once.
+	CheckHeadsParallel = 8
+	// sweepBudgetChange: the runs that count their events, hand over in the
+	// middle of a page and check heads under heartbeats.
+	sweepBudgetChange = "sweep-event-budget"
+)
 
 // SweepResult is the sweep's outcome, shown in the Web UI.
 type SweepResult struct {
@@ -58,11 +104,10 @@ const breakerLimit = 3
 // pagesPerRun bounds a run's history; the sweep continues as new after it.
 const pagesPerRun = 25
 
-// RecollectionSweep pages through the codebases people look at, decides
-// with the decay table which are due, skips those whose head and rules did
-// not change, and starts a Collect for the rest (DESIGN §5). Started by the
-// recollection-sweep Schedule (overlap skip: one sweep at a time).
-func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepResult, error) {
+// recollectionSweepV0 is the sweep before the event budget: 25 pages a run
+// whatever they start, one CheckHeads under apiOptions. Kept, command for
+// command, for the runs that started under it (replay).
+func recollectionSweepV0(ctx workflow.Context, in RecollectionSweepInput) (SweepResult, error) {
 	if in.Now.IsZero() {
 		in.Now = workflow.Now(ctx).UTC()
 	}
@@ -149,6 +194,155 @@ func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepRe
 			return finish(ctx, stats)
 		}
 	}
+}
+
+// RecollectionSweep pages through the codebases people look at, decides
+// with the decay table which are due, skips those whose head and rules did
+// not change, and starts a Collect for the rest (DESIGN §5). Started by the
+// recollection-sweep Schedule (overlap skip: one sweep at a time).
+//
+// A run keeps its history small: it counts the activities it schedules and
+// continues as new before the budget (MaxActivitiesPerRun) would be passed,
+// when Temporal suggests it, or after pagesPerRun pages, between two windows
+// of starts if need be. It carries the cursor, the changed candidates of the
+// current page not yet started, the counts and the breaker's streak. Every
+// run makes progress (at least a page or a window) before it may hand over.
+func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepResult, error) {
+	if workflow.GetVersion(ctx, sweepBudgetChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return recollectionSweepV0(ctx, in)
+	}
+	if in.Now.IsZero() {
+		in.Now = workflow.Now(ctx).UTC()
+	}
+	if in.PageSize <= 0 {
+		in.PageSize = 500
+	}
+	if in.StartWindow <= 0 {
+		in.StartWindow = 8
+	}
+	if in.MaxActivitiesPerRun <= 0 {
+		in.MaxActivitiesPerRun = DefaultActivitiesPerRun
+	}
+	if in.RemoteTimeout <= 0 {
+		in.RemoteTimeout = DefaultRemoteTimeout
+	}
+	info := workflow.GetInfo(ctx)
+	sweepID := info.WorkflowExecution.ID + "/" + info.FirstRunID
+	stats := in.Stats
+	stats.Runs++
+	fail := func(what string) bool {
+		stats.Failed++
+		in.Streak++
+		if in.Streak >= breakerLimit {
+			stats.Halted, stats.HaltReason = true, fmt.Sprintf("%d %s failures in a row", in.Streak, what)
+		}
+		return stats.Halted
+	}
+	scheduled := 0 // activities this run
+	// full reports whether scheduling n more activities would take the run
+	// past its budget (or Temporal suggests a new run); a run that has not
+	// scheduled anything yet always goes on.
+	full := func(n int) bool {
+		if scheduled == 0 {
+			return false
+		}
+		info := workflow.GetInfo(ctx)
+		return scheduled+n > in.MaxActivitiesPerRun || info.GetContinueAsNewSuggested() ||
+			info.GetCurrentHistoryLength() >= runEventTarget
+	}
+	handOver := func() (SweepResult, error) {
+		in.Stats = stats
+		workflow.SetCurrentDetails(ctx, "Continuing as new: "+stats.String())
+		return stats, workflow.NewContinueAsNewError(ctx, RecollectionSweep, in)
+	}
+
+	for pages := 0; ; {
+		// Start what the page found changed, a window at a time; starts
+		// leave Pending only once they have returned.
+		for len(in.Pending) > 0 {
+			window := in.Pending[:min(in.StartWindow, len(in.Pending))]
+			if full(len(window)) {
+				return handOver()
+			}
+			futures := make([]workflow.Future, len(window))
+			for i, r := range window {
+				futures[i] = workflow.ExecuteActivity(withOptions(ctx, startOptions), activityStartCollect, r)
+			}
+			scheduled += len(window)
+			in.Pending = in.Pending[len(window):]
+			for _, f := range futures {
+				if err := f.Get(ctx, nil); err != nil {
+					if fail("start") {
+						return finish(ctx, stats)
+					}
+					continue
+				}
+				stats.Started++
+				in.Streak = 0
+			}
+			workflow.SetCurrentDetails(ctx, "Sweeping: "+stats.String())
+		}
+		if in.LastPage {
+			return finish(ctx, stats)
+		}
+		if pages == pagesPerRun || full(2) {
+			return handOver()
+		}
+		pages++
+
+		var page SweepPage
+		scheduled++
+		err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityListDue, SweepPageInput{
+			After: in.After, Limit: in.PageSize, Now: in.Now,
+		}).Get(ctx, &page)
+		if err != nil {
+			return stats, err
+		}
+		in.After = page.Next
+		in.LastPage = page.Done
+		stats.Considered += page.Considered
+		stats.Due += len(page.Due)
+
+		var outcomes []HeadOutcome
+		if len(page.Due) > 0 {
+			scheduled++
+			err := workflow.ExecuteActivity(withOptions(ctx, checkHeadsOptions(len(page.Due), in.RemoteTimeout)), activityCheckHeads,
+				CheckHeadsRequest{CheckHeadsInput: CheckHeadsInput{Repos: page.Due, Now: in.Now}, Sweep: sweepID, RemoteTimeout: in.RemoteTimeout},
+			).Get(ctx, &outcomes)
+			if err != nil {
+				return stats, err
+			}
+		}
+		for i, o := range outcomes {
+			switch o {
+			case HeadUnchanged:
+				stats.Unchanged++
+				in.Streak = 0
+			case HeadGone:
+				stats.Gone++
+			case HeadFailed:
+				if fail("change check") {
+					return finish(ctx, stats)
+				}
+			default:
+				in.Pending = append(in.Pending, page.Due[i].Repo)
+				in.Streak = 0
+			}
+		}
+		workflow.SetCurrentDetails(ctx, "Sweeping: "+stats.String())
+	}
+}
+
+// checkHeadsOptions size CheckHeads to its batch: every remote may take its
+// whole timeout, CheckHeadsParallel at a time; the activity heartbeats after
+// each remote, so a worker that died is noticed within a remote's time, and
+// the retry resumes from the last heartbeat.
+func checkHeadsOptions(remotes int, perRemote time.Duration) workflow.ActivityOptions {
+	o := apiOptions
+	rounds := (remotes + CheckHeadsParallel - 1) / CheckHeadsParallel
+	o.StartToCloseTimeout = time.Duration(rounds)*perRemote + time.Minute
+	o.HeartbeatTimeout = perRemote + 30*time.Second
+	return o
 }
 
 // startOptions: a start that fails is the breaker's business, not a retry

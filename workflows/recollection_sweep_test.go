@@ -1,14 +1,19 @@
 package workflows_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"gitfleet/workflows"
 
 	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
@@ -65,5 +70,138 @@ func TestSweepBreakerCountsFailuresInARow(t *testing.T) {
 	}
 	if !res.Halted || res.Failed != 5 || res.Unchanged != 1 || res.Started != 0 {
 		t.Fatalf("result = %+v, want halted at the third failure in a row", res)
+	}
+}
+
+// sweepChain runs a sweep to its end in the test environment, one run per
+// environment, feeding each continue-as-new's input to the next run. It
+// returns the result, the activities each run scheduled and every start.
+func sweepChain(t *testing.T, in workflows.RecollectionSweepInput, cands []workflows.DueRepo, suggest bool) (workflows.SweepResult, []int, map[repoid.ID]int) {
+	t.Helper()
+	starts := map[repoid.ID]int{}
+	var perRun []int
+	var mu sync.Mutex // activities run concurrently
+	for run := 1; ; run++ {
+		if run > 1000 {
+			t.Fatal("the sweep does not end")
+		}
+		env, a := newSweepEnv()
+		env.SetContinueAsNewSuggested(suggest)
+		scheduled := 0
+		env.SetOnActivityStartedListener(func(*activity.Info, context.Context, converter.EncodedValues) {
+			mu.Lock()
+			scheduled++
+			mu.Unlock()
+		})
+		env.OnActivity(a.ListDue, mock.Anything, mock.Anything).Return(func(_ context.Context, p workflows.SweepPageInput) (workflows.SweepPage, error) {
+			i, _ := slices.BinarySearchFunc(cands, p.After.ID+1, func(c workflows.DueRepo, id int64) int { return cmp.Compare(c.CodebaseID, id) })
+			due := cands[i:min(i+p.Limit, len(cands))]
+			page := workflows.SweepPage{Next: p.After, Considered: len(due), Due: due, Done: len(due) < p.Limit}
+			if len(due) > 0 {
+				page.Next = workflows.SweepCursor{ID: due[len(due)-1].CodebaseID}
+			}
+			return page, nil
+		})
+		env.OnActivity(a.CheckHeads, mock.Anything, mock.Anything).Return(func(_ context.Context, r workflows.CheckHeadsRequest) ([]workflows.HeadOutcome, error) {
+			if r.Sweep == "" {
+				t.Error("CheckHeads without the sweep's identity")
+			}
+			out := make([]workflows.HeadOutcome, len(r.Repos))
+			for i, d := range r.Repos {
+				out[i] = workflows.HeadChanged
+				if d.CodebaseID%100 == 0 {
+					out[i] = workflows.HeadUnchanged
+				}
+			}
+			return out, nil
+		})
+		env.OnActivity(a.StartCollect, mock.Anything, mock.Anything).Return(func(_ context.Context, r repoid.ID) error {
+			mu.Lock()
+			starts[r]++
+			mu.Unlock()
+			return nil
+		})
+		env.ExecuteWorkflow(workflows.RecollectionSweep, in)
+		perRun = append(perRun, scheduled)
+		var can *workflow.ContinueAsNewError
+		if err := env.GetWorkflowError(); errors.As(err, &can) {
+			in = workflows.RecollectionSweepInput{}
+			if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &in); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		var res workflows.SweepResult
+		if err := env.GetWorkflowResult(&res); err != nil {
+			t.Fatal(err)
+		}
+		return res, perRun, starts
+	}
+}
+
+func dueCandidates(n int) []workflows.DueRepo {
+	cands := make([]workflows.DueRepo, n)
+	for i := range cands {
+		cands[i] = workflows.DueRepo{CodebaseID: int64(i + 1), Repo: repoid.ID{Host: "h", Owner: "o", Name: fmt.Sprintf("r%d", i+1)}}
+	}
+	return cands
+}
+
+// After a rule change every candidate is due and changed: the sweep hands
+// over to a new run before a run's activities pass the budget, in the middle
+// of a page if need be, and starts every changed candidate exactly once.
+func TestSweepOfManyDueCandidatesContinuesAsNewAndStartsEachOnce(t *testing.T) {
+	const n, budget = 2500, 300
+	cands := dueCandidates(n)
+	res, perRun, starts := sweepChain(t, workflows.RecollectionSweepInput{Now: time.Now(), PageSize: 500, MaxActivitiesPerRun: budget}, cands, false)
+	const unchanged = n / 100
+	if res.Considered != n || res.Due != n || res.Unchanged != unchanged || res.Started != n-unchanged || res.Halted || res.Runs != len(perRun) {
+		t.Fatalf("result = %+v over %d runs, want %d considered and due, %d unchanged, %d started", res, len(perRun), n, unchanged, n-unchanged)
+	}
+	t.Logf("%d runs, activities per run %v", len(perRun), perRun)
+	if len(perRun) < n/budget {
+		t.Fatalf("%d runs for %d starts under a budget of %d activities", len(perRun), n, budget)
+	}
+	for i, k := range perRun {
+		if k > budget {
+			t.Errorf("run %d scheduled %d activities, over the budget of %d", i+1, k, budget)
+		}
+	}
+	for _, c := range cands {
+		want := 1
+		if c.CodebaseID%100 == 0 {
+			want = 0
+		}
+		if starts[c.Repo] != want {
+			t.Errorf("%s started %d times, want %d", c.Repo, starts[c.Repo], want)
+		}
+	}
+}
+
+// When Temporal suggests continuing as new from the start, every run still
+// makes progress (a page or a window of starts) and the sweep ends.
+func TestSweepContinuesAsNewWhenSuggested(t *testing.T) {
+	const n = 100
+	cands := dueCandidates(n)
+	res, perRun, starts := sweepChain(t, workflows.RecollectionSweepInput{Now: time.Now(), PageSize: 30, StartWindow: 10}, cands, true)
+	if res.Started != n-1 || res.Due != n || res.Runs != len(perRun) {
+		t.Fatalf("result = %+v over %d runs", res, len(perRun))
+	}
+	t.Logf("%d runs, activities per run %v", len(perRun), perRun)
+	// A page (ListDue and CheckHeads) or a window (10 starts) a run.
+	for i, k := range perRun {
+		if k == 0 || k > 10 {
+			t.Errorf("run %d scheduled %d activities", i+1, k)
+		}
+	}
+	if len(starts) != n-1 {
+		t.Fatalf("%d repositories started, want %d", len(starts), n-1)
+	}
+	for r, k := range starts {
+		if k != 1 {
+			t.Errorf("%s started %d times", r, k)
+		}
 	}
 }

@@ -69,11 +69,18 @@ func (s *Store) RecordChecks(ctx context.Context, ids []int64, now time.Time) er
 }
 
 // RecordCheckFailure counts a change check that failed for good (the
-// repository is gone or private) like a failed collection.
-func (s *Store) RecordCheckFailure(ctx context.Context, id int64, now time.Time) error {
-	_, err := s.pool.Exec(ctx, `UPDATE codebases SET consecutive_failures = consecutive_failures + 1, updated_at = $2
-		WHERE id = $1`, id, now)
-	return err
+// repository is gone or private) like a failed collection, once per sweep:
+// a codebase whose failure this sweep already counted is left alone (the
+// check's activity may be retried and check it again). An empty sweep
+// counts every time. It reports whether it counted.
+func (s *Store) RecordCheckFailure(ctx context.Context, id int64, sweep string, now time.Time) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE codebases SET consecutive_failures = consecutive_failures + 1,
+		check_failed_sweep = nullif($3::text, ''), updated_at = $2
+		WHERE id = $1 AND ($3::text = '' OR check_failed_sweep IS DISTINCT FROM $3::text)`, id, now, sweep)
+	if err != nil {
+		return false, err
+	}
+	return tag.RowsAffected() > 0, nil
 }
 
 // ResetFailures clears the failure streak of the live codebase holding a

@@ -1,0 +1,263 @@
+package activities_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/interceptor"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
+
+	"gitfleet/activities"
+	"gitfleet/internal/domain/repoid"
+	"gitfleet/internal/infra/errclass"
+	"gitfleet/internal/infra/vcs"
+	"gitfleet/workflows"
+)
+
+const sweepHost = "sweep.test"
+
+// remotes answers change checks by repository name: "hang" never answers
+// (until its context ends), "gone" is not found, "same" has the recorded
+// head, any other has moved on. It counts the checks and notes how each
+// hanging check ended.
+type remotes struct {
+	mu     sync.Mutex
+	calls  map[string]int
+	hungUp []error // the context errors the hanging checks ended with
+}
+
+func (r *remotes) Head(ctx context.Context, url string) (string, error) {
+	name := strings.TrimSuffix(url[strings.LastIndex(url, "/")+1:], ".git")
+	r.mu.Lock()
+	r.calls[name]++
+	r.mu.Unlock()
+	switch name {
+	case "hang":
+		<-ctx.Done()
+		r.mu.Lock()
+		r.hungUp = append(r.hungUp, ctx.Err())
+		r.mu.Unlock()
+		return "", ctx.Err()
+	case "gone":
+		return "", errclass.Permanentf("not-found", "repository not found")
+	case "same":
+		return "aaaa", nil
+	}
+	return "bbbb", nil
+}
+
+func (r *remotes) count(name string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.calls[name]
+}
+
+// dueRepos inserts codebases for names under a fresh owner.
+func dueRepos(t *testing.T, names ...string) []workflows.DueRepo {
+	t.Helper()
+	owner := fmt.Sprintf("sweep-%d", time.Now().UnixNano())
+	var due []workflows.DueRepo
+	for _, n := range names {
+		var id int64
+		if err := env.Store.Pool().QueryRow(context.Background(), `INSERT INTO codebases (host, external_repo_id, owner, name, last_commit_sha)
+			VALUES ($1, $2, $3, $4, 'aaaa') RETURNING id`, sweepHost, owner+"/"+n, owner, n).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		due = append(due, workflows.DueRepo{CodebaseID: id, Repo: repoid.ID{Host: sweepHost, Owner: owner, Name: n},
+			LastCommit: "aaaa", PolicyCurrent: true})
+	}
+	return due
+}
+
+func failures(t *testing.T, id int64) int {
+	t.Helper()
+	var n int
+	if err := env.Store.Pool().QueryRow(context.Background(), `SELECT consecutive_failures FROM codebases WHERE id = $1`, id).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// checkHeads runs one attempt of CheckHeads, resuming from details when
+// given, and returns its outcomes and the heartbeats it sent.
+func checkHeads(t *testing.T, s *activities.Sweeps, in workflows.CheckHeadsRequest, details *activities.CheckHeadsProgress) ([]workflows.HeadOutcome, []activities.CheckHeadsProgress) {
+	t.Helper()
+	var suite testsuite.WorkflowTestSuite
+	aenv := suite.NewTestActivityEnvironment()
+	// Every heartbeat the activity records (the SDK sends one per throttle
+	// interval to the server; the test looks at what the activity reports).
+	beats := &beatRecorder{}
+	aenv.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{beats}})
+	aenv.RegisterActivity(s)
+	if details != nil {
+		aenv.SetHeartbeatDetails(*details)
+	}
+	v, err := aenv.ExecuteActivity(s.CheckHeads, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []workflows.HeadOutcome
+	if err := v.Get(&out); err != nil {
+		t.Fatal(err)
+	}
+	beats.mu.Lock()
+	defer beats.mu.Unlock()
+	return out, beats.beats
+}
+
+// beatRecorder keeps the progress of every heartbeat CheckHeads records.
+type beatRecorder struct {
+	interceptor.WorkerInterceptorBase
+	mu    sync.Mutex
+	beats []activities.CheckHeadsProgress
+}
+
+func (r *beatRecorder) InterceptActivity(_ context.Context, next interceptor.ActivityInboundInterceptor) interceptor.ActivityInboundInterceptor {
+	i := &beatInbound{r: r}
+	i.Next = next
+	return i
+}
+
+type beatInbound struct {
+	interceptor.ActivityInboundInterceptorBase
+	r *beatRecorder
+}
+
+func (i *beatInbound) Init(outbound interceptor.ActivityOutboundInterceptor) error {
+	o := &beatOutbound{r: i.r}
+	o.Next = outbound
+	return i.Next.Init(o)
+}
+
+type beatOutbound struct {
+	interceptor.ActivityOutboundInterceptorBase
+	r *beatRecorder
+}
+
+func (o *beatOutbound) RecordHeartbeat(ctx context.Context, details ...any) {
+	if len(details) == 1 {
+		if p, ok := details[0].(activities.CheckHeadsProgress); ok {
+			o.r.mu.Lock()
+			o.r.beats = append(o.r.beats, p)
+			o.r.mu.Unlock()
+		}
+	}
+	o.Next.RecordHeartbeat(ctx, details...)
+}
+
+// One remote hangs: CheckHeads heartbeats after every other remote, the
+// hanging one fails alone when its own timeout ends, and a retry resumes
+// from the last heartbeat. The gone repository's failure counts once per
+// sweep, however many attempts check it.
+func TestSweepCheckHeadsHangingRemoteAndRetries(t *testing.T) {
+	hs, err := vcs.NewHosts(vcs.Host{Name: sweepHost, GitURL: "https://" + sweepHost + "/", APIURL: "https://" + sweepHost + "/api/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	heads := &remotes{calls: map[string]int{}}
+	s := &activities.Sweeps{Store: env.Store, Hosts: hs, Heads: heads}
+	names := []string{"hang", "gone", "same"}
+	for i := range 20 {
+		names = append(names, fmt.Sprintf("r%02d", i))
+	}
+	due := dueRepos(t, names...)
+	now := time.Now().UTC().Truncate(time.Second)
+	in := workflows.CheckHeadsRequest{CheckHeadsInput: workflows.CheckHeadsInput{Repos: due, Now: now},
+		Sweep: "recollection-sweep-test/run-1", RemoteTimeout: 300 * time.Millisecond}
+	want := make([]workflows.HeadOutcome, len(names))
+	for i, n := range names {
+		want[i] = map[string]workflows.HeadOutcome{"hang": workflows.HeadFailed, "gone": workflows.HeadGone,
+			"same": workflows.HeadUnchanged}[n]
+		if want[i] == "" {
+			want[i] = workflows.HeadChanged
+		}
+	}
+	check := func(attempt string, out []workflows.HeadOutcome) {
+		t.Helper()
+		if fmt.Sprint(out) != fmt.Sprint(want) {
+			t.Fatalf("%s: outcomes %v, want %v", attempt, out, want)
+		}
+	}
+
+	// First attempt.
+	out, beats := checkHeads(t, s, in, nil)
+	check("first attempt", out)
+	if len(heads.hungUp) != 1 || !errors.Is(heads.hungUp[0], context.DeadlineExceeded) {
+		t.Fatalf("the hanging check ended with %v, want its own deadline", heads.hungUp)
+	}
+	if len(beats) != len(names) {
+		t.Fatalf("%d heartbeats for %d remotes, want one after each", len(beats), len(names))
+	}
+	// A heartbeat showed every other remote checked while the hanging one
+	// still ran: nothing waited on it.
+	var pending *activities.CheckHeadsProgress
+	for i, b := range beats {
+		done := 0
+		for _, o := range b.Outcomes {
+			if o != "" {
+				done++
+			}
+		}
+		if b.Checked != done || b.Changed+b.Unchanged+b.Failed+b.Gone != done || b.Last < 0 || b.Outcomes[b.Last] == "" {
+			t.Fatalf("heartbeat %d is inconsistent: %+v", i, b)
+		}
+		if b.Outcomes[0] == "" && done == len(names)-1 {
+			pending = &beats[i]
+		}
+	}
+	if pending == nil {
+		t.Fatalf("no heartbeat with every remote but the hanging one checked (%d heartbeats)", len(beats))
+	}
+	if f := failures(t, due[1].CodebaseID); f != 1 {
+		t.Fatalf("the gone repository has %d failures after one check, want 1", f)
+	}
+	if f := failures(t, due[0].CodebaseID); f != 0 {
+		t.Fatalf("a check that timed out counted %d failures against the codebase", f)
+	}
+
+	// The attempt is retried from that heartbeat (say its worker died while
+	// the hanging remote ran): only the hanging remote is checked again.
+	out, beats = checkHeads(t, s, in, pending)
+	check("retry from the heartbeat", out)
+	if len(beats) != 1 || beats[0].Checked != len(names) {
+		t.Fatalf("retry heartbeats: %+v, want one, with every remote checked", beats)
+	}
+	for _, n := range names {
+		want := 1
+		if n == "hang" {
+			want = 2
+		}
+		if got := heads.count(n); got != want {
+			t.Errorf("%s checked %d times, want %d", n, got, want)
+		}
+	}
+	// A retry that lost every heartbeat checks all again; the failure still
+	// counts once in this sweep.
+	out, _ = checkHeads(t, s, in, nil)
+	check("retry without heartbeats", out)
+	if heads.count("gone") != 2 {
+		t.Fatalf("gone checked %d times", heads.count("gone"))
+	}
+	if f := failures(t, due[1].CodebaseID); f != 1 {
+		t.Fatalf("the gone repository has %d failures after three attempts of one sweep, want 1", f)
+	}
+	// The unchanged head is recorded as checked.
+	var checked *time.Time
+	if err := env.Store.Pool().QueryRow(context.Background(), `SELECT last_checked_at FROM codebases WHERE id = $1`,
+		due[2].CodebaseID).Scan(&checked); err != nil || checked == nil || !checked.Equal(now) {
+		t.Fatalf("unchanged check recorded at %v (%v), want %v", checked, err, now)
+	}
+
+	// The next sweep counts its own failure.
+	in.Sweep = "recollection-sweep-test/run-2"
+	checkHeads(t, s, in, nil)
+	if f := failures(t, due[1].CodebaseID); f != 2 {
+		t.Fatalf("the gone repository has %d failures after a second sweep, want 2", f)
+	}
+}
