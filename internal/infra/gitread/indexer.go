@@ -28,9 +28,9 @@ var (
 	// streamCacheBytes bounds the objects kept, while the pack streams in,
 	// as bases for the deltas that follow them. A delta whose base is not
 	// there is resolved after the stream, from the file.
-	streamCacheBytes = 4 << 20
+	streamCacheBytes = 2 << 20
 	// workerCacheBytes bounds each resolving goroutine's cache of bases.
-	workerCacheBytes = 4 << 20
+	workerCacheBytes = 2 << 20
 	// inflightBytes bounds the inflated data between the parsing and the
 	// hashing goroutine.
 	inflightBytes int64 = 2 << 20

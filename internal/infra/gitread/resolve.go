@@ -28,15 +28,18 @@ func (x *Indexer) resolve(ix *Index) error {
 		g.ofsStart[i+1] += g.ofsStart[i]
 	}
 	g.ofsKids = make([]int32, g.ofsStart[n])
-	fill := make([]int32, n)
+	// ofsStart[b] is base b's cursor while filling; it ends at b's end,
+	// which is b+1's start: shifting the table by one restores the starts
+	// (no second table of n cursors).
 	for i := range x.entries {
 		e := &x.entries[i]
 		if e.typ == TypeOfsDelta && e.otyp == 0 {
-			g.ofsKids[g.ofsStart[e.base]+fill[e.base]] = int32(i)
-			fill[e.base]++
+			g.ofsKids[g.ofsStart[e.base]] = int32(i)
+			g.ofsStart[e.base]++
 		}
 	}
-	fill = nil
+	copy(g.ofsStart[1:], g.ofsStart[:n])
+	g.ofsStart[0] = 0
 	if len(x.refs) > 0 {
 		g.refKids = make(map[plumbing.Hash][]int32, len(x.refs))
 		for _, r := range x.refs {
