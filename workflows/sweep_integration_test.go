@@ -10,11 +10,13 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"gitfleet/internal/devstack/forge"
 	"gitfleet/internal/domain/identity"
+	"gitfleet/internal/domain/repoid"
 	"gitfleet/workflows"
 )
 
@@ -80,7 +82,9 @@ func runSweep(t *testing.T, in workflows.RecollectionSweepInput) workflows.Sweep
 		t.Fatal(err)
 	}
 	if res.Started > 0 && !res.Halted {
-		recordHistory(t, "recollection-sweep", run.GetID(), run.GetRunID())
+		// recollection-sweep.json holds a run from before the event budget
+		// (GetVersion sweep-event-budget); this is one after it.
+		recordHistory(t, "recollection-sweep-budget", run.GetID(), run.GetRunID())
 	}
 	return res
 }
@@ -184,6 +188,101 @@ func TestSweepCollectsExactlyTheDueRepositories(t *testing.T) {
 	if again.Started != 0 || again.Halted {
 		t.Fatalf("second sweep on the same clock: %+v", again)
 	}
+}
+
+// A sweep over a tiny budget hands over to new runs in the middle of pages
+// on the real server: every changed repository is started once, the counts
+// add up across the runs, and no run passes its budget.
+func TestSweepContinuesAsNewOnTheServer(t *testing.T) {
+	now := sweepClock()
+	o := owner(t)
+	var repos []sweepRepo
+	for i := range 5 {
+		repos = append(repos, sweepRepo{name: fmt.Sprintf("r%d", i), viewed: ago(day), done: ago(10 * time.Hour), changeAfterDone: true})
+	}
+	ids := setUp(t, now, o, repos)
+	before := time.Now()
+	const budget = 3
+	run, err := env.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{TaskQueue: workflows.TaskQueue},
+		workflows.RecollectionSweep, workflows.RecollectionSweepInput{Now: now, PageSize: 2, StartWindow: 1, MaxActivitiesPerRun: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := run.GetRunID() // Get follows the chain to its last run
+	var res workflows.SweepResult
+	if err := run.Get(ctxTimeout(t, 2*time.Minute), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Considered != 5 || res.Due != 5 || res.Started != 5 || res.Halted || res.Runs < 3 {
+		t.Fatalf("sweep = %+v, want 5 considered, due and started over several runs", res)
+	}
+	chain := sweepChainOf(t, run.GetID(), first)
+	if len(chain) != res.Runs {
+		t.Fatalf("%d runs in the chain, the result says %d", len(chain), res.Runs)
+	}
+	for i, r := range chain {
+		if r.activities > budget {
+			t.Errorf("run %d scheduled %d activities, over the budget of %d", i+1, r.activities, budget)
+		}
+	}
+	for _, r := range repos {
+		waitCompleted(t, ids[r.name], before)
+		if n := collectRunsSince(t, id(o, r.name), before); n != 1 {
+			t.Errorf("%s: %d Collect runs, want 1", r.name, n)
+		}
+	}
+	// The first run: it hands over in the middle of a page.
+	recordHistory(t, "recollection-sweep-continued", run.GetID(), first)
+}
+
+// sweepRun is one run of a sweep's continue-as-new chain.
+type sweepRun struct {
+	runID      string
+	events     int
+	activities int
+}
+
+// sweepChainOf follows a sweep's continue-as-new chain from its first run.
+func sweepChainOf(t testing.TB, workflowID, runID string) []sweepRun {
+	var chain []sweepRun
+	for runID != "" {
+		r := sweepRun{runID: runID}
+		next := ""
+		it := env.Client.GetWorkflowHistory(context.Background(), workflowID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			e, err := it.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.events++
+			if e.GetActivityTaskScheduledEventAttributes() != nil {
+				r.activities++
+			}
+			if a := e.GetWorkflowExecutionContinuedAsNewEventAttributes(); a != nil {
+				next = a.GetNewExecutionRunId()
+			}
+		}
+		chain = append(chain, r)
+		runID = next
+	}
+	return chain
+}
+
+// collectRunsSince counts the Collect runs of a repository started since.
+func collectRunsSince(t *testing.T, r repoid.ID, since time.Time) int {
+	t.Helper()
+	resp, err := env.Client.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
+		Query: fmt.Sprintf("WorkflowId = '%s'", workflows.CollectWorkflowID(r))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range resp.Executions {
+		if !e.GetStartTime().AsTime().Before(since) {
+			n++
+		}
+	}
+	return n
 }
 
 func TestSweepCircuitBreaker(t *testing.T) {
