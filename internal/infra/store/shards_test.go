@@ -91,15 +91,63 @@ func TestSupersededFenceIsRejectedForever(t *testing.T) {
 	}
 }
 
+// dbNow reads the database's clock, the one lease deadlines are set and
+// checked on.
+func dbNow(t *testing.T) time.Time {
+	t.Helper()
+	var now time.Time
+	if err := env.Store.Pool().QueryRow(context.Background(), `SELECT clock_timestamp()`).Scan(&now); err != nil {
+		t.Fatal(err)
+	}
+	return now
+}
+
+// expireLease runs a shard's lease out: its deadline moves into the past
+// on the database's clock, which the lease checks compare with, so expiry
+// is simulated instead of waited for.
+func expireLease(t *testing.T, shardID int64) {
+	t.Helper()
+	if _, err := env.Store.Pool().Exec(context.Background(),
+		`UPDATE shards SET lease_deadline = clock_timestamp() - interval '1 millisecond' WHERE id = $1`, shardID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// within says whether deadline is leaseFor after some instant of [before, after].
+func within(deadline, before, after time.Time, leaseFor time.Duration) bool {
+	return !deadline.Before(before.Add(leaseFor)) && !deadline.After(after.Add(leaseFor))
+}
+
 func TestExpiredLeaseIsStale(t *testing.T) {
 	ctx := context.Background()
 	shardID := newShard(t)
 	scope, _ := env.Store.Scope(ctx, shardID, "p1")
-	l := acquire(t, shardID, "slow", 300*time.Millisecond)
-	if _, err := env.Store.RenewLease(ctx, l, 300*time.Millisecond); err != nil {
+	before := dbNow(t)
+	c, err := env.Store.AcquireShard(ctx, shardID, "slow", time.Minute, true)
+	after := dbNow(t)
+	if err != nil || c.Status != shard.Active {
+		t.Fatalf("acquire: %+v, %v", c, err)
+	}
+	l := c.Lease
+	if !within(c.Deadline, before, after, time.Minute) {
+		t.Fatalf("acquired lease runs until %s, want a minute after [%s, %s]", c.Deadline, before, after)
+	}
+	before = dbNow(t)
+	deadline, err := env.Store.RenewLease(ctx, l, 2*time.Minute)
+	after = dbNow(t)
+	if err != nil {
 		t.Fatalf("renew of a live lease: %v", err)
 	}
-	time.Sleep(400 * time.Millisecond)
+	if !within(deadline, before, after, 2*time.Minute) {
+		t.Fatalf("renewed lease runs until %s, want two minutes after [%s, %s]", deadline, before, after)
+	}
+	if _, err := env.Store.WriteData(ctx, l, scope, store.DataOps{}); err != nil {
+		t.Fatalf("write under a live lease: %v", err)
+	}
+	if c, err := env.Store.AcquireShard(ctx, shardID, "next", time.Minute, true); err != nil || !c.Busy || !c.Deadline.Equal(deadline) {
+		t.Fatalf("acquire of a live lease by another owner: %+v, %v; want Busy until %s", c, err, deadline)
+	}
+	expireLease(t, shardID)
 	if _, err := env.Store.WriteData(ctx, l, scope, store.DataOps{}); !isStaleOwner(err) {
 		t.Fatalf("write after expiry: %v, want StaleOwner", err)
 	}
