@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -95,6 +96,16 @@ func count(t *testing.T, query string, args ...any) int {
 	return n
 }
 
+// expireLease runs a shard's lease out on the database's clock (the one
+// the lease checks use) instead of waiting for it.
+func expireLease(t *testing.T, shardID int64) {
+	t.Helper()
+	if _, err := env.Store.Pool().Exec(context.Background(),
+		`UPDATE shards SET lease_deadline = clock_timestamp() - interval '1 millisecond' WHERE id = $1`, shardID); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func seenCount(t *testing.T, shardID int64) int {
 	return count(t, `SELECT count(*) FROM seen_blobs b JOIN scan_scopes s ON s.id = b.scope_id WHERE s.shard_id = $1`, shardID)
 }
@@ -138,9 +149,58 @@ func TestLeaseLossStopsTheScan(t *testing.T) {
 	if n := count(t, `SELECT count(*) FROM shard_receipts WHERE shard_id = $1`, shardID); n != 0 {
 		t.Fatalf("%d receipts written by an owner that lost its lease", n)
 	}
-	time.Sleep(200 * time.Millisecond)
+	// Nothing can write once no goroutine runs the scan's code: wait for
+	// that (its lease keeper may still be in a renewal the new fence
+	// rejects), then the count is final.
+	waitScanGoroutinesGone(t)
 	if n := seenCount(t, shardID); n != stoppedAt {
 		t.Fatalf("writes went on after the scan returned: %d → %d", stoppedAt, n)
+	}
+}
+
+// scanGoroutines returns the stacks of the goroutines running code of the
+// activities or of what they call in internal/ (the tests' own and the
+// development stack's excepted).
+func scanGoroutines() []string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		for _, frame := range strings.Split(g, "\n") {
+			// Frames only: a "created by" line names a creator that may
+			// have returned long ago.
+			if strings.HasPrefix(frame, "gitfleet/activities.") || strings.HasPrefix(frame, "gitfleet/internal/infra/") ||
+				strings.HasPrefix(frame, "gitfleet/internal/domain/") {
+				out = append(out, g)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// waitScanGoroutinesGone waits until no goroutine runs the scan's code.
+// Polled: the runtime signals no goroutine's exit, and a leaked one that
+// keeps running fails the test at the deadline.
+func waitScanGoroutinesGone(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		left := scanGoroutines()
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines still run the scan's code after it returned:\n%s", len(left), strings.Join(left, "\n\n"))
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -183,7 +243,7 @@ func findingSet(t *testing.T, shardID int64) map[findingKey]int {
 // frontier where it was; the next owner re-runs, finds everything seen,
 // and checkpoints its own receipt — nothing duplicated, nothing lost.
 func TestCrashBetweenFinalizeAndCheckpoint(t *testing.T) {
-	s := shards(t, time.Second, 20)
+	s := shards(t, time.Minute, 20)
 	dir, _ := generate(t, repogen.Spec{Commits: 50, FilesPerCommit: 3, BlobSize: 300, Seed: 9,
 		Secrets: []repogen.Secret{{Commit: 20, Path: "a/creds.txt", Content: "token: " + ghToken + "\n"}}})
 	spec, shardID := localShard(t, s, dir)
@@ -197,7 +257,7 @@ func TestCrashBetweenFinalizeAndCheckpoint(t *testing.T) {
 	if sh, _ := env.Store.ShardByID(context.Background(), shardID); sh.CheckpointReceiptID != 0 || sh.Status != shard.Active {
 		t.Fatalf("frontier moved without a checkpoint: %+v", sh)
 	}
-	time.Sleep(1100 * time.Millisecond) // its lease runs out
+	expireLease(t, shardID) // its lease runs out
 
 	next := lease(t, s, shardID, "next")
 	r2, err := s.ScanShard(context.Background(), workflows.ShardWork{Lease: next, Spec: spec})
