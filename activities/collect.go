@@ -15,6 +15,7 @@ import (
 	"gitfleet/internal/domain/identity"
 	"gitfleet/internal/domain/repoid"
 	"gitfleet/internal/infra/errclass"
+	"gitfleet/internal/infra/metrics"
 	"gitfleet/internal/infra/store"
 )
 
@@ -94,6 +95,7 @@ func (a *Activities) ApplyIdentity(ctx context.Context, in workflows.ApplyIdenti
 		}
 		return identity.Outcome{}, AppError(err)
 	}
+	metrics.Collections.Inc(string(res.Case))
 	if !res.Changed {
 		a.logger(ctx).Info("identity resolved", zap.String("case", string(res.Case)),
 			zap.Int64("codebase", res.CodebaseID), zap.Int64("retired", res.RetiredID))

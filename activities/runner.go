@@ -16,6 +16,7 @@ import (
 
 	"gitfleet/internal/domain/snapshot"
 	"gitfleet/internal/infra/errclass"
+	"gitfleet/internal/infra/metrics"
 	"gitfleet/internal/infra/mirror"
 	"gitfleet/internal/infra/ocibuild"
 	"gitfleet/internal/infra/ocistore"
@@ -120,7 +121,12 @@ func (r *Runner) PullSnapshot(ctx context.Context, in workflows.PullInput) (work
 	res, err := r.Images.Pull(ctx, in.Snapshot, in.Ref, sources, progress)
 	if err != nil {
 		log.Warn("pull failed", zap.Error(err))
+		metrics.SnapshotPulls.Inc("failed")
 		return workflows.PullResult{}, AppError(err)
+	}
+	metrics.SnapshotPulls.Inc("ok")
+	for src, n := range res.BySource {
+		metrics.SnapshotPullBytes.Add(n, strings.SplitN(src, ":", 2)[0]) // "registry", "peer"
 	}
 	log.Info("pull done", zap.String("digest", res.Digest), zap.Int64("fetched", res.Fetched), zap.Any("bySource", res.BySource), r.busy())
 	return workflows.PullResult{Digest: res.Digest, Size: res.Size, Fetched: res.Fetched, BySource: res.BySource}, nil

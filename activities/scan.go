@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -25,6 +23,7 @@ import (
 	"gitfleet/internal/domain/target"
 	"gitfleet/internal/infra/errclass"
 	"gitfleet/internal/infra/gitread"
+	"gitfleet/internal/infra/metrics"
 	"gitfleet/internal/infra/mirror"
 	"gitfleet/internal/infra/store"
 )
@@ -126,10 +125,6 @@ func (s *Shards) ScanShard(ctx context.Context, w workflows.ShardWork) (shard.Re
 }
 
 func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardWork, log *zap.Logger) (_ shard.Receipt, err error) {
-	// Decoding packs churns through short-lived buffers: a tighter GC target
-	// while scanning keeps the peak near the live set for a little CPU.
-	defer debug.SetGCPercent(debug.SetGCPercent(scanGCPercent))
-
 	// The keeper renews the lease and heartbeats; losing the lease cancels
 	// the scan at once.
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -186,7 +181,7 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 	}
 	defer packs.Close()
 	walker := gitread.New(repo.repo, gitread.Options{Packs: packs, TreeCacheBytes: treeCacheBytes})
-	readers := make([]*gitread.PackReader, runtime.GOMAXPROCS(0))
+	readers := make([]*gitread.PackReader, s.parallelism())
 	for i := range readers {
 		readers[i] = packs.NewReader()
 	}
@@ -235,9 +230,6 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 }
 
 var errBudget = errors.New("time budget spent")
-
-// scanGCPercent is the GC target while a scan runs (GOGC's default is 100).
-const scanGCPercent = 20
 
 // walkCacheBytes is go-git's object cache, for what the walk and the scan
 // read through go-git: objects the packs opened for the scan lack, and the
@@ -489,7 +481,9 @@ func (r *scanRun) flush(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			for j := range work {
+				r.s.acquire()
 				results[j] = r.scanBlob(reader, &r.buffers[i], todo[j], c)
+				r.s.release()
 			}
 		}()
 	}
@@ -514,6 +508,7 @@ func (r *scanRun) flush(ctx context.Context) error {
 			}
 		} else {
 			r.scanned++
+			metrics.BlobsScanned.Inc()
 		}
 		r.partial = r.partial || res.partial
 	}
@@ -523,6 +518,8 @@ func (r *scanRun) flush(ctx context.Context) error {
 		return err
 	}
 	r.findings += n
+	metrics.BytesScanned.Add(bytes)
+	metrics.Findings.Add(n)
 	r.progress.add(int64(len(todo)), bytes, n)
 	return nil
 }

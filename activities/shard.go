@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 
@@ -36,6 +37,30 @@ type Shards struct {
 	// BatchBlobs is how many blobs a scan handles between durable writes
 	// of its data ops (default 2,000).
 	BatchBlobs int
+	// ScanSlots, if not nil, bounds the blobs the worker's scans read and
+	// scan at once, all scans together (a token each); nil: GOMAXPROCS
+	// per scan.
+	ScanSlots chan struct{}
+}
+
+// parallelism is how many goroutines one scan runs.
+func (s *Shards) parallelism() int {
+	if s.ScanSlots != nil {
+		return max(1, min(runtime.GOMAXPROCS(0), cap(s.ScanSlots)))
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+func (s *Shards) acquire() {
+	if s.ScanSlots != nil {
+		s.ScanSlots <- struct{}{}
+	}
+}
+
+func (s *Shards) release() {
+	if s.ScanSlots != nil {
+		<-s.ScanSlots
+	}
 }
 
 func (s *Shards) leaseFor() time.Duration {

@@ -76,6 +76,8 @@ func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comman
 Configuration comes from the environment (the defaults match 'make run'):
   TEMPORAL_ADDRESS    Temporal frontend (default ` + config.DefaultTemporalAddress + `)
   TEMPORAL_NAMESPACE  namespace (default ` + config.DefaultNamespace + `)
+  TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_CONFIG_FILE, TEMPORAL_PROFILE
+                      the Temporal SDK's client configuration (Temporal Cloud, mTLS)
   GITFLEET_UI_URL     Temporal Web UI, for links (default ` + config.DefaultUIURL + `)
   DATABASE_URL        gitfleet's PostgreSQL database
   GITHUB_API_URL      GitHub or GitHub Enterprise API (default https://api.github.com/)
@@ -96,7 +98,7 @@ Configuration comes from the environment (the defaults match 'make run'):
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.PersistentFlags().BoolVar(&a.json, "json", false, "print JSON instead of text")
 	root.AddCommand(a.collectCmd(), a.showCmd(), a.scanCmd(), a.findingsCmd(), a.schedulesCmd(), a.migrateCmd(), a.cleanupCmd(),
-		a.usersCmd(), a.githubCmd(), a.snapshotCmd(), a.runnerCmd(), a.devCmd(), a.rulesCmd())
+		a.usersCmd(), a.githubCmd(), a.snapshotCmd(), a.runnerCmd(), a.devCmd(), a.rulesCmd(), a.setupCmd())
 	return root
 }
 
@@ -113,11 +115,12 @@ func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 
 func (a *app) temporal(ctx context.Context) (client.Client, error) {
 	log, _ := logging.New("warn", "console")
-	c, err := client.DialContext(ctx, client.Options{
-		HostPort:  a.cfg.TemporalAddress,
-		Namespace: a.cfg.Namespace,
-		Logger:    logging.Temporal(log.WithOptions(zap.IncreaseLevel(zap.ErrorLevel))),
-	})
+	opts, err := a.cfg.TemporalOptions()
+	if err != nil {
+		return nil, err
+	}
+	opts.Logger = logging.Temporal(log.WithOptions(zap.IncreaseLevel(zap.ErrorLevel)))
+	c, err := client.DialContext(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("connect to Temporal at %s (is it running? 'make run' starts one): %w", a.cfg.TemporalAddress, err)
 	}

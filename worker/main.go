@@ -1,6 +1,9 @@
 // Command worker runs gitfleet's Temporal worker: it migrates the database,
-// registers the search attributes, and polls task queue "gitfleet" for
-// workflow and activity tasks until interrupted.
+// checks the search attributes (`starter setup` registers them), and polls
+// task queue "gitfleet" for workflow and activity tasks until interrupted;
+// then it stops polling and lets running activities finish (up to
+// GITFLEET_STOP_TIMEOUT). /metrics, /livez and /readyz are served on
+// GITFLEET_METRICS_ADDR.
 package main
 
 import (
@@ -13,13 +16,13 @@ import (
 	"syscall"
 	"time"
 
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.uber.org/zap"
 
 	"gitfleet/activities"
 	"gitfleet/internal/infra/config"
 	"gitfleet/internal/infra/logging"
+	"gitfleet/internal/infra/metrics"
 	"gitfleet/internal/infra/mirror"
 	"gitfleet/internal/infra/store"
 	"gitfleet/workflows"
@@ -27,6 +30,7 @@ import (
 
 func main() {
 	var rf runnerFlags
+	flag.StringVar(&metricsAddr, "metrics-addr", "", "`ADDR` to serve /metrics, /livez and /readyz on, \"off\" for none (default: "+config.EnvMetricsAddr+", else "+config.DefaultMetricsAddr+")")
 	flag.StringVar(&rf.id, "runner-id", "", "run as runner `ID` (polls task queue runner-ID; lower-case letters, digits, '-')")
 	flag.StringVar(&rf.store, "store", "", "runner mode: the runner's OCI image store `DIR`")
 	flag.StringVar(&rf.peerAddr, "peer-addr", "127.0.0.1:0", "runner mode: `ADDR` to serve held images to peers on (read-only OCI distribution API)")
@@ -50,6 +54,11 @@ Configuration comes from the environment:
 
   TEMPORAL_ADDRESS     Temporal frontend (default %s)
   TEMPORAL_NAMESPACE   namespace (default %s)
+  TEMPORAL_API_KEY, TEMPORAL_TLS, TEMPORAL_TLS_CLIENT_CERT_PATH, TEMPORAL_TLS_CLIENT_KEY_PATH,
+  TEMPORAL_TLS_SERVER_CA_CERT_PATH, TEMPORAL_TLS_SERVER_NAME, ... (the *_DATA forms too),
+  TEMPORAL_CONFIG_FILE, TEMPORAL_PROFILE
+                       the Temporal SDK's client configuration (API key, TLS, mTLS, a
+                       TOML profile), for Temporal Cloud and mTLS clusters
   DATABASE_URL         gitfleet's PostgreSQL database (default %s)
   GITHUB_API_URL       GitHub or GitHub Enterprise REST API (default https://api.github.com/)
   GITHUB_TOKEN         API token (optional; never logged)
@@ -75,6 +84,13 @@ Configuration comes from the environment:
   GITFLEET_PULL_QUEUE_TIMEOUT   wait for a runner to pick a pull up (default 2m)
   GITFLEET_PULL_FANOUT          pulls one ready runner serves at once (default 3)
   GITFLEET_RECONCILE_EVERY      how often the runner-reconcile schedule fires (default 5m)
+  GITFLEET_ACTIVITY_SLOTS       activity tasks run at once (default 2 x CPUs, at least 4;
+                                a runner: --capacity)
+  GITFLEET_WORKFLOW_SLOTS       workflow tasks run at once (default 2 x CPUs, at least 4)
+  GITFLEET_SCAN_PARALLELISM     blobs read and scanned at once, all scans together (default: CPUs)
+  GITFLEET_STOP_TIMEOUT         on SIGTERM/SIGINT, how long running activities may finish (default 30s)
+  GITFLEET_METRICS_ADDR         /metrics, /livez, /readyz listen address, "off" for none (default :9090)
+  GOMEMLIMIT, GOGC              the Go runtime's memory limit and GC target, process-wide
 `, config.DefaultTemporalAddress, config.DefaultNamespace, config.DefaultDatabaseURL)
 	}
 	flag.Parse()
@@ -91,8 +107,28 @@ Configuration comes from the environment:
 	}
 }
 
-func run() error {
+// metricsAddr is --metrics-addr.
+var metricsAddr string
+
+// loadConfig reads the configuration; --metrics-addr wins over the
+// environment.
+func loadConfig() (config.Config, error) {
 	cfg, err := config.Load(os.Getenv)
+	if err != nil {
+		return cfg, err
+	}
+	switch metricsAddr {
+	case "":
+	case "off", "none", "-":
+		cfg.MetricsAddr = ""
+	default:
+		cfg.MetricsAddr = metricsAddr
+	}
+	return cfg, nil
+}
+
+func run() error {
+	cfg, err := loadConfig()
 	if err != nil {
 		return err
 	}
@@ -118,18 +154,20 @@ func run() error {
 		log.Info("migration applied", zap.Int64("version", m.Version), zap.String("source", m.Source))
 	}
 
-	c, err := client.DialContext(ctx, client.Options{
-		HostPort:  cfg.TemporalAddress,
-		Namespace: cfg.Namespace,
-		Logger:    logging.Temporal(log.Named("temporal")),
-	})
+	sdk := metrics.NewSDK()
+	c, err := dial(ctx, cfg, log, sdk)
 	if err != nil {
-		return fmt.Errorf("connect to Temporal at %s: %w", cfg.TemporalAddress, err)
-	}
-	defer c.Close()
-	if err := workflows.EnsureSearchAttributes(ctx, c, cfg.Namespace); err != nil {
 		return err
 	}
+	defer c.Close()
+	if err := checkSearchAttributes(ctx, c, cfg.Namespace, log); err != nil {
+		return err
+	}
+	stopMetrics, err := serveMetrics(cfg.MetricsAddr, sdk, c, st, log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 
 	mirrors, err := mirror.New(cfg.MirrorDir, nil)
 	if err != nil {
@@ -142,11 +180,16 @@ func run() error {
 	if cfg.ScanDecodeDepth != nil {
 		scanner = scanner.WithDecodeDepth(*cfg.ScanDecodeDepth)
 	}
-	w := worker.New(c, workflows.TaskQueue, worker.Options{})
+	w := worker.New(c, workflows.TaskQueue, worker.Options{
+		MaxConcurrentActivityExecutionSize:      cfg.ActivitySlots,
+		MaxConcurrentWorkflowTaskExecutionSize:  cfg.WorkflowSlots,
+		MaxConcurrentLocalActivityExecutionSize: cfg.ActivitySlots,
+		WorkerStopTimeout:                       cfg.StopTimeout,
+	})
 	workflows.Register(w)
 	w.RegisterActivity(&activities.Activities{Store: st, Mirrors: mirrors, Hosts: cfg.Hosts, Log: log})
 	w.RegisterActivity(&activities.Shards{Store: st, Mirrors: mirrors, Scanner: scanner, Log: log,
-		LeaseFor: cfg.ShardLease, BatchBlobs: cfg.ScanBatch})
+		LeaseFor: cfg.ShardLease, BatchBlobs: cfg.ScanBatch, ScanSlots: make(chan struct{}, cfg.ScanParallelism)})
 	w.RegisterActivity(&activities.Sweeps{Store: st, Client: c, Hosts: cfg.Hosts,
 		Heads: activities.LsRemote{}, Policy: scanner.Policy(), Decay: cfg.Decay, Log: log})
 	w.RegisterActivity(&activities.GitHub{Store: st, Box: cfg.TokenBox, Hosts: cfg.Hosts, MaxConcurrent: cfg.GitHubConcurrency, Log: log})
@@ -158,14 +201,26 @@ func run() error {
 	log.Info("worker starting", zap.String("temporal", cfg.TemporalAddress), zap.String("namespace", cfg.Namespace),
 		zap.String("taskQueue", workflows.TaskQueue), zap.Strings("hosts", cfg.Hosts.Names()),
 		zap.String("policy", scanner.Policy()[:12]), zap.Int("rules", scanner.Rules().Len()),
-		zap.Int("decodeDepth", scanner.Config().DecodeDepth))
+		zap.Int("decodeDepth", scanner.Config().DecodeDepth), zap.Int("activitySlots", cfg.ActivitySlots),
+		zap.Int("workflowSlots", cfg.WorkflowSlots), zap.Int("scanParallelism", cfg.ScanParallelism),
+		zap.Duration("stopTimeout", cfg.StopTimeout))
 	if err := w.Start(); err != nil {
 		return err
 	}
-	<-ctx.Done()
-	log.Info("worker stopping")
-	w.Stop()
+	drain(ctx, stop, w, cfg.StopTimeout, log)
 	return nil
+}
+
+// drain waits for SIGTERM or SIGINT, then stops polling and lets running
+// activities finish, up to timeout (then their contexts are cancelled). A
+// second signal ends the process at once.
+func drain(ctx context.Context, stopSignals func(), w worker.Worker, timeout time.Duration, log *zap.Logger) {
+	<-ctx.Done()
+	stopSignals()
+	log.Info("worker draining: polling stopped, running activities may finish", zap.Duration("stopTimeout", timeout))
+	start := time.Now()
+	w.Stop()
+	log.Info("worker stopped", zap.Duration("drained", time.Since(start)))
 }
 
 // propagation is how the reconcile's propagations pull, from the

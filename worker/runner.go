@@ -14,15 +14,14 @@ import (
 	"syscall"
 	"time"
 
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.uber.org/zap"
 	"golang.org/x/time/rate"
 
 	"gitfleet/activities"
 	"gitfleet/internal/domain/snapshot"
-	"gitfleet/internal/infra/config"
 	"gitfleet/internal/infra/logging"
+	"gitfleet/internal/infra/metrics"
 	"gitfleet/internal/infra/ocistore"
 	"gitfleet/internal/infra/store"
 )
@@ -53,7 +52,7 @@ func runRunner(rf runnerFlags) error {
 	if err != nil {
 		return fmt.Errorf("--peer-rate: %w", err)
 	}
-	cfg, err := config.Load(os.Getenv)
+	cfg, err := loadConfig()
 	if err != nil {
 		return err
 	}
@@ -105,19 +104,21 @@ func runRunner(rf runnerFlags) error {
 	}
 	go heartbeat(ctx, st, self, cfg.RunnerHeartbeat, log)
 
-	c, err := client.DialContext(ctx, client.Options{
-		HostPort:  cfg.TemporalAddress,
-		Namespace: cfg.Namespace,
-		Logger:    logging.Temporal(log.Named("temporal")),
-	})
+	sdk := metrics.NewSDK()
+	c, err := dial(ctx, cfg, log, sdk)
 	if err != nil {
-		return fmt.Errorf("connect to Temporal at %s: %w", cfg.TemporalAddress, err)
+		return err
 	}
 	defer c.Close()
+	stopMetrics, err := serveMetrics(cfg.MetricsAddr, sdk, c, st, log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	w := worker.New(c, snapshot.TaskQueue(rf.id), worker.Options{
 		MaxConcurrentActivityExecutionSize: rf.capacity,
 		DisableWorkflowWorker:              true,
-		WorkerStopTimeout:                  30 * time.Second,
+		WorkerStopTimeout:                  cfg.StopTimeout,
 	})
 	w.RegisterActivity(&activities.Runner{ID: rf.id, Store: st, Images: images, Hosts: cfg.Hosts, WorkDir: work,
 		Registry: cfg.Registry, Insecure: cfg.InsecureRegistries, Log: log, Load: &activities.Load{}})
@@ -126,9 +127,7 @@ func runRunner(rf runnerFlags) error {
 	if err := w.Start(); err != nil {
 		return err
 	}
-	<-ctx.Done()
-	log.Info("runner stopping")
-	w.Stop()
+	drain(ctx, stop, w, cfg.StopTimeout, log)
 	return nil
 }
 

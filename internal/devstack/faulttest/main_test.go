@@ -19,6 +19,7 @@ import (
 	"gitfleet/internal/devstack/testenv"
 	"gitfleet/internal/infra/config"
 	"gitfleet/internal/infra/vcs"
+	"gitfleet/workflows"
 )
 
 var (
@@ -40,6 +41,10 @@ func TestMain(m *testing.M) {
 		os.Exit(runPlainPull(spec))
 	}
 	os.Exit(testenv.Run(m, &env, func(e *testenv.Env) (func(), error) {
+		// Workers check the search attributes; `starter setup` registers them.
+		if err := workflows.EnsureSearchAttributes(context.Background(), e.Client, e.Namespace); err != nil {
+			return nil, err
+		}
 		workerBin = filepath.Join(e.Dir, "worker")
 		build := exec.Command("go", "build", "-o", workerBin, "gitfleet/worker")
 		if out, err := build.CombinedOutput(); err != nil {
@@ -149,6 +154,7 @@ func launchProc(t testing.TB, name string, args, extraEnv []string) *workerProc 
 		config.EnvShardLease+"=10s",
 		config.EnvScanBatch+"=200",
 		config.EnvTokenKey+"="+tokenKey,
+		config.EnvMetricsAddr+"=off", // many workers on one host
 	)
 	// Later entries win (os/exec keeps the last value of a key).
 	cmd.Env = append(cmd.Env, extraEnv...)

@@ -4,9 +4,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/contrib/envconfig"
 
 	"gitfleet/internal/domain/decay"
 	"gitfleet/internal/infra/secrets"
@@ -44,7 +48,36 @@ const (
 	EnvPullQueue       = "GITFLEET_PULL_QUEUE_TIMEOUT"
 	EnvPullFanout      = "GITFLEET_PULL_FANOUT"
 	EnvReconcileEvery  = "GITFLEET_RECONCILE_EVERY"
+
+	// Workers: bounds, drain and the metrics and health endpoint.
+	EnvActivitySlots   = "GITFLEET_ACTIVITY_SLOTS"
+	EnvWorkflowSlots   = "GITFLEET_WORKFLOW_SLOTS"
+	EnvScanParallelism = "GITFLEET_SCAN_PARALLELISM"
+	EnvStopTimeout     = "GITFLEET_STOP_TIMEOUT"
+	EnvMetricsAddr     = "GITFLEET_METRICS_ADDR"
 )
+
+// TemporalEnvVars are the Temporal SDK's client variables
+// (go.temporal.io/sdk/contrib/envconfig), read besides TEMPORAL_ADDRESS and
+// TEMPORAL_NAMESPACE: a TOML profile file and API key, TLS and mTLS
+// settings, for Temporal Cloud and mTLS clusters. An empty value is unset.
+var TemporalEnvVars = []string{
+	"TEMPORAL_CONFIG_FILE",
+	"TEMPORAL_PROFILE",
+	"TEMPORAL_API_KEY",
+	"TEMPORAL_CLIENT_AUTHORITY",
+	"TEMPORAL_TLS",
+	"TEMPORAL_TLS_CLIENT_CERT_PATH",
+	"TEMPORAL_TLS_CLIENT_CERT_DATA",
+	"TEMPORAL_TLS_CLIENT_KEY_PATH",
+	"TEMPORAL_TLS_CLIENT_KEY_DATA",
+	"TEMPORAL_TLS_SERVER_CA_CERT_PATH",
+	"TEMPORAL_TLS_SERVER_CA_CERT_DATA",
+	"TEMPORAL_TLS_SERVER_NAME",
+	"TEMPORAL_TLS_DISABLE_HOST_VERIFICATION",
+	"TEMPORAL_CODEC_ENDPOINT",
+	"TEMPORAL_CODEC_AUTH",
+}
 
 // Defaults: the dev stack's addresses.
 const (
@@ -52,6 +85,8 @@ const (
 	DefaultNamespace       = "default"
 	DefaultUIURL           = "http://localhost:8233"
 	DefaultDatabaseURL     = "postgres://postgres@127.0.0.1:54329/gitfleet?sslmode=disable"
+	DefaultMetricsAddr     = ":9090"
+	DefaultStopTimeout     = 30 * time.Second
 )
 
 // Config is the shared configuration.
@@ -100,6 +135,45 @@ type Config struct {
 	PullAttempt, PullWindow, PullQueue time.Duration
 	PullFanout                         int
 	ReconcileEvery                     time.Duration
+
+	// Temporal is the SDK's client profile: the TOML file's profile
+	// (TEMPORAL_CONFIG_FILE, TEMPORAL_PROFILE) with the TEMPORAL_*
+	// variables over it; TemporalAddress and Namespace are its address and
+	// namespace with gitfleet's defaults. Secret (API key, keys): never
+	// logged.
+	Temporal envconfig.ClientConfigProfile
+
+	// Workers: ActivitySlots and WorkflowSlots bound the activity and
+	// workflow tasks a worker runs at once; ScanParallelism bounds the
+	// blobs its scans read and scan at once, all scans together.
+	// StopTimeout is how long a stopping worker lets running activities
+	// finish. MetricsAddr is where /metrics, /livez and /readyz listen
+	// ("" : nowhere).
+	ActivitySlots, WorkflowSlots, ScanParallelism int
+	StopTimeout                                   time.Duration
+	MetricsAddr                                   string
+}
+
+// TemporalOptions are the client options of the Temporal profile, with
+// gitfleet's defaults for the address and the namespace.
+func (c Config) TemporalOptions() (client.Options, error) {
+	p := c.Temporal
+	p.Address, p.Namespace = c.TemporalAddress, c.Namespace
+	opts, err := p.ToClientOptions(envconfig.ToClientOptionsRequest{})
+	if err != nil {
+		return client.Options{}, fmt.Errorf("Temporal client configuration: %w", err)
+	}
+	return opts, nil
+}
+
+// getenvLookup gives envconfig the variables through getenv; an empty one
+// is unset, as everywhere in gitfleet.
+type getenvLookup func(string) string
+
+func (g getenvLookup) Environ() []string { return nil }
+func (g getenvLookup) LookupEnv(k string) (string, bool) {
+	v := g(k)
+	return v, v != ""
 }
 
 // Load reads the configuration through getenv (os.Getenv in binaries).
@@ -108,9 +182,17 @@ func Load(getenv func(string) string) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
+	prof, err := envconfig.LoadClientConfigProfile(envconfig.LoadClientConfigProfileOptions{EnvLookup: getenvLookup(getenv)})
+	if err != nil {
+		return Config{}, fmt.Errorf("Temporal client configuration: %w", err)
+	}
+	for _, k := range TemporalEnvVars {
+		getenv(k) // read or not, depending on the profile: Vars lists them all
+	}
 	c := Config{
-		TemporalAddress: or(getenv(EnvTemporalAddress), DefaultTemporalAddress),
-		Namespace:       or(getenv(EnvTemporalNamespace), DefaultNamespace),
+		Temporal:        prof,
+		TemporalAddress: or(prof.Address, DefaultTemporalAddress),
+		Namespace:       or(prof.Namespace, DefaultNamespace),
 		UIURL:           or(getenv(EnvTemporalUI), DefaultUIURL),
 		DatabaseURL:     or(getenv(EnvDatabaseURL), DefaultDatabaseURL),
 		MirrorDir:       getenv(EnvMirrorDir),
@@ -209,6 +291,38 @@ func Load(getenv func(string) string) (Config, error) {
 			return Config{}, fmt.Errorf("%s=%q: want a number from 1 to 64", EnvPullFanout, v)
 		}
 		c.PullFanout = n
+	}
+	cpus := runtime.NumCPU()
+	for _, n := range []struct {
+		env      string
+		dst      *int
+		def, max int
+	}{{EnvActivitySlots, &c.ActivitySlots, max(4, 2*cpus), 1000}, {EnvWorkflowSlots, &c.WorkflowSlots, max(4, 2*cpus), 1000},
+		{EnvScanParallelism, &c.ScanParallelism, cpus, 256}} {
+		*n.dst = n.def
+		if v := getenv(n.env); v != "" {
+			iv, err := strconv.Atoi(v)
+			if err != nil || iv < 1 || iv > n.max {
+				return Config{}, fmt.Errorf("%s=%q: want a number from 1 to %d", n.env, v, n.max)
+			}
+			*n.dst = iv
+		}
+	}
+	c.StopTimeout = DefaultStopTimeout
+	if v := getenv(EnvStopTimeout); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return Config{}, fmt.Errorf("%s=%q: want a duration, e.g. 30s or 10m", EnvStopTimeout, v)
+		}
+		c.StopTimeout = d
+	}
+	c.MetricsAddr = DefaultMetricsAddr
+	switch v := getenv(EnvMetricsAddr); v {
+	case "":
+	case "off", "none", "-":
+		c.MetricsAddr = ""
+	default:
+		c.MetricsAddr = v
 	}
 	if c.MirrorDir == "" {
 		cache, err := os.UserCacheDir()

@@ -7,7 +7,7 @@ import "gitfleet/internal/infra/vcs"
 // deployment (docker-compose.yml, checked by compose_test.go) sets each of
 // them or says why not; vars_test.go keeps the list in step with Load.
 func Vars() []string {
-	return []string{
+	return append([]string{
 		EnvTemporalAddress,
 		EnvTemporalNamespace,
 		EnvTemporalUI,
@@ -34,10 +34,15 @@ func Vars() []string {
 		EnvPullQueue,
 		EnvPullFanout,
 		EnvReconcileEvery,
+		EnvActivitySlots,
+		EnvWorkflowSlots,
+		EnvScanParallelism,
+		EnvStopTimeout,
+		EnvMetricsAddr,
 		vcs.EnvAPIURL,
 		vcs.EnvToken,
 		vcs.EnvHost,
 		vcs.EnvGitURL,
 		vcs.EnvAllowPlainHTTPToken,
-	}
+	}, TemporalEnvVars...)
 }

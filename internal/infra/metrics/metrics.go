@@ -103,3 +103,19 @@ var (
 	GitHubRateLimitWaits = NewCounter("gitfleet_github_rate_limit_waits_total",
 		"Requests not sent because the token's rate limit holds.")
 )
+
+// Collections, scans and snapshot pulls.
+var (
+	Collections = NewCounter("gitfleet_collections_total",
+		"Collections whose identity was applied, by identity case.", "case")
+	BlobsScanned = NewCounter("gitfleet_scan_blobs_total",
+		"Blobs read and scanned (not skipped) by shard scans.")
+	BytesScanned = NewCounter("gitfleet_scan_bytes_total",
+		"Bytes of the blobs scanned by shard scans.")
+	Findings = NewCounter("gitfleet_findings_total",
+		"Findings written by shard scans.")
+	SnapshotPulls = NewCounter("gitfleet_snapshot_pulls_total",
+		"Snapshot pulls on runners by outcome: ok or failed.", "outcome")
+	SnapshotPullBytes = NewCounter("gitfleet_snapshot_pull_bytes_total",
+		"Bytes snapshot pulls fetched, by source kind: registry or peer.", "source")
+)

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+
+	"gitfleet/internal/infra/config"
+	"gitfleet/internal/infra/logging"
+	"gitfleet/internal/infra/metrics"
+	"gitfleet/internal/infra/store"
+	"gitfleet/workflows"
+)
+
+// dial connects to Temporal with the SDK's environment configuration
+// (address, namespace, API key, TLS and mTLS; see config.TemporalEnvVars),
+// reporting the SDK's metrics to sdk.
+func dial(ctx context.Context, cfg config.Config, log *zap.Logger, sdk *metrics.SDK) (client.Client, error) {
+	opts, err := cfg.TemporalOptions()
+	if err != nil {
+		return nil, err
+	}
+	opts.Logger = logging.Temporal(log.Named("temporal"))
+	opts.MetricsHandler = sdk.Handler()
+	c, err := client.DialContext(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("connect to Temporal at %s: %w", cfg.TemporalAddress, err)
+	}
+	return c, nil
+}
+
+// serveMetrics serves /metrics, /livez and /readyz on addr ("" : not at
+// all) until the returned stop; ready when Temporal and PostgreSQL answer.
+func serveMetrics(addr string, sdk *metrics.SDK, c client.Client, st *store.Store, log *zap.Logger) (stop func(), err error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics address (%s or --metrics-addr): %w", config.EnvMetricsAddr, err)
+	}
+	checks := []metrics.Check{
+		{Name: "temporal", Check: func(ctx context.Context) error {
+			_, err := c.CheckHealth(ctx, &client.CheckHealthRequest{})
+			return err
+		}},
+		{Name: "postgresql", Check: func(ctx context.Context) error { return st.Pool().Ping(ctx) }},
+	}
+	h := metrics.Handler(sdk, checks, 5*time.Second, func(name string, err error) {
+		log.Debug("not ready", zap.String("check", name), zap.Error(err))
+	})
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	log.Info("metrics and health listening", zap.String("metricsAddr", ln.Addr().String()))
+	return func() { _ = srv.Close() }, nil
+}
+
+// checkSearchAttributes fails when the namespace lacks any of gitfleet's
+// search attributes, naming them; `starter setup` registers them. (Workers
+// do not register them: on Temporal Cloud, only the account can.) When
+// they cannot be listed (no permission), it warns and goes on.
+func checkSearchAttributes(ctx context.Context, c client.Client, namespace string, log *zap.Logger) error {
+	have, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
+	if err != nil {
+		var denied *serviceerror.PermissionDenied
+		var unimpl *serviceerror.Unimplemented
+		if errors.As(err, &denied) || errors.As(err, &unimpl) {
+			log.Warn("search attributes not checked: cannot list them", zap.Error(err))
+			return nil
+		}
+		return fmt.Errorf("list search attributes of namespace %s: %w", namespace, err)
+	}
+	var missing []string
+	for name, typ := range workflows.SearchAttributes {
+		if got, ok := have.GetCustomAttributes()[name]; !ok {
+			missing = append(missing, fmt.Sprintf("%s (%s)", name, typeName(typ)))
+		} else if got != typ {
+			missing = append(missing, fmt.Sprintf("%s (%s, registered as %s)", name, typeName(typ), typeName(got)))
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	slices.Sort(missing)
+	return fmt.Errorf("namespace %s lacks search attributes %s: register them with 'starter setup' "+
+		"(or 'temporal operator search-attribute create'; on Temporal Cloud, tcld or the Cloud UI)",
+		namespace, strings.Join(missing, ", "))
+}
+
+func typeName(t enumspb.IndexedValueType) string {
+	return strings.TrimPrefix(t.String(), "INDEXED_VALUE_TYPE_")
+}
