@@ -61,6 +61,9 @@ func parseGitPath(r *http.Request) (owner, name string, dotGit bool, suffix stri
 func (f *Forge) serveGit(w http.ResponseWriter, r *http.Request) {
 	owner, name, dotGit, suffix, svc, ok := parseGitPath(r)
 	if !ok {
+		if f.serveWeb(w, r) {
+			return
+		}
 		http.Error(w, "Not Found", http.StatusNotFound)
 		return
 	}
