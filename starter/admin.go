@@ -75,7 +75,7 @@ with their whole history. A daily schedule does the same.`,
 			if a.json {
 				return a.printJSON(res)
 			}
-			fmt.Fprintf(a.stdout, "deleted %d stale codebases (stale for more than %s)\n", res.Deleted, olderThan)
+			fmt.Fprintf(a.stdout, "deleted %s (stale for more than %s)\n", count(res.Deleted, "stale codebase", "stale codebases"), olderThan)
 			return nil
 		},
 	}

@@ -121,7 +121,7 @@ func (a *app) collectOrg(ctx context.Context, user, org string, archived, wait b
 			}
 			fmt.Fprintf(a.stdout, "Done: %s\n", res)
 			if res.Failed > 0 {
-				return fmt.Errorf("%d collections of %s failed to start", res.Failed, org)
+				return fmt.Errorf("%s of %s failed to start", plural(res.Failed, "collection", "collections"), org)
 			}
 			return nil
 		case <-tick.C:
@@ -196,7 +196,7 @@ func (a *app) collect(ctx context.Context, c client.Client, repos []repoid.ID, w
 		}
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d of %d collections failed", failed, len(runs))
+		return fmt.Errorf("%d of %s failed", failed, plural(len(runs), "collection", "collections"))
 	}
 	return nil
 }

@@ -199,7 +199,7 @@ func (a *app) createSnapshot(ctx context.Context, snap snapshot.Snapshot, wait b
 	if a.json {
 		return a.printJSON(map[string]any{"snapshot": final, "runners": rows, "result": res})
 	}
-	fmt.Fprintf(a.stdout, "Snapshot %s is %s on %d of %d runners\n", snap.Name, final.State, ready, len(rows))
+	fmt.Fprintf(a.stdout, "Snapshot %s is %s on %d of %s\n", snap.Name, final.State, ready, plural(len(rows), "runner", "runners"))
 	if final.Digest != "" {
 		fmt.Fprintf(a.stdout, "  image     %s\n", final.PullRef())
 	}

@@ -74,7 +74,7 @@ func TestSnapshotLifecycleThroughTheCommandLine(t *testing.T) {
 	startTestRunner(t, runnerID)
 
 	out, errOut, code := starter(t, "snapshot", "create", "cli-base", "--image", ref)
-	if code != 0 || !strings.Contains(out, "Snapshot cli-base is active on 1 of 1 runners") || !strings.Contains(out, digest) {
+	if code != 0 || !strings.Contains(out, "Snapshot cli-base is active on 1 of 1 runner\n") || !strings.Contains(out, digest) {
 		t.Fatalf("create: exit %d\n%s\n%s", code, out, errOut)
 	}
 	// Asking again joins: same snapshot, still one row.
