@@ -24,8 +24,11 @@ build-dev:
 ## temporal-cli: install the pinned Temporal CLI (dev server + Web UI) if missing
 temporal-cli: $(TEMPORAL)
 $(TEMPORAL):
-	@echo "Installing the Temporal CLI $(TEMPORAL_CLI_VERSION) (takes a few minutes, once)"
+	@echo "Installing the Temporal CLI $(TEMPORAL_CLI_VERSION) (takes a few minutes, once): go install builds"
+	@echo "the Temporal dev server and its Web UI from source, and prints nothing until it is done"
 	$(GO) install github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_CLI_VERSION)
+	@echo "Installed $(TEMPORAL); to run it as 'temporal', put $(GOBIN) (\$$(go env GOPATH)/bin) on PATH:"
+	@echo '  export PATH="$$PATH:$(GOBIN)"'
 
 ## run: the whole stack on this machine, with a demo collection; Ctrl-C stops it
 run: build build-dev temporal-cli
