@@ -84,6 +84,82 @@ func (a *Activities) LookupRepository(ctx context.Context, repo repoid.ID) (iden
 	return r, nil
 }
 
+// ExplainRefusal asks the API what it means that git refused a name (see
+// identity.ExplainRefusal): by the external id of the codebase known by the
+// name, then by the name. A codebase whose repository is gone is marked
+// stale here.
+func (a *Activities) ExplainRefusal(ctx context.Context, repo repoid.ID) (workflows.RefusalResult, error) {
+	host, err := a.Hosts.Lookup(repo.Host)
+	if err != nil {
+		return workflows.RefusalResult{}, AppError(errclass.Wrap(errclass.Permanent, errclass.ReasonInvalidInput, err))
+	}
+	dir, err := a.directory(host)
+	if err != nil {
+		return workflows.RefusalResult{}, AppError(errclass.Wrap(errclass.Permanent, errclass.ReasonUnsupported, err))
+	}
+	cb, err := a.Store.FindCodebase(ctx, repo)
+	if err != nil {
+		return workflows.RefusalResult{}, AppError(err)
+	}
+	var byID, byName *identity.Repository
+	if cb != nil {
+		if byID, err = found(dir.RepositoryByID(ctx, cb.ExternalID)); err != nil {
+			return workflows.RefusalResult{}, AppError(err)
+		}
+	}
+	if byID == nil {
+		if byName, err = found(dir.Repository(ctx, repo.Owner, repo.Name)); err != nil {
+			return workflows.RefusalResult{}, AppError(err)
+		}
+	}
+	refusal, api := identity.ExplainRefusal(repo.Owner, repo.Name, cb.Identity(), byID, byName)
+	out := workflows.RefusalResult{Refusal: refusal}
+	if cb != nil {
+		out.CodebaseID = cb.ID
+	}
+	switch refusal {
+	case identity.RefusedGone:
+		since, err := a.Store.MarkStaleSince(ctx, cb.ID, a.now())
+		if err != nil {
+			return workflows.RefusalResult{}, AppError(err)
+		}
+		out.StaleSince = since
+		out.Message = fmt.Sprintf("repository %s no longer exists since %s (codebase %d is stale, deleted after %s)",
+			repo, since.Format(time.RFC3339), cb.ID, since.Add(workflows.StaleRetention).Format(time.RFC3339))
+		if byName != nil && byName.ExternalID != cb.ExternalID {
+			out.Message += fmt.Sprintf("; its name now holds another repository (id %s) that git refuses too", byName.ExternalID)
+		}
+	case identity.RefusedMoved:
+		to := repoid.ID{Host: repo.Host, Owner: api.Owner, Name: api.Name}
+		out.MovedTo = &to
+		out.Message = fmt.Sprintf("%s is now %s (renamed or transferred)", repo, to)
+	case identity.RefusedPrivate:
+		out.Message = fmt.Sprintf("%s is private: gitfleet fetches without a token and cannot collect it", repo)
+	case identity.RefusedNotFound:
+		if host.Token == "" {
+			out.Message = fmt.Sprintf("%s: not found (or private: set GITHUB_TOKEN)", repo)
+		} else {
+			out.Message = fmt.Sprintf("%s: not found (or private and not visible to the worker's GITHUB_TOKEN)", repo)
+		}
+	default:
+		out.Message = fmt.Sprintf("git refused %s although the API says it exists and is public", repo)
+	}
+	a.logger(ctx).Info("refused fetch explained", zap.String("repository", repo.String()),
+		zap.String("refusal", string(refusal)), zap.Int64("codebase", out.CodebaseID))
+	return out, nil
+}
+
+// found turns the API's 404 into nil.
+func found(r identity.Repository, err error) (*identity.Repository, error) {
+	if err != nil {
+		if c := errclass.Classify(err); c.Class == errclass.Permanent && c.Reason == errclass.ReasonNotFound {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return &r, nil
+}
+
 // ApplyIdentity applies the identity decision in one transaction (see
 // store.ApplyIdentity). The activity supplies the clock.
 func (a *Activities) ApplyIdentity(ctx context.Context, in workflows.ApplyIdentityInput) (identity.Outcome, error) {

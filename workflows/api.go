@@ -121,6 +121,7 @@ const (
 	activityResetFailures        = "ResetFailures"        // repoid.ID
 	activityDeleteStaleCodebases = "DeleteStaleCodebases" // max age → count
 	activityCodebaseShard        = "CodebaseShard"        // codebase id → shard.Spec
+	activityExplainRefusal       = "ExplainRefusal"       // repoid.ID → RefusalResult
 
 	// Shard execution (activities.Shards).
 	activityEnsureShard     = "EnsureShard"     // shard.Spec → shard id
@@ -145,7 +146,7 @@ const (
 var ActivityNames = []string{
 	activitySyncMirror, activityLookupCodebase, activityVerifyCommit, activityLookupRepository, activityApplyIdentity,
 	activityMarkStale, activityCompleteCollection, activityFailCollection, activityResetFailures,
-	activityDeleteStaleCodebases, activityCodebaseShard,
+	activityDeleteStaleCodebases, activityCodebaseShard, activityExplainRefusal,
 	activityEnsureShard, activityAcquireShard, activitySyncShardMirror, activityScanShard, activityCheckpointShard,
 	activityParkShard,
 	activityListDue, activityCheckHeads, activityStartCollect,
@@ -169,6 +170,20 @@ type SyncMirrorResult struct {
 	// (mirror.RefsDigest): the scan of the same job reads a mirror that
 	// holds them without syncing again, and syncs its own anywhere else.
 	RefsDigest string `json:"refsDigest,omitempty"`
+}
+
+// RefusalResult is what the API said about a name the git host refused
+// (identity.ExplainRefusal), and what was done about it.
+type RefusalResult struct {
+	Refusal identity.Refusal `json:"refusal"`
+	// CodebaseID is the codebase known by the name (0: none).
+	CodebaseID int64 `json:"codebaseId,omitempty"`
+	// StaleSince is since when that codebase is stale (RefusedGone).
+	StaleSince time.Time `json:"staleSince,omitzero"`
+	// MovedTo is where the repository lives now (RefusedMoved).
+	MovedTo *repoid.ID `json:"movedTo,omitempty"`
+	// Message says it for people.
+	Message string `json:"message"`
 }
 
 // VerifyCommitInput names a commit to look for on a remote.

@@ -63,11 +63,24 @@ func Collect(ctx workflow.Context, in CollectInput) (CollectResult, error) {
 
 	var resolved ResolveIdentityResult
 	var synced SyncMirrorResult
+	// Where the repository is fetched from: the request, unless the API
+	// said it moved after git refused the name.
+	from := in.Repo
 	for {
 		out.Attempts++
-		workflow.SetCurrentDetails(ctx, fmt.Sprintf("Syncing the mirror of %s (attempt %d)", in.Repo, out.Attempts))
-		if err := workflow.ExecuteActivity(withOptions(ctx, gitOptions), activitySyncMirror, in.Repo).Get(ctx, &synced); err != nil {
-			return out, fail(ctx, key, in.Repo, "sync mirror", err)
+		workflow.SetCurrentDetails(ctx, fmt.Sprintf("Syncing the mirror of %s (attempt %d)", from, out.Attempts))
+		if err := workflow.ExecuteActivity(withOptions(ctx, gitOptions), activitySyncMirror, from).Get(ctx, &synced); err != nil {
+			moved, err := refused(ctx, from, err)
+			if moved == nil || out.Attempts >= maxResolveAttempts {
+				if err == nil {
+					err = temporal.NewApplicationError(fmt.Sprintf("%s kept moving: git refused it at %s", in.Repo, *moved),
+						string(errclass.Retryable), errclass.ReasonRace)
+				}
+				return out, fail(ctx, key, in.Repo, "sync mirror", err)
+			}
+			workflow.GetLogger(ctx).Info("Git refused the name; the API says the repository moved", "from", from, "to", *moved)
+			from = *moved
+			continue
 		}
 		out.Commit, out.DefaultBranch, out.Empty = synced.Head, synced.DefaultBranch, synced.Empty
 
@@ -112,6 +125,37 @@ func Collect(ctx workflow.Context, in CollectInput) (CollectResult, error) {
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Collected %s: case %s (%s), codebase %d",
 		out.Repository, out.Case, out.Case.Describe(), out.CodebaseID))
 	return out, nil
+}
+
+// refused handles a mirror sync that git refused (404, or the 401 an
+// anonymous request gets for an unknown or private repository): the API
+// says what it means (identity.ExplainRefusal) — the codebase's repository
+// is gone (marked stale: a Permanent error), it moved (the returned name,
+// to sync next: resolved as D), it is private, or the name is unknown.
+// Other errors, and runs recorded before this, return err unchanged.
+func refused(ctx workflow.Context, repo repoid.ID, err error) (*repoid.ID, error) {
+	class, reason := classOf(err)
+	if class != errclass.Permanent || (reason != errclass.ReasonNotFound && reason != errclass.ReasonPermissionDenied) {
+		return nil, err
+	}
+	if workflow.GetVersion(ctx, "refused-asks-api", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return nil, err
+	}
+	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Git refused %s: asking the API why", repo))
+	var r RefusalResult
+	if aerr := workflow.ExecuteActivity(withOptions(ctx, apiOptions), activityExplainRefusal, repo).Get(ctx, &r); aerr != nil {
+		workflow.GetLogger(ctx).Warn("Could not ask the API why git refused the repository", "error", aerr)
+		return nil, err
+	}
+	switch r.Refusal {
+	case identity.RefusedMoved:
+		if r.MovedTo != nil {
+			return r.MovedTo, nil
+		}
+	case identity.RefusedGone, identity.RefusedNotFound:
+		return nil, temporal.NewApplicationError(r.Message, string(errclass.Permanent), errclass.ReasonNotFound)
+	}
+	return nil, temporal.NewApplicationError(r.Message, string(errclass.Permanent), errclass.ReasonPermissionDenied)
 }
 
 // scanCodebase runs the codebase's shard (ExecuteShard, a child) after its

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -462,10 +463,7 @@ func TestPrivateRepositoryFailsPermanentWithoutRetry(t *testing.T) {
 	}
 	gitBefore := gitRequestsFor(o)
 	_, err := collect(t, id(o, "secret"))
-	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != string(errclass.Permanent) {
-		t.Fatalf("collect of a private repository: %v, want Permanent", err)
-	}
+	mustFailPermanent(t, err, "is private")
 	if n := gitRequestsFor(o) - gitBefore; n != 1 {
 		t.Errorf("%d git requests, want 1 (not retried)", n)
 	}
@@ -623,5 +621,120 @@ func TestTokenNeverLeaks(t *testing.T) {
 	}
 	if logs := workerLogs.String(); logs == "" || strings.Contains(logs, apiToken) {
 		t.Fatalf("worker logs empty or holding the token (%d bytes)", len(logs))
+	}
+}
+
+// gitfleet's git requests are anonymous: the forge, like GitHub, answers
+// them 401 for unknown and private repositories.
+
+// deleteByFaults makes a repository look deleted without losing it (as a
+// repository GitHub restores keeps its id): git refuses it, the API does
+// not know its name or its id. The returned func restores it.
+func deleteByFaults(t *testing.T, owner, name string, extID int64) (restore func()) {
+	t.Helper()
+	removes := []func(){
+		fg.AddFault(forge.Fault{Kind: forge.Git, PathRE: regexp.MustCompile(`^/` + owner + `/` + name + `(\.git)?/`), Status: http.StatusUnauthorized}),
+		fg.AddFault(forge.Fault{Kind: forge.API, PathRE: regexp.MustCompile(`^/api/v3/repos/` + owner + `/` + name + `$`), Status: http.StatusNotFound}),
+		fg.AddFault(forge.Fault{Kind: forge.API, PathRE: regexp.MustCompile(`^/api/v3/repositories/` + strconv.FormatInt(extID, 10) + `$`), Status: http.StatusNotFound}),
+	}
+	return func() {
+		for _, r := range removes {
+			r()
+		}
+	}
+}
+
+func mustFailPermanent(t *testing.T, err error, want string) *temporal.ApplicationError {
+	t.Helper()
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != string(errclass.Permanent) || !strings.Contains(app.Error(), want) {
+		t.Fatalf("error = %v, want Permanent saying %q", err, want)
+	}
+	return app
+}
+
+func TestRefusedDeletedRepositoryGoesStaleAndComesBack(t *testing.T) {
+	o := owner(t)
+	repo, _ := createRepo(t, o, "app", "a.txt")
+	first := mustCollect(t, id(o, "app"), identity.CaseNew)
+
+	restore := deleteByFaults(t, o, "app", repo.ID)
+	_, run, err := collectRun(t, id(o, "app"))
+	recordHistory(t, "collect-refused-gone", run.GetID(), run.GetRunID())
+	mustFailPermanent(t, err, "no longer exists since")
+	cb := codebase(t, first.CodebaseID)
+	if cb.StaleSince == nil {
+		t.Fatal("codebase of a deleted repository not marked stale")
+	}
+	hist, _ := env.Store.Collections(context.Background(), cb.ID, 1)
+	if len(hist) != 1 || hist[0].Status != "failed" || !strings.Contains(hist[0].ErrorMessage, "no longer exists") {
+		t.Fatalf("failed collection not recorded on the codebase: %+v", hist)
+	}
+
+	restore()
+	res := mustCollect(t, id(o, "app"), identity.CaseReturned)
+	if res.CodebaseID != first.CodebaseID || codebase(t, first.CodebaseID).StaleSince != nil {
+		t.Fatalf("restored repository: %+v, want codebase %d live again", res, first.CodebaseID)
+	}
+}
+
+func TestRefusedDeletedRepositoryIsCleanedUpAfter30Days(t *testing.T) {
+	o := owner(t)
+	createRepo(t, o, "app", "a.txt")
+	first := mustCollect(t, id(o, "app"), identity.CaseNew)
+	if err := fg.Delete(o, "app"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := collect(t, id(o, "app"))
+	mustFailPermanent(t, err, "no longer exists since")
+	if codebase(t, first.CodebaseID).StaleSince == nil {
+		t.Fatal("codebase of a deleted repository not marked stale")
+	}
+	// 30 days pass: the stored timestamp moves back instead.
+	if _, err := env.Store.Pool().Exec(context.Background(), `UPDATE codebases SET stale_since = stale_since - interval '31 days' WHERE id = $1`,
+		first.CodebaseID); err != nil {
+		t.Fatal(err)
+	}
+	run, err := env.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{TaskQueue: workflows.TaskQueue},
+		workflows.CleanupStale, workflows.CleanupStaleInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out workflows.CleanupStaleResult
+	if err := run.Get(context.Background(), &out); err != nil || out.Deleted < 1 {
+		t.Fatalf("cleanup = %+v, %v", out, err)
+	}
+	if cb, _ := env.Store.CodebaseByID(context.Background(), first.CodebaseID); cb != nil {
+		t.Fatal("the deleted repository's codebase survived the cleanup")
+	}
+}
+
+// A rename the host kept no redirect for: git refuses the old name, the API
+// finds the codebase's id under the new one, and the collection goes on as D.
+func TestRefusedRenamedRepositoryGoesOnAsMoved(t *testing.T) {
+	o := owner(t)
+	createRepo(t, o, "app", "a.txt")
+	first := mustCollect(t, id(o, "app"), identity.CaseNew)
+	if err := fg.Rename(o, "app", "moved"); err != nil {
+		t.Fatal(err)
+	}
+	remove := fg.AddFault(forge.Fault{Kind: forge.Git, PathRE: regexp.MustCompile(`^/` + o + `/app(\.git)?/`), Status: http.StatusUnauthorized})
+	defer remove()
+	res, run, err := collectRun(t, id(o, "app"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recordHistory(t, "collect-refused-moved", run.GetID(), run.GetRunID())
+	if res.Case != identity.CaseMoved || res.CodebaseID != first.CodebaseID || res.Repository != id(o, "moved") || res.Attempts != 2 {
+		t.Fatalf("collect of a renamed repository without redirect: %+v, want D on codebase %d at %s/moved", res, first.CodebaseID, o)
+	}
+}
+
+func TestRefusedUnknownRepositorySaysNotFound(t *testing.T) {
+	o := owner(t)
+	_, err := collect(t, id(o, "nothing"))
+	app := mustFailPermanent(t, err, "not found (or private")
+	if strings.Contains(app.Error(), "authentication required") {
+		t.Fatalf("error = %v, says authentication required", err)
 	}
 }

@@ -109,3 +109,33 @@ func TestCasesDescribed(t *testing.T) {
 		}
 	}
 }
+
+func TestExplainRefusal(t *testing.T) {
+	cb := &Codebase{ID: 1, ExternalID: "7", Owner: "o", Name: "app"}
+	here := &Repository{ExternalID: "7", Owner: "O", Name: "App"}
+	moved := &Repository{ExternalID: "7", Owner: "p", Name: "app"}
+	private := &Repository{ExternalID: "7", Owner: "o", Name: "app", Private: true}
+	other := &Repository{ExternalID: "9", Owner: "o", Name: "app"}
+	for _, tc := range []struct {
+		name            string
+		byName          *Codebase
+		byID, byNameAPI *Repository
+		want            Refusal
+		wantRepo        *Repository
+	}{
+		{"codebase, id unknown", cb, nil, nil, RefusedGone, nil},
+		{"codebase, id unknown, name holds another", cb, nil, other, RefusedGone, nil},
+		{"codebase, renamed", cb, moved, nil, RefusedMoved, moved},
+		{"codebase, private", cb, private, nil, RefusedPrivate, private},
+		{"codebase, public and here", cb, here, nil, RefusedDenied, here},
+		{"no codebase, unknown", nil, nil, nil, RefusedNotFound, nil},
+		{"no codebase, private", nil, nil, private, RefusedPrivate, private},
+		{"no codebase, moved", nil, nil, moved, RefusedMoved, moved},
+		{"no codebase, public", nil, nil, here, RefusedDenied, here},
+	} {
+		got, repo := ExplainRefusal("o", "app", tc.byName, tc.byID, tc.byNameAPI)
+		if got != tc.want || repo != tc.wantRepo {
+			t.Errorf("%s: %s %+v, want %s %+v", tc.name, got, repo, tc.want, tc.wantRepo)
+		}
+	}
+}

@@ -83,6 +83,34 @@ func (s *Store) FindCodebase(ctx context.Context, r repoid.ID) (*Codebase, error
 	return scanCodebase(s.pool.QueryRow(ctx, byNameLiveFirst, r.Host, r.Owner, r.Name))
 }
 
+// CodebaseByFormerName returns the codebase most recently collected under
+// host/owner/name (case-insensitively) when it holds another name now: a
+// codebase keeps the names it had in its collection history, so a renamed
+// or transferred repository is found by its old name. Nil when none.
+func (s *Store) CodebaseByFormerName(ctx context.Context, r repoid.ID) (*Codebase, error) {
+	return scanCodebase(s.pool.QueryRow(ctx, `SELECT `+codebaseColumns+` FROM codebases WHERE id = (
+		SELECT c.codebase_id FROM collections c JOIN codebases cb ON cb.id = c.codebase_id
+		WHERE c.host = $1 AND lower(c.owner) = lower($2) AND lower(c.name) = lower($3)
+			AND (lower(cb.owner) <> lower($2) OR lower(cb.name) <> lower($3))
+		ORDER BY c.started_at DESC, c.id DESC LIMIT 1)`, r.Host, r.Owner, r.Name))
+}
+
+// FormerNames lists the other names a codebase was collected under, most
+// recent first.
+func (s *Store) FormerNames(ctx context.Context, codebaseID int64) ([]repoid.ID, error) {
+	rows, err := s.pool.Query(ctx, `SELECT c.host, min(c.owner), min(c.name) FROM collections c JOIN codebases cb ON cb.id = c.codebase_id
+		WHERE c.codebase_id = $1 AND (lower(c.owner) <> lower(cb.owner) OR lower(c.name) <> lower(cb.name))
+		GROUP BY c.host, lower(c.owner), lower(c.name) ORDER BY max(c.started_at) DESC`, codebaseID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (repoid.ID, error) {
+		var r repoid.ID
+		err := row.Scan(&r.Host, &r.Owner, &r.Name)
+		return r, err
+	})
+}
+
 // ApplyInput is what one collection observed, to be applied.
 type ApplyInput struct {
 	// Key identifies the collection; applying the same key twice returns the
@@ -276,6 +304,22 @@ func (s *Store) MarkStale(ctx context.Context, codebaseID int64, now time.Time) 
 	_, err := s.pool.Exec(ctx, `UPDATE codebases SET stale_since = $2, updated_at = $2
 		WHERE id = $1 AND NOT is_stale`, codebaseID, now)
 	return err
+}
+
+// MarkStaleSince marks a codebase stale unless it is already, and returns
+// since when it is stale.
+func (s *Store) MarkStaleSince(ctx context.Context, codebaseID int64, now time.Time) (time.Time, error) {
+	if err := s.MarkStale(ctx, codebaseID, now); err != nil {
+		return time.Time{}, err
+	}
+	var since *time.Time
+	if err := s.pool.QueryRow(ctx, `SELECT stale_since FROM codebases WHERE id = $1`, codebaseID).Scan(&since); err != nil {
+		return time.Time{}, err
+	}
+	if since == nil {
+		return time.Time{}, fmt.Errorf("codebase %d is not stale after marking it", codebaseID)
+	}
+	return since.UTC(), nil
 }
 
 // RecordView notes that a user looked at a codebase's results; views drive

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-github/v66/github"
 
 	"gitfleet/internal/domain/identity"
+	"gitfleet/internal/infra/errclass"
 )
 
 // GitHub is a Directory backed by the GitHub REST API (github.com or GitHub
@@ -39,6 +40,27 @@ func (g *GitHub) Repository(ctx context.Context, owner, name string) (identity.R
 	if r.ID == nil || r.Owner == nil {
 		return identity.Repository{}, fmt.Errorf("look up %s/%s: response has no id or owner", owner, name)
 	}
+	return repository(r), nil
+}
+
+// RepositoryByID looks a repository up by id (GET /repositories/{id}),
+// which follows renames and transfers without redirects.
+func (g *GitHub) RepositoryByID(ctx context.Context, externalID string) (identity.Repository, error) {
+	id, err := strconv.ParseInt(externalID, 10, 64)
+	if err != nil {
+		return identity.Repository{}, errclass.Permanentf(errclass.ReasonInvalidInput, "repository id %q is not a number", externalID)
+	}
+	r, _, err := g.client.Repositories.GetByID(ctx, id)
+	if err != nil {
+		return identity.Repository{}, fmt.Errorf("look up repository %d: %w", id, err)
+	}
+	if r.ID == nil || r.Owner == nil {
+		return identity.Repository{}, fmt.Errorf("look up repository %d: response has no id or owner", id)
+	}
+	return repository(r), nil
+}
+
+func repository(r *github.Repository) identity.Repository {
 	return identity.Repository{
 		ExternalID:    strconv.FormatInt(r.GetID(), 10),
 		Owner:         r.GetOwner().GetLogin(),
@@ -46,5 +68,5 @@ func (g *GitHub) Repository(ctx context.Context, owner, name string) (identity.R
 		DefaultBranch: r.GetDefaultBranch(),
 		Private:       r.GetPrivate(),
 		CreatedAt:     r.GetCreatedAt().Time,
-	}, nil
+	}
 }

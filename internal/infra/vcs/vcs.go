@@ -15,6 +15,9 @@ import (
 // classified by errclass (404 Permanent, rate limits Retryable with delay).
 type Directory interface {
 	Repository(ctx context.Context, owner, name string) (identity.Repository, error)
+	// RepositoryByID looks a repository up by its external id, wherever it
+	// lives now.
+	RepositoryByID(ctx context.Context, externalID string) (identity.Repository, error)
 }
 
 // Host is one configured Git host.
