@@ -2,11 +2,13 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"gitfleet/internal/domain/repoid"
 	"gitfleet/internal/infra/store"
 	"gitfleet/workflows"
 )
@@ -39,8 +41,20 @@ Showing counts as a view: repositories people look at are re-collected more ofte
 			if err != nil {
 				return err
 			}
+			// A name the codebase had before a rename or transfer finds it too.
+			asked := ""
+			if cb == nil {
+				if cb, err = st.CodebaseByFormerName(cmd.Context(), r); err != nil {
+					return err
+				}
+				asked = r.String()
+			}
 			if cb == nil {
 				return fmt.Errorf("%s has not been collected (try: starter collect %s)", r, r)
+			}
+			former, err := st.FormerNames(cmd.Context(), cb.ID)
+			if err != nil {
+				return err
 			}
 			history, err := st.Collections(cmd.Context(), cb.ID, limit)
 			if err != nil {
@@ -51,12 +65,18 @@ Showing counts as a view: repositories people look at are re-collected more ofte
 			}
 			if a.json {
 				return a.printJSON(struct {
-					Codebase *store.Codebase    `json:"codebase"`
-					Status   string             `json:"status"`
-					History  []store.Collection `json:"history"`
-				}{cb, status(cb), history})
+					Codebase *store.Codebase `json:"codebase"`
+					Status   string          `json:"status"`
+					// RenamedFrom is the name asked for when the codebase holds another now.
+					RenamedFrom string             `json:"renamedFrom,omitempty"`
+					FormerNames []repoid.ID        `json:"formerNames,omitempty"`
+					History     []store.Collection `json:"history"`
+				}{cb, status(cb), asked, former, history})
 			}
-			a.printShow(cb, history)
+			if asked != "" {
+				fmt.Fprintf(a.stdout, "%s was renamed or transferred: it is now %s\n\n", asked, cb.Repo())
+			}
+			a.printShow(cb, former, history)
 			return nil
 		},
 	}
@@ -71,7 +91,7 @@ func status(cb *store.Codebase) string {
 	return "live"
 }
 
-func (a *app) printShow(cb *store.Codebase, history []store.Collection) {
+func (a *app) printShow(cb *store.Codebase, former []repoid.ID, history []store.Collection) {
 	fmt.Fprintf(a.stdout, "%s  (codebase %d, repository id %s)\n", cb.Repo(), cb.ID, cb.ExternalID)
 	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	if cb.StaleSince != nil {
@@ -79,6 +99,13 @@ func (a *app) printShow(cb *store.Codebase, history []store.Collection) {
 		fmt.Fprintf(w, "  status\trepository no longer exists (stale since %s; deleted after %s)\n", when(*cb.StaleSince), when(deleted))
 	} else {
 		fmt.Fprintf(w, "  status\tlive\n")
+	}
+	if len(former) > 0 {
+		names := make([]string, len(former))
+		for i, f := range former {
+			names[i] = f.String()
+		}
+		fmt.Fprintf(w, "  formerly\t%s\n", strings.Join(names, ", "))
 	}
 	if cb.DefaultBranch != "" {
 		fmt.Fprintf(w, "  default branch\t%s\n", cb.DefaultBranch)

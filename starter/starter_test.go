@@ -243,6 +243,59 @@ func TestShowRecordsAViewAndTellsStaleRepositories(t *testing.T) {
 	}
 }
 
+func TestShowByAnOldNameAfterARename(t *testing.T) {
+	o, _ := newRepo(t)
+	if _, _, code := starter(t, "collect", o+"/app"); code != 0 {
+		t.Fatal("collect failed")
+	}
+	if err := fg.Rename(o, "app", "renamed"); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := starter(t, "collect", o+"/renamed"); code != 0 || !strings.Contains(out, "case      D") {
+		t.Fatalf("collect after rename: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code := starter(t, "show", o+"/app")
+	if code != 0 {
+		t.Fatalf("show by the old name: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{o + "/app was renamed or transferred: it is now " + fg.Host() + "/" + o + "/renamed",
+		"status          live", "formerly        " + fg.Host() + "/" + o + "/app"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show by the old name lacks %q:\n%s", want, out)
+		}
+	}
+	out, _, _ = starter(t, "show", "--json", o+"/app")
+	if !strings.Contains(out, `"renamedFrom": "`+fg.Host()+"/"+o+`/app"`) {
+		t.Errorf("show --json by the old name:\n%s", out)
+	}
+}
+
+func TestDeletedRepositoryGoesStaleAndShowSaysSo(t *testing.T) {
+	o, _ := newRepo(t)
+	if _, _, code := starter(t, "collect", o+"/app"); code != 0 {
+		t.Fatal("collect failed")
+	}
+	if err := fg.Delete(o, "app"); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := starter(t, "collect", o+"/app")
+	if code != exitFailed || !strings.Contains(out, "no longer exists since") {
+		t.Fatalf("collect of a deleted repository: exit %d\n%s%s", code, out, errOut)
+	}
+	out, _, _ = starter(t, "show", o+"/app")
+	if !strings.Contains(out, "repository no longer exists (stale since") {
+		t.Errorf("show of a deleted repository:\n%s", out)
+	}
+}
+
+func TestCollectUnknownRepositorySaysNotFound(t *testing.T) {
+	o, _ := newRepo(t)
+	out, errOut, code := starter(t, "collect", o+"/no-such-repo")
+	if code != exitFailed || !strings.Contains(out, "not found (or private: set GITHUB_TOKEN)") || strings.Contains(out, "authentication required") {
+		t.Fatalf("collect of an unknown repository: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
 func TestMigrateAndCleanup(t *testing.T) {
 	out, errOut, code := starter(t, "migrate")
 	if code != 0 || !strings.Contains(out, "schema is at version") {
