@@ -3,22 +3,38 @@ package workflows_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
 
 	"gitfleet/activities"
+	"gitfleet/internal/domain/repoid"
 	"gitfleet/internal/infra/store"
 	"gitfleet/workflows"
 )
 
-// BenchmarkSweep runs a RecollectionSweep over 100,000 synthetic codebases
-// whose views and completions spread across the decay bands. Change checks
-// are stubbed to report every head unchanged, so the figure is the cost of
-// the decisions: paging, decay, checks recorded, continue-as-new.
+// BenchmarkSweep runs a RecollectionSweep over 100,000 synthetic codebases.
+//
+// unchanged: views and completions spread across the decay bands, change
+// checks stubbed to report every head unchanged, so the figure is the cost
+// of the decisions: paging, decay, checks recorded, continue-as-new.
+//
+// all-changed: every candidate is due and changed (scanned under rules
+// since replaced), so the sweep starts 100,000 collections; the start is a
+// stub that counts them (on a task queue of the benchmark's own).
 func BenchmarkSweep(b *testing.B) {
+	b.Run("unchanged", benchmarkSweepUnchanged)
+	b.Run("all-changed", benchmarkSweepAllChanged)
+}
+
+func benchmarkSweepUnchanged(b *testing.B) {
 	const n = 100_000
 	ctx := context.Background()
 	const head = "5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed"
@@ -112,4 +128,151 @@ func runSweepB(b *testing.B, in workflows.RecollectionSweepInput) workflows.Swee
 		b.Fatal(err)
 	}
 	return res
+}
+
+// benchSweepN is how many codebases the all-changed variant seeds
+// (GITFLEET_BENCH_SWEEP_N, default 100,000).
+func benchSweepN() int {
+	if n, err := strconv.Atoi(os.Getenv("GITFLEET_BENCH_SWEEP_N")); err == nil && n > 0 {
+		return n
+	}
+	return 100_000
+}
+
+// benchSweepWindow is the all-changed variant's StartWindow
+// (GITFLEET_BENCH_SWEEP_WINDOW, default the sweep's own, 8).
+func benchSweepWindow() int {
+	n, _ := strconv.Atoi(os.Getenv("GITFLEET_BENCH_SWEEP_WINDOW"))
+	return n
+}
+
+// fixedHead reports one head for every remote.
+type fixedHead string
+
+func (h fixedHead) Head(context.Context, string) (string, error) { return string(h), nil }
+
+// startCounter stands in for StartCollect: it counts the starts of each
+// repository.
+type startCounter struct {
+	mu     sync.Mutex
+	starts map[repoid.ID]int
+}
+
+func (c *startCounter) StartCollect(_ context.Context, r repoid.ID) error {
+	c.mu.Lock()
+	c.starts[r]++
+	c.mu.Unlock()
+	return nil
+}
+
+func benchmarkSweepAllChanged(b *testing.B) {
+	n := benchSweepN()
+	ctx := context.Background()
+	const head = "c0ffeec0ffeec0ffeec0ffeec0ffeec0ffeec0ff"
+	scanner, err := activities.NewScanner(ctx, env.Store, "", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// A clock of its own: the other sweeps never see these codebases.
+	now := sweepClock()
+	owner := fmt.Sprintf("bench-sweep-all-%d", now.Unix())
+	start := time.Now()
+	pool := env.Store.Pool()
+	// Views 0–89 days ago, completed 8 days ago (due in every band), the
+	// same head as the remote but scanned under the rules before a change.
+	for _, q := range []string{
+		`INSERT INTO codebases (host, external_repo_id, owner, name, last_commit_sha, last_viewed_at, last_completed_at)
+		 SELECT $1, $2 || '-' || i, $2, 'r' || i, $3, $4::timestamptz - (i % 90) * interval '1 day' - (i % 7) * interval '1 hour',
+			$4::timestamptz - interval '8 days'
+		 FROM generate_series(1, $5) AS i`,
+		`INSERT INTO shards (key, codebase_id, location, status)
+		 SELECT 'codebase:' || id, id, 'http://bench.invalid/' || name, 'Done' FROM codebases WHERE owner = $1`,
+		`INSERT INTO scan_scopes (shard_id, policy_hash) SELECT s.id, 'rules-before-the-change' FROM shards s
+		 JOIN codebases c ON c.id = s.codebase_id WHERE c.owner = $1`,
+		`INSERT INTO shard_receipts (shard_id, scope_id, fence, complete) SELECT shard_id, id, 1, true FROM scan_scopes
+		 WHERE shard_id IN (SELECT s.id FROM shards s JOIN codebases c ON c.id = s.codebase_id WHERE c.owner = $1)`,
+		`UPDATE shards s SET checkpoint_receipt_id = r.id FROM shard_receipts r WHERE r.shard_id = s.id AND s.key LIKE 'codebase:%'
+		 AND s.codebase_id IN (SELECT id FROM codebases WHERE owner = $1)`,
+		`ANALYZE`,
+	} {
+		var err error
+		switch {
+		case strings.HasPrefix(q, "INSERT INTO codebases"):
+			_, err = pool.Exec(ctx, q, fg.Host(), owner, head, now, n)
+		case strings.Contains(q, "$1"):
+			_, err = pool.Exec(ctx, q, owner)
+		default:
+			_, err = pool.Exec(ctx, q)
+		}
+		if err != nil {
+			b.Fatalf("seed: %v\n%s", err, q)
+		}
+	}
+	seeded := time.Since(start)
+
+	// The real ListDue and CheckHeads (heads stubbed), a counting start.
+	const queue = "sweep-bench"
+	counter := &startCounter{starts: map[repoid.ID]int{}}
+	sweeps := &activities.Sweeps{Store: env.Store, Hosts: hosts, Heads: fixedHead(head), Policy: scanner.Policy()}
+	stop, err := env.StartWorker(queue, func(w worker.Registry) {
+		workflows.Register(w)
+		w.RegisterActivityWithOptions(sweeps.ListDue, activity.RegisterOptions{Name: "ListDue"})
+		w.RegisterActivityWithOptions(sweeps.CheckHeads, activity.RegisterOptions{Name: "CheckHeads"})
+		w.RegisterActivityWithOptions(counter.StartCollect, activity.RegisterOptions{Name: "StartCollect"})
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer stop()
+
+	b.ResetTimer()
+	begin := time.Now()
+	run, err := env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: queue}, workflows.RecollectionSweep,
+		workflows.RecollectionSweepInput{Now: now, StartWindow: benchSweepWindow()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	first := run.GetRunID() // Get follows the chain to its last run
+	wctx, cancel := context.WithTimeout(ctx, time.Hour)
+	defer cancel()
+	var res workflows.SweepResult
+	if err := run.Get(wctx, &res); err != nil {
+		b.Fatal(err)
+	}
+	took := time.Since(begin)
+	b.StopTimer()
+
+	chain := sweepChainOf(b, run.GetID(), first)
+	largest, most := 0, 0
+	for _, r := range chain {
+		largest = max(largest, r.events)
+		most = max(most, r.activities)
+	}
+	counter.mu.Lock()
+	started, duplicates := 0, 0
+	for _, k := range counter.starts {
+		started += k
+		duplicates += k - 1
+	}
+	distinct := len(counter.starts)
+	counter.mu.Unlock()
+
+	fmt.Printf("\nRecollectionSweep over %d synthetic codebases, all due and changed (seeded in %s)\n", n, seeded.Round(time.Millisecond))
+	fmt.Printf("  result          %s\n", res)
+	fmt.Printf("  runs            %d (%d continue-as-new), chain of %d\n", res.Runs, res.Runs-1, len(chain))
+	fmt.Printf("  largest history %d events (at most %d activities in a run)\n", largest, most)
+	fmt.Printf("  starts          %d of %d repositories, duplicates %d\n", started, distinct, duplicates)
+	fmt.Printf("  sweep           %s (%.0f starts/s, start window %d)\n\n", took.Round(time.Millisecond),
+		float64(started)/took.Seconds(), max(benchSweepWindow(), 8))
+	if res.Due != n || res.Started != n || started != n || distinct != n || duplicates != 0 || res.Halted || len(chain) != res.Runs {
+		b.Errorf("want %d due and started once each: result %+v, %d starts of %d repositories, %d duplicates, %d runs in the chain",
+			n, res, started, distinct, duplicates, len(chain))
+	}
+	if largest >= 10_000 {
+		b.Errorf("a run's history has %d events", largest)
+	}
+	b.ReportMetric(took.Seconds(), "s/sweep")
+	b.ReportMetric(float64(largest), "events/largest-run")
+	b.ReportMetric(float64(res.Runs), "runs")
+	b.ReportMetric(float64(duplicates), "duplicates")
 }
