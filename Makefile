@@ -40,9 +40,15 @@ test: temporal-cli gitleaks-config gitleaks
 	$(GO) vet -tags devstack ./starter/
 	$(GO) test -timeout 30m ./...
 
-## unit: the fast tests only (no dev server, no database)
+## unit: every package whose tests run alone (no Temporal dev server, no
+## PostgreSQL): those whose test binary links none of the stack's launchers
+## (testenv, pgcluster, temporalcli). `make -n unit` lists them.
+UNIT_STACK := ^gitfleet/internal/devstack/(testenv|pgcluster|temporalcli)$$
+UNIT_PACKAGES = $(shell $(GO) list -e -test -f '{{with .ForTest}}{{.}} {{$$.ImportPath}} {{join $$.Deps " "}}{{end}}' ./... | \
+	awk '{ seen[$$1] = 1; for (i = 2; i <= NF; i++) if ($$i ~ "$(UNIT_STACK)") stack[$$1] = 1 } \
+		END { for (p in seen) if (!stack[p]) print p }' | sort)
 unit: gitleaks-config gitleaks
-	$(GO) test ./internal/domain/... ./internal/infra/errclass/ ./internal/infra/vcs/
+	$(GO) test $(UNIT_PACKAGES)
 
 ## bench: benchmarks against the real stack; they print their figures.
 ## GITFLEET_BENCH_REPO=/path/to/repo measures the scan on any local repository.
