@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"gitfleet/internal/devstack/forge"
 	"gitfleet/internal/devstack/ociregistry"
 	"gitfleet/internal/devstack/pgcluster"
+	"gitfleet/internal/devstack/supervise"
 	"gitfleet/internal/devstack/temporalcli"
 	"gitfleet/internal/domain/repoid"
 	"gitfleet/internal/infra/config"
@@ -70,7 +72,7 @@ binaries and runs this.`,
 	return cmd
 }
 
-func (a *app) dev(ctx context.Context, o devOptions) error {
+func (a *app) dev(ctx context.Context, o devOptions) (err error) {
 	dataDir, err := filepath.Abs(o.dataDir)
 	if err != nil {
 		return err
@@ -81,14 +83,49 @@ func (a *app) dev(ctx context.Context, o devOptions) error {
 	say := func(format string, args ...any) { fmt.Fprintf(a.stdout, "==> "+format+"\n", args...) }
 	quiet := func(string, ...any) {}
 
+	// The child processes (PostgreSQL, Temporal, the worker, the runners)
+	// are supervised: one that exits is restarted on its state (the
+	// database, temporal.db, the runners' stores) and, if it keeps
+	// exiting, everything stops with an error naming it. The forge and the
+	// registry run in this process: they cannot die on their own.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sup := supervise.New(supervise.Options{
+		Logf:      func(format string, args ...any) { fmt.Fprintf(a.stderr, "==> "+format+"\n", args...) },
+		Restarted: func(name string, _ supervise.Process) { fmt.Fprintf(a.stderr, "==> %s is running again\n", name) },
+	})
+	go func() {
+		select {
+		case <-sup.Failed():
+			cancel(sup.Err())
+		case <-ctx.Done():
+		}
+	}()
+	// Runs last, once everything has stopped: the child that kept exiting
+	// is the error, whatever failed because it was gone.
+	defer func() {
+		if gaveUp := sup.Err(); gaveUp != nil {
+			err = gaveUp
+		}
+	}()
+
 	dbURL := a.getenv(config.EnvDatabaseURL)
 	if dbURL == "" {
 		say("Starting PostgreSQL in %s (port %d)", filepath.Join(dataDir, "pg"), o.pgPort)
-		pg, err := pgcluster.Start(ctx, pgcluster.Options{DataDir: filepath.Join(dataDir, "pg"), Port: o.pgPort, Logf: quiet})
+		pgOpts := pgcluster.Options{DataDir: filepath.Join(dataDir, "pg"), Port: o.pgPort, Logf: quiet}
+		pg, err := pgcluster.Start(ctx, pgOpts)
 		if err != nil {
 			return err
 		}
-		defer stopping(a, "PostgreSQL", pg.Stop)
+		pgOpts.Port = pg.Port() // a restart keeps the port (and the URL)
+		pgChild := sup.Add(ctx, "PostgreSQL", pg.LogPath(), pg, func(ctx context.Context) (supervise.Process, error) {
+			pg, err := pgcluster.Start(ctx, pgOpts)
+			if err != nil {
+				return nil, err
+			}
+			return pg, nil
+		})
+		defer stopping(a, "PostgreSQL", pgChild.Stop)
 		if err := pg.CreateDatabase(ctx, "gitfleet"); err != nil {
 			return err
 		}
@@ -97,15 +134,36 @@ func (a *app) dev(ctx context.Context, o devOptions) error {
 		say("Using the database at DATABASE_URL")
 	}
 
-	say("Starting the Temporal dev server (gRPC %d, Web UI %d)", o.port, o.uiPort)
-	ts, err := temporalcli.StartDevServer(ctx, temporalcli.DevServerOptions{
-		Port: o.port, UIPort: o.uiPort, DBFile: filepath.Join(dataDir, "temporal.db"),
-		Logf: func(format string, args ...any) { fmt.Fprintf(a.stderr, format+"\n", args...) },
-	})
+	temporalPath, err := temporalcli.Find()
 	if err != nil {
 		return err
 	}
-	defer stopping(a, "Temporal", ts.Stop)
+	temporalLog := filepath.Join(dataDir, "temporal.log")
+	tlog, err := os.OpenFile(temporalLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer tlog.Close()
+	say("Starting the Temporal dev server (gRPC %d, Web UI %d; log %s)", o.port, o.uiPort, temporalLog)
+	tsOpts := temporalcli.DevServerOptions{
+		Path: temporalPath, Port: o.port, UIPort: o.uiPort, DBFile: filepath.Join(dataDir, "temporal.db"),
+		Stdout: tlog, Stderr: tlog,
+		Logf: func(format string, args ...any) { fmt.Fprintf(a.stderr, format+"\n", args...) },
+	}
+	ts, err := temporalcli.StartDevServer(ctx, tsOpts)
+	if err != nil {
+		return err
+	}
+	// A restart keeps the ports (a port flag of 0 picked free ones).
+	tsOpts.Port, tsOpts.UIPort = portOf(ts.Address()), portOf(ts.UIURL())
+	tsChild := sup.Add(ctx, "the Temporal dev server", temporalLog, ts, func(ctx context.Context) (supervise.Process, error) {
+		ts, err := temporalcli.StartDevServer(ctx, tsOpts)
+		if err != nil {
+			return nil, err
+		}
+		return ts, nil
+	})
+	defer stopping(a, "Temporal", tsChild.Stop)
 
 	// The forge keeps no state across runs: start from a clean directory
 	// and seed the same repositories (commits are deterministic).
@@ -124,6 +182,11 @@ func (a *app) dev(ctx context.Context, o devOptions) error {
 	}
 
 	say("Starting the OCI registry on 127.0.0.1:%d", o.regPort)
+	// The registry's disk store does not create its directory: without it
+	// every blob upload fails and the demo snapshot never builds.
+	if err := os.MkdirAll(filepath.Join(dataDir, "registry"), 0o755); err != nil {
+		return err
+	}
 	reg, err := ociregistry.Start(ociregistry.Options{Addr: "127.0.0.1:" + strconv.Itoa(o.regPort), Dir: filepath.Join(dataDir, "registry")})
 	if err != nil {
 		return err
@@ -159,21 +222,39 @@ func (a *app) dev(ctx context.Context, o devOptions) error {
 		return err
 	}
 	a.cfg = cfg
+	if err := a.setup(ctx); err != nil { // the workers check the search attributes
+		return err
+	}
 
+	// superviseWorker starts a worker and restarts it (runners on their
+	// stores) when it exits.
+	superviseWorker := func(what string, args ...string) (*supervise.Child, error) {
+		w, err := startWorker(ctx, a, env, what, args...)
+		if err != nil {
+			return nil, err
+		}
+		return sup.Add(ctx, what, "its output above (stderr)", w, func(ctx context.Context) (supervise.Process, error) {
+			w, err := startWorker(ctx, a, env, what, args...)
+			if err != nil {
+				return nil, err
+			}
+			return w, nil
+		}), nil
+	}
 	say("Starting the worker")
-	stopWorker, err := startWorker(ctx, a, env, "the worker")
+	worker, err := superviseWorker("the worker")
 	if err != nil {
 		return err
 	}
-	defer stopping(a, "the worker", stopWorker)
+	defer stopping(a, "the worker", worker.Stop)
 	for i := 1; i <= o.runners; i++ {
 		id := fmt.Sprintf("dev-%d", i)
 		say("Starting runner %s", id)
-		stop, err := startWorker(ctx, a, env, "runner "+id, "--runner-id", id, "--store", filepath.Join(dataDir, "runners", id))
+		runner, err := superviseWorker("runner "+id, "--runner-id", id, "--store", filepath.Join(dataDir, "runners", id))
 		if err != nil {
 			return err
 		}
-		defer stopping(a, "runner "+id, stop)
+		defer stopping(a, "runner "+id, runner.Stop)
 	}
 
 	if o.demo {
@@ -182,10 +263,13 @@ func (a *app) dev(ctx context.Context, o devOptions) error {
 		}
 	}
 	host := cfg.Hosts.Default()
+	temporalCmd, temporalNote := temporalCommand(temporalPath)
 	fmt.Fprintf(a.stdout, `
 gitfleet is running. Where to look:
   Temporal Web UI   %s/namespaces/%s/workflows
-  demo forge        %s (repositories: demo/hello-world, demo/tools, acme/website)
+  demo forge        %s/demo/tools (also demo/hello-world, acme/website)
+  Temporal CLI      %s%s
+  logs              Temporal: %s; the worker and runners: above
   environment       source %s   # then, in another terminal:
                     bin/starter collect demo/tools
                     bin/starter show %s/demo/hello-world
@@ -193,13 +277,47 @@ gitfleet is running. Where to look:
                     bin/starter schedules list
                     bin/starter snapshot list
                     bin/starter runner list
-                    temporal workflow list --query "GitfleetCase = 'D'"
+                    %s workflow list --query "GitfleetCase = 'D'"
 
 Press Ctrl-C to stop everything.
-`, ts.UIURL(), cfg.Namespace, fg.URL(), envFile, host)
+`, ts.UIURL(), cfg.Namespace, fg.URL(), temporalPath, temporalNote, temporalLog, envFile, host, temporalCmd)
 	<-ctx.Done()
 	fmt.Fprintln(a.stdout, "\n==> Stopping")
 	return nil
+}
+
+// temporalCommand is how to run the Temporal CLI at path from a shell:
+// "temporal" when that is the one on PATH, else its full path, with a note
+// on the PATH setting that makes "temporal" work.
+func temporalCommand(path string) (cmd, note string) {
+	if onPath, err := exec.LookPath("temporal"); err == nil && sameFile(onPath, path) {
+		return "temporal", ""
+	}
+	dir := filepath.Dir(path)
+	return path, fmt.Sprintf("\n                    (%s is not on PATH: export PATH=\"$PATH:%s\" to run 'temporal' directly)", dir, dir)
+}
+
+func sameFile(a, b string) bool {
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	sb, err := os.Stat(b)
+	return err == nil && os.SameFile(sa, sb)
+}
+
+// portOf is the port of a host:port or http://host:port address; -1 (the
+// dev server's "no Web UI") for "".
+func portOf(addr string) int {
+	if addr == "" {
+		return -1
+	}
+	_, port, err := net.SplitHostPort(strings.TrimPrefix(addr, "http://"))
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(port)
+	return n
 }
 
 // stopping runs a stop function and reports failures; deferred, so parts
@@ -296,9 +414,39 @@ func writeEnvFile(path string, env map[string]string) error {
 	return os.Chmod(path, 0o600) // a file from an earlier run keeps its mode otherwise
 }
 
+// workerProc is a running worker (or runner) process.
+type workerProc struct {
+	*childproc.Process
+	what string
+}
+
+// Stop sends SIGTERM and waits for the worker to exit (20s, then SIGKILL).
+// A worker that had already exited is no error: its exit was reported when
+// it happened.
+func (w *workerProc) Stop() error {
+	select {
+	case <-w.Done():
+		return nil
+	default:
+	}
+	_ = w.Cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-w.Done():
+		err := w.Err()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) && exit.Sys().(syscall.WaitStatus).Signaled() {
+			return nil
+		}
+		return err
+	case <-time.After(20 * time.Second):
+		_ = w.Cmd.Process.Kill()
+		return fmt.Errorf("%s did not stop in 20s; killed", w.what)
+	}
+}
+
 // startWorker runs the worker binary that sits next to this one, with
 // args (runner mode) or without.
-func startWorker(ctx context.Context, a *app, env map[string]string, what string, args ...string) (func() error, error) {
+func startWorker(ctx context.Context, a *app, env map[string]string, what string, args ...string) (*workerProc, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -323,19 +471,5 @@ func startWorker(ctx context.Context, a *app, env map[string]string, what string
 	case <-time.After(2 * time.Second):
 	case <-ctx.Done():
 	}
-	return func() error {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-proc.Done():
-			err := proc.Err()
-			var exit *exec.ExitError
-			if errors.As(err, &exit) && exit.Sys().(syscall.WaitStatus).Signaled() {
-				return nil
-			}
-			return err
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			return fmt.Errorf("%s did not stop in 20s; killed", what)
-		}
-	}, nil
+	return &workerProc{Process: proc, what: what}, nil
 }
