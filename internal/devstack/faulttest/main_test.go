@@ -185,6 +185,30 @@ func (w *workerProc) waitStarted(t testing.TB) {
 	}
 }
 
+// waitLog waits until the process logs a line holding msg after the
+// first from bytes of its log. The log file is the only signal the process
+// gives, so it is polled.
+func (w *workerProc) waitLog(t testing.TB, from int, msg string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		if logs := w.logs(); len(logs) > from && bytes.Contains(logs[from:], []byte(msg)) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not log %q within %s:\n%s", w.name, msg, timeout, tail(w.logs(), 4000))
+		}
+		select {
+		case <-w.proc.Done():
+			if logs := w.logs(); len(logs) > from && bytes.Contains(logs[from:], []byte(msg)) {
+				return
+			}
+			t.Fatalf("%s exited without logging %q: %v\n%s", w.name, msg, w.proc.Err(), tail(w.logs(), 4000))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 func (w *workerProc) logs() []byte {
 	b, _ := os.ReadFile(w.log.Name())
 	return b

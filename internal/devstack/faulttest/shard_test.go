@@ -191,6 +191,7 @@ func TestWorkerFaultsMidScan(t *testing.T) {
 		run := startScan(t, tg)
 		waitMidScan(t, tg.Key())
 		zombie.signal(syscall.SIGSTOP)
+		stoppedAt := len(zombie.logs())
 		sh, _ := env.Store.ShardByKey(context.Background(), tg.Key())
 		zombieFence := sh.Fence
 		replacement := startWorker(t)
@@ -208,9 +209,10 @@ func TestWorkerFaultsMidScan(t *testing.T) {
 			res = result(t, run, 2*time.Minute)
 		}
 		zombie.signal(syscall.SIGCONT)
-		// Give the zombie time to try: its lease keeper and its batch
-		// writes meet the new fence.
-		time.Sleep(3 * time.Second)
+		// The zombie's attempt meets the new fence (its lease keeper or a
+		// batch write) or its cancellation and returns: after that it
+		// cannot write, so what the database holds is final.
+		zombie.waitLog(t, stoppedAt, "scan stopped", 2*time.Minute)
 		if res.Status != shard.Done {
 			t.Fatalf("scan with a zombie: %+v", res)
 		}
