@@ -2,8 +2,10 @@ package workflows_test
 
 import (
 	"context"
+	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -305,23 +307,44 @@ func TestPrivateRepositoryScanIsParked(t *testing.T) {
 func TestPhaseIsQueryable(t *testing.T) {
 	o := owner(t)
 	createRepo(t, o, "slow", "a.txt")
-	remove := fg.AddFault(forge.Fault{Kind: forge.Git, Path: "/" + o + "/", Latency: 2 * time.Second})
+	// The repository's Git requests wait until the test has seen the
+	// mirror sync phase, so the phase cannot pass unseen.
+	synced := make(chan struct{})
+	release := sync.OnceFunc(func() { close(synced) })
+	defer release()
+	remove := fg.AddFault(forge.Fault{Kind: forge.Git, Path: "/" + o + "/", Before: func(*http.Request) { <-synced }})
 	defer remove()
 	tg := normalized(t, target.Request{Location: fg.CloneURL(o, "slow")})[0]
 	run := startScan(t, tg, 0)
 	seen := map[workflows.Phase]bool{}
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
+	phase := func() (workflows.Phase, error) {
 		v, err := env.Client.QueryWorkflow(context.Background(), run.GetID(), run.GetRunID(), workflows.PhaseQuery)
+		var p workflows.Phase
 		if err == nil {
-			var p workflows.Phase
-			_ = v.Get(&p)
-			seen[p] = true
-			if p == workflows.PhaseOuterCheckpointed {
-				break
-			}
+			err = v.Get(&p)
 		}
-		time.Sleep(200 * time.Millisecond)
+		return p, err
+	}
+	// Temporal pushes no phase changes, so the query is polled; the
+	// deadline bounds the wait, the interval only its cost.
+	deadline := time.Now().Add(time.Minute)
+	for !seen[workflows.PhaseMirrorSync] && time.Now().Before(deadline) {
+		if p, err := phase(); err == nil {
+			seen[p] = true
+		}
+		if !seen[workflows.PhaseMirrorSync] {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	release()
+	if err := run.Get(ctxTimeout(t, time.Minute), nil); err != nil {
+		t.Fatalf("scan: %v", err)
+	}
+	// A finished run still answers queries: its last phase.
+	if p, err := phase(); err == nil {
+		seen[p] = true
+	} else {
+		t.Fatalf("phase query of the finished run: %v", err)
 	}
 	if !seen[workflows.PhaseMirrorSync] || !seen[workflows.PhaseOuterCheckpointed] {
 		t.Fatalf("phases seen: %v", seen)
