@@ -5,18 +5,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"gitfleet/internal/domain/shard"
 	"gitfleet/internal/domain/target"
+	"gitfleet/internal/infra/errclass"
+	"gitfleet/internal/infra/mirror"
 	"gitfleet/internal/infra/store"
 	"gitfleet/workflows"
 )
@@ -69,6 +71,11 @@ scan stopped. Local paths must be readable by the workers.`,
 			if n.StrippedCredentials {
 				fmt.Fprintln(a.stderr, "note: credentials in URLs were dropped; workers use their own configuration")
 			}
+			for _, t := range n.Targets {
+				if err := a.checkTarget(cmd.Context(), t); err != nil {
+					return err
+				}
+			}
 			c, err := a.temporal(cmd.Context())
 			if err != nil {
 				return err
@@ -87,12 +94,7 @@ func (a *app) scan(ctx context.Context, c client.Client, targets []target.Target
 	runs := make([]client.WorkflowRun, len(targets))
 	for i, t := range targets {
 		key := t.Key()
-		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-			ID:                       workflows.ShardWorkflowID(key),
-			TaskQueue:                workflows.TaskQueue,
-			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-			TypedSearchAttributes:    temporal.NewSearchAttributes(workflows.SAShard.ValueSet(key)),
-		}, workflows.ExecuteShard, workflows.ExecuteShardInput{
+		run, err := c.ExecuteWorkflow(ctx, workflows.ScanOptions(t), workflows.ExecuteShard, workflows.ExecuteShardInput{
 			Spec:        shard.Spec{Key: key, Target: t},
 			MaxDuration: maxDuration,
 		})
@@ -136,6 +138,46 @@ func (a *app) scan(ctx context.Context, c client.Client, targets []target.Target
 	if failed > 0 {
 		return fmt.Errorf("%d of %d scans failed or were parked", failed, len(runs))
 	}
+	return nil
+}
+
+// checkTarget refuses, before anything starts, a local path that is not a
+// Git repository and a URL whose host says it holds none (not found, or
+// refused: private). A host that cannot be reached now is left to the
+// workers, which retry.
+func (a *app) checkTarget(ctx context.Context, t target.Target) error {
+	if t.Local {
+		fi, err := os.Stat(t.Location)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return usageError{fmt.Errorf("%s: no such directory", t.Location)}
+		case err != nil:
+			return usageError{fmt.Errorf("%s: %w", t.Location, err)}
+		case !fi.IsDir():
+			return usageError{fmt.Errorf("%s is not a directory (a Git repository is)", t.Location)}
+		}
+		for _, p := range []string{filepath.Join(t.Location, ".git"), filepath.Join(t.Location, "HEAD")} {
+			if _, err := os.Stat(p); err == nil {
+				return nil
+			}
+		}
+		return usageError{fmt.Errorf("%s is not a Git repository (no .git and no HEAD)", t.Location)}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_, err := mirror.ListRefs(ctx, t.Location)
+	if err == nil {
+		return nil
+	}
+	switch c := errclass.Classify(err); {
+	case c.Reason == errclass.ReasonEmptyRepository:
+		return nil
+	case c.Reason == errclass.ReasonNotFound, c.Reason == errclass.ReasonPermissionDenied:
+		return usageError{fmt.Errorf("%s: not found (or private: set GITHUB_TOKEN)", t.Location)}
+	case c.Class == errclass.Permanent:
+		return usageError{fmt.Errorf("%s is not a Git repository URL gitfleet can scan: %v", t.Location, err)}
+	}
+	fmt.Fprintf(a.stderr, "note: could not reach %s now (%v); the workers will retry\n", t.Location, err)
 	return nil
 }
 

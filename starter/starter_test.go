@@ -14,6 +14,7 @@ import (
 
 	"gitfleet/internal/infra/secrets"
 
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/worker"
 
 	"gitfleet/workflows"
@@ -433,5 +434,60 @@ func TestSchedulesCommands(t *testing.T) {
 	}
 	if _, errOut, code := starter(t, "schedules", "trigger", "nope"); code != exitUsage || !strings.Contains(errOut, "unknown schedule") {
 		t.Fatalf("unknown schedule: exit %d %s", code, errOut)
+	}
+}
+
+func TestScanChecksTargetsBeforeStarting(t *testing.T) {
+	o, _ := newRepo(t)
+	plain := t.TempDir()
+	for _, tc := range []struct {
+		target, want string
+	}{
+		{"/no/such/path", "/no/such/path: no such directory"},
+		{plain, "is not a Git repository"},
+		{fg.URL() + "/" + o + "/no-such-repo", "not found (or private: set GITHUB_TOKEN)"},
+	} {
+		out, errOut, code := starter(t, "scan", tc.target)
+		if code != exitUsage || !strings.Contains(errOut, tc.want) || strings.Contains(out, "Scanning") {
+			t.Errorf("scan %s: exit %d, want %d saying %q and starting nothing\n%s%s", tc.target, code, exitUsage, tc.want, out, errOut)
+		}
+	}
+}
+
+// A scan whose shard parks exits non-zero, and its run says "parked" in the
+// Web UI's list (search attribute) and memo, with a readable workflow id.
+func TestScanThatParksSaysSo(t *testing.T) {
+	o, _ := newRepo(t)
+	remove := fg.AddFault(forge.Fault{Kind: forge.Git, Method: "POST", Path: "/" + o + "/app", Status: 404})
+	defer remove()
+	out, errOut, code := starter(t, "scan", fg.URL()+"/"+o+"/app")
+	if code != exitFailed || !strings.Contains(out, "Parked") || !strings.Contains(errOut, "parked") {
+		t.Fatalf("scan that parks: exit %d\n%s%s", code, out, errOut)
+	}
+	wantID := "scan:" + fg.Host() + "/" + o + "/app:"
+	var id string
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) == 2 && f[0] == "workflow" {
+			id = f[1]
+		}
+	}
+	if !strings.HasPrefix(id, wantID) || len(id) != len(wantID)+12 {
+		t.Fatalf("workflow id %q, want %s<12 hex digits>", id, wantID)
+	}
+	d, err := env.Client.DescribeWorkflowExecution(context.Background(), id, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	attrs := d.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()
+	var outcome string
+	if p := attrs[workflows.SAOutcome.GetName()]; p == nil || converter.GetDefaultDataConverter().FromPayload(p, &outcome) != nil || outcome != workflows.OutcomeParked {
+		t.Errorf("search attribute %s = %q, want %q", workflows.SAOutcome.GetName(), outcome, workflows.OutcomeParked)
+	}
+	memo := d.GetWorkflowExecutionInfo().GetMemo().GetFields()
+	var target, memoOutcome string
+	_ = converter.GetDefaultDataConverter().FromPayload(memo["target"], &target)
+	_ = converter.GetDefaultDataConverter().FromPayload(memo["outcome"], &memoOutcome)
+	if target != fg.URL()+"/"+o+"/app" || memoOutcome != workflows.OutcomeParked {
+		t.Errorf("memo target %q outcome %q", target, memoOutcome)
 	}
 }

@@ -6,6 +6,8 @@ package workflows
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 	"gitfleet/internal/domain/identity"
 	"gitfleet/internal/domain/repoid"
 	"gitfleet/internal/domain/shard"
+	"gitfleet/internal/domain/target"
 	"gitfleet/internal/infra/errclass"
 )
 
@@ -37,7 +40,61 @@ func CollectOptions(r repoid.ID) client.StartWorkflowOptions {
 		TaskQueue:                TaskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		TypedSearchAttributes:    temporal.NewSearchAttributes(SARepository.ValueSet(r.Key())),
+		Memo:                     map[string]any{"repository": r.String()},
 	}
+}
+
+// ScanWorkflowID is the id of the ExecuteShard run a scan of t starts: what
+// it scans (host/path of a URL, the base name of a local path) and a short
+// digest of the shard key, so identical requests still share one run.
+func ScanWorkflowID(t target.Target) string {
+	what := t.Location
+	if t.Local {
+		what = filepath.Base(t.Location)
+	} else if u, err := url.Parse(t.Location); err == nil && u.Host != "" {
+		what = u.Host + u.Path
+	}
+	if len(what) > 200 {
+		what = what[:200]
+	}
+	key := strings.TrimPrefix(t.Key(), "target:")
+	return "scan:" + what + ":" + key[:min(12, len(key))]
+}
+
+// ScanOptions are the options of a scan request's ExecuteShard run.
+func ScanOptions(t target.Target) client.StartWorkflowOptions {
+	return client.StartWorkflowOptions{
+		ID:                       ScanWorkflowID(t),
+		TaskQueue:                TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		TypedSearchAttributes:    temporal.NewSearchAttributes(SAShard.ValueSet(t.Key())),
+		Memo:                     map[string]any{"target": t.Location},
+	}
+}
+
+// Outcomes, in SAOutcome and the "outcome" memo: how a collection or a
+// scan ended. The Web UI shows a workflow that parked a shard as
+// Completed; the outcome says what happened.
+const (
+	OutcomeCollected = "collected"
+	OutcomeFailed    = "failed"
+	OutcomeParked    = "parked"
+	OutcomeDone      = "done"
+	OutcomeActive    = "partial" // a scan that stopped at its budget; the next continues
+)
+
+// setOutcome records how a run ended in SAOutcome and the memo (runs
+// recorded before it replay without).
+func setOutcome(ctx workflow.Context, outcome, detail string) {
+	if workflow.GetVersion(ctx, "outcome-attributes", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return
+	}
+	_ = workflow.UpsertTypedSearchAttributes(ctx, SAOutcome.ValueSet(outcome))
+	memo := map[string]any{"outcome": outcome}
+	if detail != "" {
+		memo["detail"] = detail
+	}
+	_ = workflow.UpsertMemo(ctx, memo)
 }
 
 // Search attributes make collections findable and readable in the Web UI
@@ -53,6 +110,8 @@ var (
 	SAShard = temporal.NewSearchAttributeKeyKeyword("GitfleetShard")
 	// SASnapshot is the snapshot a propagation or removal is about.
 	SASnapshot = temporal.NewSearchAttributeKeyKeyword("GitfleetSnapshot")
+	// SAOutcome is how a collection or scan ended (Outcome*).
+	SAOutcome = temporal.NewSearchAttributeKeyKeyword("GitfleetOutcome")
 )
 
 // SearchAttributes lists every custom search attribute with its type, for
@@ -64,6 +123,7 @@ var SearchAttributes = map[string]enumspb.IndexedValueType{
 	SACodebase.GetName():   enumspb.INDEXED_VALUE_TYPE_INT,
 	SAShard.GetName():      enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	SASnapshot.GetName():   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	SAOutcome.GetName():    enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 }
 
 // EnsureSearchAttributes registers the missing search attributes in a

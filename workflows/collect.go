@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -88,6 +89,7 @@ func Collect(ctx workflow.Context, in CollectInput) (CollectResult, error) {
 		child := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 			// Derived from the input, not the run: stable under replay.
 			WorkflowID: CollectWorkflowID(in.Repo) + "/identity",
+			Memo:       map[string]any{"repository": in.Repo.String()},
 		})
 		err := workflow.ExecuteChildWorkflow(child, ResolveIdentity, ResolveIdentityInput{
 			Key: key, WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,
@@ -122,6 +124,7 @@ func Collect(ctx workflow.Context, in CollectInput) (CollectResult, error) {
 		return out, fail(ctx, key, in.Repo, "record collection", err)
 	}
 	_ = workflow.UpsertTypedSearchAttributes(ctx, SACase.ValueSet(string(out.Case)), SACodebase.ValueSet(out.CodebaseID))
+	setOutcome(ctx, OutcomeCollected, fmt.Sprintf("case %s (%s), codebase %d, at %s", out.Case, out.Case.Describe(), out.CodebaseID, out.Repository))
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Collected %s: case %s (%s), codebase %d",
 		out.Repository, out.Case, out.Case.Describe(), out.CodebaseID))
 	return out, nil
@@ -169,6 +172,7 @@ func scanCodebase(ctx workflow.Context, out *CollectResult, refsDigest string) e
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Scanning codebase %d", out.CodebaseID))
 	child := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID: CollectWorkflowID(out.Requested) + "/scan",
+		Memo:       map[string]any{"repository": out.Requested.String(), "target": spec.Target.Location},
 	})
 	var res ExecuteShardResult
 	if err := workflow.ExecuteChildWorkflow(child, ExecuteShard, ExecuteShardInput{Spec: spec, RefsDigest: refsDigest}).Get(ctx, &res); err != nil {
@@ -198,6 +202,11 @@ func fail(ctx workflow.Context, key string, repo repoid.ID, step string, cause e
 		workflow.GetLogger(ctx).Error("Could not record the failed collection", "error", err)
 	}
 	workflow.SetCurrentDetails(ctx, "Failed: "+msg)
+	outcome := OutcomeFailed
+	if strings.Contains(msg, "is parked") {
+		outcome = OutcomeParked
+	}
+	setOutcome(ctx, outcome, msg)
 	return temporal.NewApplicationErrorWithOptions(msg, string(class), temporal.ApplicationErrorOptions{
 		NonRetryable: true, Cause: cause, Details: []any{reason},
 	})

@@ -82,7 +82,27 @@ var (
 // ExecuteShard claims a shard under a lease with a fence, syncs its mirror,
 // scans every blob it has not seen, finalizes findings and watermarks
 // atomically, and only then checkpoints (DESIGN §4).
+//
+// How it ended is in SAOutcome and the memo: a parked shard completes the
+// run (its result says Parked), which the Web UI would show as a plain
+// success otherwise.
 func ExecuteShard(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResult, error) {
+	out, err := executeShard(ctx, in)
+	switch {
+	case temporal.IsCanceledError(err):
+	case err != nil:
+		setOutcome(ctx, OutcomeFailed, message(err))
+	case out.Status == shard.Parked:
+		setOutcome(ctx, OutcomeParked, fmt.Sprintf("shard %d parked: %s", out.ShardID, out.ParkReason))
+	case out.Status == shard.Active:
+		setOutcome(ctx, OutcomeActive, fmt.Sprintf("shard %d: the next scan continues", out.ShardID))
+	default:
+		setOutcome(ctx, OutcomeDone, fmt.Sprintf("shard %d is %s", out.ShardID, out.Status))
+	}
+	return out, err
+}
+
+func executeShard(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResult, error) {
 	phase := PhaseStarting
 	if err := workflow.SetQueryHandler(ctx, PhaseQuery, func() (Phase, error) { return phase, nil }); err != nil {
 		return ExecuteShardResult{}, err
