@@ -242,7 +242,7 @@ func (a *app) dev(ctx context.Context, o devOptions) (err error) {
 		}), nil
 	}
 	say("Starting the worker")
-	worker, err := superviseWorker("the worker")
+	worker, err := superviseWorker("the worker", "--metrics-addr", devMetricsAddr(0))
 	if err != nil {
 		return err
 	}
@@ -250,7 +250,8 @@ func (a *app) dev(ctx context.Context, o devOptions) (err error) {
 	for i := 1; i <= o.runners; i++ {
 		id := fmt.Sprintf("dev-%d", i)
 		say("Starting runner %s", id)
-		runner, err := superviseWorker("runner "+id, "--runner-id", id, "--store", filepath.Join(dataDir, "runners", id))
+		runner, err := superviseWorker("runner "+id, "--runner-id", id, "--store", filepath.Join(dataDir, "runners", id),
+			"--metrics-addr", devMetricsAddr(i))
 		if err != nil {
 			return err
 		}
