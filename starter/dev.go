@@ -474,3 +474,7 @@ func startWorker(ctx context.Context, a *app, env map[string]string, what string
 	}
 	return &workerProc{Process: proc, what: what}, nil
 }
+
+// devMetricsAddr is where `starter dev`'s worker (0) and runner i serve
+// /metrics, /livez and /readyz: a port each.
+func devMetricsAddr(i int) string { return "127.0.0.1:" + strconv.Itoa(9090+i) }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -46,10 +45,6 @@ func (a *app) setup(ctx context.Context) error {
 	defer c.Close()
 	return workflows.EnsureSearchAttributes(ctx, c, a.cfg.Namespace)
 }
-
-// devMetricsAddr is where `starter dev`'s worker (0) and runner i serve
-// /metrics, /livez and /readyz: a port each.
-func devMetricsAddr(i int) string { return "127.0.0.1:" + strconv.Itoa(9090+i) }
 
 func attrList() string {
 	var s string

@@ -181,8 +181,6 @@ type caller struct {
 	user  *account // a user's token
 }
 
-func (c caller) authed() bool { return c.admin || c.user != nil }
-
 // member reports whether the caller is a member of org.
 func (f *Forge) member(c caller, org string) bool {
 	if c.user == nil {

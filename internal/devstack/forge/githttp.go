@@ -132,7 +132,7 @@ func gitAuthChallenge(w http.ResponseWriter, msg string) {
 }
 
 func (f *Forge) cgiHandler() *cgi.Handler {
-	var sink io.Writer = io.Discard
+	sink := io.Writer(io.Discard)
 	if f.opts.Logf != nil {
 		sink = logfWriter{f: f}
 	}

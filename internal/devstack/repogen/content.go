@@ -52,7 +52,7 @@ func newRand(seed int64, a, b, c uint64) *rand.Rand {
 // of the file name) and its content kind.
 func pathFor(seed int64, k int) (string, int) {
 	r := newRand(seed, 1, uint64(k), 0)
-	kind := kindGo
+	kind := kindMD
 	switch x := r.IntN(20); {
 	case x < 12:
 		kind = kindGo
@@ -60,8 +60,6 @@ func pathFor(seed int64, k int) (string, int) {
 		kind = kindPy
 	case x < 19:
 		kind = kindYAML
-	default:
-		kind = kindMD
 	}
 	b := make([]byte, 0, 64)
 	// top/module[/sub]/file: 8 top directories of 24 modules each, three

@@ -3,8 +3,8 @@ package scan
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -72,7 +72,11 @@ func syntheticSource(size, planted int) []byte {
 // goSources is real Go source text from the toolchain (every Go
 // installation ships its sources under GOROOT/src).
 func goSources(tb testing.TB) []byte {
-	root := runtime.GOROOT()
+	goroot, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		tb.Fatalf("go env GOROOT: %v", err)
+	}
+	root := strings.TrimSpace(string(goroot))
 	var out []byte
 	for _, dir := range []string{"net/http", "crypto/tls"} {
 		files, _ := filepath.Glob(filepath.Join(root, "src", dir, "*.go"))

@@ -293,7 +293,6 @@ type decodeState struct {
 	segments     int          // decoded segments scanned
 	budget       int          // bytes left to decode and scan
 	buf          []byte
-	spans        []encSpan
 	found        []decodedFinding
 }
 

@@ -1032,7 +1032,7 @@ func canonAllowlists(as []Allowlist) []canonAllow {
 func canonRequireds(rs []Required) []canonRequired {
 	out := make([]canonRequired, 0, len(rs))
 	for _, q := range rs {
-		out = append(out, canonRequired{ID: q.ID, WithinLines: q.WithinLines, WithinColumns: q.WithinColumns})
+		out = append(out, canonRequired(q))
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		bi, _ := json.Marshal(out[i])

@@ -55,7 +55,7 @@ func (o *objectReader) close() {
 
 func (o *objectReader) closeLocked() {
 	if o.packs != nil {
-		o.packs.Close()
+		_ = o.packs.Close() // read only: nothing is lost
 	}
 	o.packs, o.r = nil, nil
 }

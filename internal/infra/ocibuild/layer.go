@@ -50,6 +50,6 @@ type gunzipReader struct {
 }
 
 func (r *gunzipReader) Close() error {
-	r.Reader.Close()
+	_ = r.Reader.Close() // the gzip reader's error is the file's, returned below
 	return r.f.Close()
 }

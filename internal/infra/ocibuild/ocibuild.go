@@ -224,7 +224,7 @@ func streamingStorer(repo *git.Repository) (storer.EncodedObjectStorer, func()) 
 	}
 	st := filesystem.NewStorageWithOptions(fs.Filesystem(), cache.NewObjectLRU(blobCacheBytes),
 		filesystem.Options{LargeObjectThreshold: largeObject, KeepDescriptors: true})
-	return st, func() { st.Close() }
+	return st, func() { _ = st.Close() }
 }
 
 // readSmall reads a commit or tree object whole and checks it against its
@@ -256,7 +256,7 @@ func readWhole(obj plumbing.EncodedObject, h plumbing.Hash) (*plumbing.MemoryObj
 	}
 	mem := &plumbing.MemoryObject{}
 	mem.SetType(obj.Type())
-	mem.Write(data)
+	_, _ = mem.Write(data) // in memory: cannot fail
 	if got := mem.Hash(); got != h {
 		return nil, errclass.Wrap(errclass.Retryable, ReasonCorruptObject, fmt.Errorf("%s %s hashes to %s", obj.Type(), h, got))
 	}
