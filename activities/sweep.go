@@ -211,6 +211,111 @@ func (s *Sweeps) StartCollect(ctx context.Context, repo repoid.ID) error {
 	return nil
 }
 
+// StartCollectsProgress is StartCollects' heartbeat: the outcomes so far,
+// in input order (empty for a repository not started yet). A retry resumes
+// from it: a repository with an outcome is not started again (starting it
+// again would be harmless anyway: the start joins the run it began).
+type StartCollectsProgress struct {
+	// Last is the index of the repository started last (-1: none yet).
+	Last     int                      `json:"last"`
+	Started  int                      `json:"started"`
+	Failed   int                      `json:"failed"`
+	Outcomes []workflows.StartOutcome `json:"outcomes"`
+}
+
+func (p *StartCollectsProgress) add(i int, o workflows.StartOutcome) {
+	p.Outcomes[i] = o
+	p.Last = i
+	if o.Result == workflows.StartStarted {
+		p.Started++
+	} else {
+		p.Failed++
+	}
+}
+
+// StartCollects starts (or joins) the Collect of each repository of a
+// window, as StartCollect does (the repository's workflow id, conflict
+// policy use-existing), in.Parallel at a time, each start bounded by
+// workflows.StartTimeout and tried twice if its error is retryable. A start
+// that fails fails alone: its outcome says why, and the sweep's breaker
+// counts it. It heartbeats after each start with the progress so far; a
+// retry resumes from the last heartbeat.
+func (s *Sweeps) StartCollects(ctx context.Context, in workflows.StartCollectsInput) ([]workflows.StartOutcome, error) {
+	p := StartCollectsProgress{Last: -1, Outcomes: make([]workflows.StartOutcome, len(in.Repos))}
+	if activity.HasHeartbeatDetails(ctx) {
+		var prev StartCollectsProgress
+		if err := activity.GetHeartbeatDetails(ctx, &prev); err == nil && len(prev.Outcomes) == len(in.Repos) {
+			p = prev
+		}
+	}
+	parallel := in.Parallel
+	if parallel <= 0 {
+		parallel = 8
+	}
+	var (
+		mu sync.Mutex
+		wg sync.WaitGroup
+	)
+	sem := make(chan struct{}, parallel)
+	for i, r := range in.Repos {
+		if p.Outcomes[i].Result != "" {
+			continue // started by an earlier attempt
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			o := s.startCollect(ctx, r)
+			if ctx.Err() != nil {
+				return // the attempt is over: its outcome may be its own doing
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			p.add(i, o)
+			progress := p
+			progress.Outcomes = slices.Clone(p.Outcomes)
+			activity.RecordHeartbeat(ctx, progress)
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, AppError(err)
+	}
+	return p.Outcomes, nil
+}
+
+// startCollect is one start of StartCollects: a retryable error is tried
+// once more, a second later.
+func (s *Sweeps) startCollect(ctx context.Context, repo repoid.ID) workflows.StartOutcome {
+	var err error
+	for attempt := range 2 {
+		if attempt > 0 {
+			select {
+			case <-time.After(time.Second):
+			case <-ctx.Done():
+				return workflows.StartOutcome{Result: workflows.StartFailed, Reason: ctx.Err().Error()}
+			}
+		}
+		sctx, cancel := context.WithTimeout(ctx, workflows.StartTimeout)
+		err = workflows.StartCollect(sctx, s.Client, repo)
+		cancel()
+		if err == nil {
+			return workflows.StartOutcome{Result: workflows.StartStarted}
+		}
+		if errclass.Classify(err).Class != errclass.Retryable {
+			break
+		}
+	}
+	return workflows.StartOutcome{Result: workflows.StartFailed, Reason: fmt.Sprintf("start the collection of %s: %v", repo, err)}
+}
+
 // ResetFailures clears a codebase's failure streak (a manual collect).
 func (a *Activities) ResetFailures(ctx context.Context, repo repoid.ID) error {
 	return AppError(a.Store.ResetFailures(ctx, repo, a.now()))

@@ -192,9 +192,10 @@ const (
 	activityParkShard       = "ParkShard"       // ParkInput
 
 	// Re-collection sweep (activities.Sweeps).
-	activityListDue      = "ListDue"      // SweepPageInput → SweepPage
-	activityCheckHeads   = "CheckHeads"   // CheckHeadsInput → []HeadOutcome
-	activityStartCollect = "StartCollect" // repoid.ID
+	activityListDue       = "ListDue"       // SweepPageInput → SweepPage
+	activityCheckHeads    = "CheckHeads"    // CheckHeadsRequest → []HeadOutcome
+	activityStartCollect  = "StartCollect"  // repoid.ID
+	activityStartCollects = "StartCollects" // StartCollectsInput → []StartOutcome
 
 	// The GitHub cache (activities.GitHub).
 	activityRefreshGitHubCache = "RefreshGitHubCache" // RefreshGitHubCacheInput → RefreshGitHubCacheResult
@@ -209,7 +210,7 @@ var ActivityNames = []string{
 	activityDeleteStaleCodebases, activityCodebaseShard, activityExplainRefusal,
 	activityEnsureShard, activityAcquireShard, activitySyncShardMirror, activityScanShard, activityCheckpointShard,
 	activityParkShard,
-	activityListDue, activityCheckHeads, activityStartCollect,
+	activityListDue, activityCheckHeads, activityStartCollect, activityStartCollects,
 	activityRefreshGitHubCache, activityListCachedRepos,
 }
 

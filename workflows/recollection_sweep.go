@@ -1,9 +1,11 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"gitfleet/internal/domain/repoid"
@@ -21,6 +23,9 @@ type RecollectionSweepInput struct {
 	PageSize int       `json:"pageSize,omitempty"`
 	// StartWindow bounds the Collect starts in flight at once.
 	StartWindow int `json:"startWindow,omitempty"`
+	// StartBatch is how many starts one StartCollects activity makes (the
+	// runs with batched starts); zero means DefaultStartBatch.
+	StartBatch int `json:"startBatch,omitempty"`
 
 	// MaxActivitiesPerRun is the run's event budget, counted in the
 	// activities it schedules (each costs at most six events: its own three
@@ -56,6 +61,34 @@ type CheckHeadsRequest struct {
 	RemoteTimeout time.Duration `json:"remoteTimeout,omitempty"`
 }
 
+// StartCollectsInput is StartCollects' input: a window of the sweep's
+// changed candidates, started in order, Parallel at a time.
+type StartCollectsInput struct {
+	Repos []repoid.ID `json:"repos"`
+	// Parallel bounds the starts in flight at once; zero means 8.
+	Parallel int `json:"parallel,omitempty"`
+}
+
+// StartResult is how one start of StartCollects ended.
+type StartResult string
+
+const (
+	// StartStarted: the repository's Collect runs, started by this request
+	// or joined (the workflow id is the repository's, the conflict policy
+	// use-existing; the SDK's start does not say which of the two it was).
+	StartStarted StartResult = "started"
+	// StartFailed: the start failed (after a retry if the error was
+	// retryable); Reason says why.
+	StartFailed StartResult = "failed"
+)
+
+// StartOutcome is one repository's outcome in StartCollects' result, in
+// input order.
+type StartOutcome struct {
+	Result StartResult `json:"result"`
+	Reason string      `json:"reason,omitempty"`
+}
+
 const (
 	// DefaultActivitiesPerRun: at most ~6,000 events a run, well under
 	// Temporal's 10,240-event warning and 51,200-event limit.
@@ -70,6 +103,13 @@ const (
 	// sweepBudgetChange: the runs that count their events, hand over in the
 	// middle of a page and check heads under heartbeats.
 	sweepBudgetChange = "sweep-event-budget"
+	// sweepBatchedStartsChange: the runs that start a window of candidates
+	// with one StartCollects instead of a StartCollect each.
+	sweepBatchedStartsChange = "sweep-batched-starts"
+	// DefaultStartBatch is how many starts one StartCollects makes.
+	DefaultStartBatch = 100
+	// StartTimeout bounds one start of StartCollects (each attempt).
+	StartTimeout = 20 * time.Second
 )
 
 // SweepResult is the sweep's outcome, shown in the Web UI.
@@ -223,6 +263,12 @@ func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepRe
 	if in.MaxActivitiesPerRun <= 0 {
 		in.MaxActivitiesPerRun = DefaultActivitiesPerRun
 	}
+	if in.StartBatch <= 0 {
+		in.StartBatch = DefaultStartBatch
+	}
+	// A run decides once: the windows it starts go out batched, or (runs
+	// recorded before) one StartCollect a repository.
+	batched := workflow.GetVersion(ctx, sweepBatchedStartsChange, workflow.DefaultVersion, 1) == 1
 	if in.RemoteTimeout <= 0 {
 		in.RemoteTimeout = DefaultRemoteTimeout
 	}
@@ -259,6 +305,18 @@ func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepRe
 	for pages := 0; ; {
 		// Start what the page found changed, a window at a time; starts
 		// leave Pending only once they have returned.
+		for batched && len(in.Pending) > 0 {
+			if full(1) {
+				return handOver()
+			}
+			if err := startBatch(ctx, &in, &stats, fail, &scheduled); err != nil {
+				if stats.Halted {
+					return finish(ctx, stats)
+				}
+				return stats, err
+			}
+			workflow.SetCurrentDetails(ctx, "Sweeping: "+stats.String())
+		}
 		for len(in.Pending) > 0 {
 			window := in.Pending[:min(in.StartWindow, len(in.Pending))]
 			if full(len(window)) {
@@ -331,6 +389,68 @@ func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepRe
 		}
 		workflow.SetCurrentDetails(ctx, "Sweeping: "+stats.String())
 	}
+}
+
+// errHalted: the breaker stopped the sweep in the middle of a window.
+var errHalted = errors.New("sweep halted")
+
+// startBatch starts the next window of the pending candidates with one
+// StartCollects and counts its outcomes in order, as the per-repository
+// starts did: a failed start counts against the breaker (errHalted when it
+// trips), a started one resets the streak. The window leaves Pending when
+// the activity is scheduled: a run hands over only between windows.
+func startBatch(ctx workflow.Context, in *RecollectionSweepInput, stats *SweepResult, fail func(string) bool, scheduled *int) error {
+	window := in.Pending[:min(in.StartBatch, len(in.Pending))]
+	in.Pending = in.Pending[len(window):]
+	*scheduled++
+	var outcomes []StartOutcome
+	err := workflow.ExecuteActivity(withOptions(ctx, startCollectsOptions(len(window), in.StartWindow)), activityStartCollects,
+		StartCollectsInput{Repos: window, Parallel: in.StartWindow}).Get(ctx, &outcomes)
+	if err != nil {
+		if temporal.IsCanceledError(err) {
+			return err
+		}
+		// The activity failed for good: every start of the window counts
+		// as failed, and the breaker decides.
+		outcomes = nil
+		workflow.GetLogger(ctx).Warn("StartCollects failed", "repositories", len(window), "error", err)
+	}
+	log := workflow.GetLogger(ctx)
+	for i, r := range window {
+		o := StartOutcome{Result: StartFailed, Reason: "no outcome"}
+		if i < len(outcomes) {
+			o = outcomes[i]
+		} else if err != nil {
+			o.Reason = err.Error()
+		}
+		if o.Result != StartStarted {
+			log.Warn("Could not start a collection", "repository", r.String(), "reason", o.Reason)
+			if fail("start") {
+				return errHalted
+			}
+			continue
+		}
+		stats.Started++
+		in.Streak = 0
+	}
+	return nil
+}
+
+// startCollectsOptions size StartCollects to its window: every start may
+// take two attempts of StartTimeout, parallel at a time; the activity
+// heartbeats after each start, so a worker that died is noticed within two
+// starts' time, and the retry resumes after the starts it reported.
+func startCollectsOptions(starts, parallel int) workflow.ActivityOptions {
+	if parallel <= 0 {
+		parallel = 8
+	}
+	o := apiOptions
+	perStart := 2*StartTimeout + 2*time.Second
+	rounds := (starts + parallel - 1) / parallel
+	o.StartToCloseTimeout = time.Duration(rounds)*perStart + time.Minute
+	o.HeartbeatTimeout = perStart + 30*time.Second
+	o.ScheduleToCloseTimeout = 3 * o.StartToCloseTimeout
+	return o
 }
 
 // checkHeadsOptions size CheckHeads to its batch: every remote may take its

@@ -75,10 +75,21 @@ func TestSweepBreakerCountsFailuresInARow(t *testing.T) {
 
 // sweepChain runs a sweep to its end in the test environment, one run per
 // environment, feeding each continue-as-new's input to the next run. It
-// returns the result, the activities each run scheduled and every start.
+// returns the result, the activities each run scheduled and every start
+// (all made by StartCollects: a StartCollect fails the test).
 func sweepChain(t *testing.T, in workflows.RecollectionSweepInput, cands []workflows.DueRepo, suggest bool) (workflows.SweepResult, []int, map[repoid.ID]int) {
 	t.Helper()
+	res, perRun, starts, _ := sweepChainBatches(t, in, cands, suggest, nil)
+	return res, perRun, starts
+}
+
+// sweepChainBatches is sweepChain that also returns the size of every
+// StartCollects window; fails, when given, says which starts fail.
+func sweepChainBatches(t *testing.T, in workflows.RecollectionSweepInput, cands []workflows.DueRepo, suggest bool,
+	fails func(repoid.ID) bool) (workflows.SweepResult, []int, map[repoid.ID]int, []int) {
+	t.Helper()
 	starts := map[repoid.ID]int{}
+	var batches []int
 	var perRun []int
 	var mu sync.Mutex // activities run concurrently
 	for run := 1; ; run++ {
@@ -116,10 +127,23 @@ func sweepChain(t *testing.T, in workflows.RecollectionSweepInput, cands []workf
 			return out, nil
 		})
 		env.OnActivity(a.StartCollect, mock.Anything, mock.Anything).Return(func(_ context.Context, r repoid.ID) error {
-			mu.Lock()
-			starts[r]++
-			mu.Unlock()
+			t.Errorf("StartCollect(%s): the sweep starts with StartCollects", r)
 			return nil
+		})
+		env.OnActivity(a.StartCollects, mock.Anything, mock.Anything).Return(func(_ context.Context, in workflows.StartCollectsInput) ([]workflows.StartOutcome, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			batches = append(batches, len(in.Repos))
+			out := make([]workflows.StartOutcome, len(in.Repos))
+			for i, r := range in.Repos {
+				if fails != nil && fails(r) {
+					out[i] = workflows.StartOutcome{Result: workflows.StartFailed, Reason: "refused"}
+					continue
+				}
+				starts[r]++
+				out[i] = workflows.StartOutcome{Result: workflows.StartStarted}
+			}
+			return out, nil
 		})
 		env.ExecuteWorkflow(workflows.RecollectionSweep, in)
 		perRun = append(perRun, scheduled)
@@ -137,7 +161,7 @@ func sweepChain(t *testing.T, in workflows.RecollectionSweepInput, cands []workf
 		if err := env.GetWorkflowResult(&res); err != nil {
 			t.Fatal(err)
 		}
-		return res, perRun, starts
+		return res, perRun, starts, batches
 	}
 }
 
@@ -151,18 +175,33 @@ func dueCandidates(n int) []workflows.DueRepo {
 
 // After a rule change every candidate is due and changed: the sweep hands
 // over to a new run before a run's activities pass the budget, in the middle
-// of a page if need be, and starts every changed candidate exactly once.
+// of a page if need be, and starts every changed candidate exactly once,
+// a window of StartBatch at a time with one StartCollects.
 func TestSweepOfManyDueCandidatesContinuesAsNewAndStartsEachOnce(t *testing.T) {
-	const n, budget = 2500, 300
+	const n, budget, batch = 2500, 300, 4
 	cands := dueCandidates(n)
-	res, perRun, starts := sweepChain(t, workflows.RecollectionSweepInput{Now: time.Now(), PageSize: 500, MaxActivitiesPerRun: budget}, cands, false)
+	res, perRun, starts, batches := sweepChainBatches(t, workflows.RecollectionSweepInput{Now: time.Now(), PageSize: 500,
+		MaxActivitiesPerRun: budget, StartBatch: batch}, cands, false, nil)
 	const unchanged = n / 100
 	if res.Considered != n || res.Due != n || res.Unchanged != unchanged || res.Started != n-unchanged || res.Halted || res.Runs != len(perRun) {
 		t.Fatalf("result = %+v over %d runs, want %d considered and due, %d unchanged, %d started", res, len(perRun), n, unchanged, n-unchanged)
 	}
-	t.Logf("%d runs, activities per run %v", len(perRun), perRun)
-	if len(perRun) < n/budget {
-		t.Fatalf("%d runs for %d starts under a budget of %d activities", len(perRun), n, budget)
+	t.Logf("%d runs, activities per run %v, %d StartCollects", len(perRun), perRun, len(batches))
+	total := 0
+	for _, k := range perRun {
+		total += k
+	}
+	// Ten pages (ListDue and CheckHeads each) and a StartCollects a window.
+	if want := 2*n/500 + (n-unchanged+batch-1)/batch; total < want || len(batches) < want-2*n/500 {
+		t.Fatalf("%d activities, %d StartCollects, want at least %d", total, len(batches), want)
+	}
+	if len(perRun) < total/budget || len(perRun) < 2 {
+		t.Fatalf("%d runs for %d activities under a budget of %d", len(perRun), total, budget)
+	}
+	for i, k := range batches {
+		if k < 1 || k > batch {
+			t.Errorf("StartCollects %d started %d repositories, want 1 to %d", i+1, k, batch)
+		}
 	}
 	for i, k := range perRun {
 		if k > budget {
@@ -203,5 +242,26 @@ func TestSweepContinuesAsNewWhenSuggested(t *testing.T) {
 		if k != 1 {
 			t.Errorf("%s started %d times", r, k)
 		}
+	}
+}
+
+// A StartCollects that reports failures: they count against the breaker in
+// order, within a window and across windows, and three in a row halt the
+// sweep.
+func TestSweepBatchedStartFailuresTripTheBreaker(t *testing.T) {
+	cands := dueCandidates(20)
+	// r3 fails alone; r6, r7 (one window) and r8 (the next) in a row.
+	failing := map[string]bool{"r3": true, "r6": true, "r7": true, "r8": true}
+	res, _, starts, batches := sweepChainBatches(t, workflows.RecollectionSweepInput{Now: time.Now(), PageSize: 50, StartBatch: 3},
+		cands, false, func(r repoid.ID) bool { return failing[r.Name] })
+	// Windows r1–r3, r4–r6, r7–r9: the breaker trips at r8; r9, started in
+	// the same window, is not counted (as a window of StartCollect starts
+	// in flight when the breaker tripped was not), and nothing after it is
+	// started.
+	if !res.Halted || res.Failed != 4 || res.Started != 4 {
+		t.Fatalf("result = %+v, want halted at r8 with 4 failures and r1, r2, r4, r5 counted started", res)
+	}
+	if len(starts) != 5 || starts[repoid.ID{Host: "h", Owner: "o", Name: "r9"}] != 1 || len(batches) != 3 {
+		t.Fatalf("starts %v in windows %v", starts, batches)
 	}
 }
