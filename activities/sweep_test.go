@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
@@ -114,8 +116,9 @@ func checkHeads(t *testing.T, s *activities.Sweeps, in workflows.CheckHeadsReque
 // beatRecorder keeps the progress of every heartbeat CheckHeads records.
 type beatRecorder struct {
 	interceptor.WorkerInterceptorBase
-	mu    sync.Mutex
-	beats []activities.CheckHeadsProgress
+	mu     sync.Mutex
+	beats  []activities.CheckHeadsProgress
+	starts []activities.StartCollectsProgress
 }
 
 func (r *beatRecorder) InterceptActivity(_ context.Context, next interceptor.ActivityInboundInterceptor) interceptor.ActivityInboundInterceptor {
@@ -142,11 +145,14 @@ type beatOutbound struct {
 
 func (o *beatOutbound) RecordHeartbeat(ctx context.Context, details ...any) {
 	if len(details) == 1 {
-		if p, ok := details[0].(activities.CheckHeadsProgress); ok {
-			o.r.mu.Lock()
+		o.r.mu.Lock()
+		switch p := details[0].(type) {
+		case activities.CheckHeadsProgress:
 			o.r.beats = append(o.r.beats, p)
-			o.r.mu.Unlock()
+		case activities.StartCollectsProgress:
+			o.r.starts = append(o.r.starts, p)
 		}
+		o.r.mu.Unlock()
 	}
 	o.Next.RecordHeartbeat(ctx, details...)
 }
@@ -259,5 +265,138 @@ func TestSweepCheckHeadsHangingRemoteAndRetries(t *testing.T) {
 	checkHeads(t, s, in, nil)
 	if f := failures(t, due[1].CodebaseID); f != 2 {
 		t.Fatalf("the gone repository has %d failures after a second sweep, want 2", f)
+	}
+}
+
+// collectStarter stands in for the Temporal client: it notes every Collect
+// start (with the options it came with); "refused" fails for good, "flaky"
+// fails its first start with a retryable error.
+type collectStarter struct {
+	client.Client
+	mu     sync.Mutex
+	starts map[repoid.ID]int
+	bad    []string // starts without the repository's id and use-existing
+}
+
+func (c *collectStarter) ExecuteWorkflow(_ context.Context, o client.StartWorkflowOptions, _ any, args ...any) (client.WorkflowRun, error) {
+	in := args[0].(workflows.CollectInput)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if o.ID != workflows.CollectWorkflowID(in.Repo) || o.WorkflowIDConflictPolicy != enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING ||
+		o.TaskQueue != workflows.TaskQueue || in.Trigger != "sweep" {
+		c.bad = append(c.bad, in.Repo.String())
+	}
+	switch {
+	case in.Repo.Name == "refused":
+		return nil, errclass.Permanentf("permission-denied", "refused")
+	case in.Repo.Name == "flaky" && c.starts[in.Repo] == 0:
+		c.starts[in.Repo]++ // tried
+		return nil, errors.New("unavailable")
+	}
+	c.starts[in.Repo]++
+	return nil, nil
+}
+
+// startCollects runs one attempt of StartCollects, resuming from details
+// when given, and returns its outcomes and the heartbeats it sent.
+func startCollects(t *testing.T, s *activities.Sweeps, in workflows.StartCollectsInput, details *activities.StartCollectsProgress) ([]workflows.StartOutcome, []activities.StartCollectsProgress) {
+	t.Helper()
+	var suite testsuite.WorkflowTestSuite
+	aenv := suite.NewTestActivityEnvironment()
+	beats := &beatRecorder{}
+	aenv.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{beats}})
+	aenv.RegisterActivity(s)
+	if details != nil {
+		aenv.SetHeartbeatDetails(*details)
+	}
+	v, err := aenv.ExecuteActivity(s.StartCollects, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []workflows.StartOutcome
+	if err := v.Get(&out); err != nil {
+		t.Fatal(err)
+	}
+	beats.mu.Lock()
+	defer beats.mu.Unlock()
+	return out, beats.starts
+}
+
+// StartCollects starts each repository of its window once, with the
+// repository's workflow id and use-existing, as StartCollect does; a start
+// that fails for good fails alone, a retryable one is tried again; it
+// heartbeats after each start and a retry resumes after the starts its
+// last heartbeat reported.
+func TestSweepStartCollectsStartsEachOnceAndResumes(t *testing.T) {
+	names := []string{"refused", "flaky"}
+	for i := range 10 {
+		names = append(names, fmt.Sprintf("r%02d", i))
+	}
+	var repos []repoid.ID
+	for _, n := range names {
+		repos = append(repos, repoid.ID{Host: sweepHost, Owner: "o", Name: n})
+	}
+	c := &collectStarter{starts: map[repoid.ID]int{}}
+	s := &activities.Sweeps{Client: c}
+	in := workflows.StartCollectsInput{Repos: repos, Parallel: 3}
+	out, beats := startCollects(t, s, in, nil)
+	if len(out) != len(repos) {
+		t.Fatalf("%d outcomes for %d repositories", len(out), len(repos))
+	}
+	for i, o := range out {
+		want := workflows.StartStarted
+		if names[i] == "refused" {
+			want = workflows.StartFailed
+		}
+		if o.Result != want || (want == workflows.StartFailed) != strings.Contains(o.Reason, "refused") {
+			t.Errorf("%s: outcome %+v, want %s", names[i], o, want)
+		}
+	}
+	if len(c.bad) > 0 {
+		t.Fatalf("started without the repository's id and use-existing: %v", c.bad)
+	}
+	for _, r := range repos {
+		want := 1
+		switch r.Name {
+		case "refused":
+			want = 0
+		case "flaky":
+			want = 2 // a failed start and the one that worked
+		}
+		if c.starts[r] != want {
+			t.Errorf("%s started %d times, want %d", r, c.starts[r], want)
+		}
+	}
+	if len(beats) != len(repos) {
+		t.Fatalf("%d heartbeats for %d starts, want one after each", len(beats), len(repos))
+	}
+	last := beats[len(beats)-1]
+	if last.Started != len(repos)-1 || last.Failed != 1 || last.Last < 0 {
+		t.Fatalf("last heartbeat %+v", last)
+	}
+
+	// A retry from a heartbeat halfway (its worker died) starts only what
+	// that heartbeat had not reported.
+	half := beats[len(repos)/2-1]
+	flaky := repos[1]
+	c.starts = map[repoid.ID]int{flaky: 1} // it works from now on
+	out2, beats2 := startCollects(t, s, in, &half)
+	if fmt.Sprint(out2) != fmt.Sprint(out) {
+		t.Fatalf("retry outcomes %v, want %v", out2, out)
+	}
+	for i, r := range repos {
+		want := 1
+		if half.Outcomes[i].Result != "" || r.Name == "refused" {
+			want = 0
+		}
+		if r == flaky {
+			want++
+		}
+		if c.starts[r] != want {
+			t.Errorf("retry: %s started %d times, want %d", r, c.starts[r], want)
+		}
+	}
+	if len(beats2) != len(repos)-len(repos)/2 {
+		t.Fatalf("retry: %d heartbeats, want %d", len(beats2), len(repos)-len(repos)/2)
 	}
 }
