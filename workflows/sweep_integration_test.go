@@ -83,8 +83,10 @@ func runSweep(t *testing.T, in workflows.RecollectionSweepInput) workflows.Sweep
 	}
 	if res.Started > 0 && !res.Halted {
 		// recollection-sweep.json holds a run from before the event budget
-		// (GetVersion sweep-event-budget); this is one after it.
-		recordHistory(t, "recollection-sweep-budget", run.GetID(), run.GetRunID())
+		// (GetVersion sweep-event-budget), recollection-sweep-budget.json one
+		// after it with a StartCollect a repository; this is one with
+		// batched starts (GetVersion sweep-batched-starts).
+		recordHistory(t, "recollection-sweep-batched", run.GetID(), run.GetRunID())
 	}
 	return res
 }
@@ -204,7 +206,8 @@ func TestSweepContinuesAsNewOnTheServer(t *testing.T) {
 	before := time.Now()
 	const budget = 3
 	run, err := env.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{TaskQueue: workflows.TaskQueue},
-		workflows.RecollectionSweep, workflows.RecollectionSweepInput{Now: now, PageSize: 2, StartWindow: 1, MaxActivitiesPerRun: budget})
+		workflows.RecollectionSweep, workflows.RecollectionSweepInput{Now: now, PageSize: 2, StartWindow: 1, StartBatch: 1,
+			MaxActivitiesPerRun: budget})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,8 +234,10 @@ func TestSweepContinuesAsNewOnTheServer(t *testing.T) {
 			t.Errorf("%s: %d Collect runs, want 1", r.name, n)
 		}
 	}
-	// The first run: it hands over in the middle of a page.
-	recordHistory(t, "recollection-sweep-continued", run.GetID(), first)
+	// The first run: it hands over in the middle of a page, after a
+	// StartCollects of one (recollection-sweep-continued.json: after a
+	// StartCollect, from before batched starts).
+	recordHistory(t, "recollection-sweep-batched-continued", run.GetID(), first)
 }
 
 // sweepRun is one run of a sweep's continue-as-new chain.
