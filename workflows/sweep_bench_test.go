@@ -1,6 +1,7 @@
 package workflows_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
@@ -27,8 +29,10 @@ import (
 // of the decisions: paging, decay, checks recorded, continue-as-new.
 //
 // all-changed: every candidate is due and changed (scanned under rules
-// since replaced), so the sweep starts 100,000 collections; the start is a
-// stub that counts them (on a task queue of the benchmark's own).
+// since replaced), so the sweep starts 100,000 collections (GITFLEET_BENCH_SWEEP_N)
+// with the real StartCollects, a window at a time, through a client that
+// counts the Collect starts instead of making them (on a task queue of the
+// benchmark's own).
 func BenchmarkSweep(b *testing.B) {
 	b.Run("unchanged", benchmarkSweepUnchanged)
 	b.Run("all-changed", benchmarkSweepAllChanged)
@@ -151,18 +155,25 @@ type fixedHead string
 
 func (h fixedHead) Head(context.Context, string) (string, error) { return string(h), nil }
 
-// startCounter stands in for StartCollect: it counts the starts of each
-// repository.
+// startCounter stands in for the Temporal client of StartCollects: it
+// counts the Collect starts of each repository, and those not made as
+// StartCollect makes them (the repository's workflow id, use-existing).
 type startCounter struct {
+	client.Client
 	mu     sync.Mutex
 	starts map[repoid.ID]int
+	bad    int
 }
 
-func (c *startCounter) StartCollect(_ context.Context, r repoid.ID) error {
+func (c *startCounter) ExecuteWorkflow(_ context.Context, o client.StartWorkflowOptions, _ any, args ...any) (client.WorkflowRun, error) {
+	in := args[0].(workflows.CollectInput)
 	c.mu.Lock()
-	c.starts[r]++
-	c.mu.Unlock()
-	return nil
+	defer c.mu.Unlock()
+	c.starts[in.Repo]++
+	if o.ID != workflows.CollectWorkflowID(in.Repo) || o.WorkflowIDConflictPolicy != enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING {
+		c.bad++
+	}
+	return nil, nil
 }
 
 func benchmarkSweepAllChanged(b *testing.B) {
@@ -210,15 +221,16 @@ func benchmarkSweepAllChanged(b *testing.B) {
 	}
 	seeded := time.Since(start)
 
-	// The real ListDue and CheckHeads (heads stubbed), a counting start.
+	// The real ListDue, CheckHeads (heads stubbed) and StartCollects (the
+	// client counting its starts).
 	const queue = "sweep-bench"
 	counter := &startCounter{starts: map[repoid.ID]int{}}
-	sweeps := &activities.Sweeps{Store: env.Store, Hosts: hosts, Heads: fixedHead(head), Policy: scanner.Policy()}
+	sweeps := &activities.Sweeps{Store: env.Store, Client: counter, Hosts: hosts, Heads: fixedHead(head), Policy: scanner.Policy()}
 	stop, err := env.StartWorker(queue, func(w worker.Registry) {
 		workflows.Register(w)
 		w.RegisterActivityWithOptions(sweeps.ListDue, activity.RegisterOptions{Name: "ListDue"})
 		w.RegisterActivityWithOptions(sweeps.CheckHeads, activity.RegisterOptions{Name: "CheckHeads"})
-		w.RegisterActivityWithOptions(counter.StartCollect, activity.RegisterOptions{Name: "StartCollect"})
+		w.RegisterActivityWithOptions(sweeps.StartCollects, activity.RegisterOptions{Name: "StartCollects"})
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -254,7 +266,7 @@ func benchmarkSweepAllChanged(b *testing.B) {
 		started += k
 		duplicates += k - 1
 	}
-	distinct := len(counter.starts)
+	distinct, bad := len(counter.starts), counter.bad
 	counter.mu.Unlock()
 
 	fmt.Printf("\nRecollectionSweep over %d synthetic codebases, all due and changed (seeded in %s)\n", n, seeded.Round(time.Millisecond))
@@ -262,11 +274,11 @@ func benchmarkSweepAllChanged(b *testing.B) {
 	fmt.Printf("  runs            %d (%d continue-as-new), chain of %d\n", res.Runs, res.Runs-1, len(chain))
 	fmt.Printf("  largest history %d events (at most %d activities in a run)\n", largest, most)
 	fmt.Printf("  starts          %d of %d repositories, duplicates %d\n", started, distinct, duplicates)
-	fmt.Printf("  sweep           %s (%.0f starts/s, start window %d)\n\n", took.Round(time.Millisecond),
-		float64(started)/took.Seconds(), max(benchSweepWindow(), 8))
-	if res.Due != n || res.Started != n || started != n || distinct != n || duplicates != 0 || res.Halted || len(chain) != res.Runs {
-		b.Errorf("want %d due and started once each: result %+v, %d starts of %d repositories, %d duplicates, %d runs in the chain",
-			n, res, started, distinct, duplicates, len(chain))
+	fmt.Printf("  sweep           %s (%.0f starts/s, %d starts a StartCollects, %d in flight)\n\n", took.Round(time.Millisecond),
+		float64(started)/took.Seconds(), workflows.DefaultStartBatch, cmp.Or(benchSweepWindow(), 8))
+	if res.Due != n || res.Started != n || started != n || distinct != n || duplicates != 0 || bad != 0 || res.Halted || len(chain) != res.Runs {
+		b.Errorf("want %d due and started once each: result %+v, %d starts of %d repositories, %d duplicates, %d not as StartCollect starts, %d runs in the chain",
+			n, res, started, distinct, duplicates, bad, len(chain))
 	}
 	if largest >= 10_000 {
 		b.Errorf("a run's history has %d events", largest)
