@@ -190,6 +190,8 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 	if w.MaxDuration > 0 {
 		run.deadline = time.Now().Add(w.MaxDuration)
 	}
+	// The batch in flight is done before the packs close, whatever happens.
+	defer func() { _ = run.wait() }()
 	stats, walkErr := run.walker.Walk(ctx, ranges, run.add)
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return shard.Receipt{}, cause // the lease was lost
@@ -413,6 +415,9 @@ type scanRun struct {
 	deadline time.Time
 
 	pending []gitread.Blob
+	// inflight is the flush of the previous batch (its error), running
+	// while the walk gathers the next; nil: none.
+	inflight chan error
 
 	scanned, bytes, skipped, findings int64
 	partial                           bool
@@ -427,18 +432,47 @@ func (r *scanRun) batchSize() int {
 	return 2000
 }
 
+// add takes a blob from the walk. A full batch is flushed on another
+// goroutine while the walk goes on to gather the next one: the walk and
+// the scan of the previous batch overlap, and at most one batch is in
+// flight (batches are written in order).
 func (r *scanRun) add(b gitread.Blob) error {
 	r.pending = append(r.pending, b)
 	if len(r.pending) < r.batchSize() {
 		return nil
 	}
-	if err := r.flush(r.ctx); err != nil {
+	if err := r.wait(); err != nil {
 		return err
 	}
+	batch := r.pending
+	r.pending = nil
+	done := make(chan error, 1)
+	r.inflight = done
+	go func() { done <- r.flushBatch(r.ctx, batch) }()
 	if !r.deadline.IsZero() && time.Now().After(r.deadline) {
 		return errBudget
 	}
 	return nil
+}
+
+// wait waits for the batch in flight, if any, and returns its error.
+func (r *scanRun) wait() error {
+	if r.inflight == nil {
+		return nil
+	}
+	err := <-r.inflight
+	r.inflight = nil
+	return err
+}
+
+// flush waits for the batch in flight, then flushes the pending one.
+func (r *scanRun) flush(ctx context.Context) error {
+	if err := r.wait(); err != nil {
+		return err
+	}
+	batch := r.pending
+	r.pending = nil
+	return r.flushBatch(ctx, batch)
 }
 
 type scanned struct {
@@ -451,10 +485,9 @@ type scanned struct {
 	why *int64
 }
 
-// flush scans the pending batch and writes its data ops under the fence.
-func (r *scanRun) flush(ctx context.Context) error {
-	batch := r.pending
-	r.pending = r.pending[:0:0]
+// flushBatch scans a batch and writes its data ops under the fence. One
+// runs at a time: it alone updates the run's counts.
+func (r *scanRun) flushBatch(ctx context.Context, batch []gitread.Blob) error {
 	if len(batch) == 0 {
 		return nil
 	}

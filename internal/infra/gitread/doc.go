@@ -86,7 +86,7 @@
 // Open. On a repository of 10,000 commits, 50,000 blobs and 1,000 refs a
 // full walk peaks at about 110 MB of heap, garbage included. With
 // Options.Packs, go-git only serves what the packs lack: the Walker's pack
-// reader adds up to 8 MiB of cached trees and delta bases to the Packs'
+// reader adds up to 16 MiB of cached trees and delta bases to the Packs'
 // indexes (shared with the blob readers), and the same walk peaks at about
 // 55 MB.
 //

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	git "github.com/go-git/go-git/v5"
@@ -25,8 +26,13 @@ import (
 // object), mapped into memory rather than read onto the heap where the
 // system allows (see mapFile), and searched in place: the fan-out table narrows a lookup to the
 // objects whose hash starts with the same byte, then a binary search over
-// the sorted names finds it. The pack files stay open; all readers read
-// them with ReadAt, which is safe for concurrent use.
+// the sorted names finds it. The pack files stay open; readers read them
+// in place where they are mapped in memory (64-bit Linux: see mapPack),
+// which spares a system call per object read, with the pages kept
+// resident bounded (see pageBudget), and elsewhere with ReadAt; both are
+// safe for concurrent use. A mapped pack must not be truncated while it
+// is open (a read past its new end would fault): git and gitfleet never
+// rewrite a pack in place.
 //
 // Packs is a snapshot: packs written after OpenPacks are not seen (their
 // objects read as not found, see PackReader.Read), and a pack deleted by a
@@ -35,6 +41,7 @@ type Packs struct {
 	objects string // the objects directory
 	packs   []*pack
 	done    atomic.Bool // closed
+	pages   pageBudget
 }
 
 // pack is one pack file and its index (version 2).
@@ -42,8 +49,13 @@ type pack struct {
 	path  string
 	f     *os.File
 	unmap func() error // releases the index's bytes
-	end   int64        // the pack's size minus its trailing checksum: object data ends here
-	n     int          // number of objects
+	// data maps the pack up to end, where the system allows (see
+	// mapPack); nil: it is read with ReadAt.
+	data      []byte
+	unmapData func() error
+	blocks    []atomic.Uint64 // of data, read since the last drop (see pageBudget)
+	end       int64           // the pack's size minus its trailing checksum: object data ends here
+	n         int             // number of objects
 	// Tables of the .idx, sliced from its bytes.
 	fanout  []byte // 256 big-endian uint32: objects whose first hash byte is <= i
 	names   []byte // n sorted 20-byte names
@@ -65,6 +77,7 @@ func OpenPacks(repoPath string) (*Packs, error) {
 		dir = filepath.Join(repoPath, ".git")
 	}
 	ps := &Packs{objects: filepath.Join(dir, "objects")}
+	ps.pages.max = packResidentBytes
 	if fi, err := os.Stat(ps.objects); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("open packs of %s: %w (no objects directory)", repoPath, git.ErrRepositoryNotExists)
 	}
@@ -122,6 +135,11 @@ func (ps *Packs) Close() error {
 		if err := p.f.Close(); err != nil && first == nil {
 			first = err
 		}
+		if p.unmapData != nil {
+			if err := p.unmapData(); err != nil && first == nil {
+				first = err
+			}
+		}
 		if p.unmap == nil {
 			continue
 		}
@@ -173,6 +191,10 @@ func openPack(idxPath string) (_ *pack, err error) {
 		return nil, fmt.Errorf("%s: %w", filepath.Base(p.path), err)
 	}
 	p.f = f
+	p.data, p.unmapData = mapPack(f, p.end)
+	if p.data != nil {
+		p.blocks = make([]atomic.Uint64, (len(p.data)>>blockShift)/64+1)
+	}
 	return p, nil
 }
 
@@ -328,4 +350,72 @@ func readAll(f *os.File) ([]byte, func() error, error) {
 		return nil, nil, err
 	}
 	return data, func() error { return nil }, nil
+}
+
+// Tuning of the pages of mapped packs a reader keeps resident.
+const (
+	// packResidentBytes bounds how much of its mapped packs a Packs keeps
+	// in the process's resident set: beyond that, their pages are
+	// dropped (they stay in the page cache).
+	packResidentBytes = 32 << 20
+	// A read of a mapped pack counts the blocks of blockBytes it touched:
+	// on a page fault, Linux maps the pages of the file already in the
+	// page cache around the fault, up to 64 KiB aligned on 64 KiB.
+	blockShift = 16
+	blockBytes = 1 << blockShift
+)
+
+// pageBudget keeps the pages of mapped packs a Packs holds resident
+// bounded: memory-mapped files count in a process's resident set, and a
+// scan reads much of a pack. Readers mark the blocks of the packs they
+// read in the packs' bitmaps, and count the blocks newly marked: once
+// they are more than packResidentBytes, the bitmaps are cleared and the
+// pages of every pack are dropped. (What the process really has resident
+// of the packs is no more than the blocks marked, and the reads in
+// progress.)
+type pageBudget struct {
+	used  atomic.Int64 // bytes of the blocks marked
+	max   int64        // packResidentBytes (a variable for the tests)
+	mu    sync.Mutex
+	drops int // for the tests
+}
+
+// touched marks the blocks of pack p between offsets from and to (of its
+// mapping) as read.
+func (ps *Packs) touched(p *pack, from, to int) {
+	if p.blocks == nil {
+		return
+	}
+	n := int64(0)
+	for b := from >> blockShift; b <= max(from, to-1)>>blockShift; b++ {
+		w, bit := &p.blocks[b>>6], uint64(1)<<(b&63)
+		if w.Load()&bit == 0 && w.Or(bit)&bit == 0 {
+			n++
+		}
+	}
+	if n == 0 || ps.pages.used.Add(n*blockBytes) <= ps.pages.max {
+		return
+	}
+	b := &ps.pages
+	if !b.mu.TryLock() {
+		return // another reader drops them
+	}
+	defer b.mu.Unlock()
+	if ps.done.Load() || b.used.Load() <= b.max {
+		return
+	}
+	b.drops++
+	b.used.Store(0)
+	// Blocks read from now on are marked anew (some perhaps dropped: an
+	// overestimate).
+	for _, p := range ps.packs {
+		for i := range p.blocks {
+			p.blocks[i].Store(0)
+		}
+	}
+	for _, p := range ps.packs {
+		if p.data != nil {
+			dropPages(p.data)
+		}
+	}
 }

@@ -28,9 +28,12 @@ const (
 	deltaBaseCacheSlots = 2048 // a power of two
 	// A Walker's reader (Options.Packs) keeps more, smaller objects: the
 	// latest version of every tree a walk goes through, the base of the
-	// next version's delta, besides the bases of its chains.
-	walkBaseCacheBytes = 8 << 20
-	walkBaseCacheSlots = 16384
+	// next version's delta (not the older versions below it in its chain,
+	// and not the version the next one replaced: see targetsOnly). Too
+	// small a cache costs much: a tree's chain then resolves from its
+	// base, often tens of deltas below.
+	walkBaseCacheBytes = 16 << 20
+	walkBaseCacheSlots = 65536
 	// maxDeltaChain bounds a delta chain (Git's own limit is 4095); it also
 	// stops a cycle of REF_DELTAs in a corrupt pack.
 	maxDeltaChain = 10000
@@ -60,8 +63,8 @@ var preallocBytes = 32 << 20
 //
 // A reader holds about 150 KiB (its read window, inflater and cache
 // table, allocated when it first caches), the delta bases it caches (up to
-// 4 MiB, filled as chains are resolved; a Walker's reader holds up to 8 MiB
-// in a table of 768 KiB) and scratch buffers the size of the largest delta
+// 4 MiB, filled as chains are resolved; a Walker's reader holds up to 16 MiB
+// in a table of 3 MiB) and scratch buffers the size of the largest delta
 // chain object it resolved (dropped after the read when over 4 MiB).
 type PackReader struct {
 	p      *Packs
@@ -74,7 +77,13 @@ type PackReader struct {
 	tmp    [2][]byte // delta chain intermediates
 	cache  baseCache // resolved delta bases
 	hdr    [32]byte  // small reads: delta sizes, zlib trailers, loose headers
-	stats  readerStats
+	// targetsOnly: trees read (readAny) are cached, not the objects below
+	// them in their delta chains, and a tree read as a delta on a cached
+	// tree replaces it in the cache (a Walker's reader: a walk reads each
+	// tree's versions oldest first, the next version's delta is on the
+	// one read last, and the older ones are not read again).
+	targetsOnly bool
+	stats       readerStats
 }
 
 // readerStats count what a reader did, for the tests.
@@ -110,7 +119,9 @@ func (ps *Packs) NewReader() *PackReader {
 // slots slots (a power of two).
 func (ps *Packs) newReader(cacheBytes, slots int) *PackReader {
 	r := &PackReader{p: ps}
-	r.win.buf = make([]byte, packWindowSize)
+	r.win.own = make([]byte, packWindowSize)
+	r.win.buf = r.win.own
+	r.win.acct = ps
 	r.fl = flate.NewReader(&r.win)
 	r.cache.init(cacheBytes, slots)
 	return r
@@ -377,7 +388,9 @@ func (r *PackReader) readPacked(pi int, off int64, mode readMode, limit int64, b
 			return 0, nil, 0, err
 		}
 		cur, held = r.tmp[0], 0
-		r.cache.add(base.pack, base.off, typ, cur)
+		if !keep || !r.targetsOnly {
+			r.cache.add(base.pack, base.off, typ, cur)
+		}
 		top--
 	}
 	for i := top; i >= 0; i-- {
@@ -402,6 +415,11 @@ func (r *PackReader) readPacked(pi int, off int64, mode readMode, limit int64, b
 			}
 			if keep {
 				r.cache.add(e.pack, e.off, typ, out)
+				if r.targetsOnly && len(r.chain) == 1 && cached != nil {
+					// The version this one replaces: a walk reads it
+					// no more.
+					r.cache.forget(e.basePack, e.baseOff)
+				}
 			}
 			return typ, out, int64(len(out)), nil
 		}
@@ -418,7 +436,9 @@ func (r *PackReader) readPacked(pi int, off int64, mode readMode, limit int64, b
 		}
 		r.tmp[j] = out
 		cur, held = out, j
-		r.cache.add(e.pack, e.off, typ, cur) // after cur's base was used: add may reuse its memory
+		if !keep || !r.targetsOnly {
+			r.cache.add(e.pack, e.off, typ, cur) // after cur's base was used: add may reuse its memory
+		}
 	}
 	panic("unreachable")
 }
@@ -441,7 +461,7 @@ func (r *PackReader) header(pi int, off int64) (chainEntry, error) {
 // workers read the entries of a pack that has no index yet.
 func (r *PackReader) parseHeader(pi int, off int64, resolveRef bool) (chainEntry, error) {
 	p := r.p.packs[pi]
-	r.win.seek(p.f, p.end, off)
+	r.win.seek(p.f, p, p.end, off)
 	e := chainEntry{pack: pi, off: off}
 	c, err := r.win.ReadByte()
 	if err != nil {
@@ -540,7 +560,7 @@ func (r *PackReader) deltaTargetSize(e *chainEntry) (int64, error) {
 // Deflate data that follows.
 func (r *PackReader) startInflate(pi int, off int64) error {
 	p := r.p.packs[pi]
-	r.win.seek(p.f, p.end, off)
+	r.win.seek(p.f, p, p.end, off)
 	return r.startZlib()
 }
 
@@ -678,6 +698,7 @@ func (r *PackReader) readLoose(h plumbing.Hash, mode readMode, limit int64, buf 
 	r.stats.loose++
 	typ, data, size, err := r.readLooseFile(f, mode, limit, buf)
 	r.win.f = nil // f's address may be reused by another file: forget the window
+	r.win.w = 0
 	switch {
 	case err == nil:
 		return typ, data, size, nil
@@ -696,7 +717,7 @@ func (r *PackReader) readLooseFile(f *os.File, mode readMode, limit int64, buf [
 	if err != nil {
 		return 0, nil, 0, err
 	}
-	r.win.seek(f, fi.Size(), 0)
+	r.win.seek(f, nil, fi.Size(), 0)
 	if err := r.startZlib(); err != nil {
 		return 0, nil, 0, err
 	}
@@ -773,22 +794,41 @@ func (r *PackReader) readLooseFile(f *os.File, mode readMode, limit int64, buf [
 
 // packWindow is a read-ahead window over a file read with ReadAt (so any
 // number of windows can read one *os.File at once), which can seek within
-// what it holds. It is the flate.Reader (io.Reader and io.ByteReader) the
+// what it holds; or, over a pack mapped in memory, a view of the mapping,
+// read in place. It is the flate.Reader (io.Reader and io.ByteReader) the
 // inflater reads from: the inflater then reads no byte past its stream.
 type packWindow struct {
 	f     *os.File
 	end   int64 // no reading at or past end
 	buf   []byte
-	start int64 // file offset of buf[0]
+	own   []byte // the window's memory (buf, unless mapped)
+	start int64  // file offset of buf[0]
 	// seeked is the offset of the last seek out of the window: the first
 	// fill there reads firstFillBytes, the next ones the whole window.
 	seeked int64
 	r, w   int // buf[r:w] is unread
+	// mapped is the pack mapped in memory the window is over (nil: none),
+	// mark where the last seek landed: what is read is accounted to acct
+	// (see pageBudget).
+	mapped *pack
+	mark   int
+	acct   *Packs
 }
 
 // seek positions the window at offset off of f, of which end bytes are
-// readable.
-func (w *packWindow) seek(f *os.File, end, off int64) {
+// readable; p, when its data is not nil, is f's pack mapped in memory (up
+// to end).
+func (w *packWindow) seek(f *os.File, p *pack, end, off int64) {
+	if p != nil && p.data != nil {
+		w.account()
+		w.f, w.end, w.buf, w.start, w.r, w.w, w.seeked = f, end, p.data[:end], 0, int(off), int(end), -1
+		w.mapped, w.mark = p, int(off)
+		return
+	}
+	if w.mapped != nil {
+		w.account()
+		w.mapped, w.buf, w.f = nil, w.own, nil
+	}
 	if f == w.f && end == w.end && off >= w.start && off <= w.start+int64(w.w) {
 		w.r = int(off - w.start)
 		return
@@ -796,10 +836,20 @@ func (w *packWindow) seek(f *os.File, end, off int64) {
 	w.f, w.end, w.start, w.r, w.w, w.seeked = f, end, off, 0, 0, off
 }
 
+// account counts what was read of a mapping since the last seek.
+func (w *packWindow) account() {
+	if w.mapped != nil && w.acct != nil {
+		w.acct.touched(w.mapped, w.mark, w.r)
+	}
+}
+
 // pos is the file offset of the next byte.
 func (w *packWindow) pos() int64 { return w.start + int64(w.r) }
 
 func (w *packWindow) fill() error {
+	if w.mapped != nil {
+		return io.EOF // the mapping ends at end
+	}
 	w.start += int64(w.w)
 	w.r, w.w = 0, 0
 	if w.start >= w.end {
@@ -878,9 +928,25 @@ func (c *baseCache) init(max, slots int) {
 	c.used, c.hand = 0, 0
 }
 
-func (c *baseCache) slot(pack int, off int64) *cacheSlot {
+// The cache is two-way set-associative: an object may be in either slot
+// of its pair.
+func (c *baseCache) pair(pack int, off int64) (*cacheSlot, *cacheSlot) {
 	k := (uint64(off) ^ uint64(pack)<<56) * 0x9E3779B97F4A7C15
-	return &c.slots[k>>32&uint64(len(c.slots)-1)]
+	i := k >> 32 & uint64(len(c.slots)-1)
+	return &c.slots[i], &c.slots[i^1]
+}
+
+// slot returns the slot holding the object cached for pack and offset;
+// nil if none.
+func (c *baseCache) slot(pack int, off int64) *cacheSlot {
+	a, b := c.pair(pack, off)
+	switch {
+	case a.valid && a.pack == pack && a.off == off:
+		return a
+	case b.valid && b.pack == pack && b.off == off:
+		return b
+	}
+	return nil
 }
 
 // lookup returns the object cached for pack and offset, and its type; nil
@@ -890,7 +956,7 @@ func (c *baseCache) lookup(pack int, off int64) ([]byte, int) {
 		return nil, 0
 	}
 	s := c.slot(pack, off)
-	if !s.valid || s.pack != pack || s.off != off {
+	if s == nil {
 		return nil, 0
 	}
 	s.ref = true
@@ -907,9 +973,14 @@ func (c *baseCache) add(pack int, off int64, typ int, data []byte) {
 	if c.slots == nil {
 		c.slots = make([]cacheSlot, c.n)
 	}
-	s := c.slot(pack, off)
-	if s.valid && s.pack == pack && s.off == off {
+	if c.slot(pack, off) != nil {
 		return
+	}
+	// Of the pair, the slot unused, or else not used since the clock
+	// hand last passed, or else the first.
+	s, o := c.pair(pack, off)
+	if s.valid && (!o.valid || s.ref && !o.ref) {
+		s = o
 	}
 	s.valid = false
 	if cap(s.data) < len(data) {
@@ -941,6 +1012,17 @@ func (c *baseCache) add(pack int, off int64, typ int, data []byte) {
 	s.data = s.data[:len(data)]
 	copy(s.data, data)
 	s.pack, s.off, s.typ, s.valid, s.ref = pack, off, uint8(typ), true, true
+}
+
+// forget marks the object cached for pack and offset, if any, as no
+// longer wanted: its memory is the first the cache reuses.
+func (c *baseCache) forget(pack int, off int64) {
+	if c.slots == nil {
+		return
+	}
+	if s := c.slot(pack, off); s != nil {
+		s.valid, s.ref = false, false
+	}
 }
 
 // victim returns the next slot holding memory the clock hand finds unused

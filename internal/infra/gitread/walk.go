@@ -208,6 +208,7 @@ func New(repo *git.Repository, opts Options) *Walker {
 	}
 	if opts.Packs != nil {
 		w.pr = opts.Packs.newReader(walkBaseCacheBytes, walkBaseCacheSlots)
+		w.pr.targetsOnly = true
 	}
 	return w
 }
@@ -700,6 +701,17 @@ func (wk *walk) diffTree(oldH, newH plumbing.Hash) error {
 	if oldH == newH {
 		return nil
 	}
+	// The old tree first: the new one is most often a delta on it, which
+	// the reader then has in its cache.
+	var ot *tree
+	var err error
+	if !oldH.IsZero() {
+		// A missing old tree (counted when its commit was diffed, or
+		// beyond the range) is taken as empty: more is reported, not less.
+		if ot, err = wk.tree(oldH); err != nil && !errors.Is(err, plumbing.ErrObjectNotFound) {
+			return err
+		}
+	}
 	nt, err := wk.tree(newH)
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		wk.stats.MissingTrees++
@@ -707,14 +719,6 @@ func (wk *walk) diffTree(oldH, newH plumbing.Hash) error {
 	}
 	if err != nil {
 		return err
-	}
-	var ot *tree
-	if !oldH.IsZero() {
-		// A missing old tree (counted when its commit was diffed, or
-		// beyond the range) is taken as empty: more is reported, not less.
-		if ot, err = wk.tree(oldH); err != nil && !errors.Is(err, plumbing.ErrObjectNotFound) {
-			return err
-		}
 	}
 	base := len(wk.path)
 	i := 0 // next entry of ot

@@ -1,0 +1,67 @@
+package gitread
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+)
+
+// Packs mapped in memory read the same as packs read with ReadAt, also
+// while other readers drop the mapped pages under them (run with -race).
+func TestPackReaderMappedPages(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "r.git")
+	spec := packSpec
+	spec.Commits = 100
+	packedRepo(t, dir, spec)
+	blobs := blobsOf(listObjects(t, dir))
+	want := expectedBlobs(t, dir, blobs)
+
+	mapped := openPacks(t, dir)
+	if runtime.GOOS == "linux" && strconv.IntSize == 64 && mapped.packs[0].data == nil {
+		t.Fatal("the pack is not mapped")
+	}
+	read := openPacks(t, dir)
+	for _, p := range read.packs {
+		p.data = nil // read with ReadAt
+	}
+	t.Run("ReadAt", func(t *testing.T) { checkAll(t, read.NewReader(), blobs, want) })
+	if mapped.packs[0].data == nil {
+		t.Skip("packs are not mapped here")
+	}
+	// No budget: the pages are dropped again and again.
+	mapped.pages.max = 0
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			order := append([]objInfo(nil), blobs...)
+			rand.New(rand.NewPCG(uint64(g), 3)).Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+			r := mapped.NewReader()
+			r.cache.init(0, deltaBaseCacheSlots) // every read reads the pack
+			var buf []byte
+			for pass := 0; pass < 3; pass++ {
+				for _, o := range order {
+					data, _, err := r.Read(o.h, 0, buf)
+					if err != nil || !bytes.Equal(data, want[o.h]) {
+						t.Errorf("goroutine %d: Read %s: %v", g, o.h, err)
+						return
+					}
+					buf = data
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	mapped.pages.mu.Lock()
+	drops := mapped.pages.drops
+	mapped.pages.mu.Unlock()
+	if drops < 10 {
+		t.Errorf("pages dropped %d times", drops)
+	}
+	t.Logf("%d drops", drops)
+}
