@@ -247,6 +247,10 @@ func recollectionSweepV0(ctx workflow.Context, in RecollectionSweepInput) (Sweep
 // of starts if need be. It carries the cursor, the changed candidates of the
 // current page not yet started, the counts and the breaker's streak. Every
 // run makes progress (at least a page or a window) before it may hand over.
+//
+// Runs since GetVersion sweep-batched-starts start a window of up to
+// StartBatch candidates with one StartCollects (one activity, not one a
+// repository), StartWindow starts of it in flight at once.
 func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepResult, error) {
 	if workflow.GetVersion(ctx, sweepBudgetChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return recollectionSweepV0(ctx, in)
