@@ -205,6 +205,8 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 	if err := run.flush(ctx); err != nil {
 		return shard.Receipt{}, err
 	}
+	// The walk's reader has the tips' trees cached: presence reads them.
+	walker.Done()
 	// What the walk could not read it skipped and counted: the run is
 	// Partial, and the next one tries again.
 	run.counts.Missing += int64(stats.MissingTips + stats.MissingCommits + stats.MissingTrees + stats.MissingBlobs)

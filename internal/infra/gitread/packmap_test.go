@@ -65,3 +65,38 @@ func TestPackReaderMappedPages(t *testing.T) {
 	}
 	t.Logf("%d drops", drops)
 }
+
+// A Walker that is Done hands its pack reader, with the trees it cached,
+// to the next NewReader, and goes on through go-git.
+func TestWalkerDoneHandsOverItsReader(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "r.git")
+	spec := packSpec
+	spec.Commits = 50
+	packedRepo(t, dir, spec)
+	repo, closer, err := Open(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	ps := openPacks(t, dir)
+	w := New(repo, Options{Packs: ps})
+	want, _ := walkAll(t, repo, Options{Packs: ps}, allRefs(t, repo)...)
+	if _, err := w.Walk(t.Context(), allRefs(t, repo), func(Blob) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	pr := w.pr
+	w.Done()
+	if r := ps.NewReader(); r != pr || r.targetsOnly || r.cache.used == 0 {
+		t.Errorf("NewReader after Done: %p (targetsOnly %t, %d bytes cached), want the walker's %p", r, r.targetsOnly, r.cache.used, pr)
+	}
+	if r := ps.NewReader(); r == pr {
+		t.Error("the walker's reader handed over twice")
+	}
+	var got []Blob
+	if _, err := w.Walk(t.Context(), allRefs(t, repo), func(b Blob) error { got = append(got, b); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Errorf("walk after Done: %d blobs, want %d", len(got), len(want))
+	}
+}

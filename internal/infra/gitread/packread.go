@@ -42,6 +42,8 @@ type Packs struct {
 	packs   []*pack
 	done    atomic.Bool // closed
 	pages   pageBudget
+	mu      sync.Mutex
+	spare   *PackReader // a Done Walker's reader, for the next NewReader
 }
 
 // pack is one pack file and its index (version 2).

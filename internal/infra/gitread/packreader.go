@@ -110,9 +110,25 @@ func (e *chainEntry) isDelta() bool {
 	return e.typ == TypeOfsDelta || e.typ == TypeRefDelta
 }
 
-// NewReader returns a reader of ps's objects, for one goroutine.
+// NewReader returns a reader of ps's objects, for one goroutine: the
+// reader of a Walker that is Done, if one was left, with what it cached.
 func (ps *Packs) NewReader() *PackReader {
+	ps.mu.Lock()
+	r := ps.spare
+	ps.spare = nil
+	ps.mu.Unlock()
+	if r != nil {
+		return r
+	}
 	return ps.newReader(deltaBaseCacheBytes, deltaBaseCacheSlots)
+}
+
+// adopt keeps r, a reader no longer used, for the next NewReader.
+func (ps *Packs) adopt(r *PackReader) {
+	r.targetsOnly = false
+	ps.mu.Lock()
+	ps.spare = r
+	ps.mu.Unlock()
 }
 
 // newReader returns a reader whose delta base cache holds cacheBytes in

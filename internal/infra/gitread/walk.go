@@ -213,6 +213,20 @@ func New(repo *git.Repository, opts Options) *Walker {
 	return w
 }
 
+// Done ends the Walker's use of its pack reader (Options.Packs): the
+// reader, with the trees it has cached (the latest versions of the trees
+// walked, most of them those of the tips), goes to the next
+// Packs.NewReader, which a reader of the tips' trees then finds warm.
+// The Walker may still be used after, reading through go-git only.
+func (w *Walker) Done() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.pr != nil {
+		w.opts.Packs.adopt(w.pr)
+		w.pr = nil
+	}
+}
+
 // Per-range marks of the commit walk.
 const (
 	fQueued = 1 << iota // pushed on the queue
