@@ -8,7 +8,7 @@ TEMPORAL_CLI_VERSION := v1.5.1
 TEMPORAL := $(GOBIN)/temporal
 export TEMPORAL_CLI ?= $(TEMPORAL)
 
-.PHONY: all build build-dev run test unit bench gitleaks gitleaks-config temporal-cli compose-check clean
+.PHONY: all build build-dev run test unit bench lint gitleaks gitleaks-config temporal-cli compose-check clean
 
 all: build
 
@@ -35,7 +35,7 @@ run: build build-dev temporal-cli
 	bin/starter-dev dev
 
 ## test: vet and every test, integration tests against real parts included
-test: temporal-cli gitleaks-config gitleaks
+test: temporal-cli gitleaks-config gitleaks lint
 	$(GO) vet ./...
 	$(GO) vet -tags devstack ./starter/
 	$(GO) test -timeout 30m ./...
@@ -64,6 +64,16 @@ gitleaks:
 	@command -v gitleaks >/dev/null || test -x $(GOBIN)/gitleaks || { \
 		echo "Installing gitleaks v8.30.1 (a minute or two, once)"; \
 		$(GO) install github.com/zricethezav/gitleaks/v8@v8.30.1; }
+
+## lint: golangci-lint, pinned, with the linters .golangci.yml names and why
+GOLANGCI_LINT_VERSION := v2.6.2
+GOLANGCI_LINT := $(GOBIN)/golangci-lint
+lint: $(GOLANGCI_LINT)
+	$(GOLANGCI_LINT) run ./...
+
+$(GOLANGCI_LINT):
+	@echo "Installing golangci-lint $(GOLANGCI_LINT_VERSION) (a few minutes, once)"
+	$(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
 ## compose-check: validate docker-compose.yml with docker compose (skipped, saying so, without Docker)
 # Placeholders stand in for the required secrets the shell does not set:

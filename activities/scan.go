@@ -137,7 +137,7 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 	if err != nil {
 		return shard.Receipt{}, err
 	}
-	defer repo.Close()
+	defer repo.Close() //nolint:errcheck // read only: nothing to lose
 	// A mirror found damaged that this attempt did not fetch is discarded,
 	// and the next attempt fetches it afresh; damage in one it fetched is
 	// the remote's, and a local repository's is its own: Permanent.
@@ -179,7 +179,7 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 	if err != nil {
 		return shard.Receipt{}, fmt.Errorf("open the packs: %w", err)
 	}
-	defer packs.Close()
+	defer packs.Close() //nolint:errcheck // read only: nothing to lose
 	walker := gitread.New(repo.repo, gitread.Options{Packs: packs, TreeCacheBytes: treeCacheBytes})
 	readers := make([]*gitread.PackReader, s.parallelism())
 	for i := range readers {

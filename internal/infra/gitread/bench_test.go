@@ -44,9 +44,9 @@ func realPackStreams(b *testing.B) []packStream {
 	if err != nil {
 		b.Fatal(err)
 	}
-	// verify-pack lists offsets and inflated sizes (the entry header's size).
+	// verify-pack lists each entry's offset.
 	out := gittest.Git(b, dir, nil, "verify-pack", "-v", packs[0])
-	type ent struct{ off, size int }
+	type ent struct{ off int }
 	var ents []ent
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)

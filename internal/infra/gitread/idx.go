@@ -59,13 +59,15 @@ func (ix *Index) WriteTo(w io.Writer) (int64, error) {
 	})
 	sum := gghash.New(crypto.SHA1)
 	cw := &countWriter{w: bufio.NewWriterSize(w, 64<<10)}
+	// Write errors are kept in cw.err (the hash never fails) and returned
+	// at the end, so the writes below need no checks of their own.
 	out := io.MultiWriter(cw, sum)
 	var b [8]byte
 	u32 := func(v uint32) {
 		binary.BigEndian.PutUint32(b[:4], v)
-		out.Write(b[:4])
+		_, _ = out.Write(b[:4])
 	}
-	out.Write([]byte{0xff, 't', 'O', 'c'})
+	_, _ = out.Write([]byte{0xff, 't', 'O', 'c'})
 	u32(2)
 	var fan [256]uint32
 	for i := range es {
@@ -77,7 +79,7 @@ func (ix *Index) WriteTo(w io.Writer) (int64, error) {
 		u32(total)
 	}
 	for _, i := range order {
-		out.Write(es[i].hash[:])
+		_, _ = out.Write(es[i].hash[:])
 	}
 	for _, i := range order {
 		u32(es[i].crc)
@@ -94,10 +96,10 @@ func (ix *Index) WriteTo(w io.Writer) (int64, error) {
 	}
 	for _, off := range large {
 		binary.BigEndian.PutUint64(b[:], uint64(off))
-		out.Write(b[:])
+		_, _ = out.Write(b[:])
 	}
-	out.Write(ix.Checksum[:])
-	cw.Write(sum.Sum(nil))
+	_, _ = out.Write(ix.Checksum[:])
+	_, _ = cw.Write(sum.Sum(nil))
 	if cw.err == nil {
 		cw.err = cw.w.(*bufio.Writer).Flush()
 	}
@@ -187,7 +189,7 @@ func (x *Indexer) fixThin(g *graph, ix *Index) ([]int32, error, error) {
 		buf.Reset()
 		buf.Write(entryHeader(nil, typ, uint64(len(data))))
 		zw.Reset(&buf)
-		zw.Write(data)
+		_, _ = zw.Write(data) // into memory; Close reports any error
 		if err := zw.Close(); err != nil {
 			return nil, nil, err
 		}

@@ -100,14 +100,6 @@ func (c *objCache) touch(i int32, e *cached) {
 	c.queue = append(c.queue, lruEntry{i, c.seq})
 }
 
-func (c *objCache) get(i int32) []byte {
-	if e := c.m[i]; e != nil {
-		c.touch(i, e)
-		return e.data
-	}
-	return nil
-}
-
 // getPinned returns entry i pinned (not evicted until unpin), or nil.
 func (c *objCache) getPinned(i int32) []byte {
 	if e := c.m[i]; e != nil {

@@ -118,7 +118,7 @@ func OpenPacks(repoPath string) (*Packs, error) {
 			continue // an index left without its pack: git ignores it too
 		}
 		if err != nil {
-			ps.Close()
+			_ = ps.Close() // the open error is the one to report
 			return nil, fmt.Errorf("open packs of %s: %w", repoPath, err)
 		}
 		ps.packs = append(ps.packs, p)
@@ -172,7 +172,7 @@ func openPack(idxPath string) (_ *pack, err error) {
 	}
 	defer func() {
 		if err != nil {
-			unmap()
+			_ = unmap() // the parse error is the one to report
 		}
 	}()
 	p, err := parseIndex(raw)

@@ -89,7 +89,7 @@ func Open(path string, cacheBytes int64) (*git.Repository, io.Closer, error) {
 		filesystem.Options{KeepDescriptors: true, ExclusiveAccess: true})
 	repo, err := git.Open(st, nil)
 	if err != nil {
-		st.Close()
+		_ = st.Close() // the open error is the one to report
 		return nil, nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	return repo, st, nil
