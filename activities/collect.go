@@ -53,7 +53,7 @@ func (a *Activities) LookupCodebase(ctx context.Context, repo repoid.ID) (*ident
 }
 
 // VerifyCommit reports whether the remote still has the commit, by fetching
-// it by SHA (ADR-08). It costs no API request.
+// it by SHA. It costs no API request.
 func (a *Activities) VerifyCommit(ctx context.Context, in workflows.VerifyCommitInput) (bool, error) {
 	host, err := a.Hosts.Lookup(in.Repo.Host)
 	if err != nil {

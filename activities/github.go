@@ -19,7 +19,7 @@ import (
 	"gitfleet/workflows"
 )
 
-// GitHub are the GitHub cache activities (DESIGN §6). Workflows name users
+// GitHub are the GitHub cache activities (architecture §6). Workflows name users
 // by id; the token is read sealed from the database and opened here, so it
 // never travels through Temporal.
 type GitHub struct {

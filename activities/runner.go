@@ -27,7 +27,7 @@ import (
 
 // Runner are the activities a runner runs on its own task queue,
 // runner-<id>, against its image store: pulls, builds, removals and the
-// inventory the reconcile compares (DESIGN §7). The worker's activity slots
+// inventory the reconcile compares (architecture §7). The worker's activity slots
 // are the runner's capacity, so no more pulls run at once than it allows.
 type Runner struct {
 	ID     string

@@ -23,7 +23,7 @@ import (
 	"gitfleet/internal/infra/store"
 )
 
-// Shards are the shard execution activities (DESIGN §4). They log digests
+// Shards are the shard execution activities (architecture §4). They log digests
 // and counts only: never secrets, file paths, refs or commit ids of the
 // content they scan.
 type Shards struct {

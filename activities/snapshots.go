@@ -13,7 +13,7 @@ import (
 )
 
 // Snapshots are the snapshot workflows' activities on the snapshot tables
-// (DESIGN §7); what happens on a runner's store is Runner's.
+// (architecture §7); what happens on a runner's store is Runner's.
 type Snapshots struct {
 	Store  *store.Store
 	Client client.Client

@@ -35,7 +35,7 @@ func (LsRemote) Head(ctx context.Context, cloneURL string) (string, error) {
 	return mirror.Head(ctx, cloneURL)
 }
 
-// Sweeps are the re-collection sweep's activities (DESIGN §5).
+// Sweeps are the re-collection sweep's activities (architecture §5).
 type Sweeps struct {
 	Store  *store.Store
 	Client client.Client

@@ -31,7 +31,7 @@ type runnerFlags struct {
 	capacity                                        int
 }
 
-// runRunner runs the worker as a runner (DESIGN §7): registered in the
+// runRunner runs the worker as a runner (architecture §7): registered in the
 // runners table and heartbeating, serving its store to peers, polling its
 // own task queue with at most capacity activities at once.
 func runRunner(rf runnerFlags) error {

@@ -386,7 +386,7 @@ type CachedReposPage struct {
 }
 
 // retryPolicy retries Retryable errors with backoff and never retries the
-// non-retryable classes (DESIGN §2).
+// non-retryable classes (architecture §2).
 func retryPolicy(maxAttempts int32) *temporal.RetryPolicy {
 	return &temporal.RetryPolicy{
 		InitialInterval:        time.Second,

@@ -81,7 +81,7 @@ var (
 
 // ExecuteShard claims a shard under a lease with a fence, syncs its mirror,
 // scans every blob it has not seen, finalizes findings and watermarks
-// atomically, and only then checkpoints (DESIGN §4).
+// atomically, and only then checkpoints (architecture §4).
 //
 // How it ended is in SAOutcome and the memo: a parked shard completes the
 // run (its result says Parked), which the Web UI would show as a plain

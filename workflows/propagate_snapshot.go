@@ -45,7 +45,7 @@ type PropagateSnapshotResult struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// PropagateSnapshot puts a snapshot on every eligible runner (DESIGN §7):
+// PropagateSnapshot puts a snapshot on every eligible runner (architecture §7):
 // a row per runner (a duplicate is not an error), the build first for a
 // snapshot made from a repository, then pulls on each runner's own task
 // queue, sourced by a snapshot.Planner so that the registry sends about one

@@ -238,7 +238,7 @@ func recollectionSweepV0(ctx workflow.Context, in RecollectionSweepInput) (Sweep
 
 // RecollectionSweep pages through the codebases people look at, decides
 // with the decay table which are due, skips those whose head and rules did
-// not change, and starts a Collect for the rest (DESIGN §5). Started by the
+// not change, and starts a Collect for the rest (architecture §5). Started by the
 // recollection-sweep Schedule (overlap skip: one sweep at a time).
 //
 // A run keeps its history small: it counts the activities it schedules and

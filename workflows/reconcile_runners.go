@@ -44,7 +44,7 @@ type ReconcileRunnersResult struct {
 }
 
 // ReconcileRunners brings the rows and the runners' stores back into
-// agreement (DESIGN §7), on the runner-reconcile Schedule: silent runners
+// agreement (architecture §7), on the runner-reconcile Schedule: silent runners
 // become offline and long-silent ones are forgotten; each live runner's
 // store is compared with its rows (snapshot.Reconcile: a missing image is
 // pulled again, an image no row accounts for is removed, an unfinished

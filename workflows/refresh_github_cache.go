@@ -41,7 +41,7 @@ var refreshOptions = workflow.ActivityOptions{
 // RefreshGitHubCache fetches everything a user's GitHub account shows
 // (organizations, repositories, and organizations asked for by name), each
 // page conditionally, and replaces the user's cached view in one
-// transaction (DESIGN §6).
+// transaction (architecture §6).
 func RefreshGitHubCache(ctx workflow.Context, in RefreshGitHubCacheInput) (RefreshGitHubCacheResult, error) {
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Refreshing the GitHub cache of user %d", in.UserID))
 	var out RefreshGitHubCacheResult

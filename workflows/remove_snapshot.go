@@ -29,7 +29,7 @@ type RemoveSnapshotResult struct {
 	Deleted bool     `json:"deleted"`
 }
 
-// RemoveSnapshot takes a snapshot off every runner (DESIGN §7): its rows
+// RemoveSnapshot takes a snapshot off every runner (architecture §7): its rows
 // become removing, each runner removes the image and garbage-collects the
 // blobs no other image uses, each row is deleted as its runner confirms,
 // and the snapshot goes with the last row.

@@ -52,7 +52,7 @@ var verifyOptions = func() workflow.ActivityOptions {
 	return o
 }()
 
-// ResolveIdentity decides which codebase a cloned repository is (DESIGN §3):
+// ResolveIdentity decides which codebase a cloned repository is (architecture §3):
 // a live codebase holding the name whose last commit the remote still has is
 // the same codebase, proven without any API request; otherwise the API says
 // which repository id the name holds now, and the decision follows the id.

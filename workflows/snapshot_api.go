@@ -9,7 +9,7 @@ import (
 	"gitfleet/internal/domain/snapshot"
 )
 
-// Snapshot propagation's part of the protocol (DESIGN §7): the activities
+// Snapshot propagation's part of the protocol (architecture §7): the activities
 // the snapshot workflows schedule and their payloads. Two structs implement
 // them: activities.Snapshots on the gitfleet task queue (the tables) and
 // activities.Runner on each runner's own task queue, runner-<id> (its

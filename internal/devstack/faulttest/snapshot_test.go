@@ -26,7 +26,7 @@ import (
 	"gitfleet/workflows"
 )
 
-// Snapshot propagation under faults (DESIGN §7), with real processes: the
+// Snapshot propagation under faults (architecture §7), with real processes: the
 // central worker (workflows and table activities on "gitfleet") and runner
 // processes (`worker --runner-id …`, each with its own image store and peer
 // server), the in-process registry as the images' origin. Tests run one

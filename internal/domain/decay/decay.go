@@ -20,7 +20,7 @@ type Band struct {
 // longer than its last band are not refreshed.
 type Table []Band
 
-// Default is DESIGN §5's table.
+// Default is architecture §5's table.
 var Default = Table{
 	{MaxIdleDays: 7, Interval: 6 * time.Hour},
 	{MaxIdleDays: 14, Interval: 12 * time.Hour},

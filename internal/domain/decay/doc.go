@@ -1,5 +1,5 @@
 // Package decay decides when a collected repository is due for
-// re-collection (DESIGN §5, ADR-01): the more recently people looked at its
+// re-collection (architecture §5): the more recently people looked at its
 // results, the more often it is refreshed; abandoned repositories are not
 // refreshed at all. Pure: the caller supplies the clock.
 //

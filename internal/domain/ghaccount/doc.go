@@ -1,5 +1,5 @@
 // Package ghaccount is what one GitHub account sees, as gitfleet caches it
-// per user (DESIGN §6): organizations (global, shared by everyone who sees
+// per user (architecture §6): organizations (global, shared by everyone who sees
 // them), repositories (per user: personal or from an organization), the
 // lists a cache holds, and the pages they were fetched in with their
 // conditional-request validators.

@@ -1,5 +1,5 @@
 // Package identity decides which codebase a collected repository belongs to
-// (DESIGN §3, ADR-08). A codebase is identified by (host, external repository
+// (architecture §3). A codebase is identified by (host, external repository
 // id), not by its name: names move (rename, transfer), and a name can be
 // reused by a different repository (delete and recreate).
 //

@@ -9,7 +9,7 @@ import (
 )
 
 // Case names how a collection related to the codebases already known. The
-// letters are ADR-08's; R is the "stale repository came back" case it left out.
+// letters are those of docs/architecture.md §3, R among them.
 type Case string
 
 const (

@@ -1,5 +1,5 @@
 // Package scan is gitfleet's secret scanner: a pure-Go, allocation-frugal
-// matcher for rules written in the gitleaks TOML format (DESIGN §8).
+// matcher for rules written in the gitleaks TOML format (architecture §8).
 //
 // # Rules
 //

@@ -1,4 +1,4 @@
-// Package shard holds the values of shard execution (DESIGN §4) that the
+// Package shard holds the values of shard execution (architecture §4) that the
 // store persists and the workflows carry: what a shard is (Spec), its
 // persisted lifecycle (Status), an owner's claim on it (Lease) and the
 // durable proof of a finalize (Receipt).

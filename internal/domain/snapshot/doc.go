@@ -1,4 +1,4 @@
-// Package snapshot holds the rules of snapshot propagation (DESIGN §7):
+// Package snapshot holds the rules of snapshot propagation (architecture §7):
 // what a snapshot, a runner and a runner's copy of a snapshot (a row of
 // snapshot_runners) are, their states, which names are safe, where each
 // runner pulls from (Planner), and what a reconcile must do when a runner's

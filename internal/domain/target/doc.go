@@ -1,4 +1,4 @@
-// Package target normalizes scan requests into shard targets (DESIGN §4):
+// Package target normalizes scan requests into shard targets (architecture §4):
 // identical requests normalize to the same ordered targets, whatever the
 // order, spelling or duplication of what the user typed, so that they map
 // to the same shards and never scan twice.

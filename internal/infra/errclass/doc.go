@@ -1,5 +1,5 @@
 // Package errclass sorts every error gitfleet meets into the three classes of
-// DESIGN §2, so that no call site decides on its own whether to retry:
+// architecture §2, so that no call site decides on its own whether to retry:
 //
 //   - Retryable: the same owner may try again, maybe after a delay.
 //   - Permanent: no progress without an external change (not found,

@@ -1,4 +1,4 @@
-// Package ghcache is the GitHub API cache per user (DESIGN §6): reads are
+// Package ghcache is the GitHub API cache per user (architecture §6): reads are
 // served from the database, cache first and without TTL; a miss or an
 // explicit refresh fetches the whole view first and replaces the cached
 // rows in one transaction, so a GitHub failure leaves the old cache intact

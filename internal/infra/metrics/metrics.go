@@ -92,7 +92,7 @@ func WriteText(w io.Writer) error {
 	return nil
 }
 
-// The GitHub API and its cache (DESIGN §6).
+// The GitHub API and its cache (architecture §6).
 var (
 	GitHubRequests = NewCounter("gitfleet_github_requests_total",
 		"GitHub API requests by endpoint pattern and HTTP status (0: no answer).", "endpoint", "status")

@@ -2,7 +2,7 @@
 // go-git, and answers the two questions identity resolution asks of a remote
 // without any API call: "where does this URL really lead?" (redirects of
 // renamed repositories) and "does the remote still have commit X?" (fetch by
-// SHA, ADR-08).
+// SHA; docs/architecture.md §3).
 //
 // Mirrors live at a deterministic path per remote URL (a digest, so no path
 // from user input ever reaches the file system) and are safe to use from

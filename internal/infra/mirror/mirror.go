@@ -362,7 +362,7 @@ func (m *Mirrors) Open(remoteURL string) (*git.Repository, error) {
 
 // HasCommit asks the remote whether it still has commit sha reachable, by
 // fetching exactly that commit with depth 1 into an empty scratch
-// repository (ADR-08's `git fetch --depth 1 origin <sha>`). The scratch
+// repository (`git fetch --depth 1 origin <sha>`). The scratch
 // repository guarantees the answer comes from the remote, never from objects
 // a local mirror still holds. "not our ref" is a definite no.
 func (m *Mirrors) HasCommit(ctx context.Context, remoteURL, sha string) (bool, error) {

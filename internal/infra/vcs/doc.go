@@ -1,6 +1,6 @@
 // Package vcs knows the Git hosts gitfleet may collect from: how users name
 // them, where their repositories are cloned from, and how to ask their API
-// who a repository is (DESIGN §3: "the VCS lookup is an interface, host →
+// who a repository is (architecture §3: "the VCS lookup is an interface, host →
 // directory"). GitHub and GitHub Enterprise Server through go-github are the
 // first implementation.
 //
