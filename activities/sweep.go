@@ -122,37 +122,17 @@ func (s *Sweeps) CheckHeads(ctx context.Context, in workflows.CheckHeadsRequest)
 	if timeout <= 0 {
 		timeout = workflows.DefaultRemoteTimeout
 	}
-	var (
-		mu       sync.Mutex
-		firstErr error
-		wg       sync.WaitGroup
-	)
-	sem := make(chan struct{}, workflows.CheckHeadsParallel)
-	for i, r := range in.Repos {
-		if p.Outcomes[i] != "" {
-			continue // checked by an earlier attempt
-		}
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
+	var mu sync.Mutex
+	err := inParallel(ctx, len(in.Repos), workflows.CheckHeadsParallel, func(i int) bool { return p.Outcomes[i] == "" },
+		func(i int) error {
+			r := in.Repos[i]
 			o := s.checkHead(ctx, r, timeout)
 			if ctx.Err() != nil {
-				return // the attempt is over: its outcome may be its own doing
+				return nil // the attempt is over: its outcome may be its own doing
 			}
 			if o == workflows.HeadGone {
 				if _, err := s.Store.RecordCheckFailure(ctx, r.CodebaseID, in.Sweep, in.Now); err != nil {
-					mu.Lock()
-					firstErr = cmp.Or(firstErr, err)
-					mu.Unlock()
-					return
+					return err
 				}
 			}
 			mu.Lock()
@@ -161,13 +141,9 @@ func (s *Sweeps) CheckHeads(ctx context.Context, in workflows.CheckHeadsRequest)
 			progress := p
 			progress.Outcomes = slices.Clone(p.Outcomes)
 			activity.RecordHeartbeat(ctx, progress)
-		}()
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return nil, AppError(firstErr)
-	}
-	if err := ctx.Err(); err != nil {
+			return nil
+		})
+	if err = cmp.Or(err, ctx.Err()); err != nil {
 		return nil, AppError(err)
 	}
 	var unchanged []int64
@@ -252,14 +228,40 @@ func (s *Sweeps) StartCollects(ctx context.Context, in workflows.StartCollectsIn
 	if parallel <= 0 {
 		parallel = 8
 	}
+	var mu sync.Mutex
+	_ = inParallel(ctx, len(in.Repos), parallel, func(i int) bool { return p.Outcomes[i].Result == "" },
+		func(i int) error {
+			o := s.startCollect(ctx, in.Repos[i])
+			if ctx.Err() != nil {
+				return nil // the attempt is over: its outcome may be its own doing
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			p.add(i, o)
+			progress := p
+			progress.Outcomes = slices.Clone(p.Outcomes)
+			activity.RecordHeartbeat(ctx, progress)
+			return nil
+		})
+	if err := ctx.Err(); err != nil {
+		return nil, AppError(err)
+	}
+	return p.Outcomes, nil
+}
+
+// inParallel runs work(i) for each i < n that is pending (not done by an
+// earlier attempt), parallel at a time, and starts no more once ctx is
+// done. It returns the first error of any work, once all have returned.
+func inParallel(ctx context.Context, n, parallel int, pending func(i int) bool, work func(i int) error) error {
 	var (
-		mu sync.Mutex
-		wg sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		wg    sync.WaitGroup
 	)
 	sem := make(chan struct{}, parallel)
-	for i, r := range in.Repos {
-		if p.Outcomes[i].Result != "" {
-			continue // started by an earlier attempt
+	for i := range n {
+		if !pending(i) {
+			continue
 		}
 		select {
 		case sem <- struct{}{}:
@@ -272,23 +274,15 @@ func (s *Sweeps) StartCollects(ctx context.Context, in workflows.StartCollectsIn
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			o := s.startCollect(ctx, r)
-			if ctx.Err() != nil {
-				return // the attempt is over: its outcome may be its own doing
+			if err := work(i); err != nil {
+				mu.Lock()
+				first = cmp.Or(first, err)
+				mu.Unlock()
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			p.add(i, o)
-			progress := p
-			progress.Outcomes = slices.Clone(p.Outcomes)
-			activity.RecordHeartbeat(ctx, progress)
 		}()
 	}
 	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, AppError(err)
-	}
-	return p.Outcomes, nil
+	return first
 }
 
 // startCollect is one start of StartCollects: a retryable error is tried
