@@ -70,6 +70,7 @@ GOLANGCI_LINT_VERSION := v2.6.2
 GOLANGCI_LINT := $(GOBIN)/golangci-lint
 lint: $(GOLANGCI_LINT)
 	$(GOLANGCI_LINT) run ./...
+	$(GOLANGCI_LINT) run --build-tags devstack ./starter/
 
 $(GOLANGCI_LINT):
 	@echo "Installing golangci-lint $(GOLANGCI_LINT_VERSION) (a few minutes, once)"
