@@ -43,6 +43,7 @@ func Schedules(cfg ScheduleConfig) map[string]client.ScheduleOptions {
 			Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
 			Action: &client.ScheduleWorkflowAction{
 				ID: ReconcileScheduleID, Workflow: ReconcileRunners, Args: []any{cfg.Reconcile}, TaskQueue: TaskQueue,
+				Memo: map[string]any{"target": "every runner's image store and snapshot rows"},
 			},
 			Note: "gitfleet: compare runners' image stores with the snapshot rows and repair them",
 		},
@@ -54,6 +55,7 @@ func Schedules(cfg ScheduleConfig) map[string]client.ScheduleOptions {
 			Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
 			Action: &client.ScheduleWorkflowAction{
 				ID: SweepScheduleID, Workflow: RecollectionSweep, Args: []any{RecollectionSweepInput{}}, TaskQueue: TaskQueue,
+				Memo: map[string]any{"target": "codebases viewed in the last 90 days and due for a refresh"},
 			},
 			Note: "gitfleet: re-collect the repositories people look at, with adaptive decay",
 		},
@@ -63,6 +65,7 @@ func Schedules(cfg ScheduleConfig) map[string]client.ScheduleOptions {
 			Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
 			Action: &client.ScheduleWorkflowAction{
 				ID: StaleCleanupScheduleID, Workflow: CleanupStale, Args: []any{CleanupStaleInput{}}, TaskQueue: TaskQueue,
+				Memo: map[string]any{"target": "codebases stale for more than 30 days"},
 			},
 			Note: "gitfleet: delete codebases whose repository has been gone for 30 days",
 		},

@@ -454,6 +454,19 @@ func TestSchedulesTriggerSweepAndCleanup(t *testing.T) {
 	}
 }
 
+// requireTargetMemo checks that a scheduled run names what it works on in
+// its memo, for the Web UI.
+func requireTargetMemo(t *testing.T, run *client.ScheduleWorkflowExecution) {
+	t.Helper()
+	d, err := env.Client.DescribeWorkflowExecution(context.Background(), run.WorkflowID, run.FirstExecutionRunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := d.GetWorkflowExecutionInfo().GetMemo().GetFields()["target"]; !ok {
+		t.Errorf("%s has no memo naming its target", run.WorkflowID)
+	}
+}
+
 // trigger starts a schedule's action now and waits for that run to finish.
 func trigger(t *testing.T, id string) {
 	t.Helper()
@@ -474,6 +487,7 @@ func trigger(t *testing.T, id string) {
 			t.Fatal(err)
 		}
 		if d.Info.NumActions > actions && len(d.Info.RunningWorkflows) == 0 {
+			requireTargetMemo(t, d.Info.RecentActions[len(d.Info.RecentActions)-1].StartWorkflowResult)
 			return
 		}
 		if time.Now().After(deadline) {
