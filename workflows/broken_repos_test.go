@@ -25,9 +25,6 @@ func TestBrokenRepositoriesEndCleanly(t *testing.T) {
 	parent := t.TempDir()
 	for _, c := range brokenrepo.Cases() {
 		t.Run(c.Name, func(t *testing.T) {
-			if c.Heavy && testing.Short() {
-				t.Skip("heavy case under -short")
-			}
 			dir, err := c.Build(parent)
 			if err != nil {
 				t.Fatal(err)

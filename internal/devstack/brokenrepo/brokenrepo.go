@@ -42,10 +42,7 @@ type Case struct {
 	Findings int
 	// Commits is how many commits the scan must diff (-1: not checked).
 	Commits int64
-	// Heavy cases cost noticeable time or disk: callers skip them under
-	// `go test -short`.
-	Heavy bool
-	build func(r *repo)
+	build   func(r *repo)
 }
 
 // Build creates the case's bare repository in a new directory under parent
@@ -238,7 +235,7 @@ func Cases() []Case {
 		{
 			Name:   "huge-blob",
 			Broken: "a 200 MB blob (zeros, streamed into a pack by git from a sparse file) beside a small file with the secret",
-			Want:   Partial, Reason: "oversized", Findings: 1, Commits: 1, Heavy: true,
+			Want:   Partial, Reason: "oversized", Findings: 1, Commits: 1,
 			build: func(r *repo) {
 				sparse := r.dir + ".big"
 				defer os.Remove(sparse)

@@ -12,9 +12,6 @@ func TestCasesBuild(t *testing.T) {
 	parent := t.TempDir()
 	for _, c := range Cases() {
 		t.Run(c.Name, func(t *testing.T) {
-			if c.Heavy && testing.Short() {
-				t.Skip("heavy case under -short")
-			}
 			dir, err := c.Build(parent)
 			if err != nil {
 				t.Fatal(err)

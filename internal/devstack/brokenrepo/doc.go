@@ -13,10 +13,9 @@
 // must be found. The end-to-end test runs each through the ExecuteShard
 // workflow (workflows/broken_repos_test.go).
 //
-// The one costly case, the 200 MB blob, is Heavy: its blob is a sparse
-// file that git streams into a pack (core.bigFileThreshold), so it takes a
-// few hundred kilobytes of disk and git never holds it in memory; it is
-// still skipped under `go test -short`.
+// The one costly case, the 200 MB blob, is a sparse file that git streams
+// into a pack (core.bigFileThreshold), so it takes a few hundred kilobytes
+// of disk and git never holds it in memory.
 //
 // Rules: development and test tooling. Only tests, other devstack packages
 // and `starter dev` (build tag devstack) import it; the production binaries

@@ -295,7 +295,8 @@ func TestSnapshotPullResumesAfterRunnerKill(t *testing.T) {
 	name := snapName("kill")
 	run := propagate(t, name, img.ref, workflows.PullTiming{Queue: 30 * time.Second, Heartbeat: 3 * time.Second, Fresh: time.Minute})
 	// Wait until two layers are committed in the store. Nothing signals a
-	// rename, so the directory is polled; the deadline bounds the wait.
+	// rename, so the directory is polled; the deadline bounds the wait, the
+	// interval only its cost.
 	deadline := time.Now().Add(time.Minute)
 	for len(storedLayers(dir, img.layers)) < 2 {
 		if time.Now().After(deadline) {

@@ -29,9 +29,6 @@ func TestBrokenRepositories(t *testing.T) {
 	parent := t.TempDir()
 	for _, c := range brokenrepo.Cases() {
 		t.Run(c.Name, func(t *testing.T) {
-			if c.Heavy && testing.Short() {
-				t.Skip("heavy case")
-			}
 			dir, err := c.Build(parent)
 			if err != nil {
 				t.Fatal(err)

@@ -395,7 +395,13 @@ func (ps *Packs) touched(p *pack, from, to int) {
 			n++
 		}
 	}
-	if n == 0 || ps.pages.used.Add(n*blockBytes) <= ps.pages.max {
+	// A drop another reader could not take (the lock was held) is taken by
+	// the next read, even one that marks nothing new.
+	used := ps.pages.used.Load()
+	if n > 0 {
+		used = ps.pages.used.Add(n * blockBytes)
+	}
+	if used <= ps.pages.max {
 		return
 	}
 	b := &ps.pages
