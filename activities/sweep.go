@@ -111,13 +111,8 @@ func (p *CheckHeadsProgress) add(i int, o workflows.HeadOutcome) {
 // sweep. The outcomes come back in input order, so the workflow can tell
 // consecutive failures.
 func (s *Sweeps) CheckHeads(ctx context.Context, in workflows.CheckHeadsRequest) ([]workflows.HeadOutcome, error) {
-	p := CheckHeadsProgress{Last: -1, Outcomes: make([]workflows.HeadOutcome, len(in.Repos))}
-	if activity.HasHeartbeatDetails(ctx) {
-		var prev CheckHeadsProgress
-		if err := activity.GetHeartbeatDetails(ctx, &prev); err == nil && len(prev.Outcomes) == len(in.Repos) {
-			p = prev
-		}
-	}
+	p := resumed(ctx, CheckHeadsProgress{Last: -1, Outcomes: make([]workflows.HeadOutcome, len(in.Repos))},
+		func(prev CheckHeadsProgress) bool { return len(prev.Outcomes) == len(in.Repos) })
 	timeout := in.RemoteTimeout
 	if timeout <= 0 {
 		timeout = workflows.DefaultRemoteTimeout
@@ -217,13 +212,8 @@ func (p *StartCollectsProgress) add(i int, o workflows.StartOutcome) {
 // counts it. It heartbeats after each start with the progress so far; a
 // retry resumes from the last heartbeat.
 func (s *Sweeps) StartCollects(ctx context.Context, in workflows.StartCollectsInput) ([]workflows.StartOutcome, error) {
-	p := StartCollectsProgress{Last: -1, Outcomes: make([]workflows.StartOutcome, len(in.Repos))}
-	if activity.HasHeartbeatDetails(ctx) {
-		var prev StartCollectsProgress
-		if err := activity.GetHeartbeatDetails(ctx, &prev); err == nil && len(prev.Outcomes) == len(in.Repos) {
-			p = prev
-		}
-	}
+	p := resumed(ctx, StartCollectsProgress{Last: -1, Outcomes: make([]workflows.StartOutcome, len(in.Repos))},
+		func(prev StartCollectsProgress) bool { return len(prev.Outcomes) == len(in.Repos) })
 	parallel := in.Parallel
 	if parallel <= 0 {
 		parallel = 8
@@ -247,6 +237,18 @@ func (s *Sweeps) StartCollects(ctx context.Context, in workflows.StartCollectsIn
 		return nil, AppError(err)
 	}
 	return p.Outcomes, nil
+}
+
+// resumed is the progress the attempt before this one heartbeated, when it
+// fits this input; else fresh.
+func resumed[P any](ctx context.Context, fresh P, fits func(P) bool) P {
+	if activity.HasHeartbeatDetails(ctx) {
+		var prev P
+		if activity.GetHeartbeatDetails(ctx, &prev) == nil && fits(prev) {
+			return prev
+		}
+	}
+	return fresh
 }
 
 // inParallel runs work(i) for each i < n that is pending (not done by an

@@ -144,10 +144,8 @@ const breakerLimit = 3
 // pagesPerRun bounds a run's history; the sweep continues as new after it.
 const pagesPerRun = 25
 
-// recollectionSweepV0 is the sweep before the event budget: 25 pages a run
-// whatever they start, one CheckHeads under apiOptions. Kept, command for
-// command, for the runs that started under it (replay).
-func recollectionSweepV0(ctx workflow.Context, in RecollectionSweepInput) (SweepResult, error) {
+// defaults fills in what both versions of the sweep default alike.
+func (in *RecollectionSweepInput) defaults(ctx workflow.Context) {
 	if in.Now.IsZero() {
 		in.Now = workflow.Now(ctx).UTC()
 	}
@@ -157,6 +155,13 @@ func recollectionSweepV0(ctx workflow.Context, in RecollectionSweepInput) (Sweep
 	if in.StartWindow <= 0 {
 		in.StartWindow = 8
 	}
+}
+
+// recollectionSweepV0 is the sweep before the event budget: 25 pages a run
+// whatever they start, one CheckHeads under apiOptions. Kept, command for
+// command, for the runs that started under it (replay).
+func recollectionSweepV0(ctx workflow.Context, in RecollectionSweepInput) (SweepResult, error) {
+	in.defaults(ctx)
 	stats := in.Stats
 	stats.Runs++
 	failures := 0 // in a row, within this sweep
@@ -255,15 +260,7 @@ func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepRe
 	if workflow.GetVersion(ctx, sweepBudgetChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return recollectionSweepV0(ctx, in)
 	}
-	if in.Now.IsZero() {
-		in.Now = workflow.Now(ctx).UTC()
-	}
-	if in.PageSize <= 0 {
-		in.PageSize = 500
-	}
-	if in.StartWindow <= 0 {
-		in.StartWindow = 8
-	}
+	in.defaults(ctx)
 	if in.MaxActivitiesPerRun <= 0 {
 		in.MaxActivitiesPerRun = DefaultActivitiesPerRun
 	}
