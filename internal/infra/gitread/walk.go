@@ -60,6 +60,13 @@ type Options struct {
 	// at most once per blob hash per Walk, from Walk's goroutine. Nil means
 	// nothing was seen.
 	Seen func(plumbing.Hash) bool
+	// Again, when set, is called for every introduction of a blob already
+	// met in this Walk (each of Stats.Duplicates): at another path, or by
+	// another commit at the same path. Its Size is not read (zero). Called
+	// from Walk's goroutine; an error stops the walk and is returned as is.
+	// (A scanner learns from it every path at which a blob holding a
+	// secret was introduced, without reading the blob again.)
+	Again func(Blob) error
 	// TreeCacheBytes bounds the LRU cache of parsed trees; 0 means 8 MiB,
 	// negative disables it.
 	TreeCacheBytes int
@@ -788,9 +795,21 @@ func (wk *walk) diffTree(oldH, newH plumbing.Hash) error {
 	return nil
 }
 
+// pathOf is the path of entry name of the tree being diffed.
+func (wk *walk) pathOf(name []byte) string {
+	base := len(wk.path)
+	wk.path = append(wk.path, name...)
+	path := string(wk.path)
+	wk.path = wk.path[:base]
+	return path
+}
+
 func (wk *walk) report(h plumbing.Hash, name []byte, mode uint32) error {
 	if _, dup := wk.blobs[h]; dup {
 		wk.stats.Duplicates++
+		if again := wk.w.opts.Again; again != nil {
+			return again(Blob{Hash: h, Path: wk.pathOf(name), Commit: wk.commit, Ref: wk.ref, Mode: filemode.FileMode(mode)})
+		}
 		return nil
 	}
 	wk.blobs[h] = struct{}{}
@@ -798,10 +817,7 @@ func (wk *walk) report(h plumbing.Hash, name []byte, mode uint32) error {
 		wk.stats.SkippedSeen++
 		return nil
 	}
-	base := len(wk.path)
-	wk.path = append(wk.path, name...)
-	path := string(wk.path)
-	wk.path = wk.path[:base]
+	path := wk.pathOf(name)
 	size, err := wk.w.objectSize(h)
 	switch {
 	case errors.Is(err, plumbing.ErrObjectNotFound):

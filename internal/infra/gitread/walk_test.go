@@ -374,6 +374,53 @@ func TestWalk(t *testing.T) {
 	}
 }
 
+// Again hears every introduction of a blob already met, with its path and
+// commit: copies in one commit, a copy in a later one, the same blob
+// restored, and a merge meeting the side branch's blob again; its error
+// stops the walk.
+func TestWalkAgain(t *testing.T) {
+	for _, m := range walkModes {
+		t.Run(m.name, func(t *testing.T) {
+			b := m.newBuilder(t)
+			c1 := b.commit(map[string]testEntry{"a/key": file("secret"), "b/copy": file("secret"), "x": file("1")})
+			c2 := b.commit(map[string]testEntry{"a/key": file("secret"), "b/copy": file("secret"), "c/again": file("secret"), "x": file("2")}, c1)
+			c3 := b.commit(map[string]testEntry{"x": file("1")}, c2) // x restored, the copies deleted
+			side := b.commit(map[string]testEntry{"x": file("1"), "side": file("s")}, c3)
+			main := b.commit(map[string]testEntry{"x": file("1"), "main": file("m")}, c3)
+			merge := b.commit(map[string]testEntry{"x": file("1"), "side": file("s"), "main": file("m")}, main, side)
+			var again []string
+			opts := m.prepare(t, b, Options{Again: func(bl Blob) error {
+				again = append(again, fmt.Sprintf("%s@%s=%s", bl.Path, shortCommit(bl.Commit, c1, c2, c3, merge), contentOf(t, b, bl)))
+				return nil
+			}})
+			blobs, st := walkAll(t, b.repo, opts, Range{Ref: "main", Tip: merge})
+			want := []string{"b/copy@c1=secret", "c/again@c2=secret", "x@c3=1", "side@merge=s"}
+			if !slices.Equal(again, want) {
+				t.Errorf("again = %q, want %q", again, want)
+			}
+			if st.Duplicates != len(want) || len(blobs) != 5 {
+				t.Errorf("stats = %+v, %d blobs", st, len(blobs))
+			}
+
+			stop := errors.New("stop")
+			opts.Again = func(Blob) error { return stop }
+			if _, err := New(b.repo, opts).Walk(context.Background(), []Range{{Ref: "main", Tip: merge}}, func(Blob) error { return nil }); !errors.Is(err, stop) {
+				t.Errorf("Walk = %v, want Again's error", err)
+			}
+		})
+	}
+}
+
+// shortCommit names h as one of c1, c2, c3 and merge.
+func shortCommit(h plumbing.Hash, c1, c2, c3, merge plumbing.Hash) string {
+	for name, c := range map[string]plumbing.Hash{"c1": c1, "c2": c2, "c3": c3, "merge": merge} {
+		if h == c {
+			return name
+		}
+	}
+	return h.String()
+}
+
 func contentOf(t *testing.T, b *builder, bl Blob) string {
 	t.Helper()
 	data, size, err := ReadBlob(b.repo, bl.Hash, 0)
