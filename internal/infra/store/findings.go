@@ -206,15 +206,22 @@ type PresenceBasis struct {
 	Tips map[string]string
 	// Blobs are the distinct blobs of the scope's findings.
 	Blobs [][]byte
+	// Paths are, by blob (as a string), every path at which each was
+	// introduced; complete when PathsComplete (see migration 00009).
+	Paths         map[string][]string
+	PathsComplete bool
 	// UpTo is the newest finding among them (0: none).
 	UpTo int64
 }
 
 // PresenceBasis returns the scope's recorded presence tips and the blobs
-// of its findings.
+// of its findings, with their paths.
 func (s *Store) PresenceBasis(ctx context.Context, scopeID int64) (PresenceBasis, error) {
-	b := PresenceBasis{Tips: map[string]string{}}
+	b := PresenceBasis{Tips: map[string]string{}, Paths: map[string][]string{}}
 	err := s.readTx(ctx, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `SELECT paths_complete FROM scan_scopes WHERE id = $1`, scopeID).Scan(&b.PathsComplete); err != nil {
+			return err
+		}
 		rows, err := tx.Query(ctx, `SELECT ref, commit_id FROM finding_presence_refs WHERE scope_id = $1`, scopeID)
 		if err != nil {
 			return err
@@ -235,6 +242,18 @@ func (s *Store) PresenceBasis(ctx context.Context, scopeID int64) (PresenceBasis
 		_, err = pgx.ForEachRow(rows, []any{&blob, &id}, func() error {
 			b.Blobs = append(b.Blobs, append([]byte(nil), blob...))
 			b.UpTo = max(b.UpTo, id)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		rows, err = tx.Query(ctx, `SELECT blob, path FROM finding_paths WHERE scope_id = $1`, scopeID)
+		if err != nil {
+			return err
+		}
+		var path string
+		_, err = pgx.ForEachRow(rows, []any{&blob, &path}, func() error {
+			b.Paths[string(blob)] = append(b.Paths[string(blob)], path)
 			return nil
 		})
 		return err

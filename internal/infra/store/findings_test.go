@@ -3,10 +3,13 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	"gitfleet/internal/domain/shard"
+	"gitfleet/internal/domain/target"
 	"gitfleet/internal/infra/store"
 )
 
@@ -310,6 +313,84 @@ func TestDecodedFindingsSayHow(t *testing.T) {
 		}
 		if got := occs.Occurrences[i].Decoded; got != want {
 			t.Errorf("occurrence %d decoded %q, want %q", i, got, want)
+		}
+	}
+}
+
+// Every path a blob holding findings was met at is recorded: the findings'
+// own, and those a scan adds; the basis returns them.
+func TestFindingPathsAreRecorded(t *testing.T) {
+	ctx := context.Background()
+	shardID := newShard(t)
+	scope, _ := env.Store.Scope(ctx, shardID, "p")
+	l := acquire(t, shardID, "owner", time.Minute)
+	if _, err := env.Store.WriteData(ctx, l, scope, store.DataOps{
+		Findings: []store.Finding{occ("r", "s1", 1, 0, "a/key", 1, "c1"), occ("r", "s2", 1, 20, "a/key", 2, "c1"), occ("r", "s3", 2, 0, "b", 1, "c1")},
+		Paths:    []store.BlobPath{{Blob: []byte{1}, Path: "copy/key"}, {Blob: []byte{1}, Path: "a/key"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Store.WriteData(ctx, l, scope, store.DataOps{Paths: []store.BlobPath{{Blob: []byte{2}, Path: "c"}, {Blob: []byte{2}, Path: "c"}}}); err != nil {
+		t.Fatal(err)
+	}
+	basis, err := env.Store.PresenceBasis(ctx, scope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ps := range basis.Paths {
+		sort.Strings(ps)
+	}
+	want := map[string][]string{"\x01": {"a/key", "copy/key"}, "\x02": {"b", "c"}}
+	if fmt.Sprint(basis.Paths) != fmt.Sprint(want) || !basis.PathsComplete {
+		t.Errorf("paths %q (complete %t), want %q", basis.Paths, basis.PathsComplete, want)
+	}
+}
+
+// Migration 00009 records the paths of the findings already there, and
+// marks the scopes that had findings as lacking the other paths.
+func TestMigrationRecordsFindingPaths(t *testing.T) {
+	ctx := context.Background()
+	if _, err := env.Store.Pool().Exec(ctx, `CREATE DATABASE m00009`); err != nil {
+		t.Fatal(err)
+	}
+	old, err := store.Open(ctx, env.PG.URL("m00009"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if err := old.MigrateTo(ctx, 8); err != nil {
+		t.Fatal(err)
+	}
+	scopes := map[string]int64{}
+	for _, name := range []string{"with findings", "without"} {
+		id, err := old.EnsureShard(ctx, shard.Spec{Key: "target:" + name,
+			Target: target.Target{Location: "https://h/o/" + strings.ReplaceAll(name, " ", "-")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if scopes[name], err = old.Scope(ctx, id, "p"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := old.Pool().Exec(ctx, `INSERT INTO findings (scope_id, rule_id, blob, start_offset, end_offset, line, path, commit_id, secret_hash, preview)
+		VALUES ($1, 'r', '\x01', 0, 8, 1, 'a/key', 'c1', 's1', ''), ($1, 'r', '\x01', 20, 28, 2, 'a/key', 'c1', 's2', '')`,
+		scopes["with findings"]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for name, id := range scopes {
+		basis, err := old.PresenceBasis(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantPaths, wantComplete := "map[]", true
+		if name == "with findings" {
+			wantPaths, wantComplete = `map["\x01":["a/key"]]`, false
+		}
+		if got := fmt.Sprintf("%q", basis.Paths); got != wantPaths || basis.PathsComplete != wantComplete {
+			t.Errorf("%s: paths %s (complete %t), want %s (%t)", name, got, basis.PathsComplete, wantPaths, wantComplete)
 		}
 	}
 }

@@ -230,6 +230,15 @@ type Finding struct {
 type DataOps struct {
 	Seen     []SeenBlob
 	Findings []Finding
+	// Paths are more paths at which blobs holding findings were
+	// introduced (a finding's own path is recorded with it).
+	Paths []BlobPath
+}
+
+// BlobPath is a path at which a blob was introduced.
+type BlobPath struct {
+	Blob []byte
+	Path string
 }
 
 // WriteData writes data ops under the fence check and returns how many
@@ -259,6 +268,20 @@ func writeData(ctx context.Context, tx pgx.Tx, scopeID int64, ops DataOps) (int6
 		if _, err := tx.Exec(ctx, `INSERT INTO seen_blobs (scope_id, blob, outcome)
 			SELECT $1, b, o FROM unnest($2::bytea[], $3::text[]) AS t(b, o)
 			ON CONFLICT DO NOTHING`, scopeID, blobs, outcomes); err != nil {
+			return 0, err
+		}
+	}
+	if len(ops.Findings)+len(ops.Paths) > 0 {
+		blobs, paths := make([][]byte, 0, len(ops.Findings)+len(ops.Paths)), make([]string, 0, len(ops.Findings)+len(ops.Paths))
+		for _, f := range ops.Findings {
+			blobs, paths = append(blobs, f.Blob), append(paths, f.Path)
+		}
+		for _, p := range ops.Paths {
+			blobs, paths = append(blobs, p.Blob), append(paths, p.Path)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO finding_paths (scope_id, blob, path)
+			SELECT $1, b, p FROM unnest($2::bytea[], $3::text[]) AS t(b, p)
+			ON CONFLICT DO NOTHING`, scopeID, blobs, paths); err != nil {
 			return 0, err
 		}
 	}
