@@ -33,9 +33,15 @@ func (s *Shards) finalize(ctx context.Context, repo *repository, packs *gitread.
 	return s.Store.Finalize(ctx, in)
 }
 
-// presence reads the trees of the tips that moved since the last
-// computation; a tip that did not keeps its rows (every blob of its tree
-// had been seen when they were written, so no finding since is in it).
+// presence finds the findings' blobs in the trees of the tips that moved
+// since the last computation; a tip that did not keeps its rows (every
+// blob of its tree had been seen when they were written, so no finding
+// since is in it). A blob is looked for only at the paths it was ever
+// introduced at: a tip's tree holds a blob at some path only if a commit
+// below the tip introduced it there, and the scope's walks, which cover
+// all history below its tips, record those paths for every blob holding a
+// finding. A scope whose paths are not complete (see migration 00009)
+// reads the tips' whole trees instead.
 func (s *Shards) presence(ctx context.Context, repo *repository, packs *gitread.Packs, scopeID int64,
 	tips map[string]plumbing.Hash) (*store.Presence, error) {
 	basis, err := s.Store.PresenceBasis(ctx, scopeID)
@@ -43,13 +49,10 @@ func (s *Shards) presence(ctx context.Context, repo *repository, packs *gitread.
 		return nil, err
 	}
 	p := &store.Presence{UpTo: basis.UpTo, Tips: make(map[string]string, len(tips)), Refs: map[string][][]byte{}}
-	t := &tipTrees{ctx: ctx, reader: packs.NewReader(), repo: repo.repo,
-		want: make(map[plumbing.Hash]bool, len(basis.Blobs)), memo: map[plumbing.Hash][]plumbing.Hash{}}
-	for _, b := range basis.Blobs {
-		var h plumbing.Hash
-		if copy(h[:], b) == len(h) {
-			t.want[h] = true
-		}
+	t := &tipTrees{ctx: ctx, reader: packs.NewReader(), repo: repo.repo, want: wantedBlobs(basis),
+		memo: map[memoKey][]plumbing.Hash{}}
+	if basis.PathsComplete {
+		t.paths = pathTree(basis.Paths)
 	}
 	refs := make([]string, 0, len(tips))
 	for ref := range tips {
@@ -77,16 +80,73 @@ func (s *Shards) presence(ctx context.Context, repo *repository, packs *gitread.
 	return p, nil
 }
 
-// tipTrees finds the wanted blobs in the trees of tips, reading each
-// distinct tree once however many tips share it.
+// wantedBlobs is the set of the basis' blobs.
+func wantedBlobs(basis store.PresenceBasis) map[plumbing.Hash]bool {
+	want := make(map[plumbing.Hash]bool, len(basis.Blobs))
+	for _, b := range basis.Blobs {
+		var h plumbing.Hash
+		if copy(h[:], b) == len(h) {
+			want[h] = true
+		}
+	}
+	return want
+}
+
+// pathNode is a directory of the paths blobs are looked for at: its
+// subdirectories, and its files with the blobs looked for there.
+type pathNode struct {
+	dirs  map[string]*pathNode
+	files map[string][]plumbing.Hash
+}
+
+// pathTree builds the directories of paths (blob, as a string → paths).
+func pathTree(paths map[string][]string) *pathNode {
+	root := &pathNode{}
+	for blob, ps := range paths {
+		var h plumbing.Hash
+		if copy(h[:], blob) != len(h) {
+			continue
+		}
+		for _, p := range ps {
+			n := root
+			dir, name, ok := strings.Cut(p, "/")
+			for ; ok; dir, name, ok = strings.Cut(name, "/") {
+				if n.dirs[dir] == nil {
+					if n.dirs == nil {
+						n.dirs = map[string]*pathNode{}
+					}
+					n.dirs[dir] = &pathNode{}
+				}
+				n = n.dirs[dir]
+			}
+			if n.files == nil {
+				n.files = map[string][]plumbing.Hash{}
+			}
+			n.files[dir] = append(n.files[dir], h)
+		}
+	}
+	return root
+}
+
+// tipTrees finds the wanted blobs in the trees of tips: at their paths
+// (paths), or anywhere in the trees (paths nil). Each distinct tree is
+// read once per directory of paths it is met at, however many tips share
+// it.
 type tipTrees struct {
 	ctx    context.Context
 	reader *gitread.PackReader
 	repo   *git.Repository
 	want   map[plumbing.Hash]bool
+	paths  *pathNode
 	// memo is, per tree read, the wanted blobs under it (sorted).
-	memo  map[plumbing.Hash][]plumbing.Hash
+	memo  map[memoKey][]plumbing.Hash
 	reads int
+}
+
+// memoKey is a tree read for the paths under a directory (nil: all).
+type memoKey struct {
+	tree plumbing.Hash
+	dir  *pathNode
 }
 
 func (t *tipTrees) read(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
@@ -116,9 +176,6 @@ func (t *tipTrees) read(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
 // object returns the wanted blobs a tip holds: through tags, a commit's
 // tree, a tree, or a blob itself.
 func (t *tipTrees) object(h plumbing.Hash, depth int) ([]plumbing.Hash, error) {
-	if _, ok := t.memo[h]; ok {
-		return t.memo[h], nil
-	}
 	if depth > gitread.MaxTagChain {
 		return nil, fmt.Errorf("%w: tag %s: a chain of more than %d tags", gitread.ErrCorrupt, h, gitread.MaxTagChain)
 	}
@@ -138,9 +195,9 @@ func (t *tipTrees) object(h plumbing.Hash, depth int) ([]plumbing.Hash, error) {
 		if !ok {
 			return nil, fmt.Errorf("%w: commit %s: malformed", gitread.ErrCorrupt, h)
 		}
-		return t.tree(tree, nil)
+		return t.tree(tree, nil, t.paths)
 	case plumbing.TreeObject:
-		return t.tree(h, raw)
+		return t.tree(h, raw, t.paths)
 	case plumbing.BlobObject:
 		if t.want[h] {
 			return []plumbing.Hash{h}, nil
@@ -149,9 +206,11 @@ func (t *tipTrees) object(h plumbing.Hash, depth int) ([]plumbing.Hash, error) {
 	return nil, nil
 }
 
-// tree returns the wanted blobs under tree h (raw: its content, if read).
-func (t *tipTrees) tree(h plumbing.Hash, raw []byte) ([]plumbing.Hash, error) {
-	if found, ok := t.memo[h]; ok {
+// tree returns the wanted blobs under tree h (raw: its content, if read)
+// at the paths of dir, or anywhere if dir is nil.
+func (t *tipTrees) tree(h plumbing.Hash, raw []byte, dir *pathNode) ([]plumbing.Hash, error) {
+	key := memoKey{h, dir}
+	if found, ok := t.memo[key]; ok {
 		return found, nil
 	}
 	if raw == nil {
@@ -171,25 +230,35 @@ func (t *tipTrees) tree(h plumbing.Hash, raw []byte) ([]plumbing.Hash, error) {
 		if sp < 0 || nul < sp || len(raw) < nul+1+len(plumbing.ZeroHash) {
 			return nil, fmt.Errorf("%w: tree %s: malformed", gitread.ErrCorrupt, h)
 		}
-		mode := string(raw[:sp])
+		mode, name := string(raw[:sp]), raw[sp+1:nul]
 		var e plumbing.Hash
 		copy(e[:], raw[nul+1:])
 		raw = raw[nul+1+len(e):]
 		switch {
 		case mode == "40000" || mode == "040000":
-			sub, err := t.tree(e, nil)
+			sub := dir
+			if dir != nil {
+				if sub = dir.dirs[string(name)]; sub == nil {
+					continue
+				}
+			}
+			under, err := t.tree(e, nil, sub)
 			if err != nil {
 				return nil, err
 			}
-			found = append(found, sub...)
+			found = append(found, under...)
 		case mode == "160000": // a submodule's commit: not in this repository
-		case t.want[e]:
+		case dir == nil:
+			if t.want[e] {
+				found = append(found, e)
+			}
+		case t.want[e] && slices.Contains(dir.files[string(name)], e):
 			found = append(found, e)
 		}
 	}
 	slices.SortFunc(found, func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
 	found = slices.Compact(found)
-	t.memo[h] = found
+	t.memo[key] = found
 	return found, nil
 }
 

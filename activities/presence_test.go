@@ -16,8 +16,20 @@ import (
 
 // Presence follows the tips: a secret renamed unchanged is still present,
 // one only a deleted tag held is removed, one deleted everywhere is
-// removed, and a tip that did not move keeps what it held.
+// removed, a tip that did not move keeps what it held, and a secret
+// restored at another path, deleted again, and then held by a branch from
+// before the deletion is present. It holds both ways presence is found: at
+// the paths the walks recorded, and through the tips' whole trees (a scope
+// older than the recorded paths).
 func TestFindingPresenceAtTheTips(t *testing.T) {
+	for _, wholeTrees := range []bool{false, true} {
+		t.Run(map[bool]string{false: "paths", true: "whole trees"}[wholeTrees], func(t *testing.T) {
+			testFindingPresence(t, wholeTrees)
+		})
+	}
+}
+
+func testFindingPresence(t *testing.T, wholeTrees bool) {
 	s := shards(t, time.Minute, 10)
 	dir := t.TempDir()
 	n := 0
@@ -63,6 +75,15 @@ func TestFindingPresenceAtTheTips(t *testing.T) {
 	spec, shardID := localShard(t, s, dir)
 	scanned := func() map[string]store.PresenceStatus {
 		t.Helper()
+		if wholeTrees {
+			scope, err := env.Store.Scope(context.Background(), shardID, s.Scanner.Policy())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := env.Store.Pool().Exec(context.Background(), `UPDATE scan_scopes SET paths_complete = false WHERE id = $1`, scope); err != nil {
+				t.Fatal(err)
+			}
+		}
 		r, err := s.ScanShard(context.Background(), workflows.ShardWork{Lease: lease(t, s, shardID, "o"), Spec: spec})
 		if err != nil || !r.Complete {
 			t.Fatalf("scan: %+v, %v", r, err)
@@ -99,6 +120,17 @@ func TestFindingPresenceAtTheTips(t *testing.T) {
 		}, map[string]store.PresenceStatus{"a/b/key.txt": store.Present, "c.txt": store.Removed}},
 		{"the branch deleted", func() { git("branch", "-D", "keep") },
 			map[string]store.PresenceStatus{"a/b/key.txt": store.Removed, "c.txt": store.Removed}},
+		{"the key restored at another path", func() {
+			write("f/restored.txt", "k="+moved+"\n")
+			git("add", ".")
+			git("commit", "--quiet", "-m", "four")
+		}, map[string]store.PresenceStatus{"a/b/key.txt": store.Present, "c.txt": store.Removed}},
+		{"deleted again", func() {
+			git("rm", "--quiet", "f/restored.txt")
+			git("commit", "--quiet", "-m", "five")
+		}, map[string]store.PresenceStatus{"a/b/key.txt": store.Removed, "c.txt": store.Removed}},
+		{"a branch from before the deletion", func() { git("branch", "old", "HEAD~1") },
+			map[string]store.PresenceStatus{"a/b/key.txt": store.Present, "c.txt": store.Removed}},
 	}
 	for _, st := range steps {
 		st.change()

@@ -93,7 +93,7 @@ func (s *Shards) open(ctx context.Context, spec shard.Spec, refsDigest string) (
 
 // ScanShard is Executing and InnerDurable: it walks (watermark, tip] of
 // every selected ref, scans each blob the scope has not seen, writes the
-// data ops in fenced batches as it goes (a crash loses at most a batch, and
+// data ops in fenced batches as it goes (a crash loses at most two, and
 // replaying a batch changes nothing), and finalizes: watermarks only when
 // nothing was skipped. It returns the receipt.
 //
@@ -180,18 +180,23 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 		return shard.Receipt{}, fmt.Errorf("open the packs: %w", err)
 	}
 	defer packs.Close() //nolint:errcheck // read only: nothing to lose
-	walker := gitread.New(repo.repo, gitread.Options{Packs: packs, TreeCacheBytes: treeCacheBytes})
+	basis, err := s.Store.PresenceBasis(ctx, scopeID)
+	if err != nil {
+		return shard.Receipt{}, err
+	}
 	readers := make([]*gitread.PackReader, s.parallelism())
 	for i := range readers {
 		readers[i] = packs.NewReader()
 	}
-	run := &scanRun{ctx: ctx, s: s, lease: lease, scopeID: scopeID, walker: walker,
-		readers: readers, buffers: make([][]byte, len(readers)), progress: &progress}
+	run := &scanRun{ctx: ctx, s: s, lease: lease, scopeID: scopeID,
+		readers: readers, buffers: make([][]byte, len(readers)), progress: &progress, wanted: wantedBlobs(basis)}
+	walker := gitread.New(repo.repo, gitread.Options{Packs: packs, TreeCacheBytes: treeCacheBytes, Again: run.addAgain})
+	run.walker = walker
 	if w.MaxDuration > 0 {
 		run.deadline = time.Now().Add(w.MaxDuration)
 	}
 	// The batch in flight is done before the packs close, whatever happens.
-	defer func() { _ = run.wait() }()
+	defer func() { _ = run.finish() }()
 	stats, walkErr := run.walker.Walk(ctx, ranges, run.add)
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return shard.Receipt{}, cause // the lease was lost
@@ -417,9 +422,20 @@ type scanRun struct {
 	deadline time.Time
 
 	pending []gitread.Blob
+	// pendingAgain are blobs the walk met again (gitread.Options.Again),
+	// since the pending ones: their paths are recorded if they hold
+	// findings, which the flush of their first meeting's batch (or an
+	// earlier one) decides.
+	pendingAgain []gitread.Blob
+	// wanted are the blobs holding findings: the scope's before the run,
+	// and those the run's flushed batches found. Only flushBatch uses it.
+	wanted map[plumbing.Hash]bool
 	// inflight is the flush of the previous batch (its error), running
 	// while the walk gathers the next; nil: none.
 	inflight chan error
+	// writing is the write of the data ops of the batch flushed before
+	// (its error), running while the next one is scanned; nil: none.
+	writing chan error
 
 	scanned, bytes, skipped, findings int64
 	partial                           bool
@@ -435,22 +451,33 @@ func (r *scanRun) batchSize() int {
 }
 
 // add takes a blob from the walk. A full batch is flushed on another
-// goroutine while the walk goes on to gather the next one: the walk and
-// the scan of the previous batch overlap, and at most one batch is in
-// flight (batches are written in order).
+// goroutine while the walk goes on to gather the next one: the walk, the
+// scan of the previous batch and the write of the one before overlap, and
+// at most one batch is scanned and one written at a time (batches are
+// written in order).
 func (r *scanRun) add(b gitread.Blob) error {
 	r.pending = append(r.pending, b)
-	if len(r.pending) < r.batchSize() {
+	return r.maybeFlush()
+}
+
+// addAgain takes a blob the walk met again.
+func (r *scanRun) addAgain(b gitread.Blob) error {
+	r.pendingAgain = append(r.pendingAgain, b)
+	return r.maybeFlush()
+}
+
+func (r *scanRun) maybeFlush() error {
+	if len(r.pending)+len(r.pendingAgain) < r.batchSize() {
 		return nil
 	}
 	if err := r.wait(); err != nil {
 		return err
 	}
-	batch := r.pending
-	r.pending = nil
+	batch, again := r.pending, r.pendingAgain
+	r.pending, r.pendingAgain = nil, nil
 	done := make(chan error, 1)
 	r.inflight = done
-	go func() { done <- r.flushBatch(r.ctx, batch) }()
+	go func() { done <- r.flushBatch(r.ctx, batch, again) }()
 	if !r.deadline.IsZero() && time.Now().After(r.deadline) {
 		return errBudget
 	}
@@ -459,22 +486,36 @@ func (r *scanRun) add(b gitread.Blob) error {
 
 // wait waits for the batch in flight, if any, and returns its error.
 func (r *scanRun) wait() error {
-	if r.inflight == nil {
+	return waitFor(&r.inflight)
+}
+
+// finish waits for the batch in flight and the write in flight.
+func (r *scanRun) finish() error {
+	return errors.Join(r.wait(), waitFor(&r.writing))
+}
+
+// waitFor waits for *c, if any, and returns its error.
+func waitFor(c *chan error) error {
+	if *c == nil {
 		return nil
 	}
-	err := <-r.inflight
-	r.inflight = nil
+	err := <-*c
+	*c = nil
 	return err
 }
 
-// flush waits for the batch in flight, then flushes the pending one.
+// flush waits for the batch in flight, then flushes the pending one and
+// waits for its write.
 func (r *scanRun) flush(ctx context.Context) error {
 	if err := r.wait(); err != nil {
 		return err
 	}
-	batch := r.pending
-	r.pending = nil
-	return r.flushBatch(ctx, batch)
+	batch, again := r.pending, r.pendingAgain
+	r.pending, r.pendingAgain = nil, nil
+	if err := r.flushBatch(ctx, batch, again); err != nil {
+		return err
+	}
+	return waitFor(&r.writing)
 }
 
 type scanned struct {
@@ -487,10 +528,13 @@ type scanned struct {
 	why *int64
 }
 
-// flushBatch scans a batch and writes its data ops under the fence. One
-// runs at a time: it alone updates the run's counts.
-func (r *scanRun) flushBatch(ctx context.Context, batch []gitread.Blob) error {
-	if len(batch) == 0 {
+// flushBatch scans a batch and writes its data ops under the fence, with
+// the paths of the blobs holding findings that the batch and again (blobs
+// met again) met them at. One runs at a time: it alone updates the run's
+// counts and wanted. The write runs on while the next batch is scanned
+// (after the previous write: they land in order).
+func (r *scanRun) flushBatch(ctx context.Context, batch, again []gitread.Blob) error {
+	if len(batch)+len(again) == 0 {
 		return nil
 	}
 	hashes := make([][]byte, len(batch))
@@ -502,9 +546,13 @@ func (r *scanRun) flushBatch(ctx context.Context, batch []gitread.Blob) error {
 		return err
 	}
 	var todo []gitread.Blob
+	var ops store.DataOps
 	for _, b := range batch {
-		if !seen[string(b.Hash[:])] {
+		switch {
+		case !seen[string(b.Hash[:])]:
 			todo = append(todo, b)
+		case r.wanted[b.Hash]: // scanned before, met at a path of its own now
+			ops.Paths = append(ops.Paths, store.BlobPath{Blob: b.Hash[:], Path: b.Path})
 		}
 	}
 	results := make([]scanned, len(todo))
@@ -528,11 +576,13 @@ func (r *scanRun) flushBatch(ctx context.Context, batch []gitread.Blob) error {
 	close(work)
 	wg.Wait()
 
-	var ops store.DataOps
 	var bytes int64
-	for _, res := range results {
+	for i, res := range results {
 		if res.seen.Blob != nil {
 			ops.Seen = append(ops.Seen, res.seen)
+		}
+		if len(res.findings) > 0 {
+			r.wanted[todo[i].Hash] = true
 		}
 		ops.Findings = append(ops.Findings, res.findings...)
 		bytes += res.bytes
@@ -548,6 +598,24 @@ func (r *scanRun) flushBatch(ctx context.Context, batch []gitread.Blob) error {
 		r.partial = r.partial || res.partial
 	}
 	r.bytes += bytes
+	for _, b := range again {
+		if r.wanted[b.Hash] {
+			ops.Paths = append(ops.Paths, store.BlobPath{Blob: b.Hash[:], Path: b.Path})
+		}
+	}
+	if err := waitFor(&r.writing); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	r.writing = done
+	blobs := int64(len(todo))
+	go func() { done <- r.write(ctx, ops, blobs, bytes) }()
+	return nil
+}
+
+// write writes a batch's data ops. One runs at a time: it alone updates
+// the run's count of findings.
+func (r *scanRun) write(ctx context.Context, ops store.DataOps, blobs, bytes int64) error {
 	n, err := r.s.Store.WriteData(ctx, r.lease, r.scopeID, ops)
 	if err != nil {
 		return err
@@ -555,7 +623,7 @@ func (r *scanRun) flushBatch(ctx context.Context, batch []gitread.Blob) error {
 	r.findings += n
 	metrics.BytesScanned.Add(bytes)
 	metrics.Findings.Add(n)
-	r.progress.add(int64(len(todo)), bytes, n)
+	r.progress.add(blobs, bytes, n)
 	return nil
 }
 
