@@ -21,7 +21,7 @@ type compiledRule struct {
 	Rule
 	idx    int32
 	re     *regexp.Regexp // nil for a path-only rule
-	path   *regexp.Regexp // nil when the rule has no path
+	path   *pathMatcher   // nil when the rule has no path
 	allow  []*compiledAllowlist
 	global []*compiledAllowlist // the global allowlists that apply to this rule
 	mode   matchMode
@@ -54,7 +54,7 @@ type compiledAllowlist struct {
 	commits map[string]bool
 	// paths and regexes hold at most one regex each: the alternation of
 	// the configured ones (compileJoined).
-	paths   []*regexp.Regexp
+	paths   *pathMatcher // nil: none
 	regexes []*regexp.Regexp
 	target  regexTarget
 	stops   [][]byte
@@ -193,7 +193,7 @@ func compileRule(r Rule, index map[string]int32, nAllow *int) (*compiledRule, er
 		if err != nil {
 			return nil, fmt.Errorf("scan: rule %q: path: %w", r.ID, err)
 		}
-		cr.path = re
+		cr.path = newPathMatcher(re)
 	}
 	if r.Regex != "" {
 		re, err := compileRegex(r.Regex)
@@ -291,9 +291,12 @@ func compileAllowlist(a Allowlist, where string, global bool, index map[string]i
 			ca.commits[lowerASCII(strings.TrimSpace(c))] = true
 		}
 	}
-	var err error
-	if ca.paths, err = compileJoined(a.Paths, where, "path"); err != nil {
+	paths, err := compileJoined(a.Paths, where, "path")
+	if err != nil {
 		return nil, err
+	}
+	if len(paths) > 0 {
+		ca.paths = newPathMatcher(paths[0])
 	}
 	if ca.regexes, err = compileJoined(a.Regexes, where, "regex"); err != nil {
 		return nil, err

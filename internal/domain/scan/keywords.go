@@ -119,6 +119,17 @@ func newKeywordMatcher(kws []string) *keywordMatcher {
 	return m
 }
 
+// contains reports whether s holds one of the keywords.
+func (m *keywordMatcher) contains(s string) bool {
+	st := uint32(0)
+	for i := 0; i < len(s); i++ {
+		if st = m.trans[st+uint32(m.class[s[i]])]; st >= m.outStart {
+			return true
+		}
+	}
+	return false
+}
+
 // scan calls hit(state, i) for every position i at which at least one
 // keyword ends; outputs(state) lists them.
 func (m *keywordMatcher) scan(data []byte, sc *scratch) {

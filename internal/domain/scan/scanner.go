@@ -444,13 +444,10 @@ func (a *compiledAllowlist) blobState(path, commit string) allowState {
 			passed++
 		}
 	}
-	if len(a.paths) > 0 {
+	if a.paths != nil {
 		checks++
-		for _, re := range a.paths {
-			if re.MatchString(path) {
-				passed++
-				break
-			}
+		if a.paths.MatchString(path) {
+			passed++
 		}
 	}
 	perFinding := len(a.regexes) > 0 || len(a.stops) > 0
