@@ -31,7 +31,11 @@
 // Seen filters them. Blobs a merge creates itself (a conflict resolution)
 // differ from the first parent and are reported. Submodule entries
 // (gitlinks) are skipped; symbolic links are blobs and reported (their
-// content is the link target).
+// content is the link target). Every later introduction of a blob already
+// reported (a copy, a rename, a restore, a merge meeting it again) goes to
+// Options.Again, with its path and commit: every (path, blob) entry of a tip's
+// tree was introduced by some commit below the tip, so a caller that records
+// them knows every path at which to look for a blob.
 //
 // # Order
 //
