@@ -182,11 +182,14 @@ func (s *Store) Watermarks(ctx context.Context, scopeID int64) (map[string]strin
 
 // SeenBlobs returns which of blobs the scope has seen already.
 func (s *Store) SeenBlobs(ctx context.Context, scopeID int64, blobs [][]byte) (map[string]bool, error) {
+	seen := map[string]bool{}
+	if len(blobs) == 0 {
+		return seen, nil
+	}
 	rows, err := s.pool.Query(ctx, `SELECT blob FROM seen_blobs WHERE scope_id = $1 AND blob = ANY($2)`, scopeID, blobs)
 	if err != nil {
 		return nil, err
 	}
-	seen := map[string]bool{}
 	var b []byte
 	_, err = pgx.ForEachRow(rows, []any{&b}, func() error {
 		seen[string(b)] = true
