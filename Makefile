@@ -51,9 +51,10 @@ unit: gitleaks-config gitleaks
 	$(GO) test $(UNIT_PACKAGES)
 
 ## bench: benchmarks against the real stack; they print their figures.
+## One package at a time: a benchmark has the machine to itself.
 ## GITFLEET_BENCH_REPO=/path/to/repo measures the scan on any local repository.
 bench: temporal-cli gitleaks
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./...
+	$(GO) test -p 1 -run '^$$' -bench . -benchtime 1x -timeout 60m ./...
 
 ## gitleaks-config: gitleaks' own configuration, which the scan tests load unmodified
 gitleaks-config:

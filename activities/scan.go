@@ -184,12 +184,16 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 	if err != nil {
 		return shard.Receipt{}, err
 	}
+	anySeen, err := s.Store.AnySeen(ctx, scopeID)
+	if err != nil {
+		return shard.Receipt{}, err
+	}
 	readers := make([]*gitread.PackReader, s.parallelism())
 	for i := range readers {
 		readers[i] = packs.NewReader()
 	}
 	run := &scanRun{ctx: ctx, s: s, lease: lease, scopeID: scopeID,
-		readers: readers, buffers: make([][]byte, len(readers)), progress: &progress, wanted: wantedBlobs(basis)}
+		readers: readers, buffers: make([][]byte, len(readers)), progress: &progress, wanted: wantedBlobs(basis), fresh: !anySeen}
 	walker := gitread.New(repo.repo, gitread.Options{Packs: packs, TreeCacheBytes: treeCacheBytes, Again: run.addAgain})
 	run.walker = walker
 	if w.MaxDuration > 0 {
@@ -427,6 +431,10 @@ type scanRun struct {
 	// findings, which the flush of their first meeting's batch (or an
 	// earlier one) decides.
 	pendingAgain []gitread.Blob
+	// fresh: the scope had seen no blob when the run started, and the walk
+	// reports a blob once, so none it reports is seen (but by a zombie
+	// attempt, whose rows the run's would only repeat).
+	fresh bool
 	// wanted are the blobs holding findings: the scope's before the run,
 	// and those the run's flushed batches found. Only flushBatch uses it.
 	wanted map[plumbing.Hash]bool
@@ -537,13 +545,16 @@ func (r *scanRun) flushBatch(ctx context.Context, batch, again []gitread.Blob) e
 	if len(batch)+len(again) == 0 {
 		return nil
 	}
-	hashes := make([][]byte, len(batch))
-	for i := range batch {
-		hashes[i] = batch[i].Hash[:]
-	}
-	seen, err := r.s.Store.SeenBlobs(ctx, r.scopeID, hashes)
-	if err != nil {
-		return err
+	seen := map[string]bool{}
+	if !r.fresh {
+		hashes := make([][]byte, len(batch))
+		for i := range batch {
+			hashes[i] = batch[i].Hash[:]
+		}
+		var err error
+		if seen, err = r.s.Store.SeenBlobs(ctx, r.scopeID, hashes); err != nil {
+			return err
+		}
 	}
 	var todo []gitread.Blob
 	var ops store.DataOps

@@ -180,6 +180,14 @@ func (s *Store) Watermarks(ctx context.Context, scopeID int64) (map[string]strin
 	return out, err
 }
 
+// AnySeen reports whether the scope has seen any blob: a run of a scope
+// that has not (its first scan) need not ask SeenBlobs.
+func (s *Store) AnySeen(ctx context.Context, scopeID int64) (bool, error) {
+	var seen bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM seen_blobs WHERE scope_id = $1)`, scopeID).Scan(&seen)
+	return seen, err
+}
+
 // SeenBlobs returns which of blobs the scope has seen already.
 func (s *Store) SeenBlobs(ctx context.Context, scopeID int64, blobs [][]byte) (map[string]bool, error) {
 	seen := map[string]bool{}

@@ -168,6 +168,9 @@ func TestFinalizeAndCheckpoint(t *testing.T) {
 	scope, _ := env.Store.Scope(ctx, shardID, "p1")
 	l := acquire(t, shardID, "owner", time.Minute)
 	ops := store.DataOps{Seen: []store.SeenBlob{{Blob: []byte{7}, Outcome: store.OutcomeScanned}}, Findings: []store.Finding{finding(7, 3)}}
+	if seen, err := env.Store.AnySeen(ctx, scope); err != nil || seen {
+		t.Fatalf("a new scope has seen blobs: %t, %v", seen, err)
+	}
 
 	partial, err := env.Store.Finalize(ctx, store.FinalizeInput{Lease: l, ScopeID: scope, Data: ops, Complete: false,
 		Watermarks: map[string]string{"main": "tip"}})
@@ -176,6 +179,9 @@ func TestFinalizeAndCheckpoint(t *testing.T) {
 	}
 	if wm, _ := env.Store.Watermarks(ctx, scope); len(wm) != 0 {
 		t.Fatalf("a Partial finalize moved watermarks: %v", wm)
+	}
+	if seen, err := env.Store.AnySeen(ctx, scope); err != nil || !seen {
+		t.Fatalf("the scope has seen no blob after a finalize wrote one: %t, %v", seen, err)
 	}
 	again, err := env.Store.Finalize(ctx, store.FinalizeInput{Lease: l, ScopeID: scope, Data: ops, Complete: true,
 		Watermarks: map[string]string{"main": "tip"}})
