@@ -182,7 +182,7 @@ func (a *kwAnalyzer) contains(s string) bool {
 
 // exact returns the finite set of (ASCII-lowered) strings the node matches,
 // when it is small.
-func (a *kwAnalyzer) exact(re *syntax.Regexp) ([]string, bool) {
+func exact(re *syntax.Regexp) ([]string, bool) {
 	switch re.Op {
 	case syntax.OpNoMatch:
 		return []string{}, true
@@ -240,9 +240,9 @@ func (a *kwAnalyzer) exact(re *syntax.Regexp) ([]string, bool) {
 		}
 		return out, true
 	case syntax.OpCapture:
-		return a.exact(re.Sub[0])
+		return exact(re.Sub[0])
 	case syntax.OpQuest:
-		s, ok := a.exact(re.Sub[0])
+		s, ok := exact(re.Sub[0])
 		if !ok {
 			return nil, false
 		}
@@ -251,7 +251,7 @@ func (a *kwAnalyzer) exact(re *syntax.Regexp) ([]string, bool) {
 		if re.Max < 0 || re.Max > 4 {
 			return nil, false
 		}
-		s, ok := a.exact(re.Sub[0])
+		s, ok := exact(re.Sub[0])
 		if !ok {
 			return nil, false
 		}
@@ -271,7 +271,7 @@ func (a *kwAnalyzer) exact(re *syntax.Regexp) ([]string, bool) {
 	case syntax.OpConcat:
 		out := []string{""}
 		for _, sub := range re.Sub {
-			s, ok := a.exact(sub)
+			s, ok := exact(sub)
 			if !ok {
 				return nil, false
 			}
@@ -283,7 +283,7 @@ func (a *kwAnalyzer) exact(re *syntax.Regexp) ([]string, bool) {
 	case syntax.OpAlternate:
 		var out []string
 		for _, sub := range re.Sub {
-			s, ok := a.exact(sub)
+			s, ok := exact(sub)
 			if !ok {
 				return nil, false
 			}
@@ -355,7 +355,7 @@ func (a *kwAnalyzer) good(re *syntax.Regexp, left []string) (ok bool, before int
 	if len(left) == 0 {
 		return true, 0
 	}
-	if ex, ok := a.exact(re); ok {
+	if ex, ok := exact(re); ok {
 		rest, ok := a.extend(left, ex)
 		return ok && len(rest) == 0, maxMatchLen(re)
 	}
@@ -384,7 +384,7 @@ func (a *kwAnalyzer) good(re *syntax.Regexp, left []string) (ok bool, before int
 		}
 		cur := left
 		for i, sub := range re.Sub {
-			if ex, ok := a.exact(sub); ok {
+			if ex, ok := exact(sub); ok {
 				next, ok := a.extend(cur, ex)
 				if !ok {
 					next, ok = a.extend([]string{""}, ex)

@@ -14,45 +14,22 @@ import (
 // keywordMatcher finds.
 type pathMatcher struct {
 	re *regexp.Regexp
-	// lits finds the literals (ASCII case-insensitively: matching more
-	// than the regex's exact literals only lets more paths through); nil:
-	// no prefilter.
+	// lits finds the literals, ASCII case-insensitively (matching more than
+	// the regex's exact literals only lets more paths through); nil: no
+	// prefilter.
 	lits *keywordMatcher
-	// fold: some literal is case-folded, and a path with non-ASCII
-	// runes skips the prefilter (they may fold to ASCII: K, ſ).
-	fold bool
 }
 
-// literal is a string a match must contain; fold: ASCII, matched case
-// insensitively (s is lower case).
-type literal struct {
-	s    string
-	fold bool
-}
-
-// Bounds of the literal analysis: the strings a part of a regex spells out
-// (exactSet), and the literals of a prefilter.
-const (
-	maxExact    = 32
-	maxLiterals = 256
-)
+// maxLiterals bounds a prefilter's literals.
+const maxLiterals = 256
 
 func newPathMatcher(re *regexp.Regexp) *pathMatcher {
 	m := &pathMatcher{re: re}
-	tree, err := syntax.Parse(re.String(), syntax.Perl)
-	if err != nil {
-		return m
+	if tree, err := syntax.Parse(re.String(), syntax.Perl); err == nil {
+		if lits := requiredLiterals(tree); lits != nil {
+			m.lits = newKeywordMatcher(lits)
+		}
 	}
-	lits := requiredLiterals(tree)
-	if lits == nil {
-		return m
-	}
-	kws := make([]string, len(lits))
-	for i, l := range lits {
-		kws[i] = lowerASCII(l.s)
-		m.fold = m.fold || l.fold
-	}
-	m.lits = newKeywordMatcher(kws)
 	return m
 }
 
@@ -60,25 +37,24 @@ func (m *pathMatcher) MatchString(path string) bool {
 	return m.mayMatch(path) && m.re.MatchString(path)
 }
 
-// mayMatch reports whether path holds one of the literals (or there are
-// none to check).
+// mayMatch reports whether path holds one of the literals, or may match
+// anyway: a path with non-ASCII runes skips the prefilter (under (?i) some
+// fold to ASCII letters: K to k, ſ to s).
 func (m *pathMatcher) mayMatch(path string) bool {
-	return m.lits == nil || (m.fold && !isASCII(path)) || m.lits.contains(path)
+	return m.lits == nil || !isASCII(path) || m.lits.contains(path)
 }
 
-// requiredLiterals returns literals one of which every match of re
-// contains; nil if it finds none.
-func requiredLiterals(re *syntax.Regexp) []literal { return required(re, 0) }
+// requiredLiterals returns (ASCII-lowered) literals one of which every
+// match of re contains; nil if it finds none.
+func requiredLiterals(re *syntax.Regexp) []string { return required(re, 0) }
 
 // maxDistribute bounds how deep required rewrites a concatenation around
 // an alternation in it (each level multiplies the work).
 const maxDistribute = 2
 
-func required(re *syntax.Regexp, depth int) []literal {
-	if set, ok := exactSet(re); ok {
-		if set = nonEmpty(set); set != nil {
-			return set
-		}
+func required(re *syntax.Regexp, depth int) []string {
+	if set, ok := exact(re); ok {
+		return nonEmpty(set)
 	}
 	switch re.Op {
 	case syntax.OpCapture, syntax.OpPlus:
@@ -90,7 +66,7 @@ func required(re *syntax.Regexp, depth int) []literal {
 	case syntax.OpConcat:
 		return requiredConcat(flatten(re.Sub), depth)
 	case syntax.OpAlternate:
-		var all []literal
+		var all []string
 		for _, sub := range re.Sub {
 			lits := required(sub, depth)
 			if lits == nil || len(all)+len(lits) > maxLiterals {
@@ -108,22 +84,22 @@ func required(re *syntax.Regexp, depth int) []literal {
 // possible matches spells, and of the concatenation rewritten as an
 // alternation of concatenations (a(b|c)d as abd|acd, so that literals
 // join across the alternation).
-func requiredConcat(subs []*syntax.Regexp, depth int) []literal {
-	var best []literal
-	consider := func(lits []literal) {
+func requiredConcat(subs []*syntax.Regexp, depth int) []string {
+	var best []string
+	consider := func(lits []string) {
 		if lits != nil && better(lits, best) {
 			best = lits
 		}
 	}
 	for i, sub := range subs {
 		consider(required(sub, depth))
-		run, ok := exactSet(sub)
+		run, ok := exact(sub)
 		for j := i + 1; ok && j < len(subs); j++ {
-			next, nok := exactSet(subs[j])
+			next, nok := exact(subs[j])
 			if !nok {
 				break
 			}
-			if run, ok = product(run, next); ok {
+			if run, ok = cross(run, next); ok {
 				consider(nonEmpty(run))
 			}
 		}
@@ -135,7 +111,7 @@ func requiredConcat(subs []*syntax.Regexp, depth int) []literal {
 		if sub.Op != syntax.OpAlternate {
 			continue
 		}
-		var all []literal
+		var all []string
 		for _, alt := range sub.Sub {
 			parts := append(append(append([]*syntax.Regexp(nil), subs[:i]...), alt), subs[i+1:]...)
 			lits := requiredConcat(flatten(parts), depth+1)
@@ -167,91 +143,10 @@ func flatten(subs []*syntax.Regexp) []*syntax.Regexp {
 	return out
 }
 
-// exactSet returns every string re can match, if they are few (an
-// anchor matches ""); ok false if not.
-func exactSet(re *syntax.Regexp) ([]literal, bool) {
-	switch re.Op {
-	case syntax.OpEmptyMatch, syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText,
-		syntax.OpWordBoundary, syntax.OpNoWordBoundary:
-		return []literal{{}}, true
-	case syntax.OpLiteral:
-		fold := re.Flags&syntax.FoldCase != 0
-		s := string(re.Rune)
-		if fold {
-			if !isASCII(s) {
-				return nil, false
-			}
-			s = lowerASCII(s)
-		}
-		return []literal{{s, fold}}, true
-	case syntax.OpCharClass:
-		var set []literal
-		for i := 0; i+1 < len(re.Rune); i += 2 {
-			for r := re.Rune[i]; r <= re.Rune[i+1]; r++ {
-				if len(set) == 4 {
-					return nil, false
-				}
-				set = append(set, literal{s: string(r)})
-			}
-		}
-		return set, len(set) > 0
-	case syntax.OpCapture:
-		return exactSet(re.Sub[0])
-	case syntax.OpQuest:
-		set, ok := exactSet(re.Sub[0])
-		return append(set, literal{}), ok && len(set) < maxExact
-	case syntax.OpAlternate:
-		var all []literal
-		for _, sub := range re.Sub {
-			set, ok := exactSet(sub)
-			if !ok || len(all)+len(set) > maxExact {
-				return nil, false
-			}
-			all = append(all, set...)
-		}
-		return all, true
-	case syntax.OpConcat:
-		all := []literal{{}}
-		for _, sub := range re.Sub {
-			set, ok := exactSet(sub)
-			if !ok {
-				return nil, false
-			}
-			if all, ok = product(all, set); !ok {
-				return nil, false
-			}
-		}
-		return all, true
-	}
-	return nil, false
-}
-
-// product is every string of a followed by one of b, if not too many. A
-// string with a folded part is folded whole: lowercasing what must match
-// exactly only makes the prefilter let more through.
-func product(a, b []literal) ([]literal, bool) {
-	if len(a)*len(b) > maxExact {
-		return nil, false
-	}
-	out := make([]literal, 0, len(a)*len(b))
-	for _, x := range a {
-		for _, y := range b {
-			l := literal{x.s + y.s, x.fold || y.fold}
-			if l.fold {
-				l.s = lowerASCII(l.s)
-			}
-			if !slices.Contains(out, l) {
-				out = append(out, l)
-			}
-		}
-	}
-	return out, true
-}
-
-// nonEmpty is lits if none is empty (a run that can match "" requires
-// nothing), else nil.
-func nonEmpty(lits []literal) []literal {
-	if slices.ContainsFunc(lits, func(l literal) bool { return l.s == "" }) {
+// nonEmpty is lits if none is empty (what can match "" requires nothing),
+// else nil.
+func nonEmpty(lits []string) []string {
+	if len(lits) == 0 || slices.Contains(lits, "") {
 		return nil
 	}
 	return lits
@@ -259,7 +154,7 @@ func nonEmpty(lits []literal) []literal {
 
 // better reports whether literals a filter more than b: a longer shortest
 // literal, then fewer of them.
-func better(a, b []literal) bool {
+func better(a, b []string) bool {
 	if b == nil {
 		return true
 	}
@@ -269,10 +164,10 @@ func better(a, b []literal) bool {
 	return len(a) < len(b)
 }
 
-func shortest(lits []literal) int {
-	n := len(lits[0].s)
+func shortest(lits []string) int {
+	n := len(lits[0])
 	for _, l := range lits[1:] {
-		n = min(n, len(l.s))
+		n = min(n, len(l))
 	}
 	return n
 }
