@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -14,7 +15,8 @@ import (
 )
 
 // A secret carried through three versions of a file is one finding with
-// three occurrences; a secret whose file was deleted is removed.
+// three occurrences (the last also copied to another path); a secret whose
+// file was deleted is removed.
 func TestFindingsPerSecret(t *testing.T) {
 	o, _ := newRepo(t)
 	carried := "ghp_" + strings.Repeat("Fd3", 12)
@@ -33,7 +35,7 @@ func TestFindingsPerSecret(t *testing.T) {
 	}
 	c1 := commit(map[string]string{"test/fixtures_test.go": fixture(1), "old/creds.env": "TOKEN=" + dropped + "\n"})
 	c2 := commit(map[string]string{"test/fixtures_test.go": fixture(2)})
-	c3 := commit(map[string]string{"test/fixtures_test.go": fixture(3), "old/creds.env": forge.DeleteFile})
+	c3 := commit(map[string]string{"test/fixtures_test.go": fixture(3), "tools/fixtures_test.go": fixture(3), "old/creds.env": forge.DeleteFile})
 	url := fg.URL() + "/" + o + "/app"
 
 	run := func(args ...string) string {
@@ -89,11 +91,14 @@ func TestFindingsPerSecret(t *testing.T) {
 	if n := strings.Count(out, "test/fixtures_test.go:3"); n != 1+3 {
 		t.Fatalf("--occurrences: the carried secret shows %d times, want its line and 3 occurrences:\n%s", n, out)
 	}
-	for c, status := range map[string]string{c1: "removed", c2: "removed", c3: "present"} {
-		l := lineWith(out, "  test/fixtures_test.go:3  "+short(c))
-		if !strings.Contains(l, status) {
-			t.Errorf("the occurrence in %s is not %s: %s", c, status, l)
-		}
+	occurrenceRow := regexp.MustCompile(`(?m)^ +test/fixtures_test\.go:3 +([0-9a-f]+) +(\w+)\n( +also at .*\n)?`)
+	got := map[string]string{}
+	for _, m := range occurrenceRow.FindAllStringSubmatch(out, -1) {
+		got[m[1]] = m[2] + strings.Join(strings.Fields(m[3]), " ")
+	}
+	want := map[string]string{short(c1): "removed", short(c2): "removed", short(c3): "presentalso at tools/fixtures_test.go:3"}
+	if fmt.Sprint(got) != fmt.Sprint(want) || strings.Count(out, "also at") != 1 {
+		t.Errorf("occurrences (commit: status, also at) %v, want %v:\n%s", got, want, out)
 	}
 
 	// Read a page at a time, the listing is the same.
@@ -114,7 +119,10 @@ func TestFindingsPerSecret(t *testing.T) {
 	}
 
 	// --json: the same fields, occurrences nested on request.
-	type occurrence struct{ Path, Commit, Status, Blob string }
+	type occurrence struct {
+		Path, Commit, Status, Blob string
+		AlsoAt                     []string
+	}
 	type listed struct {
 		Total, TotalOccurrences, Shown int
 		Findings                       []struct {
@@ -146,9 +154,12 @@ func TestFindingsPerSecret(t *testing.T) {
 		t.Fatalf("--json, the carried secret: %+v", f)
 	}
 	for i, c := range []string{c1, c2, c3} {
-		if o := f.Occurrences[i]; o.Commit != c || o.Path != "test/fixtures_test.go" || o.Blob == "" {
+		if o := f.Occurrences[i]; o.Commit != c || o.Path != "test/fixtures_test.go" || o.Blob == "" || (len(o.AlsoAt) > 0) != (c == c3) {
 			t.Errorf("occurrence %d: %+v, want in %s", i, o, c)
 		}
+	}
+	if also := f.Occurrences[2].AlsoAt; len(also) != 1 || also[0] != "tools/fixtures_test.go" {
+		t.Errorf("the last occurrence is also at %q, want tools/fixtures_test.go", also)
 	}
 	if f := l.Findings[0]; f.Rule != "github-pat" || f.Count != 1 || f.Status != "removed" || len(f.Occurrences) != 1 {
 		t.Fatalf("--json, the removed secret: %+v", f)

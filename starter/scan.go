@@ -322,6 +322,9 @@ scan target is given as it was scanned, with the same --ref/--commit.`,
 						count(s.Occurrences, "occurrence", "occurrences"), s.Status, withDecoded(dash(s.Preview), s.Decoded), dash(short(s.SecretHash)))
 					for _, o := range s.List {
 						fmt.Fprintf(w, "\t  %s\t%s\t\t%s\t\t\n", location(o.Location), short(o.Commit), o.Status)
+						for _, p := range o.AlsoAt {
+							fmt.Fprintf(w, "\t    also at %s\t\t\t\t\t\n", location(store.Location{Path: p, Line: o.Line}))
+						}
 					}
 				}
 				if err := w.Flush(); err != nil {
@@ -339,7 +342,7 @@ scan target is given as it was scanned, with the same --ref/--commit.`,
 	sel.add(cmd)
 	cmd.Flags().IntVar(&limit, "limit", 1000, "list at most this many secrets")
 	cmd.Flags().BoolVar(&all, "all", false, "list every secret")
-	cmd.Flags().BoolVar(&occurrences, "occurrences", false, "list every occurrence (file:line, commit, status) beneath its secret")
+	cmd.Flags().BoolVar(&occurrences, "occurrences", false, "list every occurrence (file:line, commit, status, other paths of the same file) beneath its secret")
 	return cmd
 }
 

@@ -73,6 +73,10 @@ type Occurrence struct {
 	Preview string         `json:"preview"`
 	Decoded string         `json:"decoded,omitempty"`
 	Status  PresenceStatus `json:"status"`
+	// AlsoAt are the other paths the same blob was met at (a copy, a
+	// rename): the same content, the secret at the same line (none for a
+	// path-only rule's finding, which is about its path).
+	AlsoAt []string `json:"alsoAt,omitempty"`
 	// Cursor is the finding's id: the page order and keyset.
 	Cursor int64 `json:"-"`
 }
@@ -175,7 +179,9 @@ func (s *Store) Occurrences(ctx context.Context, scopeID int64, keys []SecretKey
 		}
 		rows, err := tx.Query(ctx, `WITH `+presenceCTE+`
 			SELECT f.id, f.rule_id, f.secret_hash, f.secret_path, f.path, f.line, f.commit_id, f.blob, f.start_offset, f.end_offset, f.preview, f.decoded,
-				CASE WHEN pb.blob IS NOT NULL THEN 'present' WHEN f.id <= (SELECT upto FROM sc) THEN 'removed' ELSE 'unknown' END
+				CASE WHEN pb.blob IS NOT NULL THEN 'present' WHEN f.id <= (SELECT upto FROM sc) THEN 'removed' ELSE 'unknown' END,
+				ARRAY(SELECT p.path FROM finding_paths p WHERE p.scope_id = f.scope_id AND p.blob = f.blob AND p.path <> f.path
+					AND f.secret_path = '' ORDER BY p.path)
 			FROM findings f LEFT JOIN pb ON pb.blob = f.blob
 			WHERE `+filter+` AND f.id > $6
 			ORDER BY f.id LIMIT $7`, scopeID, keys != nil, rules, hashes, files, page.After, page.limit())
@@ -186,7 +192,7 @@ func (s *Store) Occurrences(ctx context.Context, scopeID int64, keys []SecretKey
 			var o Occurrence
 			var blob []byte
 			err := row.Scan(&o.Cursor, &o.RuleID, &o.SecretHash, &o.File, &o.Path, &o.Line, &o.Commit, &blob, &o.Start, &o.End,
-				&o.Preview, &o.Decoded, &o.Status)
+				&o.Preview, &o.Decoded, &o.Status, &o.AlsoAt)
 			o.BlobHex = fmt.Sprintf("%x", blob)
 			return o, err
 		})
