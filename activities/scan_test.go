@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"gitfleet/internal/devstack/poll"
 	"gitfleet/internal/domain/shard"
 	"gitfleet/workflows"
 
@@ -186,23 +187,15 @@ func scanGoroutines() []string {
 	return out
 }
 
-// waitScanGoroutinesGone waits until no goroutine runs the scan's code.
-// Polled: the runtime signals no goroutine's exit, and a leaked one that
-// keeps running fails the test at the deadline; a slow machine only waits
-// longer, the interval sets the cost of the wait, not its outcome.
+// waitScanGoroutinesGone waits until no goroutine runs the scan's code:
+// polled, since the runtime signals no goroutine's exit; a leaked one that
+// keeps running fails the test at the deadline.
 func waitScanGoroutinesGone(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	poll.Until(t, "goroutines still run the scan's code after it returned", 30*time.Second, func() (bool, string) {
 		left := scanGoroutines()
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines still run the scan's code after it returned:\n%s", len(left), strings.Join(left, "\n\n"))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return len(left) == 0, fmt.Sprintf("%d of them:\n%s", len(left), strings.Join(left, "\n\n"))
+	})
 }
 
 // Invariant 1 at the activity: a zombie attempt with a superseded fence

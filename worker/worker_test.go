@@ -24,6 +24,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"gitfleet/internal/devstack/childproc"
+	"gitfleet/internal/devstack/poll"
 	"gitfleet/internal/devstack/testenv"
 	"gitfleet/internal/infra/config"
 	"gitfleet/internal/infra/secrets"
@@ -169,32 +170,13 @@ func get(url string) (int, string, error) {
 	return resp.StatusCode, string(b), err
 }
 
-// poll calls f until it says done, with a deadline (no fixed sleeps: the
-// interval only spaces the questions).
-func poll(t *testing.T, what string, f func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ok, last := f()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: gave up; last: %s", what, last)
-		}
-		<-tick.C
-	}
-}
-
 func TestMetricsLivezReadyz(t *testing.T) {
 	w := startWorker(t)
 	base := w.metricsURL(t)
 	if code, body, err := get(base + "/livez"); err != nil || code != 200 {
 		t.Fatalf("/livez: %d %q %v", code, body, err)
 	}
-	poll(t, "/readyz 200", func() (bool, string) {
+	poll.Until(t, "/readyz 200", 2*time.Minute, func() (bool, string) {
 		code, body, err := get(base + "/readyz")
 		return err == nil && code == 200, fmt.Sprint(code, body, err)
 	})
@@ -217,7 +199,7 @@ func TestMetricsLivezReadyz(t *testing.T) {
 		t.Fatalf("starter scan: %v\n%s", err, out)
 	}
 
-	poll(t, "/metrics", func() (bool, string) {
+	poll.Until(t, "/metrics", 2*time.Minute, func() (bool, string) {
 		code, body, err := get(base + "/metrics")
 		if err != nil || code != 200 {
 			return false, fmt.Sprint(code, err)
@@ -239,12 +221,12 @@ func TestReadyzWithoutDatabase(t *testing.T) {
 	px := newProxy(t, env.PG.URL("gitfleet"))
 	w := startWorker(t, config.EnvDatabaseURL+"="+px.url)
 	base := w.metricsURL(t)
-	poll(t, "/readyz 200", func() (bool, string) {
+	poll.Until(t, "/readyz 200", 2*time.Minute, func() (bool, string) {
 		code, body, err := get(base + "/readyz")
 		return err == nil && code == 200, fmt.Sprint(code, body, err)
 	})
 	px.close()
-	poll(t, "/readyz 503", func() (bool, string) {
+	poll.Until(t, "/readyz 503", 2*time.Minute, func() (bool, string) {
 		code, body, err := get(base + "/readyz")
 		return err == nil && code == 503 && strings.Contains(body, "postgresql") && !strings.Contains(body, "temporal"),
 			fmt.Sprint(code, body, err)
@@ -264,7 +246,7 @@ func TestMissingSearchAttributes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the namespace", func() (bool, string) {
+	poll.Until(t, "the namespace", 2*time.Minute, func() (bool, string) {
 		_, err := env.Client.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: ns})
 		return err == nil, fmt.Sprint(err)
 	})

@@ -2,6 +2,7 @@ package workflows_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"gitfleet/internal/devstack/poll"
 	"gitfleet/internal/domain/shard"
 
 	"go.temporal.io/sdk/client"
@@ -325,17 +327,14 @@ func TestPhaseIsQueryable(t *testing.T) {
 		}
 		return p, err
 	}
-	// Temporal pushes no phase changes, so the query is polled; the
-	// deadline bounds the wait, the interval only its cost.
-	deadline := time.Now().Add(time.Minute)
-	for !seen[workflows.PhaseMirrorSync] && time.Now().Before(deadline) {
-		if p, err := phase(); err == nil {
+	// Temporal pushes no phase changes: the query is polled.
+	poll.Until(t, "the mirror sync phase", time.Minute, func() (bool, string) {
+		p, err := phase()
+		if err == nil {
 			seen[p] = true
 		}
-		if !seen[workflows.PhaseMirrorSync] {
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
+		return seen[workflows.PhaseMirrorSync], fmt.Sprintf("phase %s (%v)", p, err)
+	})
 	release()
 	if err := run.Get(ctxTimeout(t, time.Minute), nil); err != nil {
 		t.Fatalf("scan: %v", err)

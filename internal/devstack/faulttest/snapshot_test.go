@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"gitfleet/internal/devstack/ociregistry"
+	"gitfleet/internal/devstack/poll"
 	"gitfleet/internal/domain/snapshot"
 	"gitfleet/internal/infra/config"
 	"gitfleet/workflows"
@@ -183,17 +184,13 @@ func rowOf(t testing.TB, runnerID, name string) snapshot.Row {
 // interval only its cost.
 func waitRow(t testing.TB, runnerID, name, what string, cond func(snapshot.Row) bool) snapshot.Row {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		row, err := env.Store.SnapshotRunner(context.Background(), runnerID, name)
-		if err == nil && cond(row) {
-			return row
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s on %s: waited a minute for %s; row %+v (%v)", name, runnerID, what, row, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var row snapshot.Row
+	poll.Until(t, fmt.Sprintf("%s on %s: %s", name, runnerID, what), time.Minute, func() (bool, string) {
+		var err error
+		row, err = env.Store.SnapshotRunner(context.Background(), runnerID, name)
+		return err == nil && cond(row), fmt.Sprintf("row %+v (%v)", row, err)
+	})
+	return row
 }
 
 func blobDir(storeDir string) string { return filepath.Join(storeDir, "oci", "blobs", "sha256") }
@@ -294,16 +291,11 @@ func TestSnapshotPullResumesAfterRunnerKill(t *testing.T) {
 
 	name := snapName("kill")
 	run := propagate(t, name, img.ref, workflows.PullTiming{Queue: 30 * time.Second, Heartbeat: 3 * time.Second, Fresh: time.Minute})
-	// Wait until two layers are committed in the store. Nothing signals a
-	// rename, so the directory is polled; the deadline bounds the wait, the
-	// interval only its cost.
-	deadline := time.Now().Add(time.Minute)
-	for len(storedLayers(dir, img.layers)) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no two layers stored within a minute; runner log:\n%s", tail(first.logs(), 3000))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	// Wait until two layers are committed in the store (nothing signals a
+	// rename: the directory is polled).
+	poll.Until(t, "two layers stored", time.Minute, func() (bool, string) {
+		return len(storedLayers(dir, img.layers)) >= 2, "runner log:\n" + string(tail(first.logs(), 3000))
+	})
 	stopProc(first, syscall.SIGKILL)
 	done := storedLayers(dir, img.layers)
 	if len(done) == len(img.layers) {
