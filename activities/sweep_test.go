@@ -90,35 +90,47 @@ func failures(t *testing.T, id int64) int {
 // given, and returns its outcomes and the heartbeats it sent.
 func checkHeads(t *testing.T, s *activities.Sweeps, in workflows.CheckHeadsRequest, details *activities.CheckHeadsProgress) ([]workflows.HeadOutcome, []activities.CheckHeadsProgress) {
 	t.Helper()
+	return runSweep[[]workflows.HeadOutcome](t, s, s.CheckHeads, in, details)
+}
+
+// runSweep runs one attempt of activity fn of s with in, resuming from
+// details when given, and returns its result and the progress of every
+// heartbeat it recorded (the SDK sends one per throttle interval to the
+// server; the tests look at what the activity reports).
+func runSweep[Out, Progress any](t *testing.T, s *activities.Sweeps, fn, in any, details *Progress) (Out, []Progress) {
+	t.Helper()
 	var suite testsuite.WorkflowTestSuite
 	aenv := suite.NewTestActivityEnvironment()
-	// Every heartbeat the activity records (the SDK sends one per throttle
-	// interval to the server; the test looks at what the activity reports).
 	beats := &beatRecorder{}
 	aenv.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{beats}})
 	aenv.RegisterActivity(s)
 	if details != nil {
 		aenv.SetHeartbeatDetails(*details)
 	}
-	v, err := aenv.ExecuteActivity(s.CheckHeads, in)
+	var out Out
+	v, err := aenv.ExecuteActivity(fn, in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []workflows.HeadOutcome
 	if err := v.Get(&out); err != nil {
 		t.Fatal(err)
 	}
 	beats.mu.Lock()
 	defer beats.mu.Unlock()
-	return out, beats.beats
+	var progress []Progress
+	for _, d := range beats.details {
+		if p, ok := d.(Progress); ok {
+			progress = append(progress, p)
+		}
+	}
+	return out, progress
 }
 
-// beatRecorder keeps the progress of every heartbeat CheckHeads records.
+// beatRecorder keeps the details of every heartbeat an activity records.
 type beatRecorder struct {
 	interceptor.WorkerInterceptorBase
-	mu     sync.Mutex
-	beats  []activities.CheckHeadsProgress
-	starts []activities.StartCollectsProgress
+	mu      sync.Mutex
+	details []any
 }
 
 func (r *beatRecorder) InterceptActivity(_ context.Context, next interceptor.ActivityInboundInterceptor) interceptor.ActivityInboundInterceptor {
@@ -146,12 +158,7 @@ type beatOutbound struct {
 func (o *beatOutbound) RecordHeartbeat(ctx context.Context, details ...any) {
 	if len(details) == 1 {
 		o.r.mu.Lock()
-		switch p := details[0].(type) {
-		case activities.CheckHeadsProgress:
-			o.r.beats = append(o.r.beats, p)
-		case activities.StartCollectsProgress:
-			o.r.starts = append(o.r.starts, p)
-		}
+		o.r.details = append(o.r.details, details[0])
 		o.r.mu.Unlock()
 	}
 	o.Next.RecordHeartbeat(ctx, details...)
@@ -301,25 +308,7 @@ func (c *collectStarter) ExecuteWorkflow(_ context.Context, o client.StartWorkfl
 // when given, and returns its outcomes and the heartbeats it sent.
 func startCollects(t *testing.T, s *activities.Sweeps, in workflows.StartCollectsInput, details *activities.StartCollectsProgress) ([]workflows.StartOutcome, []activities.StartCollectsProgress) {
 	t.Helper()
-	var suite testsuite.WorkflowTestSuite
-	aenv := suite.NewTestActivityEnvironment()
-	beats := &beatRecorder{}
-	aenv.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{beats}})
-	aenv.RegisterActivity(s)
-	if details != nil {
-		aenv.SetHeartbeatDetails(*details)
-	}
-	v, err := aenv.ExecuteActivity(s.StartCollects, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []workflows.StartOutcome
-	if err := v.Get(&out); err != nil {
-		t.Fatal(err)
-	}
-	beats.mu.Lock()
-	defer beats.mu.Unlock()
-	return out, beats.starts
+	return runSweep[[]workflows.StartOutcome](t, s, s.StartCollects, in, details)
 }
 
 // StartCollects starts each repository of its window once, with the
