@@ -15,7 +15,7 @@ import (
 	"gitfleet/workflows"
 )
 
-// Issue 12: every broken repository of the corpus, scanned the way
+// Every broken repository of the corpus, scanned the way
 // `starter scan <path>` scans it (an ExecuteShard run on the target's
 // shard), ends Complete, Partial with a counted reason, or Parked with a
 // reason — each activity attempted once: nothing in the corpus can get
