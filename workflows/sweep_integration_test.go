@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"gitfleet/internal/devstack/forge"
+	"gitfleet/internal/devstack/poll"
 	"gitfleet/internal/domain/identity"
 	"gitfleet/internal/domain/repoid"
 	"gitfleet/workflows"
@@ -108,14 +109,9 @@ func collectedSince(t *testing.T, id int64, since time.Time) bool {
 // waitCompleted waits until a codebase completes a collection after since.
 func waitCompleted(t *testing.T, id int64, since time.Time) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		if collectedSince(t, id, since) {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("codebase %d was not collected again", id)
+	poll.Until(t, fmt.Sprintf("codebase %d collected again", id), time.Minute, func() (bool, string) {
+		return collectedSince(t, id, since), "not yet"
+	})
 }
 
 // requestsFor counts the forge's API requests and git fetches (upload-pack
@@ -438,17 +434,10 @@ func TestSchedulesTriggerSweepAndCleanup(t *testing.T) {
 		}
 	}
 	trigger(t, workflows.StaleCleanupScheduleID)
-	deadline := time.Now().Add(time.Minute)
-	for {
-		cb, _ := env.Store.CodebaseByID(ctx, old["gone-31d"])
-		if cb == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the stale-cleanup schedule did not delete a codebase stale for 31 days")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	poll.Until(t, "the stale-cleanup schedule deletes a codebase stale for 31 days", time.Minute, func() (bool, string) {
+		cb, err := env.Store.CodebaseByID(ctx, old["gone-31d"])
+		return cb == nil, fmt.Sprintf("still there (%v)", err)
+	})
 	if cb, _ := env.Store.CodebaseByID(ctx, old["gone-29d"]); cb == nil {
 		t.Fatal("the stale cleanup deleted a codebase stale for 29 days")
 	}
@@ -480,19 +469,13 @@ func trigger(t *testing.T, id string) {
 	if err := h.Trigger(ctx, client.ScheduleTriggerOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
+	poll.Until(t, "schedule "+id+": the triggered run finishes", time.Minute, func() (bool, string) {
 		d, err = h.Describe(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d.Info.NumActions > actions && len(d.Info.RunningWorkflows) == 0 {
-			requireTargetMemo(t, d.Info.RecentActions[len(d.Info.RecentActions)-1].StartWorkflowResult)
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("schedule %s: the triggered run did not finish", id)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return d.Info.NumActions > actions && len(d.Info.RunningWorkflows) == 0,
+			fmt.Sprintf("%d actions, %d running", d.Info.NumActions, len(d.Info.RunningWorkflows))
+	})
+	requireTargetMemo(t, d.Info.RecentActions[len(d.Info.RecentActions)-1].StartWorkflowResult)
 }

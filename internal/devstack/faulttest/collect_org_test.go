@@ -9,6 +9,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"gitfleet/internal/devstack/poll"
 	"gitfleet/internal/domain/repoid"
 	"gitfleet/internal/infra/secrets"
 	"gitfleet/internal/infra/store"
@@ -55,21 +56,13 @@ func TestCollectOrgSurvivesWorkerKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Kill the worker once some collections have started.
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	// Kill the worker once some collections have started (Temporal pushes
+	// no progress events: the query is polled).
+	poll.Until(t, "20 collections started", 2*time.Minute, func() (bool, string) {
 		v, err := env.Client.QueryWorkflow(ctx, run.GetID(), "", workflows.ProgressQuery)
 		var p workflows.CollectOrgProgress
-		if err == nil && v.Get(&p) == nil && p.Started >= 20 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no progress: %+v, %v", p, err)
-		}
-		// Temporal pushes no progress events, so the query is polled; the
-		// deadline bounds the wait, the interval only its cost.
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err == nil && v.Get(&p) == nil && p.Started >= 20, fmt.Sprintf("%+v, %v", p, err)
+	})
 	first.signal(syscall.SIGKILL)
 	startWorker(t)
 	var p workflows.CollectOrgProgress
