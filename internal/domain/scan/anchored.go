@@ -39,11 +39,38 @@ import (
 
 // anchoredPlan is how a rule runs in modeAnchored.
 type anchoredPlan struct {
-	before int            // a match starts at most before bytes before a keyword occurrence
-	maxLen int            // longest possible match, in bytes
-	first  [256]bool      // bytes a match can start with
-	atZero *regexp.Regexp // \A(?:regex), for a start at offset 0
-	inText *regexp.Regexp // \A(?s:.)(?:regex), for a later start: one rune of context first
+	before int       // a match starts at most before bytes before a keyword occurrence
+	maxLen int       // longest possible match, in bytes; -1: unbounded
+	first  [256]bool // bytes a match can start with
+	// atZero is \A(?:regex), for a start at offset 0; inText is
+	// \A(?s:.)(?:regex), for a later start: one rune of context first.
+	atZero, inText *regexp.Regexp
+	// lead, when set, splits off a leading lazy run of a character class:
+	// before, first, atZero and inText are then those of the rest of the
+	// regex, and whole holds the plan of the regex as written.
+	lead  *leadRun
+	whole *anchoredPlan
+}
+
+// leadRun is a regex's leading `C{0,max}?`: a lazy run of characters of an
+// ASCII class C. gitleaks' semi-generic rules all start with one
+// (`[\w.-]{0,50}?` before the identifier), and it is what makes them slow to
+// try at every start: a match may begin up to max bytes before the keyword.
+//
+// Split off, the rest R is tried at the keyword occurrences only, and where
+// R matches at j the whole match is found without running the regex again:
+// by leftmost-first semantics (the lazy run prefers fewer characters) the
+// leftmost match of `C{0,max}?R` at or after a position p starts at the
+// smallest s >= p that reaches, through characters of C and at most max of
+// them, a position j where R matches; and then it uses the first such j.
+// Tried in increasing order, the first j where R matches (j >= p) gives that
+// s — the run of C before it, cut at p and at max — because an earlier j'
+// where R matched would give an s no later. So the match is [s, end of R at
+// j), with R's groups (the run has none).
+type leadRun struct {
+	class    [128]bool
+	max      int
+	nonASCII bool // C also holds non-ASCII runes (under (?i): ſ and K fold to s and k)
 }
 
 // planAnchored decides whether a keyword rule can run anchored at candidate
@@ -56,9 +83,26 @@ func planAnchored(expr string, keywords []string) *anchoredPlan {
 	if err != nil {
 		return nil
 	}
+	p := planTree(tree, expr, keywords)
+	if p == nil {
+		return nil
+	}
+	if lead, rest := splitLead(tree); lead != nil {
+		if r := planTree(rest, rest.String(), keywords); r != nil {
+			r.lead, r.whole = lead, p
+			return r
+		}
+	}
+	return p
+}
+
+func planTree(tree *syntax.Regexp, expr string, keywords []string) *anchoredPlan {
 	maxLen := maxMatchLen(tree)
+	if maxLen > maxAnchoredLen {
+		maxLen = -1
+	}
 	ok, before := newKwAnalyzer(keywords).good(tree, []string{""})
-	if !ok || before < 0 || maxLen < 0 || maxLen > maxAnchoredLen {
+	if !ok || before < 0 {
 		return nil
 	}
 	first, nullable := firstBytes(tree)
@@ -70,7 +114,91 @@ func planAnchored(expr string, keywords []string) *anchoredPlan {
 	if err1 != nil || err2 != nil {
 		return nil
 	}
-	return &anchoredPlan{before: min(before, maxLen), maxLen: maxLen, first: first, atZero: atZero, inText: inText}
+	if maxLen >= 0 {
+		before = min(before, maxLen)
+	}
+	return &anchoredPlan{before: before, maxLen: maxLen, first: first, atZero: atZero, inText: inText}
+}
+
+// splitLead splits a regex `C{0,n}?R` (C an ASCII class, as (?i) leaves
+// it, R without the run) into its lead and R.
+func splitLead(tree *syntax.Regexp) (*leadRun, *syntax.Regexp) {
+	if tree.Op != syntax.OpConcat || len(tree.Sub) < 2 {
+		return nil, nil
+	}
+	run := tree.Sub[0]
+	if run.Op != syntax.OpRepeat || run.Min != 0 || run.Max < 1 || run.Flags&syntax.NonGreedy == 0 ||
+		run.Sub[0].Op != syntax.OpCharClass {
+		return nil, nil
+	}
+	lead := &leadRun{max: run.Max}
+	cls := run.Sub[0].Rune
+	for i := 0; i+1 < len(cls); i += 2 {
+		for r := cls[i]; r <= cls[i+1]; r++ {
+			if r >= utf8.RuneSelf {
+				lead.nonASCII = true
+				break
+			}
+			lead.class[r] = true
+		}
+	}
+	rest := &syntax.Regexp{Op: syntax.OpConcat, Flags: tree.Flags, Sub: tree.Sub[1:]}
+	if len(rest.Sub) == 1 {
+		rest = rest.Sub[0]
+	}
+	return lead, rest
+}
+
+// attempt runs the plan's regex anchored at st and returns its submatch
+// indexes relative to off, or nil.
+func (p *anchoredPlan) attempt(content []byte, st int) (m []int, off int) {
+	end := len(content)
+	if p.maxLen >= 0 {
+		end = min(end, st+p.maxLen+utf8.UTFMax)
+	}
+	if st == 0 {
+		m = p.atZero.FindSubmatchIndex(content[:end])
+	} else {
+		off = st - 1
+		m = p.inText.FindSubmatchIndex(content[off:end])
+	}
+	if m == nil || m[1]+off <= st {
+		return nil, 0
+	}
+	return m, off
+}
+
+// firstAttempt tries the plan's regex at every start from lo to hi and
+// returns the first match.
+func (p *anchoredPlan) firstAttempt(content []byte, lo, hi int) (m []int, off, start int) {
+	for st := lo; st <= hi; st++ {
+		if p.first[content[st]] && runeStart(content, st) {
+			if m, off = p.attempt(content, st); m != nil {
+				return m, off, st
+			}
+		}
+	}
+	return nil, 0, 0
+}
+
+// leadStart is where the whole match starts when the rest matched at j and
+// the previous match ended at next: the run of C before j, at most max
+// long. ok is false when a non-ASCII byte that may belong to C stops the
+// run; the caller then tries the whole regex instead.
+func (l *leadRun) leadStart(content []byte, next, j int) (s int, ok bool) {
+	lim := max(next, j-l.max)
+	s = j
+	for s > lim {
+		c := content[s-1]
+		if c >= utf8.RuneSelf {
+			return s, !l.nonASCII
+		}
+		if !l.class[c] {
+			break
+		}
+		s--
+	}
+	return s, true
 }
 
 // maxMatchLen is an upper bound, in bytes, of the length of any match; -1 if
@@ -385,6 +513,11 @@ func (a *kwAnalyzer) good(re *syntax.Regexp, left []string) (ok bool, before int
 		cur := left
 		for i, sub := range re.Sub {
 			if ex, ok := exact(sub); ok {
+				if i == 0 && len(left) == 1 && left[0] == "" {
+					if b, ok := a.firstStart(ex); ok {
+						return true, b // every match starts with one of ex
+					}
+				}
 				next, ok := a.extend(cur, ex)
 				if !ok {
 					next, ok = a.extend([]string{""}, ex)
@@ -404,6 +537,24 @@ func (a *kwAnalyzer) good(re *syntax.Regexp, left []string) (ok bool, before int
 		return false, 0
 	}
 	return false, 0
+}
+
+// firstStart is the largest offset, over the strings of ex, of the first
+// keyword occurrence in each; ok is false when one has none.
+func (a *kwAnalyzer) firstStart(ex []string) (before int, ok bool) {
+	for _, s := range ex {
+		first := -1
+		for _, k := range a.kws {
+			if i := strings.Index(s, k); i >= 0 && (first < 0 || i < first) {
+				first = i
+			}
+		}
+		if first < 0 {
+			return 0, false
+		}
+		before = max(before, first)
+	}
+	return before, true
 }
 
 func addBound(a, b int) int {

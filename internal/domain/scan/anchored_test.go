@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -62,14 +63,14 @@ func TestPlanAnchored(t *testing.T) {
 		anchored bool
 		before   int
 	}{
-		{`ghp_[A-Za-z0-9]{36}`, []string{"ghp_"}, true, 4},
+		{`ghp_[A-Za-z0-9]{36}`, []string{"ghp_"}, true, 0},
 		{`\bghp_[A-Za-z0-9]{36}\b`, []string{"ghp_"}, true, 4},
-		{`ghp_[A-Za-z0-9]+`, []string{"ghp_"}, false, 0},            // unbounded
-		{`ghp_.*`, []string{"ghp_"}, false, 0},                      // unbounded
+		{`ghp_[A-Za-z0-9]+`, []string{"ghp_"}, true, 0}, // unbounded: tried on the rest of the blob
+		{`ghp_.*`, []string{"ghp_"}, true, 0},
 		{`[a-z]{1,10}`, []string{"abc"}, false, 0},                  // keyword not required
 		{`(?:abc|def)_[0-9]{4}`, []string{"abc"}, false, 0},         // def_1234 lacks it
 		{`(?:abc|def)_[0-9]{4}`, []string{"abc_", "def_"}, true, 4}, // keyword spans the alternation
-		{`(?i)Token[=:][a-z]{4}`, []string{"token"}, true, 7},       // k folds to U+212A: 3 bytes
+		{`(?i)Token[=:][a-z]{4}`, []string{"token"}, true, 0}, // every match starts with the keyword
 		{`sk-(?:proj-[a-z]{4}|[a-z]{4}T3BlbkFJ)`, []string{"sk-proj-", "t3blbkfj"}, true, 15},
 		{`gh[pousr]_[a-z]{4}`, []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}, true, 4},
 		{`gh[pousr]_[a-z]{4}`, []string{"ghp_", "gho_"}, false, 0},
@@ -82,9 +83,14 @@ func TestPlanAnchored(t *testing.T) {
 		{`t(?:o|0)ken`, []string{"token", "t0ken"}, true, 5},
 		{`[a-z]{0,3}`, []string{"a"}, false, 0},
 		{`key`, nil, false, 0}, // no keywords: always whole blob
+		// A lazy leading run is split off: the rest starts with the keyword.
+		{`(?i)[\w.-]{0,50}?(?:key|token)[ \t]*[=:]\s*([a-z0-9]{8,})`, []string{"key", "token"}, true, 0},
 	}
 	for _, c := range cases {
 		p := planAnchored(c.regex, c.keywords)
+		if p != nil && p.lead != nil && (p.whole == nil || p.whole.lead != nil) {
+			t.Errorf("%s: split without a plan of the whole regex", c.regex)
+		}
 		if (p != nil) != c.anchored || (p != nil && p.before != c.before) {
 			t.Errorf("%s %q: anchored %v, want %v (before %d)", c.regex, c.keywords, p != nil, c.anchored, c.before)
 			if p != nil {
@@ -248,6 +254,98 @@ func TestAnchoredEqualsWhole(t *testing.T) {
 		t.Fatalf("only %d findings in all rounds: the test exercises too little", findings)
 	}
 	t.Logf("%d findings compared", findings)
+}
+
+// gitleaks' own rules run anchored too, most of them with their leading
+// run split off (leadRun): on random text rich in their keywords, with
+// runs of word characters before them and the non-ASCII runes (?i) folds
+// into \w, anchored matching finds exactly what a whole-blob run finds.
+func TestAnchoredEqualsWholeGitleaksRules(t *testing.T) {
+	rs, err := LoadFile(gitleaksConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var split int
+	var pieces []string
+	for _, cr := range rs.rules {
+		if cr.plan != nil && cr.plan.lead != nil {
+			split++
+		}
+		for _, k := range cr.Keywords {
+			pieces = append(pieces, k, strings.ToUpper(k))
+		}
+	}
+	if split < 50 {
+		t.Fatalf("only %d rules have their leading run split off", split)
+	}
+	pieces = append(pieces, " ", " ", "\n", "\n", "=", ":", ": ", " = ", ":=", "=>", "\"", "'", "`", ",", ";", "_", "-", ".",
+		"ſ", "K", "é", "\xff", "=\"", "\\n")
+	anchored := newTestScanner(t, rs).WithDecodeDepth(0)
+	whole := newTestScanner(t, rs).WithDecodeDepth(0)
+	whole.wholeBlob = true
+	// Out of time after 16 attempts, it goes on with a whole-blob run.
+	hurried := newTestScanner(t, rs).WithDecodeDepth(0)
+	hurried.budget = func(int) time.Duration { return 0 }
+	g := newGen(18)
+	rounds := 80 // the whole-blob runs take most of the time
+	if raceEnabled {
+		rounds = 20
+	}
+	findings := 0
+	for round := 0; round < rounds; round++ {
+		var b strings.Builder
+		for n := g.r.IntN(300); n > 0; n-- {
+			switch g.r.IntN(7) {
+			case 0:
+				b.WriteString(g.s(alnumChars, 1+g.r.IntN(40)))
+			case 1:
+				b.WriteString(g.s(lowerChars+"_.-", 1+g.r.IntN(60)))
+			case 2: // an assignment after a long run, which may hold ſ or K
+				b.WriteString(g.s(lowerChars+"_.-", 40+g.r.IntN(20)))
+				if g.r.IntN(4) == 0 {
+					b.WriteString(pieces[len(pieces)-6+g.r.IntN(2)] + g.s(lowerChars, g.r.IntN(3)))
+				}
+				b.WriteString(pieces[g.r.IntN(len(pieces))] + "=" + g.mixed(12+g.r.IntN(20)) + "\n")
+			default:
+				b.WriteString(pieces[g.r.IntN(len(pieces))])
+			}
+		}
+		blob := []byte(b.String())
+		// The findings as matched, before de-duplication, with
+		// where each match starts.
+		w, h := rawMatches(anchored, blob), rawMatches(whole, blob)
+		if !reflect.DeepEqual(w, h) {
+			t.Fatalf("round %d: anchored and whole-blob matches differ on %q:\nanchored %v\nwhole    %v", round, blob, w, h)
+		}
+		if u := rawMatches(hurried, blob); !reflect.DeepEqual(u, h) {
+			t.Fatalf("round %d: anchored out of time and whole-blob matches differ on %q:\nhurried %v\nwhole   %v", round, blob, u, h)
+		}
+		findings += len(h)
+	}
+	if findings < 2*rounds {
+		t.Fatalf("only %d findings in all rounds: the test exercises too little", findings)
+	}
+	t.Logf("%d rules split, %d findings compared", split, findings)
+}
+
+// rawMatches runs the content rules over content and returns their
+// findings as matched (allowlists applied), sorted: before required rules
+// and de-duplication.
+func rawMatches(s *Scanner, content []byte) []rawFinding {
+	sc := s.pool.Get().(*scratch)
+	defer s.put(sc)
+	s.scanText(sc, "f", "", content)
+	if len(sc.raw) == 0 {
+		return nil
+	}
+	out := slices.Clone(sc.raw)
+	slices.SortFunc(out, func(x, y rawFinding) int {
+		if x.rule != y.rule {
+			return int(x.rule - y.rule)
+		}
+		return x.mstart - y.mstart
+	})
+	return out
 }
 
 func mustParse(t *testing.T, expr string) *syntax.Regexp {

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 )
 
@@ -121,6 +122,8 @@ type Scanner struct {
 	onRegex func(ruleID string)
 	// wholeBlob (tests only) disables anchored matching.
 	wholeBlob bool
+	// budget (tests only) replaces anchoredBudget.
+	budget func(n int) time.Duration
 	// onDecode, when set (tests only), is called for each decoded segment
 	// that is scanned.
 	onDecode func(kind string, depth int)
@@ -154,7 +157,7 @@ func (s *Scanner) WithDecodeDepth(depth int) *Scanner {
 	if err != nil {
 		panic(err) // s was made by New with the same key
 	}
-	n.onRegex, n.wholeBlob, n.onDecode = s.onRegex, s.wholeBlob, s.onDecode
+	n.onRegex, n.wholeBlob, n.onDecode, n.budget = s.onRegex, s.wholeBlob, s.onDecode, s.budget
 	return n
 }
 
@@ -483,38 +486,74 @@ func (s *Scanner) runRule(sc *scratch, cr *compiledRule, path, commit string, co
 		s.matchAnchored(sc, cr, path, commit, content)
 		return
 	}
-	for _, m := range cr.re.FindAllSubmatchIndex(content, -1) {
-		s.match(sc, cr, path, commit, content, m, 0, m[0])
-	}
+	s.matchWhole(sc, cr, path, commit, content, 0)
 }
 
 // matchAnchored tries the regex at the candidate starts, left to right,
 // resuming after each match like FindAll (see anchored.go).
+//
+// An attempt may read far when the regex is unbounded, so a blob built to
+// make every attempt long could cost far more than one whole-blob run. The
+// attempts therefore get a time budget proportional to the blob; past it,
+// the rest of the blob is searched as a whole (same matches: FindAll's,
+// from where the last one ended).
 func (s *Scanner) matchAnchored(sc *scratch, cr *compiledRule, path, commit string, content []byte) {
 	p := cr.plan
 	cands := mergeSpans(sc.cands[cr.idx])
 	sc.cands[cr.idx] = cands
 	next := 0 // the end of the previous match
+	attempts := 0
+	var began time.Time
 	for _, c := range cands {
-		for st := max(c.lo, next, 0); st <= c.hi && st < len(content); st++ {
-			if !p.first[content[st]] || !runeStart(content, st) {
+		for j := max(c.lo, next, 0); j <= c.hi && j < len(content); j++ {
+			if !p.first[content[j]] || !runeStart(content, j) {
 				continue
 			}
-			end := min(len(content), st+p.maxLen+utf8.UTFMax)
-			var m []int
-			off := 0
-			if st == 0 {
-				m = p.atZero.FindSubmatchIndex(content[:end])
-			} else {
-				off = st - 1
-				m = p.inText.FindSubmatchIndex(content[off:end])
+			switch attempts++; {
+			case attempts == 1:
+				began = time.Now()
+			case attempts%16 == 0 && time.Since(began) > s.anchoredBudget(len(content)):
+				s.matchWhole(sc, cr, path, commit, content, next)
+				return
 			}
-			if m == nil || m[1]+off <= st {
+			m, off := p.attempt(content, j)
+			if m == nil {
 				continue
 			}
-			s.match(sc, cr, path, commit, content, m, off, st)
+			start := j
+			if p.lead != nil {
+				var ok bool
+				if start, ok = p.lead.leadStart(content, next, j); !ok {
+					// A rune that may belong to the run: try the whole
+					// regex at each start up to j instead (the run's
+					// bound counts runes, of up to UTFMax bytes).
+					if m, off, start = p.whole.firstAttempt(content, max(next, j-p.lead.max*utf8.UTFMax), j); m == nil {
+						continue
+					}
+				}
+			}
+			s.match(sc, cr, path, commit, content, m, off, start)
 			next = m[1] + off
-			st = next - 1
+			j = next - 1
+		}
+	}
+}
+
+// anchoredBudget is how long a rule's anchored attempts may take on a blob
+// of n bytes: a few times what searching it whole costs.
+func (s *Scanner) anchoredBudget(n int) time.Duration {
+	if s.budget != nil {
+		return s.budget(n)
+	}
+	return time.Millisecond + time.Duration(n)*100*time.Nanosecond
+}
+
+// matchWhole runs the regex on the whole blob and keeps the matches that
+// start at or after from.
+func (s *Scanner) matchWhole(sc *scratch, cr *compiledRule, path, commit string, content []byte, from int) {
+	for _, m := range cr.re.FindAllSubmatchIndex(content, -1) {
+		if m[0] >= from {
+			s.match(sc, cr, path, commit, content, m, 0, m[0])
 		}
 	}
 }
