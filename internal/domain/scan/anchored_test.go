@@ -70,7 +70,7 @@ func TestPlanAnchored(t *testing.T) {
 		{`[a-z]{1,10}`, []string{"abc"}, false, 0},                  // keyword not required
 		{`(?:abc|def)_[0-9]{4}`, []string{"abc"}, false, 0},         // def_1234 lacks it
 		{`(?:abc|def)_[0-9]{4}`, []string{"abc_", "def_"}, true, 4}, // keyword spans the alternation
-		{`(?i)Token[=:][a-z]{4}`, []string{"token"}, true, 0}, // every match starts with the keyword
+		{`(?i)Token[=:][a-z]{4}`, []string{"token"}, true, 0},       // every match starts with the keyword
 		{`sk-(?:proj-[a-z]{4}|[a-z]{4}T3BlbkFJ)`, []string{"sk-proj-", "t3blbkfj"}, true, 15},
 		{`gh[pousr]_[a-z]{4}`, []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}, true, 4},
 		{`gh[pousr]_[a-z]{4}`, []string{"ghp_", "gho_"}, false, 0},
