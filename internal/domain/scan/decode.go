@@ -403,7 +403,7 @@ func (d *decodeState) scanWindow(win []byte, dlo, dhi int, top encSpan, chain st
 		if cr.re == nil || !cr.report || f.end <= dlo || f.start >= dhi {
 			continue
 		}
-		if cr.generic && s.coveredBySpecific(sc.raw, f) {
+		if cr.generic && s.coveredBySpecific(sc, win, f) {
 			continue
 		}
 		secret := win[f.start:f.end]

@@ -211,6 +211,11 @@ func parityCorpus() map[string]string {
 	files["keys/id_rsa"] = "-----BEGIN RSA " + "PRIVATE KEY-----\n" + body + "\n-----END RSA " + "PRIVATE KEY-----\n"
 	files["keys/service-account.json"] = "{\n  \"type\": \"service_account\",\n  \"private_key\": \"-----BEGIN " + "PRIVATE KEY-----\\n" +
 		strings.ReplaceAll(body, "\n", "\\n") + "\\n-----END " + "PRIVATE KEY-----\\n\"\n}\n"
+	// A generic finding inside a specific one's match is dropped only where
+	// both matches start on the same line (gitleaks' filter): here the
+	// private key's starts three lines above, so both are reported.
+	files["keys/annotated.pem"] = "-----BEGIN " + "PRIVATE KEY-----\n" + g.s(b64Chars, 64) + "\n" + g.s(b64Chars, 64) +
+		"\napi_token = \"" + g.mixed(24) + "\"\n-----END " + "PRIVATE KEY-----\n"
 	// Placeholders and references, which neither should report.
 	files["app/placeholders.env"] = "API_KEY=${API_KEY}\nPASSWORD=changeme\nTOKEN=<token>\nSECRET=xxxxxxxxxxxxxxxxxxxx\n"
 	return files

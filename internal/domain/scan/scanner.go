@@ -91,9 +91,10 @@ type Finding struct {
 // Result of scanning one blob.
 type Result struct {
 	// Findings are ordered by Start, then RuleID; nil when none. Each
-	// (rule, Start) is reported once. A generic rule's finding inside the
-	// span of a specific rule's is dropped, as gitleaks does: a GitHub token
-	// assigned to GITHUB_TOKEN is a github-pat finding only. Other spans
+	// (rule, Start) is reported once. A generic rule's finding is dropped
+	// where a specific rule's match starts on the same line and its secret
+	// contains the generic one, as gitleaks does: a GitHub token assigned
+	// to GITHUB_TOKEN is a github-pat finding only. Other spans
 	// found by two rules are reported once per rule; group by SecretHash for
 	// one entry per secret. A skipReport rule's findings are never
 	// reported, and a composite rule's only near its required rules'
@@ -806,7 +807,7 @@ func (s *Scanner) finish(sc *scratch, content []byte) []Finding {
 			continue
 		}
 		cr := s.rs.rules[f.rule]
-		if cr.generic && s.coveredBySpecific(sc.raw, f) {
+		if cr.generic && s.coveredBySpecific(sc, content, f) {
 			continue
 		}
 		fd := Finding{RuleID: cr.ID, Description: cr.Description}
@@ -830,11 +831,22 @@ func (s *Scanner) finish(sc *scratch, content []byte) []Finding {
 
 var nl = []byte{'\n'}
 
-// coveredBySpecific reports whether a finding of a non-generic rule spans
-// f. raw holds one blob's findings, a handful, so a linear look is enough.
-func (s *Scanner) coveredBySpecific(raw []rawFinding, f rawFinding) bool {
-	for _, g := range raw {
-		if !s.rs.rules[g.rule].generic && s.rs.rules[g.rule].re != nil && g.start <= f.start && f.end <= g.end {
+// coveredBySpecific reports whether a finding of a non-generic rule makes
+// generic finding f redundant, as gitleaks' filter decides: the two matches
+// start on the same line and the other's secret contains f's. raw holds
+// one blob's findings, a handful, so a linear look is enough.
+func (s *Scanner) coveredBySpecific(sc *scratch, content []byte, f rawFinding) bool {
+	secret := content[f.start:f.end]
+	line := 0 // where f's match starts, once needed
+	for _, g := range sc.raw {
+		cr := s.rs.rules[g.rule]
+		if cr.generic || cr.re == nil || !bytes.Contains(content[g.start:g.end], secret) {
+			continue
+		}
+		if line == 0 {
+			line, _ = s.position(sc, f, content)
+		}
+		if l, _ := s.position(sc, g, content); l == line {
 			return true
 		}
 	}
