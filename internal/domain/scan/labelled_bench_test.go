@@ -28,9 +28,9 @@ import (
 // loading one file that extends gitleaks' with ours: an extending file
 // merges a rule into the gitleaks rule of the same id, field by field (35
 // of the 69 rules default.toml held when this was written share an id
-// with a gitleaks rule), which replaces gitleaks' rule instead of adding to it, and the
-// generic-gives-way filter would let findings of one set hide those of the
-// other. ORing measures exactly what our rules add.
+// with a gitleaks rule), which replaces gitleaks' rule instead of adding
+// to it, and the generic-gives-way filter would let findings of one set
+// hide those of the other. ORing measures exactly what our rules add.
 
 // labelledSample is one sample of either corpus.
 type labelledSample struct {
