@@ -10,6 +10,12 @@
 // vocabulary, so a secret scanner's keyword prefilter sees realistic text and
 // the planted secrets are the only intended findings.
 //
+// RealCode makes the opposite corpus: real source code (by default the Go
+// toolchain's, $(go env GOROOT)/src), where a scanner's keywords are
+// everywhere, over a history of files that arrive, grow, lose and regain
+// blocks of lines, with topic branches merged, release branches and tags;
+// CachedRealCode keeps one between runs.
+//
 // Rules: development and test tooling. Only tests, other devstack packages
 // and `starter dev` (build tag devstack) import it; the production binaries
 // never link it (layout_test.go checks).
