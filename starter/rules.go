@@ -45,8 +45,12 @@ func (a *app) rulesListCmd() *cobra.Command {
 		Use:   "list [FILE]",
 		Short: "List the effective rules of FILE, or of the configured rule set",
 		Long: `list prints every rule after [extend] is applied: id, keywords, path, tags,
-and whether it is composite or skipReport. Without FILE it lists the rules
-the worker uses: the file named by GITFLEET_RULES, else the built-in rules.`,
+and whether it is composite or skipReport; on standard error, where the rules
+come from. Without FILE it lists the rules the worker uses: the file named by
+GITFLEET_RULES, else the built-in rules — gitleaks' default configuration,
+from the gitleaks release gitfleet is built with, plus gitfleet's extension.
+A file with [extend] useDefault = true extends gitleaks' default
+configuration, as in gitleaks.`,
 		Example: `  starter rules list
   starter rules list my-rules.toml --json`,
 		Args: args(cobra.MaximumNArgs(1)),
@@ -70,15 +74,16 @@ func (a *app) rulesCheck(file string) error {
 	if a.json {
 		return a.printJSON(struct {
 			File       string   `json:"file"`
+			Source     string   `json:"source"`
 			Title      string   `json:"title"`
 			MinVersion string   `json:"minVersion,omitempty"`
 			Rules      int      `json:"rules"`
 			Allowlists int      `json:"globalAllowlists"`
 			Hash       string   `json:"hash"`
 			Warnings   []string `json:"warnings"`
-		}{file, rs.Title(), rs.MinVersion(), rs.Len(), len(rs.Allowlists()), rs.Hash(), nonNilStrings(rs.Warnings())})
+		}{file, rs.Source(), rs.Title(), rs.MinVersion(), rs.Len(), len(rs.Allowlists()), rs.Hash(), nonNilStrings(rs.Warnings())})
 	}
-	fmt.Fprintf(a.stdout, "%s: %s, %s — OK\n", file, count(int64(rs.Len()), "rule", "rules"), count(int64(len(rs.Allowlists())), "global allowlist", "global allowlists"))
+	fmt.Fprintf(a.stdout, "%s: %s, %s — OK\n", rs.Source(), count(int64(rs.Len()), "rule", "rules"), count(int64(len(rs.Allowlists())), "global allowlist", "global allowlists"))
 	return nil
 }
 
@@ -89,6 +94,7 @@ func (a *app) rulesList(file string) error {
 		return err
 	}
 	a.printRuleWarnings(rs)
+	fmt.Fprintln(a.stderr, "source:", rs.Source())
 	rules := rs.Rules()
 	if a.json {
 		out := make([]ruleJSON, len(rules))

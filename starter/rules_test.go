@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"gitfleet/internal/domain/scan"
 	"gitfleet/internal/infra/config"
 )
 
@@ -90,6 +91,13 @@ func TestRulesCheck(t *testing.T) {
 		t.Errorf("no file: code %d", code)
 	}
 
+	// A file extending the default set says what it extends.
+	ext := writeRules(t, "ext.toml", "[extend]\nuseDefault = true\n[[rules]]\nid = 'own'\nregex = 'own_[0-9]{8}'\nkeywords = ['own_']\n")
+	stdout, _, code = rulesCLI(t, nil, "rules", "check", ext)
+	if want := ext + ", extending gitleaks " + scan.GitleaksVersion + " default configuration (222 rules): 223 rules, 1 global allowlist — OK\n"; code != 0 || stdout != want {
+		t.Errorf("extending file: code %d\nstdout %q\nwant   %q", code, stdout, want)
+	}
+
 	// Settings without effect load, with a warning.
 	warn := writeRules(t, "warn.toml", "[extend]\ndisabledRules = ['x']\n[[rules]]\nid = 'a'\nregex = 'a'\n")
 	stdout, stderr, code = rulesCLI(t, nil, "rules", "check", warn)
@@ -127,9 +135,10 @@ func TestRulesList(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(stdout, want[0]) || strings.Count(stdout, "\n") != len(want) {
 		t.Errorf("list with %s: code %d\n%s", config.EnvRules, code, stdout)
 	}
-	stdout, _, code = rulesCLI(t, nil, "rules", "list")
-	if code != 0 || !strings.Contains(stdout, "\naws-access-key-id ") {
-		t.Errorf("list of the built-in rules: code %d\n%s", code, stdout)
+	stdout, stderr, code = rulesCLI(t, nil, "rules", "list")
+	if code != 0 || !strings.Contains(stdout, "\naws-access-token ") ||
+		!strings.Contains(stderr, "source: built-in: gitleaks "+scan.GitleaksVersion+" default configuration (222 rules) + gitfleet extension") {
+		t.Errorf("list of the built-in rules: code %d\nstderr %q\n%s", code, stderr, stdout)
 	}
 	if _, stderr, code = rulesCLI(t, map[string]string{config.EnvRules: filepath.Join(t.TempDir(), "none.toml")}, "rules", "list"); code != exitUsage {
 		t.Errorf("list with a missing %s: code %d, stderr %q", config.EnvRules, code, stderr)

@@ -54,7 +54,7 @@ func syntheticSource(size, planted int) []byte {
 		},
 		func() string { return "}\n\n" },
 	}
-	pos := defaultPositives()
+	pos := secretSamples()
 	var b strings.Builder
 	every := size / (planted + 1)
 	next := every

@@ -21,7 +21,7 @@ type compiledRule struct {
 	Rule
 	idx    int32
 	re     *regexp.Regexp // nil for a path-only rule
-	path   *pathMatcher   // nil when the rule has no path
+	path   *filteredRegex // nil when the rule has no path
 	allow  []*compiledAllowlist
 	global []*compiledAllowlist // the global allowlists that apply to this rule
 	mode   matchMode
@@ -52,10 +52,10 @@ type compiledAllowlist struct {
 	idx     int // index into per-scan state
 	and     bool
 	commits map[string]bool
-	// paths and regexes hold at most one regex each: the alternation of
-	// the configured ones (compileJoined).
-	paths   *pathMatcher // nil: none
-	regexes []*regexp.Regexp
+	// paths and regex are the alternation of the configured ones
+	// (compileJoined); nil: none.
+	paths   *filteredRegex
+	regex   *filteredRegex
 	target  regexTarget
 	stops   [][]byte
 	targets map[string]bool // global only; nil = every rule
@@ -66,7 +66,7 @@ type compiledAllowlist struct {
 const maxAnchoredLen = 64 << 10
 
 func compile(m *merged) (*RuleSet, error) {
-	rs := &RuleSet{title: m.title, minVersion: m.minVersion, warnings: cloneStrings(m.warnings)}
+	rs := &RuleSet{title: m.title, minVersion: m.minVersion, warnings: cloneStrings(m.warnings), maintained: m.maintained}
 	sorted := append([]Rule(nil), m.rules...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].ID < sorted[j].ID })
 	index := make(map[string]int32, len(sorted))
@@ -193,7 +193,7 @@ func compileRule(r Rule, index map[string]int32, nAllow *int) (*compiledRule, er
 		if err != nil {
 			return nil, fmt.Errorf("scan: rule %q: path: %w", r.ID, err)
 		}
-		cr.path = newPathMatcher(re)
+		cr.path = newFilteredRegex(re)
 	}
 	if r.Regex != "" {
 		re, err := compileRegex(r.Regex)
@@ -291,14 +291,11 @@ func compileAllowlist(a Allowlist, where string, global bool, index map[string]i
 			ca.commits[lowerASCII(strings.TrimSpace(c))] = true
 		}
 	}
-	paths, err := compileJoined(a.Paths, where, "path")
-	if err != nil {
+	var err error
+	if ca.paths, err = compileJoined(a.Paths, where, "path"); err != nil {
 		return nil, err
 	}
-	if len(paths) > 0 {
-		ca.paths = newPathMatcher(paths[0])
-	}
-	if ca.regexes, err = compileJoined(a.Regexes, where, "regex"); err != nil {
+	if ca.regex, err = compileJoined(a.Regexes, where, "regex"); err != nil {
 		return nil, err
 	}
 	for _, w := range a.StopWords {
@@ -328,7 +325,7 @@ func compileAllowlist(a Allowlist, where string, global bool, index map[string]i
 // to the patterns after it too, and gitleaks' own default allowlists rely
 // on that. Each pattern is compiled alone first, so that an error names the
 // one at fault.
-func compileJoined(patterns []string, where, what string) ([]*regexp.Regexp, error) {
+func compileJoined(patterns []string, where, what string) (*filteredRegex, error) {
 	if len(patterns) == 0 {
 		return nil, nil
 	}
@@ -341,7 +338,7 @@ func compileJoined(patterns []string, where, what string) ([]*regexp.Regexp, err
 	if err != nil {
 		return nil, fmt.Errorf("scan: %s: the %ss joined: %w", where, what, err)
 	}
-	return []*regexp.Regexp{re}, nil
+	return newFilteredRegex(re), nil
 }
 
 // compileRegex compiles with Go's RE2 syntax and explains the constructs it

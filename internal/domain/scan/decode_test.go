@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // fakePAT is a GitHub-classic-shaped token built at run time.
@@ -25,13 +24,23 @@ func percentAll(s string) string {
 	return b.String()
 }
 
-// decodeScanner is the default rules with decoding depth levels deep, and a
+// decodeRules are gitleaks' maintained rules without generic-api-key: the
+// encoded spans of these tests sit after words like "auth:" and "key =",
+// where the generic rule would report the encoded text itself, as gitleaks
+// does, and each case would need to list it.
+const decodeRules = `
+[extend]
+useDefault = true
+disabledRules = ["generic-api-key"]
+`
+
+// decodeScanner is decodeRules with decoding depth levels deep, and a
 // count of the decoded segments it scans.
 func decodeScanner(t testing.TB, depth int) (*Scanner, *int) {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.DecodeDepth = depth
-	s, err := New(mustDefault(t), cfg, testKey)
+	s, err := New(mustLoad(t, decodeRules), cfg, testKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,9 +157,7 @@ func TestDecodeBounded(t *testing.T) {
 	b.WriteString(b64(tok)) // past the caps: not decoded
 	blob := []byte(b.String())
 	s, n := decodeScanner(t, 5)
-	start := time.Now()
 	got := s.Scan("a.txt", blob, "")
-	elapsed := time.Since(start)
 	if *n == 0 || *n > maxDecodeSegments {
 		t.Errorf("%d decoded segments scanned, want 1..%d", *n, maxDecodeSegments)
 	}
@@ -159,11 +166,6 @@ func TestDecodeBounded(t *testing.T) {
 			t.Errorf("a finding past the caps: %+v", f)
 		}
 	}
-	// Generous: a decoded segment is a few hundred bytes.
-	if elapsed > 2*time.Second {
-		t.Errorf("scan took %v", elapsed)
-	}
-
 	// One long span is cut, not skipped nor decoded whole.
 	long := "x: " + b64(strings.Repeat("lorem ipsum ", 3*maxSpanLen/16)+tok)
 	*n = 0

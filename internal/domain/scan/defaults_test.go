@@ -1,7 +1,10 @@
 package scan
 
 import (
+	"encoding/base64"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -12,8 +15,40 @@ type positive struct {
 	secret string // what the finding's span must cover
 }
 
-// defaultPositives has at least one example per default rule.
-func defaultPositives() []positive {
+// extensionPositives has at least one example per extension rule.
+func extensionPositives() []positive {
+	g := newGen(4)
+	var ps []positive
+	add := func(rule, before, secret, after string) {
+		ps = append(ps, positive{"gitfleet-" + rule, before + secret + after, secret})
+	}
+	digits := func(n int) string { return g.s("123456789", 1) + g.s(digitChars, n-1) }
+	// DER: SEQUENCE (30 82 len) holding the version 3 (02 01 03), then the
+	// authenticated safe (30 82 …).
+	der := []byte{0x30, 0x82, 0x02, 0x80, 0x02, 0x01, 0x03, 0x30, 0x82}
+	for len(der) < 120 {
+		der = append(der, byte(g.r.IntN(256)))
+	}
+	mapboxClaims := base64.RawURLEncoding.EncodeToString([]byte(`{"u":"` + g.s(lowerChars, 8) + `","a":"` + g.s(lowerChars+digitChars, 25) + `"}`))
+
+	add("database-connection-url", "DATABASE_URL=postgres://app:", g.mixed(20), "@db.internal:5432/app\n")
+	add("database-connection-url", `uri = "mongodb+srv://svc:`, g.mixed(16), `@cluster0.mongodb.net/db"`)
+	add("database-connection-url", "REDIS_URL=redis://:", g.mixed(24), "@cache:6379/0\n")
+	add("aws-secret-access-key", "export AWS_SECRET_ACCESS_KEY=", g.s(b64Chars, 40), "\n")
+	add("aws-secret-access-key", `<add key="awsSecretAccessKey" value="`, g.s(b64Chars, 40), `" />`)
+	add("pkcs12-base64", `{"keystore": "`, base64.StdEncoding.EncodeToString(der), `"}`)
+	add("discord-webhook-url", "hook = 'https://discord.com/api/webhooks/", digits(18)+"/"+g.s(urlChars, 68), "'")
+	add("discord-bot-token", "DISCORD_BOT_TOKEN=", "M"+g.s(alnumChars, 23)+"."+g.s(urlChars, 6)+"."+g.s(urlChars, 38), "\n")
+	add("mapbox-secret-token", "MAPBOX_TOKEN=", "sk."+mapboxClaims+"."+g.s(urlChars, 22), "\n")
+	add("doppler-token", "doppler run --token ", "dp.st."+g.s(alnumChars, 43), " -- ./run")
+	add("doppler-token", "serviceToken: ", "dp.sa."+g.s(alnumChars, 43), "\n")
+	return ps
+}
+
+// secretSamples are secrets of many families in the contexts they are found
+// in (assignments, headers, URLs): the anchored tests and the benchmarks
+// plant them in generated text.
+func secretSamples() []positive {
 	g := newGen(1)
 	var ps []positive
 	add := func(rule, before, secret, after string) {
@@ -114,54 +149,69 @@ func defaultPositives() []positive {
 	return ps
 }
 
+// The built-in rules are gitleaks' maintained set, unchanged, plus the
+// extension's own rules under ids of their own.
 func TestDefaultRuleSet(t *testing.T) {
 	rs := mustDefault(t)
-	rules := rs.Rules()
-	if len(rules) < 25 {
-		t.Fatalf("%d default rules, want at least 25", len(rules))
+	maintained := mustLoad(t, string(maintainedTOML))
+	ext := extensionRules(t)
+	if rs.Len() != maintained.Len()+len(ext) || maintained.Len() < 200 {
+		t.Fatalf("%d built-in rules, want the %d maintained ones plus the %d of the extension", rs.Len(), maintained.Len(), len(ext))
 	}
-	for _, r := range rules {
-		if r.Regex == "" && r.Path != "" {
-			continue // found by its file name: no content to search
-		}
-		if len(r.Keywords) == 0 {
-			t.Errorf("default rule %s has no keywords", r.ID)
-		}
-		for _, k := range r.Keywords {
-			if k != strings.ToLower(k) {
-				t.Errorf("default rule %s: keyword %q is not lower-case", r.ID, k)
-			}
-		}
-		if r.Description == "" || r.Regex == "" {
-			t.Errorf("default rule %s lacks a description or regex", r.ID)
-		}
+	if MaintainedVersion() != GitleaksVersion {
+		t.Errorf("the maintained rules are gitleaks %s, the format implemented %s: upgrade both together", MaintainedVersion(), GitleaksVersion)
 	}
-	// Every default rule can run anchored near its keywords (they provably
-	// occur in every match): otherwise a common keyword would make it a
-	// whole-blob search.
-	for _, cr := range rs.rules {
-		if cr.Regex == "" {
-			continue
-		}
-		if cr.mode != modeAnchored {
-			t.Errorf("default rule %s does not qualify for anchored matching", cr.ID)
+	want := fmt.Sprintf("built-in: gitleaks %s default configuration (%d rules) + gitfleet extension (%d rules)", GitleaksVersion, maintained.Len(), len(ext))
+	if rs.Source() != want {
+		t.Errorf("source %q, want %q", rs.Source(), want)
+	}
+	if len(rs.Warnings()) != 0 {
+		t.Errorf("warnings: %q", rs.Warnings())
+	}
+	byID := map[string]Rule{}
+	for _, r := range rs.Rules() {
+		byID[r.ID] = r
+	}
+	for _, r := range maintained.Rules() {
+		if !reflect.DeepEqual(byID[r.ID], r) {
+			t.Errorf("maintained rule %s is changed in the built-in set", r.ID)
 		}
 	}
-	if len(rs.noKeyword) != 0 {
-		t.Errorf("default set has rules without keywords")
-	}
-	for _, r := range rs.pathOnly {
-		if rs.rules[r].Path == "" {
-			t.Errorf("default rule %s has neither a regex nor a path", rs.rules[r].ID)
+	for _, id := range ext {
+		cr := rs.rules[slices.IndexFunc(rs.rules, func(c *compiledRule) bool { return c.ID == id })]
+		switch {
+		case !strings.HasPrefix(id, "gitfleet-"):
+			t.Errorf("extension rule %s: ids start with gitfleet-, so that none merges into a maintained rule", id)
+		case cr.Description == "" || cr.Regex == "" || len(cr.Keywords) == 0:
+			t.Errorf("extension rule %s lacks a description, regex or keywords", id)
+		case cr.mode != modeAnchored:
+			// Otherwise a common keyword makes it a whole-blob search.
+			t.Errorf("extension rule %s does not qualify for anchored matching", id)
 		}
 	}
 }
 
-func TestDefaultRulesPositive(t *testing.T) {
+// extensionRules are the ids of the rules extension.toml adds.
+func extensionRules(t testing.TB) []string {
+	t.Helper()
+	fc, err := decodeFile(extensionTOML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range fc.Rules {
+		ids = append(ids, r.ID)
+	}
+	return ids
+}
+
+// Every extension rule finds its examples, with the secret's exact span,
+// only because of the secret, and its keywords occur in every match.
+func TestExtensionRulesPositive(t *testing.T) {
 	rs := mustDefault(t)
 	s := newTestScanner(t, rs)
 	covered := map[string]bool{}
-	for i, p := range defaultPositives() {
+	for i, p := range extensionPositives() {
 		covered[p.rule] = true
 		t.Run(fmt.Sprintf("%s/%d", p.rule, i), func(t *testing.T) {
 			res := s.Scan("src/config.txt", []byte(p.text), "")
@@ -178,33 +228,29 @@ func TestDefaultRulesPositive(t *testing.T) {
 			if got := p.text[hit.Start:hit.End]; got != p.secret {
 				t.Errorf("secret span = %q, want %q", got, p.secret)
 			}
+			scrambled := strings.Replace(p.text, p.secret, strings.Repeat("-", len(p.secret)), 1)
+			for _, f := range s.Scan("x", []byte(scrambled), "").Findings {
+				if f.RuleID == p.rule {
+					t.Errorf("still matches without its secret: %q", scrambled)
+				}
+			}
+			cr := rs.rules[slices.IndexFunc(rs.rules, func(c *compiledRule) bool { return c.ID == p.rule })]
+			for _, m := range cr.re.FindAllStringIndex(p.text, -1) {
+				match := strings.ToLower(p.text[m[0]:m[1]])
+				if !slices.ContainsFunc(cr.Keywords, func(k string) bool { return strings.Contains(match, k) }) {
+					t.Errorf("match %q contains none of %v", match, cr.Keywords)
+				}
+			}
 		})
 	}
-	for id := range corpusRuleHits(s) {
-		covered[id] = true
-	}
-	for _, r := range rs.Rules() {
-		if !covered[r.ID] {
-			t.Errorf("default rule %s has no positive example (here or in the corpus)", r.ID)
+	for _, id := range extensionRules(t) {
+		if !covered[id] {
+			t.Errorf("extension rule %s has no example", id)
 		}
 	}
 }
 
-// Each positive example must be found only because of its secret: with the
-// secret's characters scrambled into a low-variety string, the rule must not
-// fire. This guards against examples that pass by accident.
-func TestDefaultRulesNeedTheSecret(t *testing.T) {
-	s := newTestScanner(t, mustDefault(t))
-	for i, p := range defaultPositives() {
-		text := strings.Replace(p.text, p.secret, strings.Repeat("-", len(p.secret)), 1)
-		for _, f := range s.Scan("x", []byte(text), "").Findings {
-			if f.RuleID == p.rule {
-				t.Errorf("example %d (%s) still matches without its secret: %q", i, p.rule, text)
-			}
-		}
-	}
-}
-
+// Placeholders, references and words that merely look like assignments.
 func TestGenericNegatives(t *testing.T) {
 	s := newTestScanner(t, mustDefault(t))
 	g := newGen(2)
@@ -232,33 +278,14 @@ func TestGenericNegatives(t *testing.T) {
 		`secret_name = "prod/app/db-password-2024"`,
 		`tokens = tokenizer.tokenize(text1)`,
 	}
+	// What the maintained set reports here is gitleaks' call; the extension
+	// must add nothing to it.
+	maintained := newTestScanner(t, mustLoad(t, string(maintainedTOML)))
 	for _, text := range negatives {
-		for _, f := range s.Scan("app/settings.py", []byte(text+"\n"), "").Findings {
-			t.Errorf("%q: unexpected %s finding %q", text, f.RuleID, text[f.Start:f.End])
-		}
-	}
-}
-
-// Keywords must occur in every match of their rule for anchored matching; the
-// analysis proves it, and this cross-checks it on the examples.
-func TestDefaultKeywordsInMatches(t *testing.T) {
-	rs := mustDefault(t)
-	for _, p := range defaultPositives() {
-		var cr *compiledRule
-		for _, r := range rs.rules {
-			if r.ID == p.rule {
-				cr = r
-			}
-		}
-		for _, m := range cr.re.FindAllStringIndex(p.text, -1) {
-			match := strings.ToLower(p.text[m[0]:m[1]])
-			ok := false
-			for _, k := range cr.Keywords {
-				ok = ok || strings.Contains(match, k)
-			}
-			if !ok {
-				t.Errorf("%s: match %q contains none of %v", p.rule, match, cr.Keywords)
-			}
+		got := s.Scan("app/settings.py", []byte(text+"\n"), "").Findings
+		want := maintained.Scan("app/settings.py", []byte(text+"\n"), "").Findings
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: findings %v, the maintained set's %v", text, ruleIDs(got), ruleIDs(want))
 		}
 	}
 }

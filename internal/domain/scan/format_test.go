@@ -170,14 +170,8 @@ func TestUnknownKeyNamesKeyAndLine(t *testing.T) {
 // corners, so that the lines it gives are trustworthy.
 func TestLocateKeysAgreesWithDecoder(t *testing.T) {
 	docs := map[string]string{
-		"default.toml": string(defaultTOML),
-		"gitleaks.toml": func() string {
-			b, err := os.ReadFile(gitleaksConfig(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return string(b)
-		}(),
+		"extension.toml": string(extensionTOML),
+		"gitleaks.toml":  string(maintainedTOML),
 		"corners": "\ufeff# c\n a . \"b c\" . 'd' = 1 # c\n[t]\nx = [ # c\n  1, [2, 3], {y = 4},\n  \"]\" ,\n]\ns = \"\"\"a\n\"\"\"\"\"\nl = '''''x'''''\n" +
 			"d = 1979-05-27 07:32:00Z\n[[arr]]\nk = {m = {n = 'p'}}\n[[arr]]\n[arr.sub]\nq = 1\n[[arr.list]]\nr = 2\n",
 	}

@@ -120,7 +120,7 @@ func newKeywordMatcher(kws []string) *keywordMatcher {
 }
 
 // contains reports whether s holds one of the keywords.
-func (m *keywordMatcher) contains(s string) bool {
+func contains[T string | []byte](m *keywordMatcher, s T) bool {
 	st := uint32(0)
 	for i := 0; i < len(s); i++ {
 		if st = m.trans[st+uint32(m.class[s[i]])]; st >= m.outStart {

@@ -21,8 +21,12 @@ import (
 	"github.com/BurntSushi/toml"
 )
 
-//go:embed default.toml
-var defaultTOML []byte
+// extensionTOML is gitfleet's own rules: an extension of the maintained set
+// (maintained.go) holding only rules that add measured recall without
+// false positives (docs/architecture.md §8).
+//
+//go:embed extension.toml
+var extensionTOML []byte
 
 // GitleaksVersion is the gitleaks release whose configuration format this
 // package implements: every key it accepts loads, with its meaning.
@@ -91,7 +95,15 @@ type RuleSet struct {
 	kwAnchRules [][]int32 // keyword id -> anchored-mode rules that list it (reported or required)
 
 	hash string
+
+	source     string // where the rules come from, for people (Source)
+	maintained int    // rules of the maintained set it extends (merged.maintained)
 }
+
+// Source says where the rules come from: "built-in: gitleaks v8.30.1
+// default configuration (222 rules) + gitfleet extension (3 rules)", or the
+// file, and the maintained set when the file extends it.
+func (rs *RuleSet) Source() string { return rs.source }
 
 // Title is the configuration's title.
 func (rs *RuleSet) Title() string { return rs.title }
@@ -186,14 +198,18 @@ var (
 	defaultErr  error
 )
 
-// Default returns the embedded default rule set (default.toml). It is
-// compiled once and shared.
+// Default returns the built-in rule set: gitleaks' default configuration
+// from the pinned module (the maintained set), extended by gitfleet's own
+// rules. It is compiled once and shared.
 func Default() (*RuleSet, error) {
 	defaultOnce.Do(func() {
-		defaultSet, defaultErr = Load(bytes.NewReader(defaultTOML))
+		defaultSet, defaultErr = Load(bytes.NewReader(extensionTOML))
 		if defaultErr != nil {
-			defaultErr = fmt.Errorf("scan: embedded default rules: %w", defaultErr)
+			defaultErr = fmt.Errorf("scan: built-in rules: %w", defaultErr)
+			return
 		}
+		defaultSet.source = fmt.Sprintf("built-in: %s + gitfleet extension (%d rules)",
+			defaultSet.source, defaultSet.Len()-defaultSet.maintained)
 	})
 	return defaultSet, defaultErr
 }
@@ -210,7 +226,24 @@ func Load(r io.Reader) (*RuleSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	return compile(merged)
+	rs, err := compile(merged)
+	if err != nil {
+		return nil, err
+	}
+	rs.source = extendsNote("", merged)
+	return rs, nil
+}
+
+// extendsNote names what a configuration extends, after its own name.
+func extendsNote(name string, m *merged) string {
+	if m.maintained == 0 {
+		return name
+	}
+	what := fmt.Sprintf("gitleaks %s default configuration (%d rules)", MaintainedVersion(), m.maintained)
+	if name == "" {
+		return what
+	}
+	return name + ", extending " + what
 }
 
 // LoadFile reads a gitleaks TOML configuration from a file. A relative
@@ -224,7 +257,12 @@ func LoadFile(path string) (*RuleSet, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scan: %s: %w", path, err)
 	}
-	return compile(merged)
+	rs, err := compile(merged)
+	if err != nil {
+		return nil, err
+	}
+	rs.source = extendsNote(path, merged)
+	return rs, nil
 }
 
 // The TOML shapes: every key of gitleaks' format (config.ViperConfig in
@@ -293,6 +331,9 @@ type merged struct {
 	rules      []Rule
 	allowlists []Allowlist
 	warnings   []string
+	// maintained is the number of rules of the maintained set it extends
+	// (0: it extends none).
+	maintained int
 }
 
 func (m *merged) warnf(format string, args ...any) {
@@ -344,10 +385,11 @@ func resolve(data []byte, baseDir string, depth int) (*merged, error) {
 // resolveBase loads the configuration that ext extends.
 func resolveBase(ext *fileExtend, baseDir string, depth int) (*merged, error) {
 	if ext.UseDefault {
-		base, err := resolve(defaultTOML, "", depth+1)
+		base, err := resolve(maintainedTOML, "", depth+1)
 		if err != nil {
-			return nil, fmt.Errorf("scan: embedded default rules: %w", err)
+			return nil, fmt.Errorf("scan: gitleaks' default configuration: %w", err)
 		}
+		base.maintained = len(base.rules)
 		return base, nil
 	}
 	p := ext.Path
@@ -421,6 +463,7 @@ func mergeOver(base, over *merged, disabled []string) (*merged, error) {
 		minVersion: over.minVersion,
 		allowlists: append(append([]Allowlist(nil), base.allowlists...), over.allowlists...),
 		warnings:   append(append([]string(nil), base.warnings...), over.warnings...),
+		maintained: base.maintained,
 	}
 	if out.title == "" {
 		out.title = base.title

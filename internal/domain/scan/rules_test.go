@@ -100,8 +100,10 @@ paths = ['''^vendor/''']
 	}
 }
 
+// useDefault extends gitleaks' maintained set, as in gitleaks, so that a
+// gitleaks configuration finds what gitleaks finds.
 func TestExtendUseDefault(t *testing.T) {
-	def := mustDefault(t)
+	def := mustLoad(t, string(maintainedTOML))
 	rs := mustLoad(t, `
 [extend]
 useDefault = true
@@ -110,7 +112,7 @@ disabledRules = ["jwt"]
 [[rules]]
 id = "github-pat"
 description = "replaced"
-regex = '''(ghp_[a-z]{4})'''
+regex = '''(ghp_[a-z]{6})'''
 keywords = ["ghp_"]
 
 [[rules]]
@@ -138,21 +140,24 @@ paths = ['''^testdata/''']
 	if _, ok := byID["internal-token"]; !ok {
 		t.Error("own rule missing")
 	}
-	if _, ok := byID["aws-access-key-id"]; !ok {
+	if _, ok := byID["aws-access-token"]; !ok {
 		t.Error("default rules missing")
 	}
 	if rs.Title() != def.Title() {
 		t.Errorf("title %q, want the default's", rs.Title())
 	}
-	if len(rs.Allowlists()) != 1 {
+	if want := "gitleaks " + GitleaksVersion + " default configuration (222 rules)"; rs.Source() != want {
+		t.Errorf("source %q, want %q", rs.Source(), want)
+	}
+	if len(rs.Allowlists()) != len(def.Allowlists())+1 {
 		t.Errorf("global allowlists: %+v", rs.Allowlists())
 	}
 
 	s := newTestScanner(t, rs)
 	g := newGen(3)
-	text := "a = itk_" + g.s(hexChars, 16) + "\nb = ghp_abcd\nc = AKIA" + g.s(base32Chars, 16) + "\n"
+	text := "a = itk_" + g.s(hexChars, 16) + "\nb = ghp_abcdef\nc = AKIA" + g.s(base32Chars, 16) + "\n"
 	got := strings.Join(ruleIDs(s.Scan("x.txt", []byte(text), "").Findings), ",")
-	if got != "internal-token,github-pat,aws-access-key-id" {
+	if got != "internal-token,github-pat,aws-access-token" {
 		t.Errorf("findings %s", got)
 	}
 	if n := len(s.Scan("testdata/x.txt", []byte(text), "").Findings); n != 0 {
@@ -218,9 +223,12 @@ paths = ['''^vendor/''']
 	if h2 := mustLoad(t, base).Hash(); h2 != h {
 		t.Error("hash differs between two loads of the same text")
 	}
-	d1, d2 := mustDefault(t).Hash(), mustLoad(t, "[extend]\nuseDefault=true\n").Hash()
+	d1, d2 := mustLoad(t, string(maintainedTOML)).Hash(), mustLoad(t, "[extend]\nuseDefault=true\n").Hash()
 	if d1 != d2 {
-		t.Error("default set and an empty extension of it hash differently")
+		t.Error("the maintained set and an empty extension of it hash differently")
+	}
+	if mustDefault(t).Hash() == d1 {
+		t.Error("the built-in set hashes like the maintained set without its extension")
 	}
 
 	same := map[string][2]string{

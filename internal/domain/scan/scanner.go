@@ -454,7 +454,7 @@ func (a *compiledAllowlist) blobState(path, commit string) allowState {
 			passed++
 		}
 	}
-	perFinding := len(a.regexes) > 0 || len(a.stops) > 0
+	perFinding := a.regex != nil || len(a.stops) > 0
 	if a.and {
 		switch {
 		case passed < checks:
@@ -747,7 +747,7 @@ func (s *Scanner) allowed(sc *scratch, cr *compiledRule, path, commit string, co
 // (commits, paths) have already passed (AND) or failed (OR).
 func (a *compiledAllowlist) allowsFinding(sc *scratch, content []byte, ms, me int, secret []byte) bool {
 	regexOK := false
-	if len(a.regexes) > 0 {
+	if a.regex != nil {
 		target := secret
 		switch a.target {
 		case targetMatch:
@@ -763,12 +763,7 @@ func (a *compiledAllowlist) allowsFinding(sc *scratch, content []byte, ms, me in
 			}
 			target = content[lo:hi]
 		}
-		for _, re := range a.regexes {
-			if re.Match(target) {
-				regexOK = true
-				break
-			}
-		}
+		regexOK = a.regex.Match(target)
 	}
 	stopOK := false
 	if len(a.stops) > 0 {
@@ -784,7 +779,7 @@ func (a *compiledAllowlist) allowsFinding(sc *scratch, content []byte, ms, me in
 		}
 	}
 	if a.and {
-		return (len(a.regexes) == 0 || regexOK) && (len(a.stops) == 0 || stopOK)
+		return (a.regex == nil || regexOK) && (len(a.stops) == 0 || stopOK)
 	}
 	return regexOK || stopOK
 }

@@ -478,7 +478,7 @@ keywords = ["_"]
 
 func TestConcurrentScans(t *testing.T) {
 	s := newTestScanner(t, mustDefault(t))
-	ps := defaultPositives()
+	ps := secretSamples()
 	want := make([]Result, len(ps))
 	for i, p := range ps {
 		want[i] = s.Scan("f", []byte(p.text), "")

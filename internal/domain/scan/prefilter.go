@@ -6,16 +6,17 @@ import (
 	"slices"
 )
 
-// pathMatcher is a path regex with a literal prefilter: a path that holds
-// none of the literals every match of the regex contains cannot match, and
-// the regex does not run. Go's regexp takes microseconds per path for
+// filteredRegex is a regex with a literal prefilter: text that holds none
+// of the literals every match of the regex contains cannot match, and the
+// regex does not run. Go's regexp takes microseconds per path for
 // allowlists like gitleaks' (25 patterns joined), and a scan asks for every
 // blob; most paths hold none of their literals, which one pass of a
-// keywordMatcher finds.
-type pathMatcher struct {
+// keywordMatcher finds. The same goes for allowlist regexes on a finding's
+// line, which in minified or encoded files is the whole blob.
+type filteredRegex struct {
 	re *regexp.Regexp
 	// lits finds the literals, ASCII case-insensitively (matching more than
-	// the regex's exact literals only lets more paths through); nil: no
+	// the regex's exact literals only lets more text through); nil: no
 	// prefilter.
 	lits *keywordMatcher
 }
@@ -23,8 +24,8 @@ type pathMatcher struct {
 // maxLiterals bounds a prefilter's literals.
 const maxLiterals = 256
 
-func newPathMatcher(re *regexp.Regexp) *pathMatcher {
-	m := &pathMatcher{re: re}
+func newFilteredRegex(re *regexp.Regexp) *filteredRegex {
+	m := &filteredRegex{re: re}
 	if tree, err := syntax.Parse(re.String(), syntax.Perl); err == nil {
 		if lits := requiredLiterals(tree); lits != nil {
 			m.lits = newKeywordMatcher(lits)
@@ -33,15 +34,19 @@ func newPathMatcher(re *regexp.Regexp) *pathMatcher {
 	return m
 }
 
-func (m *pathMatcher) MatchString(path string) bool {
-	return m.mayMatch(path) && m.re.MatchString(path)
+func (m *filteredRegex) MatchString(s string) bool {
+	return mayMatch(m, s) && m.re.MatchString(s)
 }
 
-// mayMatch reports whether path holds one of the literals, or may match
-// anyway: a path with non-ASCII runes skips the prefilter (under (?i) some
+func (m *filteredRegex) Match(b []byte) bool {
+	return mayMatch(m, b) && m.re.Match(b)
+}
+
+// mayMatch reports whether text holds one of the literals, or may match
+// anyway: text with non-ASCII runes skips the prefilter (under (?i) some
 // fold to ASCII letters: K to k, ſ to s).
-func (m *pathMatcher) mayMatch(path string) bool {
-	return m.lits == nil || !isASCII(path) || m.lits.contains(path)
+func mayMatch[T string | []byte](m *filteredRegex, text T) bool {
+	return m.lits == nil || !isASCII(text) || contains(m.lits, text)
 }
 
 // requiredLiterals returns (ASCII-lowered) literals one of which every
@@ -172,7 +177,7 @@ func shortest(lits []string) int {
 	return n
 }
 
-func isASCII(s string) bool {
+func isASCII[T string | []byte](s T) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] >= 0x80 {
 			return false
