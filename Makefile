@@ -8,7 +8,7 @@ TEMPORAL_CLI_VERSION := v1.5.1
 TEMPORAL := $(GOBIN)/temporal
 export TEMPORAL_CLI ?= $(TEMPORAL)
 
-.PHONY: all build build-dev run test unit bench lint gitleaks gitleaks-config temporal-cli compose-check clean
+.PHONY: all build build-dev run test unit bench lint gitleaks temporal-cli compose-check clean
 
 all: build
 
@@ -35,7 +35,7 @@ run: build build-dev temporal-cli
 	bin/starter-dev dev
 
 ## test: vet and every test, integration tests against real parts included
-test: temporal-cli gitleaks-config gitleaks lint
+test: temporal-cli gitleaks lint
 	$(GO) vet ./...
 	$(GO) vet -tags devstack ./starter/
 	$(GO) test -timeout 30m ./...
@@ -47,7 +47,7 @@ UNIT_STACK := ^gitfleet/internal/devstack/(testenv|pgcluster|temporalcli)$$
 UNIT_PACKAGES = $(shell $(GO) list -e -test -f '{{with .ForTest}}{{.}} {{$$.ImportPath}} {{join $$.Deps " "}}{{end}}' ./... | \
 	awk '{ seen[$$1] = 1; for (i = 2; i <= NF; i++) if ($$i ~ "$(UNIT_STACK)") stack[$$1] = 1 } \
 		END { for (p in seen) if (!stack[p]) print p }' | sort)
-unit: gitleaks-config gitleaks
+unit: gitleaks
 	$(GO) test $(UNIT_PACKAGES)
 
 ## bench: benchmarks against the real stack; they print their figures.
@@ -55,10 +55,6 @@ unit: gitleaks-config gitleaks
 ## GITFLEET_BENCH_REPO=/path/to/repo measures the scan on any local repository.
 bench: temporal-cli gitleaks
 	$(GO) test -p 1 -run '^$$' -bench . -benchtime 1x -timeout 60m ./...
-
-## gitleaks-config: gitleaks' own configuration, which the scan tests load unmodified
-gitleaks-config:
-	$(GO) mod download github.com/zricethezav/gitleaks/v8@v8.30.1
 
 ## gitleaks: the scanner the parity test and the benchmarks compare against
 gitleaks:

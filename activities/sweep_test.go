@@ -389,3 +389,24 @@ func TestSweepStartCollectsStartsEachOnceAndResumes(t *testing.T) {
 		t.Fatalf("retry: %d heartbeats, want %d", len(beats2), len(repos)-len(repos)/2)
 	}
 }
+
+// A repository whose last scan used other rules (after an upgrade of the
+// built-in set, say) is collected again although its head did not move, so
+// that it is scanned under the current rules; the sweep starts these in
+// its windows like any other change, so an upgrade re-scans a fleet at the
+// sweep's pace, never all at once.
+func TestSweepCheckHeadsRescansUnderNewRules(t *testing.T) {
+	hs, err := vcs.NewHosts(vcs.Host{Name: sweepHost, GitURL: "https://" + sweepHost + "/", APIURL: "https://" + sweepHost + "/api/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &activities.Sweeps{Store: env.Store, Hosts: hs, Heads: &remotes{calls: map[string]int{}}}
+	current, upgraded := dueRepos(t, "same")[0], dueRepos(t, "same")[0]
+	upgraded.PolicyCurrent = false
+	in := workflows.CheckHeadsRequest{CheckHeadsInput: workflows.CheckHeadsInput{
+		Repos: []workflows.DueRepo{current, upgraded}, Now: time.Now().UTC()}}
+	out, _ := checkHeads(t, s, in, nil)
+	if want := []workflows.HeadOutcome{workflows.HeadUnchanged, workflows.HeadChanged}; fmt.Sprint(out) != fmt.Sprint(want) {
+		t.Fatalf("outcomes %v, want %v", out, want)
+	}
+}

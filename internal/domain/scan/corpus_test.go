@@ -3,10 +3,8 @@ package scan
 import (
 	"encoding/base64"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -588,66 +586,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-var corpusTableOnce sync.Once
-
-// BenchmarkDefaultRulesCorpus scans the labelled corpus with gitfleet's
-// default rules and with gitleaks' default configuration loaded into the
-// same scanner, and prints per family: the samples, the recall (found by any
-// rule; in brackets by a rule of the family) and the false positives.
-func BenchmarkDefaultRulesCorpus(b *testing.B) {
-	cs := defaultCorpus()
-	ours := newTestScanner(b, mustDefault(b))
-	glRules, err := LoadFile(gitleaksConfig(b))
-	if err != nil {
-		b.Fatalf("gitleaks' default configuration: %v (run `make gitleaks-config`)", err)
-	}
-	theirs := newTestScanner(b, glRules)
-	corpusTableOnce.Do(func() {
-		a, c := scoreCorpus(ours, cs), scoreCorpus(theirs, cs)
-		var sb strings.Builder
-		fmt.Fprintf(&sb, "\nDefault rules on the labelled corpus: recall = found by any rule (by a rule of the family), FP = false samples with a finding\n")
-		fmt.Fprintf(&sb, "%-14s %5s %5s | %-16s %-6s | %-16s %-6s\n", "family", "true", "false", "gitfleet recall", "FP", "gitleaks recall", "FP")
-		var ta, tc familyScore
-		for _, fam := range sortedKeys(a) {
-			x, y := a[fam], c[fam]
-			fmt.Fprintf(&sb, "%-14s %5d %5d | %-16s %-6d | %-16s %-6d\n", fam, x.trueN, x.falseN,
-				fmt.Sprintf("%d (%d)", x.found, x.specific), x.fp, fmt.Sprintf("%d (%d)", y.found, y.specific), y.fp)
-			ta.trueN, ta.found, ta.specific, ta.falseN, ta.fp = ta.trueN+x.trueN, ta.found+x.found, ta.specific+x.specific, ta.falseN+x.falseN, ta.fp+x.fp
-			tc.found, tc.specific, tc.fp = tc.found+y.found, tc.specific+y.specific, tc.fp+y.fp
-		}
-		pct := func(n, d int) string { return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(d)) }
-		fmt.Fprintf(&sb, "%-14s %5d %5d | %-16s %-6d | %-16s %-6d\n", "total", ta.trueN, ta.falseN,
-			fmt.Sprintf("%d (%d)", ta.found, ta.specific), ta.fp, fmt.Sprintf("%d (%d)", tc.found, tc.specific), tc.fp)
-		fmt.Fprintf(&sb, "%-14s %5s %5s | %-16s %-6s | %-16s %-6s\n", "rate", "", "",
-			pct(ta.found, ta.trueN)+" ("+pct(ta.specific, ta.trueN)+")", pct(ta.fp, ta.falseN),
-			pct(tc.found, ta.trueN)+" ("+pct(tc.specific, ta.trueN)+")", pct(tc.fp, ta.falseN))
-		fmt.Fprint(os.Stdout, sb.String())
-	})
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		for _, c := range cs {
-			ours.Scan(c.path, []byte(c.text), "")
-		}
-	}
-}
-
-// corpusRuleHits is the set of rules that find the secret of a true sample
-// of the corpus.
-func corpusRuleHits(s *Scanner) map[string]bool {
-	hits := map[string]bool{}
-	for _, c := range defaultCorpus() {
-		if !c.isTrue {
-			continue
-		}
-		start := strings.Index(c.text, c.secret)
-		end := start + len(c.secret)
-		for _, f := range s.Scan(c.path, []byte(c.text), "").Findings {
-			if c.secret == "" || (f.Start < end && f.End > start) {
-				hits[f.RuleID] = true
-			}
-		}
-	}
-	return hits
 }
