@@ -1,0 +1,584 @@
+package archive
+
+import (
+	"archive/tar"
+	"archive/zip"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"path"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Separator joins the levels of an inner path, as gitleaks writes them:
+// "lib/app.jar!config/application.properties" is a file inside app.jar,
+// itself inside lib/ of the archive walked.
+const Separator = "!"
+
+// Version names what Walk opens and how; a policy that depends on it
+// records it, so that a change here makes archives be scanned again.
+const Version = "archive/1 zip,tar,gzip,bzip2,zstd,xz,snappy"
+
+// Limits bound the work of one Walk, all levels together. A zero field
+// means its default.
+type Limits struct {
+	// Bytes is how many bytes decompression may produce: zip entries and
+	// gzip, bzip2, zstd, xz and snappy streams, at every level. It also
+	// bounds the memory a walk holds (see Walk).
+	Bytes int64
+	// Entries is how many entries (files, directories, links) the
+	// archives may list.
+	Entries int
+	// Ratio is how many bytes decompression may produce per byte of the
+	// walked content, once it has produced RatioGrace bytes: a zip bomb
+	// stops at its first megabyte, not at Bytes.
+	Ratio int
+}
+
+const (
+	// DefaultBytes: a blob the scanner reads whole is at most 10 MiB, and
+	// text compresses some 3 to 10 times; 64 MiB reads that whole and
+	// bounds the worst case to a fraction of a second of decompression.
+	DefaultBytes = 64 << 20
+	// DefaultEntries: a large jar lists a few thousand classes.
+	DefaultEntries = 10_000
+	// DefaultRatio: ordinary content, text included, expands less than
+	// 100 times (Apache POI's zip bomb guard uses the same bound).
+	DefaultRatio = 100
+	// RatioGrace is how much decompression may produce before Ratio
+	// applies, so that a small archive of repetitive text is read whole.
+	RatioGrace = 1 << 20
+	// MaxWindow: a stream whose header asks for a larger window or
+	// dictionary (zstd, xz) is not decompressed: it would take that much
+	// memory. xz -9 asks 64 MiB, zstd --ultra -22 128 MiB.
+	MaxWindow = 64 << 20
+)
+
+// DefaultLimits are the defaults of every field.
+func DefaultLimits() Limits {
+	return Limits{Bytes: DefaultBytes, Entries: DefaultEntries, Ratio: DefaultRatio}
+}
+
+// WithDefaults is l with its zero (or negative) fields set to the defaults.
+func (l Limits) WithDefaults() Limits {
+	d := DefaultLimits()
+	if l.Bytes <= 0 {
+		l.Bytes = d.Bytes
+	}
+	if l.Entries <= 0 {
+		l.Entries = d.Entries
+	}
+	if l.Ratio <= 0 {
+		l.Ratio = d.Ratio
+	}
+	return l
+}
+
+// String is the effective limits, for a policy digest.
+func (l Limits) String() string {
+	l = l.WithDefaults()
+	return fmt.Sprintf("bytes:%d,entries:%d,ratio:%d,grace:%d,window:%d", l.Bytes, l.Entries, l.Ratio, RatioGrace, MaxWindow)
+}
+
+// Options say how deep Walk goes and what it reads.
+type Options struct {
+	// Depth is how many levels of archives are opened: 1 opens the walked
+	// content only, 2 the archives in it too, and so on. A compressed
+	// archive (.tar.gz, .zip.xz) is one level.
+	Depth int
+	// MaxEntryBytes: a larger file is skipped (SkipEntrySize), and so is
+	// a larger nested zip or xz, which must be held whole to be opened.
+	// Zero or negative: no limit but Limits.Bytes.
+	MaxEntryBytes int64
+	Limits        Limits
+	// Binary, when set, says from a file's first SniffLen bytes whether it
+	// is binary: such a file is passed on as Skipped without being read
+	// further (a jar's classes cost 8 KiB each, not their size).
+	Binary   func(head []byte) bool
+	SniffLen int
+}
+
+// Entry is a regular file inside the walked archive.
+type Entry struct {
+	// Path is its inner path, the levels joined with Separator, each name
+	// shown as the archive spells it (see display). The content of a
+	// compressed stream that is no archive (a .gz of a text file) is
+	// passed on at the stream's own path: "" for the walked content
+	// itself, as gitleaks names it.
+	Path string
+	// Content is the file's content, valid during the call only; nil when
+	// Opened or Skipped.
+	Content []byte
+	// Opened: the file is an archive, whose entries follow.
+	Opened bool
+	// Skipped: the file was not read. A Skip says why, but for a binary
+	// file (Options.Binary), which is no news inside an archive.
+	Skipped bool
+}
+
+// Reason says why a file, or the rest of an archive, was not read.
+type Reason string
+
+const (
+	SkipDepth       Reason = "depth"         // an archive nested deeper than Options.Depth
+	SkipEntrySize   Reason = "entry-size"    // a file larger than Options.MaxEntryBytes
+	SkipBytes       Reason = "expanded-size" // Limits.Bytes reached: the walk ends
+	SkipEntries     Reason = "entries"       // Limits.Entries reached: the walk ends
+	SkipRatio       Reason = "ratio"         // Limits.Ratio reached: the walk ends
+	SkipMemory      Reason = "memory"        // a window or dictionary over MaxWindow
+	SkipCorrupt     Reason = "corrupt"       // damaged or truncated: the rest of that archive
+	SkipEncrypted   Reason = "encrypted"     // an encrypted zip entry
+	SkipUnsupported Reason = "unsupported"   // a compression method or entry kind not read
+)
+
+var reasonWords = map[Reason]string{
+	SkipDepth:       "nested deeper than the depth limit",
+	SkipEntrySize:   "file larger than the size limit",
+	SkipBytes:       "expanded size over the limit",
+	SkipEntries:     "more entries than the limit",
+	SkipRatio:       "expansion ratio over the limit",
+	SkipMemory:      "would need more memory to decompress than the limit",
+	SkipCorrupt:     "damaged or truncated archive",
+	SkipEncrypted:   "encrypted entry",
+	SkipUnsupported: "compression method or entry kind not supported",
+}
+
+// Describe says what r means, in words that read after "skipped: ".
+func (r Reason) Describe() string {
+	if w, ok := reasonWords[r]; ok {
+		return w
+	}
+	return string(r)
+}
+
+// Skip is something Walk did not read: a file, or the rest of an archive
+// (Path is then the archive's, "" for the walked content itself).
+type Skip struct {
+	Path   string
+	Reason Reason
+	// Detail says more, for a log: the error of a damaged archive, the
+	// limit reached.
+	Detail string
+}
+
+// Walk opens content, an archive or compressed stream (see Detect), and
+// calls fn for each regular file in it, in the archive's order, at every
+// level down to opt.Depth. It returns what it skipped, and why; content
+// that Detect does not recognise has nothing to walk.
+//
+// Memory: besides content, a walk holds the file being read at each level,
+// and a nested zip or xz whole (each at most MaxEntryBytes), plus the
+// decompressors' windows (at most MaxWindow each).
+func Walk(content []byte, opt Options, fn func(Entry)) []Skip {
+	f := Detect(content)
+	if f == None {
+		return nil
+	}
+	opt.Limits = opt.Limits.WithDefaults()
+	opt.SniffLen = max(opt.SniffLen, DetectLen)
+	if opt.MaxEntryBytes <= 0 {
+		opt.MaxEntryBytes = math.MaxInt64 - 1
+	}
+	w := &walker{opt: opt, fn: fn, input: int64(len(content))}
+	if opt.Depth < 1 {
+		w.skip("", SkipDepth, fmt.Sprintf("%s, archives not opened", f))
+		return w.skips
+	}
+	_ = w.open(f, bytes.NewReader(content), content, "", 1)
+	return w.skips
+}
+
+type walker struct {
+	opt      Options
+	fn       func(Entry)
+	skips    []Skip
+	input    int64 // bytes of the walked content
+	expanded int64 // bytes decompression produced
+	entries  int
+	halted   bool     // a limit of the whole walk was reached
+	reading  int      // how deep the file reads in progress are nested
+	bufs     [][]byte // by reading, reused file to file
+}
+
+// errHalt unwinds the walk once a limit of the whole walk is reached (the
+// Skip is recorded where it was).
+var errHalt = errors.New("archive: walk halted at a limit")
+
+// recorded is an error whose Skip is already recorded, by the stream that
+// failed: the archives reading through it stop without recording again.
+type recorded struct{ error }
+
+func (w *walker) skip(at string, r Reason, detail string) {
+	w.skips = append(w.skips, Skip{Path: at, Reason: r, Detail: detail})
+}
+
+func (w *walker) halt(at string, r Reason, detail string) error {
+	if !w.halted {
+		w.halted = true
+		w.skip(at, r, detail)
+	}
+	return errHalt
+}
+
+// settle ends an archive at path on err: a halt goes on unwinding, a
+// recorded error stops here, any other is recorded as damage at path.
+func (w *walker) settle(at string, err error) error {
+	var rec recorded
+	switch {
+	case err == nil, errors.As(err, &rec):
+		return nil
+	case errors.Is(err, errHalt):
+		return errHalt
+	}
+	w.skip(at, SkipCorrupt, err.Error())
+	return nil
+}
+
+// count counts an entry of the archive at path.
+func (w *walker) count(at string) error {
+	if w.halted {
+		return errHalt
+	}
+	w.entries++
+	if w.entries > w.opt.Limits.Entries {
+		return w.halt(at, SkipEntries, fmt.Sprintf("more than %d entries", w.opt.Limits.Entries))
+	}
+	return nil
+}
+
+// open walks the archive or stream of format f at path as level level. r
+// reads it; all is its whole content, which zip and xz need (see file).
+func (w *walker) open(f Format, r io.Reader, all []byte, at string, level int) error {
+	switch f {
+	case Zip:
+		return w.zip(all, at, level)
+	case Tar:
+		return w.tar(r, at, level)
+	}
+	return w.stream(f, r, all, at, level)
+}
+
+// file reads one file at path: an entry of an archive at level (entry), or
+// what a compressed stream at level holds.
+func (w *walker) file(r io.Reader, at string, level int, entry bool) error {
+	// Each file being read holds a buffer of its own while the files
+	// nested in it are read: buffers go by how deep the reads are nested.
+	w.reading++
+	defer func() { w.reading-- }()
+	buf := w.buf()
+	head, eof, err := fill(buf, r, int64(w.opt.SniffLen))
+	w.keep(head)
+	if err != nil {
+		return err
+	}
+	f := Detect(head)
+	next := level + 1
+	if f != None {
+		if !entry && (f == Tar || f == Zip) {
+			next = level // .tar.gz is one archive
+		}
+		if next > w.opt.Depth {
+			w.skip(at, SkipDepth, fmt.Sprintf("%s at level %d, the limit is %d", f, next, w.opt.Depth))
+			if entry {
+				w.fn(Entry{Path: at, Skipped: true})
+			}
+			return nil
+		}
+		if entry {
+			w.fn(Entry{Path: at, Opened: true})
+		}
+		if f != Zip && f != Xz { // streamed
+			return w.open(f, io.MultiReader(bytes.NewReader(head), r), nil, at, next)
+		}
+	} else if w.opt.Binary != nil && w.opt.Binary(head) {
+		if entry {
+			w.fn(Entry{Path: at, Skipped: true})
+		}
+		return nil
+	}
+	all := head
+	if !eof {
+		all, _, err = fill(head, r, w.opt.MaxEntryBytes+1)
+		w.keep(all)
+		if err != nil {
+			return err
+		}
+	}
+	if int64(len(all)) > w.opt.MaxEntryBytes {
+		w.skip(at, SkipEntrySize, fmt.Sprintf("over %d bytes", w.opt.MaxEntryBytes))
+		if entry && f == None {
+			w.fn(Entry{Path: at, Skipped: true})
+		}
+		return nil
+	}
+	if f != None {
+		return w.open(f, nil, all, at, next)
+	}
+	if all == nil {
+		all = []byte{}
+	}
+	w.fn(Entry{Path: at, Content: all})
+	return nil
+}
+
+// buf is the buffer of the read at the current nesting, empty.
+func (w *walker) buf() []byte {
+	for len(w.bufs) <= w.reading {
+		w.bufs = append(w.bufs, nil)
+	}
+	return w.bufs[w.reading][:0]
+}
+
+// keep keeps b's array as the current read's buffer when it grew.
+func (w *walker) keep(b []byte) {
+	if cap(b) > cap(w.bufs[w.reading]) {
+		w.bufs[w.reading] = b[:0]
+	}
+}
+
+// fill appends from r to buf until buf holds n bytes or r ends (eof).
+func fill(buf []byte, r io.Reader, n int64) (_ []byte, eof bool, err error) {
+	for int64(len(buf)) < n {
+		if len(buf) == cap(buf) {
+			grow := max(len(buf), 4096)
+			if room := n - int64(len(buf)); int64(grow) > room {
+				grow = int(room)
+			}
+			buf = slices.Grow(buf, grow)
+		}
+		end := cap(buf)
+		if int64(end) > n {
+			end = int(n)
+		}
+		m, err := r.Read(buf[len(buf):end])
+		buf = buf[:len(buf)+m]
+		if err == io.EOF {
+			return buf, true, nil
+		}
+		if err != nil {
+			return buf, false, err
+		}
+	}
+	return buf, false, nil
+}
+
+// ---- zip ----
+
+// Zip compression methods beyond store and deflate that Walk reads.
+const (
+	zipBzip2 = 12
+	zipZstd  = 93
+)
+
+func (w *walker) zip(b []byte, at string, level int) error {
+	z, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil && !errors.Is(err, zip.ErrInsecurePath) { // names are only displayed
+		w.skip(at, SkipCorrupt, err.Error())
+		return nil
+	}
+	z.RegisterDecompressor(zipBzip2, func(r io.Reader) io.ReadCloser { return io.NopCloser(newBzip2(r)) })
+	z.RegisterDecompressor(zipZstd, func(r io.Reader) io.ReadCloser {
+		rc, err := newZstd(r)
+		if err != nil {
+			return io.NopCloser(errReader{err})
+		}
+		return rc
+	})
+	for _, f := range z.File {
+		if err := w.count(at); err != nil {
+			return err
+		}
+		if !f.Mode().IsRegular() { // directories, links
+			continue
+		}
+		p := join(at, display(f.Name))
+		if f.Flags&0x1 != 0 {
+			w.skip(p, SkipEncrypted, "")
+			w.fn(Entry{Path: p, Skipped: true})
+			continue
+		}
+		rc, err := f.Open()
+		if err != nil {
+			reason := SkipCorrupt
+			if errors.Is(err, zip.ErrAlgorithm) {
+				reason, err = SkipUnsupported, fmt.Errorf("zip compression method %d", f.Method)
+			}
+			w.skip(p, reason, err.Error())
+			w.fn(Entry{Path: p, Skipped: true})
+			continue
+		}
+		// Entries are independent: a damaged one does not end the zip.
+		err = w.settle(p, w.file(w.counted(rc, p), p, level, true))
+		rc.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ---- tar ----
+
+func (w *walker) tar(r io.Reader, at string, level int) error {
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil && !errors.Is(err, tar.ErrInsecurePath) { // names are only displayed
+			return w.settle(at, err)
+		}
+		if err := w.count(at); err != nil {
+			return err
+		}
+		if h.Typeflag != tar.TypeReg && h.Typeflag != tar.TypeGNUSparse {
+			continue // directories, links, devices: no content
+		}
+		p := join(at, display(h.Name))
+		if sparse(h) {
+			// Holes read as zeros without coming from the input or a
+			// decompressor: no limit but the file's size would bound them.
+			w.skip(p, SkipUnsupported, "sparse file")
+			w.fn(Entry{Path: p, Skipped: true})
+			continue
+		}
+		// A tar is one stream: a damaged file ends it.
+		if err := w.file(tr, p, level, true); err != nil {
+			return w.settle(at, err)
+		}
+	}
+}
+
+func sparse(h *tar.Header) bool {
+	if h.Typeflag == tar.TypeGNUSparse {
+		return true
+	}
+	for k := range h.PAXRecords {
+		if strings.HasPrefix(k, "GNU.sparse.") {
+			return true
+		}
+	}
+	return false
+}
+
+// ---- compressed streams ----
+
+// stream walks a compressed stream at path as level: what it holds is an
+// archive of the same level (a tar), or one file at the stream's path.
+func (w *walker) stream(f Format, r io.Reader, all []byte, at string, level int) error {
+	rc, reason, err := decompressor(f, r, all)
+	if err != nil {
+		w.skip(at, reason, err.Error())
+		return nil
+	}
+	defer rc.Close()
+	return w.settle(at, w.file(w.counted(rc, at), at, level, false))
+}
+
+// counted reads what a decompressor at path produces against the walk's
+// limits, and records its first error (as damage at path).
+func (w *walker) counted(r io.Reader, at string) io.Reader {
+	return &counter{w: w, r: r, at: at}
+}
+
+type counter struct {
+	w   *walker
+	r   io.Reader
+	at  string
+	err error // sticky
+}
+
+func (c *counter) Read(p []byte) (int, error) {
+	w := c.w
+	if c.err != nil {
+		return 0, c.err
+	}
+	if w.halted {
+		return 0, errHalt
+	}
+	// Never ask for more than the limit allows, and one byte to see it
+	// passed.
+	if left := w.opt.Limits.Bytes - w.expanded + 1; int64(len(p)) > left {
+		p = p[:left]
+	}
+	n, err := c.r.Read(p)
+	w.expanded += int64(n)
+	switch l := w.opt.Limits; {
+	case w.expanded > l.Bytes:
+		c.err = w.halt(c.at, SkipBytes, fmt.Sprintf("over %d bytes decompressed", l.Bytes))
+		return 0, c.err
+	case w.expanded > RatioGrace && w.expanded > int64(l.Ratio)*w.input:
+		c.err = w.halt(c.at, SkipRatio, fmt.Sprintf("over %d:1, %d bytes decompressed from %d", l.Ratio, w.expanded, w.input))
+		return 0, c.err
+	case err != nil && err != io.EOF:
+		if errors.Is(err, errHalt) {
+			return n, err
+		}
+		reason := SkipCorrupt
+		if memoryError(err) {
+			reason = SkipMemory
+		}
+		w.skip(c.at, reason, err.Error())
+		c.err = recorded{err}
+		return n, c.err
+	}
+	return n, err
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// ---- names ----
+
+func join(outer, name string) string {
+	if outer == "" {
+		return name
+	}
+	return outer + Separator + name
+}
+
+// display is how an entry's name is shown: cleaned as gitleaks cleans it
+// ("./a" is "a"; a leading "../" or "/" stays, visible), with control and
+// format characters and bytes that are not UTF-8 escaped as \xNN or \uNNNN,
+// so that a name can neither hide part of itself, nor break a line of
+// output or a database row. It is never used as a file system path.
+func display(name string) string {
+	name = path.Clean(name)
+	clean := true
+	for _, r := range name {
+		if escaped(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return name
+	}
+	var b strings.Builder
+	for i := 0; i < len(name); {
+		r, size := utf8.DecodeRuneInString(name[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, name[i])
+		case escaped(r) && r < 0x100:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case escaped(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(name[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+func escaped(r rune) bool {
+	return r == utf8.RuneError || unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
+}

@@ -1,0 +1,289 @@
+package archive
+
+import (
+	"archive/tar"
+	"bytes"
+	"fmt"
+	"go/parser"
+	"go/token"
+	"maps"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestWalk(t *testing.T) {
+	class := "\xca\xfe\xba\xbe\x00\x00\x00\x41" + strings.Repeat("\x00\x01", 100) // a Java class: binary
+	inner := zipOf(t, f("deep/app.env", "TOKEN=inner\n"))
+	bundle := gz(t, tarOf(t, f("./inner.zip", string(inner)), f("notes.txt", "notes\n")))
+	nested := zipOf(t, f("README", "top\n"), f("lib/bundle.tar.gz", string(bundle)))
+	level := func(name, content string) []byte { return zipOf(t, f(name, content)) }
+	l4 := level("secret.txt", "four\n")
+	l3 := level("l4.zip", string(l4))
+	l2 := level("l3.zip", string(l3))
+	l1 := level("l2.zip", string(l2))
+	tiny := make([]file, 300)
+	for i := range tiny {
+		tiny[i] = f(fmt.Sprintf("t/%03d", i), "x")
+	}
+	tinyFiles := map[string]string{}
+	for _, x := range tiny[:100] {
+		tinyFiles[x.name] = x.content
+	}
+	lorem := func(n int) string { return strings.Repeat("lorem ipsum dolor ", n/18+1)[:n] }
+	stored := zipOf(t, file{name: "good.txt", content: "good\n", stored: true}, file{name: "bad.txt", content: "damaged entry\n", stored: true})
+	noise := newNoise(20000)
+	truncatedTgz := gz(t, tarOf(t, f("a.txt", "first\n"), f("b.txt", noise)))
+	truncatedTgz = truncatedTgz[:len(truncatedTgz)-2000]
+	badCRC := gz(t, []byte("checked at the end\n"))
+	badCRC[len(badCRC)-8] ^= 0xff
+
+	for _, tc := range []struct {
+		name    string
+		content []byte
+		opt     Options
+		files   map[string]string
+		opened  []string
+		skipped []string
+		skips   []string // "path: reason"
+	}{
+		{name: "zip", content: zipOf(t, f("a.txt", "alpha\n"), dir("d"), f("d/b.txt", "beta\n")), opt: opts(8),
+			files: map[string]string{"a.txt": "alpha\n", "d/b.txt": "beta\n"}},
+		{name: "jar: classes are binary, skipped unread and uncounted", opt: opts(8),
+			content: zipOf(t, f("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\n"), f("com/example/App.class", class),
+				f("config/application.properties", "db.password=hunter2\n")),
+			files:   map[string]string{"META-INF/MANIFEST.MF": "Manifest-Version: 1.0\n", "config/application.properties": "db.password=hunter2\n"},
+			skipped: []string{"com/example/App.class"}},
+		{name: "zip in tar.gz in zip", content: nested, opt: opts(8),
+			files:  map[string]string{"README": "top\n", "lib/bundle.tar.gz!inner.zip!deep/app.env": "TOKEN=inner\n", "lib/bundle.tar.gz!notes.txt": "notes\n"},
+			opened: []string{"lib/bundle.tar.gz", "lib/bundle.tar.gz!inner.zip"}},
+		{name: "tar: directories and links have no content", opt: opts(8),
+			content: tarOf(t, dir("d"), f("d/a.txt", "a\n"), file{name: "d/link", typ: tar.TypeSymlink}),
+			files:   map[string]string{"d/a.txt": "a\n"}},
+		{name: "tar.gz is one level", content: gz(t, tarOf(t, f("a.txt", "a\n"))), opt: opts(1),
+			files: map[string]string{"a.txt": "a\n"}},
+		{name: "zip.xz is one level", content: xzOf(t, zipOf(t, f("a.txt", "a\n"))), opt: opts(1),
+			files: map[string]string{"a.txt": "a\n"}},
+		{name: "gzip of a text file: its content at the stream's path", content: gz(t, []byte("hello\n")), opt: opts(1),
+			files: map[string]string{"": "hello\n"}},
+		{name: "bzip2", content: bz2Hello, opt: opts(1), files: map[string]string{"": "bzip2 says hello\n"}},
+		{name: "zstd", content: zst(t, []byte("zstd says hello\n")), opt: opts(1), files: map[string]string{"": "zstd says hello\n"}},
+		{name: "xz", content: xzOf(t, []byte("xz says hello\n")), opt: opts(1), files: map[string]string{"": "xz says hello\n"}},
+		{name: "snappy", content: snappy(t, []byte("snappy says hello\n")), opt: opts(1), files: map[string]string{"": "snappy says hello\n"}},
+		{name: "zip entries compressed with bzip2", opt: opts(1),
+			content: zipOf(t, file{name: "b.txt", content: "bzip2 says hello\n", method: zipBzip2, raw: string(bz2Hello)}),
+			files:   map[string]string{"b.txt": "bzip2 says hello\n"}},
+		{name: "a compressed stream in a compressed stream is one level deeper", content: gz(t, gz(t, []byte("twice\n"))), opt: opts(1),
+			skips: []string{": depth"}},
+		{name: "twice compressed, depth 2", content: gz(t, gz(t, []byte("twice\n"))), opt: opts(2),
+			files: map[string]string{"": "twice\n"}},
+		{name: "nesting beyond the depth", content: l1, opt: opts(3),
+			opened: []string{"l2.zip", "l2.zip!l3.zip"}, skipped: []string{"l2.zip!l3.zip!l4.zip"},
+			skips: []string{"l2.zip!l3.zip!l4.zip: depth"}},
+		{name: "nesting within the depth", content: l1, opt: opts(4),
+			opened: []string{"l2.zip", "l2.zip!l3.zip", "l2.zip!l3.zip!l4.zip"}, files: map[string]string{"l2.zip!l3.zip!l4.zip!secret.txt": "four\n"}},
+		{name: "depth 0 opens nothing", content: l1, opt: opts(0), skips: []string{": depth"}},
+		{name: "zip bomb: the ratio stops it", content: zipOf(t, f("ok.txt", "ok\n"), f("bomb.txt", strings.Repeat("a", 40<<20))), opt: opts(8),
+			files: map[string]string{"ok.txt": "ok\n"}, skips: []string{"bomb.txt: ratio"}},
+		{name: "many tiny entries", content: zipOf(t, tiny...),
+			opt:   Options{Depth: 1, Limits: Limits{Entries: 100}},
+			files: tinyFiles, skips: []string{": entries"}},
+		{name: "expanded bytes", content: zipOf(t, f("1.txt", lorem(40000)), f("2.txt", lorem(40000)), f("3.txt", "three\n")),
+			opt:   Options{Depth: 1, Limits: Limits{Bytes: 64 << 10, Ratio: 1 << 30}},
+			files: map[string]string{"1.txt": lorem(40000)}, skips: []string{"2.txt: expanded-size"}},
+		{name: "a file over the entry size", content: zipOf(t, f("big.txt", lorem(200)), f("small.txt", "small\n")),
+			opt:   Options{Depth: 1, MaxEntryBytes: 100},
+			files: map[string]string{"small.txt": "small\n"}, skipped: []string{"big.txt"}, skips: []string{"big.txt: entry-size"}},
+		{name: "a nested zip over the entry size", content: zipOf(t, f("in.zip", string(zipOf(t, file{name: "x", content: lorem(500), stored: true})))),
+			opt:    Options{Depth: 2, MaxEntryBytes: 300},
+			opened: []string{"in.zip"}, skips: []string{"in.zip: entry-size"}},
+		{name: "truncated tar.gz: one skip, the archive's", content: truncatedTgz, opt: opts(8),
+			files: map[string]string{"a.txt": "first\n"}, skips: []string{": corrupt"}},
+		{name: "truncated zip", content: nested[:len(nested)-30], opt: opts(8), skips: []string{": corrupt"}},
+		{name: "a damaged zip entry ends only itself", content: flip(stored, "damaged"), opt: opts(8),
+			files: map[string]string{"good.txt": "good\n"}, skips: []string{"bad.txt: corrupt"}},
+		{name: "gzip checksum", content: badCRC, opt: opts(8), skips: []string{": corrupt"}},
+		{name: "empty zip", content: zipOf(t), opt: opts(8)},
+		{name: "empty gzip", content: gz(t, nil), opt: opts(8), files: map[string]string{"": ""}},
+		{name: "empty bzip2", content: bz2Empty, opt: opts(8), files: map[string]string{"": ""}},
+		{name: "encrypted zip entry", content: zipOf(t, file{name: "secret.txt", content: "?", flags: 1}, f("plain.txt", "p\n")), opt: opts(8),
+			files: map[string]string{"plain.txt": "p\n"}, skipped: []string{"secret.txt"}, skips: []string{"secret.txt: encrypted"}},
+		{name: "unsupported zip method", content: zipOf(t, file{name: "lzma.bin", content: "x", method: 14, raw: "x"}), opt: opts(8),
+			skipped: []string{"lzma.bin"}, skips: []string{"lzma.bin: unsupported"}},
+		{name: "sparse tar file", content: sparseTar(t, "holes", "abc", f("after.txt", "after\n")), opt: opts(8),
+			files: map[string]string{"after.txt": "after\n"}, skipped: []string{"holes"}, skips: []string{"holes: unsupported"}},
+		{name: "zstd window over the limit", content: zstdWindow(30), opt: opts(8), skips: []string{": memory"}},
+		{name: "xz dictionary over the limit", content: xzDict(t, 40), opt: opts(8), skips: []string{": memory"}},
+		{name: "path tricks are shown, escaped, never resolved", opt: opts(8),
+			content: zipOf(t, f("../../etc/passwd", "1"), f("/abs/key.pem", "2"), f("./dot/x", "3"), f("nul\x00name", "4"),
+				f("line\nbreak", "5"), f("\u202etxt.exe", "6"), f("bad\xffutf8", "7")),
+			files: map[string]string{"../../etc/passwd": "1", "/abs/key.pem": "2", "dot/x": "3", `nul\x00name`: "4",
+				`line\x0abreak`: "5", `\u202etxt.exe`: "6", `bad\xffutf8`: "7"}},
+		{name: "not an archive", content: []byte("plain text\n"), opt: opts(8)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := walk(tc.content, tc.opt)
+			if tc.files == nil {
+				tc.files = map[string]string{}
+			}
+			if !maps.Equal(got.files, tc.files) {
+				t.Errorf("files %s, want %s", keys(got.files), keys(tc.files))
+			}
+			if !slices.Equal(got.opened, tc.opened) {
+				t.Errorf("opened %q, want %q", got.opened, tc.opened)
+			}
+			if !slices.Equal(got.skipped, tc.skipped) {
+				t.Errorf("skipped %q, want %q", got.skipped, tc.skipped)
+			}
+			var skips []string
+			for _, s := range got.skips {
+				skips = append(skips, s.Path+": "+string(s.Reason))
+				if s.Detail == "" && s.Reason != SkipEncrypted {
+					t.Errorf("%s: %s without a detail", s.Path, s.Reason)
+				}
+			}
+			if !slices.Equal(skips, tc.skips) {
+				t.Errorf("skips %q, want %q (%+v)", skips, tc.skips, got.skips)
+			}
+		})
+	}
+}
+
+func keys(m map[string]string) string {
+	var k []string
+	for p, c := range m {
+		k = append(k, strconv.Quote(p)+"("+strconv.Itoa(len(c))+")")
+	}
+	slices.Sort(k)
+	return "[" + strings.Join(k, " ") + "]"
+}
+
+// flip damages the first occurrence of s in b (a stored entry's data).
+func flip(b []byte, s string) []byte {
+	b = bytes.Clone(b)
+	i := bytes.Index(b, []byte(s))
+	if i < 0 {
+		panic("flip: " + s + " not found")
+	}
+	b[i] ^= 0x20
+	return b
+}
+
+// zstdWindow is a zstd frame whose header asks for a 2^log-byte window,
+// then holds five raw bytes.
+func zstdWindow(log int) []byte {
+	b := append([]byte{}, zstdMagic...)
+	b = append(b, 0x00, byte(log-10)<<3) // no single segment, no checksum; window descriptor
+	b = append(b, 5<<3|1, 0, 0)          // the last block, raw, 5 bytes
+	return append(b, "hello"...)
+}
+
+// xzDict is an xz file whose block asks for an LZMA2 dictionary of
+// property bits (40: 4 GiB).
+func xzDict(t *testing.T, bits byte) []byte {
+	b := xzOf(t, []byte("xz says hello\n"))
+	i := bytes.Index(b[12:], []byte{0x21, 0x01})
+	if i < 0 {
+		t.Fatal("no LZMA2 filter in the block header")
+	}
+	b[12+i+2] = bits
+	return b
+}
+
+func TestDetect(t *testing.T) {
+	ustar := tarOf(t, f("a", "a"))
+	badSum := bytes.Clone(ustar)
+	badSum[0] ^= 1
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		want Format
+	}{
+		{"zip", zipOf(t, f("a", "a")), Zip},
+		{"empty zip", zipOf(t), Zip},
+		{"tar", ustar, Tar},
+		{"tar with a wrong checksum", badSum, None},
+		{"tar header cut short", ustar[:300], None},
+		{"gzip", gz(t, []byte("x")), Gzip},
+		{"bzip2", bz2Hello, Bzip2},
+		{"empty bzip2", bz2Empty, Bzip2},
+		{"text that starts like bzip2", []byte("BZh9 is not a bzip2 stream\n"), None},
+		{"zstd", zst(t, []byte("x")), Zstd},
+		{"xz", xzOf(t, []byte("x")), Xz},
+		{"snappy", snappy(t, []byte("x")), Snappy},
+		{"text", []byte("PK is a prefix of text too\n"), None},
+		{"empty", nil, None},
+		{"one byte", []byte{0x1f}, None},
+	} {
+		if got := Detect(tc.b); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A bomb costs what the limits allow, not what it expands to: a zip of
+// 40 MiB of text and an xz of as much text allocate a few MiB at most.
+func TestWalkMemoryIsBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		content []byte
+	}{
+		{"zip of text", zipOf(t, f("bomb.txt", strings.Repeat("a", 40<<20)))},
+		{"nested zips", zipOf(t, f("in.zip", string(zipOf(t, f("bomb.txt", strings.Repeat("a", 40<<20))))))},
+		{"xz of text", xzOf(t, bytes.Repeat([]byte("a"), 40<<20))},
+	} {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		got := walk(tc.content, opts(8))
+		runtime.ReadMemStats(&after)
+		if len(got.skips) != 1 || (got.skips[0].Reason != SkipRatio && got.skips[0].Reason != SkipEntrySize) {
+			t.Errorf("%s: skips %+v", tc.name, got.skips)
+		}
+		// The xz reader's dictionary (8 MiB) is the largest allocation.
+		if n := after.TotalAlloc - before.TotalAlloc; n > 16<<20 {
+			t.Errorf("%s: %d MiB allocated", tc.name, n>>20)
+		}
+	}
+}
+
+// The package never touches the file system: inner paths are only shown.
+func TestNoFileSystem(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file, err := parser.ParseFile(token.NewFileSet(), name, src, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range file.Imports {
+			if p, _ := strconv.Unquote(imp.Path.Value); p == "os" || p == "path/filepath" || p == "io/fs" {
+				t.Errorf("%s imports %s", name, p)
+			}
+		}
+	}
+}
+
+func TestReasonsAreDescribed(t *testing.T) {
+	for r := range reasonWords {
+		if r.Describe() == string(r) || r.Describe() == "" {
+			t.Errorf("%s has no words", r)
+		}
+	}
+	if len(reasonWords) != 9 {
+		t.Errorf("%d reasons described", len(reasonWords))
+	}
+}
