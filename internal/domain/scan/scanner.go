@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"gitfleet/internal/domain/archive"
 )
 
 // DefaultMaxBlobBytes is the default size limit of a scanned blob.
@@ -41,13 +43,22 @@ type Config struct {
 	// decoded, recursively, and the decoded text scanned (decode.go); 0 (or
 	// negative) disables decoding. Default DefaultDecodeDepth.
 	DecodeDepth int
+	// ArchiveDepth: how many levels of archives and compressed files are
+	// opened and their files scanned (archive.go); 0 (or negative)
+	// disables opening them. Default DefaultArchiveDepth.
+	ArchiveDepth int
+	// ArchiveLimits bound the work of opening one blob's archives; a zero
+	// field means archive.DefaultLimits'. A file in an archive larger than
+	// MaxBlobBytes is skipped.
+	ArchiveLimits archive.Limits
 }
 
 // DefaultConfig is 10 MiB, oversized → Partial, binary → not Partial,
-// decoding DefaultDecodeDepth deep.
+// decoding DefaultDecodeDepth deep, archives opened DefaultArchiveDepth
+// deep within archive.DefaultLimits.
 func DefaultConfig() Config {
 	return Config{MaxBlobBytes: DefaultMaxBlobBytes, OversizedIsPartial: true, BinaryIsPartial: false,
-		DecodeDepth: DefaultDecodeDepth}
+		DecodeDepth: DefaultDecodeDepth, ArchiveDepth: DefaultArchiveDepth, ArchiveLimits: archive.DefaultLimits()}
 }
 
 // SkipReason says why a blob was not scanned.
@@ -86,6 +97,15 @@ type Finding struct {
 	// secret. DecodeDepth is the number of encodings (0 when not decoded).
 	Decoded     string
 	DecodeDepth int
+	// Archive is set when the secret was found in a file inside an archive
+	// (archive.go): the file's path in it, nested archives joined with
+	// "!", e.g. "config/app.properties" in dist/app.jar, shown as
+	// dist/app.jar!config/app.properties. Line, Column, Start and End are
+	// then those in that file. The content of a compressed file that is
+	// no archive (a .gz of a text file) is at the blob's own path, as
+	// gitleaks names it: Archive is empty and the offsets are in the
+	// decompressed content.
+	Archive string
 }
 
 // Result of scanning one blob.
@@ -107,6 +127,12 @@ type Result struct {
 	// Partial: the blob was skipped, and the Config says that this kind of
 	// skip makes the run partial.
 	Partial bool
+	// ArchiveSkips: what of an archive blob was not scanned, and why (a
+	// limit, a file too large or nested too deep, damage); the blob itself
+	// was scanned, and Partial is not set. Files that are binary are
+	// skipped uncounted. The findings of an archive are the path rules'
+	// on the blob, then its files', in the archive's order.
+	ArchiveSkips []archive.Skip
 }
 
 // Scanner scans blobs with one rule set. It is immutable and safe for
@@ -203,9 +229,9 @@ func policyHash(rs *RuleSet, cfg Config, key []byte) string {
 	mac := hmac.New(sha256.New, key)
 	mac.Write([]byte("gitfleet scan key fingerprint"))
 	keyID := hex.EncodeToString(mac.Sum(nil)[:8])
-	doc := fmt.Sprintf("%s\nrules=%s\nmaxBlobBytes=%d\noversizedIsPartial=%t\nbinaryIsPartial=%t\nbinarySniff=%d\nkey=%s\n%s\n",
+	doc := fmt.Sprintf("%s\nrules=%s\nmaxBlobBytes=%d\noversizedIsPartial=%t\nbinaryIsPartial=%t\nbinarySniff=%d\nkey=%s\n%s\n%s\n",
 		scannerVersion, rs.Hash(), cfg.MaxBlobBytes, cfg.OversizedIsPartial, cfg.BinaryIsPartial, binarySniffLen, keyID,
-		decodePolicy(cfg.DecodeDepth))
+		decodePolicy(cfg.DecodeDepth), archivePolicy(cfg))
 	sum := sha256.Sum256([]byte(doc))
 	return hex.EncodeToString(sum[:])
 }
@@ -340,6 +366,9 @@ func (s *Scanner) Scan(path string, content []byte, commit string) Result {
 	}
 	if s.cfg.MaxBlobBytes >= 0 && int64(len(content)) > s.cfg.MaxBlobBytes {
 		return s.skipped(sc, path, commit, SkipOversized)
+	}
+	if res, ok := s.scanArchive(sc, path, content, commit); ok {
+		return res
 	}
 	if bytes.IndexByte(content[:min(len(content), binarySniffLen)], 0) >= 0 {
 		return s.skipped(sc, path, commit, SkipBinary)

@@ -1,0 +1,150 @@
+package scan
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"gitfleet/internal/domain/archive"
+)
+
+// Archives (as gitleaks' --max-archive-depth does): a blob that is an
+// archive or a compressed file (package archive recognises them by their
+// content) is opened, Config.ArchiveDepth levels deep, and each file in it
+// is scanned with the same rules, at its display path: the blob's path and
+// the inner path joined with "!" (dist/app.jar!config/app.properties), which
+// path rules and allowlists see as gitleaks' do. A file that is binary is
+// skipped as a blob would be; path-only rules still apply to it, and to
+// the archives themselves. The work per blob is bounded by
+// Config.ArchiveLimits and MaxBlobBytes per file; what a bound or damage
+// left out is reported in Result.ArchiveSkips.
+//
+// Differences from gitleaks, on purpose: archives are recognised by
+// content, not by name (gitleaks opens no .jar, and every .zip, .gz … that
+// its name claims); a global allowlist's paths are matched against the
+// name of a file in its archive at every level (gitleaks matches the first
+// level only), as well as against the whole display path; 7z and rar, and
+// the lz4, lzip, brotli and zlib streams, are not opened.
+
+// DefaultArchiveDepth is how many levels of archives are opened by
+// default. gitleaks opens none unless asked (--max-archive-depth defaults
+// to 0); gitfleet opens them, because a key in a committed jar or tarball
+// is as leaked as one in a text file. The depth does not bound the work:
+// archive.Limits and MaxBlobBytes do, whatever the depth. It only stops
+// nesting, which real archives rarely take past three levels (an ear of
+// wars of jars): 8, the depth gitleaks' own tests use, leaves room.
+const DefaultArchiveDepth = 8
+
+// WithArchiveDepth is a scanner like s that opens archives this many
+// levels deep (0 disables opening them).
+func (s *Scanner) WithArchiveDepth(depth int) *Scanner {
+	cfg := s.cfg
+	cfg.ArchiveDepth = depth
+	n, err := New(s.rs, cfg, s.key)
+	if err != nil {
+		panic(err) // s was made by New with the same key
+	}
+	n.onRegex, n.wholeBlob, n.onDecode, n.budget = s.onRegex, s.wholeBlob, s.onDecode, s.budget
+	return n
+}
+
+// scanArchive scans a blob that is an archive and returns its Result and
+// true; false when archives are off or the blob is none.
+func (s *Scanner) scanArchive(sc *scratch, path string, content []byte, commit string) (Result, bool) {
+	if s.cfg.ArchiveDepth <= 0 || archive.Detect(content) == archive.None {
+		return Result{}, false
+	}
+	var found []Finding
+	read := false
+	skips := archive.Walk(content, s.archiveOptions(), func(e archive.Entry) {
+		read = true
+		if s.allowlistedEntry(e.Path, commit) {
+			return
+		}
+		at := path
+		if e.Path != "" {
+			at += archive.Separator + e.Path
+		}
+		var fs []Finding
+		if e.Opened || e.Skipped {
+			fs = s.pathFindings(at, commit)
+		} else {
+			// Walk passes on no archive as a file: this does not recurse.
+			fs = s.Scan(at, e.Content, commit).Findings
+		}
+		for i := range fs {
+			fs[i].Archive = e.Path
+		}
+		found = append(found, fs...)
+	})
+	if !read && len(skips) > 0 {
+		// Nothing could be read (damage, a bomb at its first bytes): the
+		// blob is what it would be without archives, binary mostly, and
+		// the skip says why. Text is scanned as text.
+		if bytes.IndexByte(content[:min(len(content), binarySniffLen)], 0) < 0 {
+			return Result{}, false
+		}
+		res := s.skipped(sc, path, commit, SkipBinary)
+		res.ArchiveSkips = skips
+		return res, true
+	}
+	// The archive is a file too, for the path rules; a compressed file's
+	// content is at its own path, where they ran already: once is enough.
+	s.pathRules(sc, path, commit)
+	res := Result{Findings: s.finish(sc, nil), ArchiveSkips: skips}
+	seen := map[Finding]bool{}
+	for _, f := range res.Findings {
+		seen[f] = true
+	}
+	for _, f := range found {
+		if !seen[f] {
+			seen[f] = true
+			res.Findings = append(res.Findings, f)
+		}
+	}
+	return res, true
+}
+
+func (s *Scanner) archiveOptions() archive.Options {
+	return archive.Options{Depth: s.cfg.ArchiveDepth, MaxEntryBytes: max(s.cfg.MaxBlobBytes, 0), Limits: s.cfg.ArchiveLimits,
+		SniffLen: binarySniffLen, Binary: func(head []byte) bool { return bytes.IndexByte(head, 0) >= 0 }}
+}
+
+// allowlistedEntry reports whether a global allowlist that applies to every
+// rule allows a file in an archive, or an archive it is in, by its name in
+// its archive (gitleaks' check of an entry's name).
+func (s *Scanner) allowlistedEntry(inner, commit string) bool {
+	if inner == "" {
+		return false
+	}
+	for name := range strings.SplitSeq(inner, archive.Separator) {
+		sc := s.pool.Get().(*scratch)
+		allowed := s.allowlistedBlob(sc, name, commit)
+		s.put(sc)
+		if allowed {
+			return true
+		}
+	}
+	return false
+}
+
+// pathFindings are the findings of the path-only rules on a file that is
+// not scanned (binary, too large, an archive).
+func (s *Scanner) pathFindings(path, commit string) []Finding {
+	sc := s.pool.Get().(*scratch)
+	defer s.put(sc)
+	if s.allowlistedBlob(sc, path, commit) {
+		return nil
+	}
+	s.pathRules(sc, path, commit)
+	return s.finish(sc, nil)
+}
+
+// archivePolicy is what of opening archives determines the findings, for
+// Policy.
+func archivePolicy(cfg Config) string {
+	if cfg.ArchiveDepth <= 0 {
+		return "archive=off"
+	}
+	return fmt.Sprintf("archive=depth:%d,%s,%s", cfg.ArchiveDepth, cfg.ArchiveLimits, archive.Version)
+}
