@@ -288,8 +288,8 @@ func generatedCorpus(b *testing.B) corpus {
 }
 
 // realSpec is the real-code corpus: the Go toolchain's sources over 25,000
-// commits, about 80,000 blobs and 0.55 GB (with Go 1.26).
-var realSpec = repogen.RealSpec{Commits: 25000, FilesPerCommit: 4, MergeEvery: 50, Releases: 4, Tags: 8, Seed: 2026}
+// commits, about 57,000 blobs and 0.59 GB (with Go 1.26).
+var realSpec = repogen.RealSpec{Commits: 25000, FilesPerCommit: 3, BlobBytes: 600e6, MergeEvery: 50, Releases: 4, Tags: 8, Seed: 2026}
 
 // realCorpus is the real-code corpus, generated once into the user's cache
 // directory (most of a minute) and cloned from there.

@@ -45,6 +45,12 @@ type RealSpec struct {
 	// FilesPerCommit is the mean number of files a commit edits, besides
 	// those it adds (0 is 3).
 	FilesPerCommit int
+	// BlobBytes, when set, is the size of all blobs to aim at: a commit
+	// edits more files than FilesPerCommit says while the history is behind
+	// the pace that reaches it, fewer while ahead. Without it the size
+	// depends much on the seed: which directories are busy, and how large
+	// their files are.
+	BlobBytes int64
 	// MergeEvery opens a topic branch about every MergeEvery commits: it
 	// edits a few files of one directory in a few commits of its own, while
 	// main goes on with others, then main merges it. 0 means no topic
@@ -80,7 +86,7 @@ type RealInfo struct {
 
 // realCodeVersion changes whenever the same RealSpec would generate another
 // repository: it is part of the cache key.
-const realCodeVersion = 1
+const realCodeVersion = 2
 
 // A file's lines are edited a block at a time: a block is deleted (and
 // kept, to be restored later), a deleted block restored where it was, a
@@ -138,6 +144,7 @@ type realGen struct {
 	commits, mainTip int // marks are commit numbers, from 1
 	mainMarks        []int
 	merges           int
+	gain             float64 // the integral part of steering to BlobBytes
 	when             int64
 	topic            *realTopic
 	topics           int
@@ -240,7 +247,7 @@ func (s *RealSpec) resolve() error {
 	if s.Commits < 1 {
 		return errors.New("repogen: Commits must be at least 1")
 	}
-	if s.FilesPerCommit < 0 || s.MergeEvery < 0 || s.Releases < 0 || s.Tags < 0 {
+	if s.FilesPerCommit < 0 || s.BlobBytes < 0 || s.MergeEvery < 0 || s.Releases < 0 || s.Tags < 0 {
 		return errors.New("repogen: negative count in spec")
 	}
 	if s.FilesPerCommit == 0 {
@@ -438,6 +445,7 @@ func newRealGen(spec RealSpec, srcs []realSource, w io.Writer) *realGen {
 		tagNames: map[string]bool{},
 		when:     baseTime,
 		loaded:   -1,
+		gain:     1,
 	}
 	// Directories arrive in a random order, each one's files in order;
 	// directories' activity follows a Zipf law over another random order.
@@ -455,10 +463,15 @@ func newRealGen(spec RealSpec, srcs []realSource, w io.Writer) *realGen {
 	}
 	activity := g.rng.Perm(ndirs)
 	for i, s := range srcs {
+		// Larger files change more often (more code, more reasons), up to
+		// a point: the largest are tables and test data.
 		heat := 1 / math.Pow(float64(activity[s.dir]+dirHeatShift), 0.9)
 		heat *= 0.2 + 1.6*g.rng.Float64()
-		if kib := float64(s.size) / 1024; kib > hotSize {
-			heat *= hotSize / kib
+		kib := max(float64(s.size)/1024, 0.5)
+		if kib <= hotSize {
+			heat *= math.Sqrt(kib)
+		} else {
+			heat *= math.Sqrt(hotSize) * hotSize / kib
 		}
 		g.files[i].heat = heat
 	}
@@ -518,7 +531,16 @@ func (g *realGen) mainCommit() {
 			msg = path.Dir(g.srcs[added[0]].path) + ": add " + strconv.Itoa(len(added)) + " files"
 		}
 	}
-	edits := g.editCount()
+	mean := float64(g.spec.FilesPerCommit)
+	if g.spec.BlobBytes > 0 {
+		// Proportional and integral: the ratio alone would settle at its
+		// square root of the aim.
+		pace := float64(g.spec.BlobBytes) * float64(g.commits+1) / float64(g.spec.Commits)
+		ratio := min(8, max(0.125, pace/max(1, float64(g.blobBytes))))
+		g.gain = min(8, max(0.125, g.gain*math.Pow(ratio, 0.05)))
+		mean *= ratio * g.gain
+	}
+	edits := g.editCount(mean)
 	if len(g.touched) > 0 {
 		edits /= 2
 	}
@@ -618,11 +640,11 @@ func (g *realGen) editWeight(f int) float64 {
 	return file.heat
 }
 
-// editCount is the number of files a commit edits: geometric, of mean
-// FilesPerCommit.
-func (g *realGen) editCount() int {
+// editCount is the number of files a commit edits: geometric, of the
+// given mean (at least 1).
+func (g *realGen) editCount(mean float64) int {
 	n := 1
-	for p := 1 - 1/float64(g.spec.FilesPerCommit); n < 30 && g.rng.Float64() < p; n++ {
+	for p := 1 - 1/mean; n < 30 && g.rng.Float64() < p; n++ {
 	}
 	return n
 }

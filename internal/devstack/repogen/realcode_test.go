@@ -213,3 +213,31 @@ func TestRealSpecErrors(t *testing.T) {
 		}
 	}
 }
+
+// BlobBytes steers the corpus's size either way from what the seed alone
+// gives.
+func TestRealCodeBlobBytes(t *testing.T) {
+	spec := tinyRealSpec(t)
+	size := func(aim int64) int64 {
+		spec.BlobBytes = aim
+		info, err := RealCode(filepath.Join(t.TempDir(), "real.git"), spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.BlobBytes
+	}
+	natural := size(0)
+	for _, c := range []struct {
+		aim      int64
+		min, max float64 // of natural
+	}{
+		{natural / 2, 0, 0.8},
+		{natural * 2, 1.5, 2.5},
+	} {
+		got := size(c.aim)
+		if float64(got) < c.min*float64(natural) || float64(got) > c.max*float64(natural) {
+			t.Errorf("aiming at %d bytes (%d without): %d", c.aim, natural, got)
+		}
+		t.Logf("aiming at %d bytes (%d without): %d", c.aim, natural, got)
+	}
+}
