@@ -164,6 +164,7 @@ type realGen struct {
 	hdr     []byte
 	touched []int
 	changes bytes.Buffer // the file commands of the next commit
+	err     error        // the first source file that could not be read
 }
 
 var realAuthors = []string{
@@ -510,6 +511,9 @@ func (g *realGen) run() error {
 		if err := g.bw.Flush(); err != nil {
 			return err
 		}
+		if g.err != nil {
+			return fmt.Errorf("repogen: %w", g.err)
+		}
 	}
 	if g.topic != nil {
 		fmt.Fprintf(g.bw, "reset refs/heads/topic\nfrom :%d\n\n", g.topic.tip)
@@ -751,11 +755,8 @@ func (g *realGen) load(f int) {
 		return
 	}
 	data, err := os.ReadFile(filepath.Join(g.root, filepath.FromSlash(g.srcs[f].path)))
-	if err != nil {
-		// The tree changed under the generator: carry on with what is
-		// there rather than fail a long generation; the cache key (sizes)
-		// notices the change next time.
-		data = nil
+	if err != nil && g.err == nil {
+		g.err = err // run stops after this commit
 	}
 	g.data, g.loaded = data, f
 	g.off = append(g.off[:0], 0)
