@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.uber.org/zap"
 
+	"gitfleet/internal/domain/archive"
 	"gitfleet/internal/domain/scan"
 	"gitfleet/internal/domain/target"
 	"gitfleet/internal/infra/errclass"
@@ -120,7 +121,7 @@ func (s *Shards) ScanShard(ctx context.Context, w workflows.ShardWork) (shard.Re
 	}
 	log.Info("scan finalized", zap.Int64("receipt", r.ID), zap.Bool("complete", r.Complete), zap.Int64("commits", r.Commits),
 		zap.Int64("blobs", r.BlobsScanned), zap.Int64("bytes", r.BytesScanned), zap.Int64("skipped", r.BlobsSkipped),
-		zap.Int64("findings", r.Findings))
+		zap.Int64("findings", r.Findings), zap.Any("archiveSkips", r.ArchiveSkips))
 	return r, nil
 }
 
@@ -534,6 +535,8 @@ type scanned struct {
 	partial  bool
 	// why it was skipped (a field of shard.Counts)
 	why *int64
+	// archiveSkips: what of an archive blob was left out, and why
+	archiveSkips []archive.Skip
 }
 
 // flushBatch scans a batch and writes its data ops under the fence, with
@@ -607,6 +610,9 @@ func (r *scanRun) flushBatch(ctx context.Context, batch, again []gitread.Blob) e
 			metrics.BlobsScanned.Inc()
 		}
 		r.partial = r.partial || res.partial
+		for _, k := range res.archiveSkips {
+			r.counts.ArchiveSkips.Add(k.Reason, 1)
+		}
 	}
 	r.bytes += bytes
 	for _, b := range again {
@@ -664,7 +670,7 @@ func (r *scanRun) scanBlob(reader *gitread.PackReader, buf *[]byte, b gitread.Bl
 		return scanned{skipped: true, partial: true, why: &c.Unreadable}
 	}
 	res := r.s.Scanner.Scan(b.Path, content, b.Commit.String())
-	out := scanned{bytes: int64(len(content)), partial: res.Partial}
+	out := scanned{bytes: int64(len(content)), partial: res.Partial, archiveSkips: res.ArchiveSkips}
 	switch res.Skipped {
 	case scan.SkipBinary:
 		out.seen, out.skipped, out.why = store.SeenBlob{Blob: hash, Outcome: store.OutcomeBinary}, true, &c.Binary
@@ -675,7 +681,8 @@ func (r *scanRun) scanBlob(reader *gitread.PackReader, buf *[]byte, b gitread.Bl
 	}
 	for _, f := range res.Findings {
 		out.findings = append(out.findings, store.Finding{RuleID: f.RuleID, Blob: hash, Start: f.Start, End: f.End,
-			Line: f.Line, Path: b.Path, Commit: b.Commit.String(), SecretHash: f.SecretHash, Preview: f.Preview, Decoded: f.Decoded})
+			Line: f.Line, Path: b.Path, Commit: b.Commit.String(), SecretHash: f.SecretHash, Preview: f.Preview, Decoded: f.Decoded,
+			Archive: f.Archive})
 	}
 	return out
 }

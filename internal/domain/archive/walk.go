@@ -136,6 +136,11 @@ const (
 	SkipUnsupported Reason = "unsupported"   // a compression method or entry kind not read
 )
 
+// Reasons are every Reason, in a stable order.
+func Reasons() []Reason {
+	return []Reason{SkipDepth, SkipEntrySize, SkipBytes, SkipEntries, SkipRatio, SkipMemory, SkipCorrupt, SkipEncrypted, SkipUnsupported}
+}
+
 var reasonWords = map[Reason]string{
 	SkipDepth:       "nested deeper than the depth limit",
 	SkipEntrySize:   "file larger than the size limit",

@@ -3,6 +3,7 @@ package shard
 import (
 	"fmt"
 
+	"gitfleet/internal/domain/archive"
 	"gitfleet/internal/domain/target"
 )
 
@@ -67,6 +68,52 @@ type Counts struct {
 	// line in packed-refs): they name nothing to scan and do not make the
 	// run Partial.
 	RefsIgnored int64 `json:"refsIgnored,omitempty"`
+	// ArchiveSkips counts, by reason, what the scanner left out of the
+	// archives it opened; those blobs were scanned, and these do not make
+	// the run Partial.
+	ArchiveSkips ArchiveSkips `json:"archiveSkips,omitzero"`
+}
+
+// ArchiveSkips counts skips by archive.Reason. A struct rather than a map,
+// so that counts and receipts compare with ==.
+type ArchiveSkips struct {
+	Depth       int64 `json:"depth,omitempty"`
+	EntrySize   int64 `json:"entrySize,omitempty"`
+	Bytes       int64 `json:"expandedSize,omitempty"`
+	Entries     int64 `json:"entries,omitempty"`
+	Ratio       int64 `json:"ratio,omitempty"`
+	Memory      int64 `json:"memory,omitempty"`
+	Corrupt     int64 `json:"corrupt,omitempty"`
+	Encrypted   int64 `json:"encrypted,omitempty"`
+	Unsupported int64 `json:"unsupported,omitempty"`
+}
+
+// Add counts n skips for reason r.
+func (a *ArchiveSkips) Add(r archive.Reason, n int64) { *a.of(r) += n }
+
+// Of is how many skips of reason r were counted.
+func (a ArchiveSkips) Of(r archive.Reason) int64 { return *a.of(r) }
+
+func (a *ArchiveSkips) of(r archive.Reason) *int64 {
+	switch r {
+	case archive.SkipDepth:
+		return &a.Depth
+	case archive.SkipEntrySize:
+		return &a.EntrySize
+	case archive.SkipBytes:
+		return &a.Bytes
+	case archive.SkipEntries:
+		return &a.Entries
+	case archive.SkipRatio:
+		return &a.Ratio
+	case archive.SkipMemory:
+		return &a.Memory
+	case archive.SkipCorrupt:
+		return &a.Corrupt
+	case archive.SkipEncrypted:
+		return &a.Encrypted
+	}
+	return &a.Unsupported // and any reason this version does not know
 }
 
 // Receipt is the small, durable proof that a finalize happened: the outer

@@ -22,7 +22,8 @@ import (
 type SecretKey struct {
 	RuleID     string `json:"rule"`
 	SecretHash string `json:"secretHash"`
-	// File is the path for a path-only rule, else empty.
+	// File is the path for a path-only rule (in an archive, the archive's
+	// and the file's in it joined with "!"), else empty.
 	File string `json:"-"`
 }
 
@@ -41,11 +42,13 @@ const (
 )
 
 // Location is where an occurrence was met: the path and line in the
-// commit that introduced its blob.
+// commit that introduced its blob, and when the blob is an archive, the
+// file in it that the line is in (see Finding.Archive).
 type Location struct {
-	Path   string `json:"path"`
-	Line   int    `json:"line"`
-	Commit string `json:"commit"`
+	Path    string `json:"path"`
+	Archive string `json:"archive,omitempty"`
+	Line    int    `json:"line"`
+	Commit  string `json:"commit"`
 }
 
 // Secret is a secret with its first and latest occurrence.
@@ -143,7 +146,7 @@ func (s *Store) Secrets(ctx context.Context, scopeID int64, page Page) (SecretPa
 				ORDER BY first_id LIMIT $3)
 			SELECT g.first_id, g.rule_id, g.secret_hash, g.secret_path, g.n,
 				CASE WHEN g.present THEN 'present' WHEN g.last_id <= (SELECT upto FROM sc) THEN 'removed' ELSE 'unknown' END,
-				f.path, f.line, f.commit_id, f.preview, f.decoded, l.path, l.line, l.commit_id
+				f.path, f.archive, f.line, f.commit_id, f.preview, f.decoded, l.path, l.archive, l.line, l.commit_id
 			FROM g JOIN findings f ON f.id = g.first_id JOIN findings l ON l.id = g.last_id
 			ORDER BY g.first_id`, scopeID, page.After, page.limit())
 		if err != nil {
@@ -152,7 +155,7 @@ func (s *Store) Secrets(ctx context.Context, scopeID int64, page Page) (SecretPa
 		out.Secrets, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Secret, error) {
 			var x Secret
 			err := row.Scan(&x.Cursor, &x.RuleID, &x.SecretHash, &x.File, &x.Occurrences, &x.Status,
-				&x.Path, &x.Line, &x.Commit, &x.Preview, &x.Decoded, &x.Last.Path, &x.Last.Line, &x.Last.Commit)
+				&x.Path, &x.Archive, &x.Line, &x.Commit, &x.Preview, &x.Decoded, &x.Last.Path, &x.Last.Archive, &x.Last.Line, &x.Last.Commit)
 			return x, err
 		})
 		return err
@@ -178,7 +181,7 @@ func (s *Store) Occurrences(ctx context.Context, scopeID int64, keys []SecretKey
 			return err
 		}
 		rows, err := tx.Query(ctx, `WITH `+presenceCTE+`
-			SELECT f.id, f.rule_id, f.secret_hash, f.secret_path, f.path, f.line, f.commit_id, f.blob, f.start_offset, f.end_offset, f.preview, f.decoded,
+			SELECT f.id, f.rule_id, f.secret_hash, f.secret_path, f.path, f.archive, f.line, f.commit_id, f.blob, f.start_offset, f.end_offset, f.preview, f.decoded,
 				CASE WHEN pb.blob IS NOT NULL THEN 'present' WHEN f.id <= (SELECT upto FROM sc) THEN 'removed' ELSE 'unknown' END,
 				ARRAY(SELECT p.path FROM finding_paths p WHERE p.scope_id = f.scope_id AND p.blob = f.blob AND p.path <> f.path
 					AND f.secret_path = '' ORDER BY p.path)
@@ -191,7 +194,7 @@ func (s *Store) Occurrences(ctx context.Context, scopeID int64, keys []SecretKey
 		out.Occurrences, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Occurrence, error) {
 			var o Occurrence
 			var blob []byte
-			err := row.Scan(&o.Cursor, &o.RuleID, &o.SecretHash, &o.File, &o.Path, &o.Line, &o.Commit, &blob, &o.Start, &o.End,
+			err := row.Scan(&o.Cursor, &o.RuleID, &o.SecretHash, &o.File, &o.Path, &o.Archive, &o.Line, &o.Commit, &blob, &o.Start, &o.End,
 				&o.Preview, &o.Decoded, &o.Status, &o.AlsoAt)
 			o.BlobHex = fmt.Sprintf("%x", blob)
 			return o, err

@@ -394,3 +394,79 @@ func TestMigrationRecordsFindingPaths(t *testing.T) {
 		}
 	}
 }
+
+// Findings inside an archive are keyed by the file they are in: two files
+// of one blob hold findings of one rule at one offset, a path-only rule
+// finds each file, and every read says which file.
+func TestArchiveFindingsNameTheirFile(t *testing.T) {
+	ctx := context.Background()
+	shardID := newShard(t)
+	scope, _ := env.Store.Scope(ctx, shardID, "p")
+	l := acquire(t, shardID, "owner", time.Minute)
+	inA, inB := occ("r", "h1", 1, 0, "dist/app.jar", 2, "c1"), occ("r", "h2", 1, 0, "dist/app.jar", 2, "c1")
+	inA.Archive, inB.Archive = "config/a.properties", "lib/x.tar.gz!b.env"
+	pemA, pemB := occ("pem", "", 1, 0, "dist/app.jar", 0, "c1"), occ("pem", "", 1, 0, "dist/app.jar", 0, "c1")
+	pemA.Archive, pemB.Archive = "a.pem", "b.pem"
+	n, err := env.Store.WriteData(ctx, l, scope, store.DataOps{Findings: []store.Finding{inA, inB, pemA, pemB}})
+	if err != nil || n != 4 {
+		t.Fatalf("%d new secrets, %v; want 4", n, err)
+	}
+	secrets, err := env.Store.Secrets(ctx, scope, store.Page{})
+	if err != nil || secrets.TotalOccurrences != 4 {
+		t.Fatalf("secrets: %+v, %v", secrets, err)
+	}
+	var got []string
+	for _, s := range secrets.Secrets {
+		got = append(got, fmt.Sprintf("%s %s!%s:%d last %s!%s", s.RuleID, s.Path, s.Archive, s.Line, s.Last.Path, s.Last.Archive))
+	}
+	want := []string{"r dist/app.jar!config/a.properties:2 last dist/app.jar!config/a.properties",
+		"r dist/app.jar!lib/x.tar.gz!b.env:2 last dist/app.jar!lib/x.tar.gz!b.env",
+		"pem dist/app.jar!a.pem:0 last dist/app.jar!a.pem", "pem dist/app.jar!b.pem:0 last dist/app.jar!b.pem"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("secrets:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	occs, err := env.Store.Occurrences(ctx, scope, []store.SecretKey{{RuleID: "pem", File: "dist/app.jar!b.pem"}}, store.Page{})
+	if err != nil || occs.Total != 1 || occs.Occurrences[0].Archive != "b.pem" {
+		t.Errorf("occurrences of the path-only secret in b.pem: %+v, %v", occs, err)
+	}
+	fs, err := env.Store.Findings(ctx, shardID, 10)
+	if err != nil || len(fs) != 4 || fs[0].Archive != "a.pem" {
+		t.Errorf("findings: %+v, %v", fs, err)
+	}
+}
+
+// Migration 00010 leaves the findings before it as they were: in no
+// archive, a path-only rule's secret still its path.
+func TestMigrationAddsArchives(t *testing.T) {
+	ctx := context.Background()
+	if _, err := env.Store.Pool().Exec(ctx, `CREATE DATABASE m00010`); err != nil {
+		t.Fatal(err)
+	}
+	old, err := store.Open(ctx, env.PG.URL("m00010"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if err := old.MigrateTo(ctx, 9); err != nil {
+		t.Fatal(err)
+	}
+	id, err := old.EnsureShard(ctx, shard.Spec{Key: "target:m10", Target: target.Target{Location: "https://h/o/m10"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scope, err := old.Scope(ctx, id, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Pool().Exec(ctx, `INSERT INTO findings (scope_id, rule_id, blob, start_offset, end_offset, line, path, commit_id, secret_hash, preview)
+		VALUES ($1, 'r', '\x01', 0, 8, 1, 'a/key', 'c1', 's1', ''), ($1, 'pem', '\x02', 0, 0, 0, 'x.pem', 'c1', '', '')`, scope); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p, err := old.Secrets(ctx, scope, store.Page{})
+	if err != nil || len(p.Secrets) != 2 || p.Secrets[0].Archive != "" || p.Secrets[1].File != "x.pem" {
+		t.Fatalf("secrets after the migration: %+v, %v", p, err)
+	}
+}

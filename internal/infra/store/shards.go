@@ -234,6 +234,10 @@ type Finding struct {
 	// Decoded names the encodings undone to find the secret ("base64",
 	// "base64/hex"); empty when it is written as it is.
 	Decoded string `json:"decoded,omitempty"`
+	// Archive is the path of the file inside the blob, an archive, that
+	// holds the secret ("lib/app.jar!config/app.env", see scan.Finding);
+	// empty for a secret in the blob itself.
+	Archive string `json:"archive,omitempty"`
 }
 
 // DataOps are the data-plane writes of a finalize: deterministically keyed,
@@ -301,27 +305,28 @@ func writeData(ctx context.Context, tx pgx.Tx, scopeID int64, ops DataOps) (int6
 	}
 	n := len(ops.Findings)
 	rule, path, commit, hash, preview, decoded := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	archive := make([]string, n)
 	blob := make([][]byte, n)
 	start, end, line := make([]int32, n), make([]int32, n), make([]int32, n)
 	for i, f := range ops.Findings {
 		rule[i], blob[i], path[i], commit[i], hash[i], preview[i], decoded[i] = f.RuleID, f.Blob, f.Path, f.Commit, f.SecretHash, f.Preview, f.Decoded
-		start[i], end[i], line[i] = int32(f.Start), int32(f.End), int32(f.Line)
+		start[i], end[i], line[i], archive[i] = int32(f.Start), int32(f.End), int32(f.Line), f.Archive
 	}
 	// New secrets: the main query reads the table as it was before the
 	// insert of its WITH, so a pair counts only if no earlier row has it.
 	var secrets int64
 	err := tx.QueryRow(ctx, `WITH ins AS (
-			INSERT INTO findings (scope_id, rule_id, blob, start_offset, end_offset, line, path, commit_id, secret_hash, preview, decoded)
-			SELECT $1, r, b, s, e, l, p, c, h, v, d
-			FROM unnest($2::text[], $3::bytea[], $4::int[], $5::int[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[])
-				WITH ORDINALITY AS t(r, b, s, e, l, p, c, h, v, d, n)
+			INSERT INTO findings (scope_id, rule_id, blob, start_offset, end_offset, line, path, commit_id, secret_hash, preview, decoded, archive)
+			SELECT $1, r, b, s, e, l, p, c, h, v, d, a
+			FROM unnest($2::text[], $3::bytea[], $4::int[], $5::int[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[])
+				WITH ORDINALITY AS t(r, b, s, e, l, p, c, h, v, d, a, n)
 			ORDER BY n
 			ON CONFLICT DO NOTHING
 			RETURNING rule_id, secret_hash, secret_path)
 		SELECT count(*) FROM (SELECT DISTINCT rule_id, secret_hash, secret_path FROM ins) AS n
 		WHERE NOT EXISTS (SELECT 1 FROM findings f WHERE f.scope_id = $1 AND f.rule_id = n.rule_id
 			AND f.secret_hash = n.secret_hash AND f.secret_path = n.secret_path)`,
-		scopeID, rule, blob, start, end, line, path, commit, hash, preview, decoded).Scan(&secrets)
+		scopeID, rule, blob, start, end, line, path, commit, hash, preview, decoded, archive).Scan(&secrets)
 	return secrets, err
 }
 
@@ -471,15 +476,15 @@ func (s *Store) Park(ctx context.Context, l shard.Lease, reason string) error {
 
 // Findings lists a shard's findings under its newest scope (rule set).
 func (s *Store) Findings(ctx context.Context, shardID int64, limit int) ([]Finding, error) {
-	rows, err := s.pool.Query(ctx, `SELECT rule_id, blob, start_offset, end_offset, line, path, commit_id, secret_hash, preview
+	rows, err := s.pool.Query(ctx, `SELECT rule_id, blob, start_offset, end_offset, line, path, commit_id, secret_hash, preview, decoded, archive
 		FROM findings WHERE scope_id = (SELECT id FROM scan_scopes WHERE shard_id = $1 ORDER BY id DESC LIMIT 1)
-		ORDER BY path, line, start_offset, rule_id LIMIT $2`, shardID, limit)
+		ORDER BY path, archive, line, start_offset, rule_id LIMIT $2`, shardID, limit)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Finding, error) {
 		var f Finding
-		err := row.Scan(&f.RuleID, &f.Blob, &f.Start, &f.End, &f.Line, &f.Path, &f.Commit, &f.SecretHash, &f.Preview)
+		err := row.Scan(&f.RuleID, &f.Blob, &f.Start, &f.End, &f.Line, &f.Path, &f.Commit, &f.SecretHash, &f.Preview, &f.Decoded, &f.Archive)
 		f.BlobHex = fmt.Sprintf("%x", f.Blob)
 		return f, err
 	})

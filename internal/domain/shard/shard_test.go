@@ -1,0 +1,34 @@
+package shard
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"gitfleet/internal/domain/archive"
+)
+
+// Every archive skip reason has a counter of its own, and counts with
+// none are left out of the JSON.
+func TestArchiveSkipsCountEachReason(t *testing.T) {
+	var a ArchiveSkips
+	for i, r := range archive.Reasons() {
+		a.Add(r, int64(i+1))
+	}
+	seen := map[int64]bool{}
+	for i, r := range archive.Reasons() {
+		if n := a.Of(r); n != int64(i+1) || seen[n] {
+			t.Errorf("%s: %d, want %d", r, n, i+1)
+		}
+		seen[a.Of(r)] = true
+	}
+	b, err := json.Marshal(Counts{Commits: 1})
+	if err != nil || string(b) != `{"commits":1,"blobsScanned":0,"bytesScanned":0,"blobsSkipped":0,"findings":0}` {
+		t.Errorf("JSON %s, %v", b, err)
+	}
+	c := Counts{}
+	c.ArchiveSkips.Add(archive.SkipRatio, 2)
+	if b, _ := json.Marshal(c); !strings.HasSuffix(string(b), `,"archiveSkips":{"ratio":2}}`) {
+		t.Errorf("JSON %s", b)
+	}
+}
