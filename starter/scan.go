@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
+	"gitfleet/internal/domain/archive"
 	"gitfleet/internal/domain/shard"
 	"gitfleet/internal/domain/target"
 	"gitfleet/internal/infra/errclass"
@@ -197,6 +198,9 @@ func printShard(a *app, location string, res workflows.ExecuteShardResult) {
 		if why := skipReasons(r.Counts); why != "" {
 			fmt.Fprintf(a.stdout, "  skipped   %s\n", why)
 		}
+		if why := archiveSkips(r.Counts); why != "" {
+			fmt.Fprintf(a.stdout, "  archives  %s\n", why)
+		}
 		fmt.Fprintf(a.stdout, "  findings  %s (secrets first seen by this scan)\n", count(r.Findings, "new finding", "new findings"))
 	}
 }
@@ -219,6 +223,18 @@ func skipReasons(c shard.Counts) string {
 	}
 	add(c.RefsIgnored, "ref ignored as git ignores it", "refs ignored as git ignores them")
 	return strings.Join(why, ", ")
+}
+
+// archiveSkips says what the scan left out of the archives it opened, and
+// why, in words; "" when nothing.
+func archiveSkips(c shard.Counts) string {
+	var why []string
+	for _, r := range archive.Reasons() {
+		if n := c.ArchiveSkips.Of(r); n > 0 {
+			why = append(why, count(n, "archive entry", "archive entries")+" skipped: "+r.Describe())
+		}
+	}
+	return strings.Join(why, "; ")
 }
 
 func bytesHuman(n int64) string {
@@ -247,7 +263,10 @@ secret itself is never stored); for a rule that matches file names only,
 each matching path is a secret. Each line gives the rule, the file:line and
 commit where the secret was first seen, its occurrences (every blob
 version and offset holding it), whether it is still present, a short
-redacted preview and the start of its hash.
+redacted preview and the start of its hash. A secret in a file inside an
+archive (a jar, a zip, a tarball, a .gz) is at the archive's path, "!" and
+the file's path in it, as gitleaks writes it: dist/app.jar!config/app.env:3
+(--json: "archive" is the path inside).
 
 First seen: in the order the scans met them. A scan walks the new commits
 of each ref oldest first (by committer date) and the next scan continues
@@ -323,7 +342,7 @@ scan target is given as it was scanned, with the same --ref/--commit.`,
 					for _, o := range s.List {
 						fmt.Fprintf(w, "\t  %s\t%s\t\t%s\t\t\n", location(o.Location), short(o.Commit), o.Status)
 						for _, p := range o.AlsoAt {
-							fmt.Fprintf(w, "\t    also at %s\t\t\t\t\t\n", location(store.Location{Path: p, Line: o.Line}))
+							fmt.Fprintf(w, "\t    also at %s\t\t\t\t\t\n", location(store.Location{Path: p, Archive: o.Archive, Line: o.Line}))
 						}
 					}
 				}
@@ -437,11 +456,17 @@ func listFindings(ctx context.Context, st *store.Store, shardID int64, limit int
 	return l, nil
 }
 
+// location is where a finding is, as gitleaks writes it: a file in an
+// archive after the archive's path and "!".
 func location(l store.Location) string {
-	if l.Line == 0 { // a path-only rule's finding: the file itself
-		return l.Path
+	at := l.Path
+	if l.Archive != "" {
+		at += archive.Separator + l.Archive
 	}
-	return fmt.Sprintf("%s:%d", l.Path, l.Line)
+	if l.Line == 0 { // a path-only rule's finding: the file itself
+		return at
+	}
+	return fmt.Sprintf("%s:%d", at, l.Line)
 }
 
 // count is n and the noun that goes with it: "1 secret", "1,200 secrets".
