@@ -69,6 +69,7 @@ Configuration comes from the environment:
   GITFLEET_SHARD_LEASE shard lease between renewals (default 1m)
   GITFLEET_SCAN_BATCH  blobs per durable write of a scan (default 2000)
   GITFLEET_SCAN_DECODE_DEPTH levels of base64/hex/percent encoding undone to find secrets (default 5; 0 disables)
+  GITFLEET_SCAN_ARCHIVE_DEPTH levels of archives (zip, jar, tar, gzip...) opened to scan the files inside (default 8; 0 disables)
   GITFLEET_SWEEP_EVERY how often the recollection-sweep schedule fires (default 1h)
   GITFLEET_CLEANUP_EVERY how often the stale-cleanup schedule fires (default 24h)
   GITFLEET_DECAY       decay table, e.g. 7d=6h,14d=12h,30d=24h,60d=3d,90d=7d (the default)
@@ -180,6 +181,9 @@ func run() error {
 	if cfg.ScanDecodeDepth != nil {
 		scanner = scanner.WithDecodeDepth(*cfg.ScanDecodeDepth)
 	}
+	if cfg.ScanArchiveDepth != nil {
+		scanner = scanner.WithArchiveDepth(*cfg.ScanArchiveDepth)
+	}
 	w := worker.New(c, workflows.TaskQueue, worker.Options{
 		MaxConcurrentActivityExecutionSize:      cfg.ActivitySlots,
 		MaxConcurrentWorkflowTaskExecutionSize:  cfg.WorkflowSlots,
@@ -201,7 +205,8 @@ func run() error {
 	log.Info("worker starting", zap.String("temporal", cfg.TemporalAddress), zap.String("namespace", cfg.Namespace),
 		zap.String("taskQueue", workflows.TaskQueue), zap.Strings("hosts", cfg.Hosts.Names()),
 		zap.String("policy", scanner.Policy()[:12]), zap.Int("rules", scanner.Rules().Len()),
-		zap.Int("decodeDepth", scanner.Config().DecodeDepth), zap.Int("activitySlots", cfg.ActivitySlots),
+		zap.Int("decodeDepth", scanner.Config().DecodeDepth), zap.Int("archiveDepth", scanner.Config().ArchiveDepth),
+		zap.Int("activitySlots", cfg.ActivitySlots),
 		zap.Int("workflowSlots", cfg.WorkflowSlots), zap.Int("scanParallelism", cfg.ScanParallelism),
 		zap.Duration("stopTimeout", cfg.StopTimeout))
 	if err := w.Start(); err != nil {

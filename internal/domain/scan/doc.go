@@ -43,6 +43,11 @@
 // match can start instead of being searched for in the whole blob; the
 // result is identical to a whole-blob run (see anchored.go), only faster.
 //
+// A blob that is an archive or a compressed file (package archive
+// recognises them by content) is opened Config.ArchiveDepth levels deep, and
+// each file in it is scanned as a blob at its display path, the inner path
+// after "!" (archive.go); a finding records the inner path.
+//
 // Findings carry a keyed hash and a redacted preview of the secret, never the
 // secret itself, and never the path or commit: those are the caller's.
 //

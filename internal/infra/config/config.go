@@ -31,6 +31,7 @@ const (
 	EnvShardLease        = "GITFLEET_SHARD_LEASE"
 	EnvScanBatch         = "GITFLEET_SCAN_BATCH"
 	EnvScanDecodeDepth   = "GITFLEET_SCAN_DECODE_DEPTH"
+	EnvScanArchiveDepth  = "GITFLEET_SCAN_ARCHIVE_DEPTH"
 	EnvSweepEvery        = "GITFLEET_SWEEP_EVERY"
 	EnvCleanupEvery      = "GITFLEET_CLEANUP_EVERY"
 	EnvDecay             = "GITFLEET_DECAY"
@@ -111,6 +112,10 @@ type Config struct {
 	// encoding the scanner undoes (0 disables decoding); nil means the
 	// scanner's default.
 	ScanDecodeDepth *int
+	// ScanArchiveDepth is how many levels of archives (zip, jar, tar,
+	// gzip…) the scanner opens to scan the files inside (0 disables
+	// opening them); nil means the scanner's default.
+	ScanArchiveDepth *int
 	// SweepEvery and CleanupEvery are the schedules' intervals.
 	SweepEvery, CleanupEvery time.Duration
 	// Decay is the re-collection decay table.
@@ -221,6 +226,13 @@ func Load(getenv func(string) string) (Config, error) {
 			return Config{}, fmt.Errorf("%s=%q: want a number from 0 (no decoding) to 100", EnvScanDecodeDepth, v)
 		}
 		c.ScanDecodeDepth = &n
+	}
+	if v := getenv(EnvScanArchiveDepth); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 100 {
+			return Config{}, fmt.Errorf("%s=%q: want a number from 0 (archives not opened) to 100", EnvScanArchiveDepth, v)
+		}
+		c.ScanArchiveDepth = &n
 	}
 	for _, d := range []struct {
 		env string

@@ -19,6 +19,7 @@ func Vars() []string {
 		EnvShardLease,
 		EnvScanBatch,
 		EnvScanDecodeDepth,
+		EnvScanArchiveDepth,
 		EnvSweepEvery,
 		EnvCleanupEvery,
 		EnvDecay,
