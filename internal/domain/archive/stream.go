@@ -16,7 +16,12 @@ import (
 
 // decompressor opens the compressed stream of format f that r reads; all is
 // its whole content for xz (nil otherwise). On failure it says why.
-func decompressor(f Format, r io.Reader, all []byte) (io.ReadCloser, Reason, error) {
+func decompressor(f Format, r io.Reader, all []byte) (_ io.ReadCloser, reason Reason, err error) {
+	defer func() { // see safeRead
+		if v := recover(); v != nil {
+			reason, err = SkipCorrupt, fmt.Errorf("decompressor failure: %v", v)
+		}
+	}()
 	switch f {
 	case Gzip:
 		// Multistream, as gzip reads concatenated members.

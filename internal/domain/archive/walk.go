@@ -512,7 +512,7 @@ func (c *counter) Read(p []byte) (int, error) {
 	if left := w.opt.Limits.Bytes - w.expanded + 1; int64(len(p)) > left {
 		p = p[:left]
 	}
-	n, err := c.r.Read(p)
+	n, err := safeRead(c.r, p)
 	w.expanded += int64(n)
 	switch l := w.opt.Limits; {
 	case w.expanded > l.Bytes:
@@ -534,6 +534,17 @@ func (c *counter) Read(p []byte) (int, error) {
 		return n, c.err
 	}
 	return n, err
+}
+
+// safeRead reads from a decompressor, whose panic on hostile input (a bug
+// of its own) is taken for damage, not let through.
+func safeRead(r io.Reader, p []byte) (n int, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			n, err = 0, fmt.Errorf("decompressor failure: %v", v)
+		}
+	}()
+	return r.Read(p)
 }
 
 type errReader struct{ err error }

@@ -287,3 +287,35 @@ func TestReasonsAreDescribed(t *testing.T) {
 		t.Errorf("%d reasons described, %d listed", len(reasonWords), len(Reasons()))
 	}
 }
+
+// Whatever the bytes, a walk ends: no panic, every file within the
+// limits, every skip with a reason.
+func FuzzWalk(fz *testing.F) {
+	inner := zipOf(fz, f("deep/app.env", "TOKEN=inner\n"))
+	for _, seed := range [][]byte{
+		zipOf(fz, f("a.txt", "alpha\n"), dir("d")),
+		tarOf(fz, f("a.txt", "a\n")),
+		gz(fz, tarOf(fz, f("./inner.zip", string(inner)))),
+		gz(fz, []byte("hello\n")),
+		bz2Hello,
+		zst(fz, []byte("zstd\n")),
+		xzOf(fz, zipOf(fz, f("x", "x"))),
+		snappy(fz, []byte("snappy\n")),
+		zstdWindow(30),
+	} {
+		fz.Add(seed)
+		fz.Add(seed[:len(seed)/2])
+	}
+	fz.Fuzz(func(t *testing.T, b []byte) {
+		opt := Options{Depth: 4, MaxEntryBytes: 1 << 16, Limits: Limits{Bytes: 1 << 20, Entries: 100}, Binary: isBinary, SniffLen: 8000}
+		for _, s := range Walk(b, opt, func(e Entry) {
+			if len(e.Content) > 1<<16 {
+				t.Fatalf("%s: %d bytes", e.Path, len(e.Content))
+			}
+		}) {
+			if s.Reason == "" {
+				t.Fatalf("a skip without a reason: %+v", s)
+			}
+		}
+	})
+}
