@@ -17,7 +17,9 @@ import (
 // skipped as a blob would be; path-only rules still apply to it, and to
 // the archives themselves. The work per blob is bounded by
 // Config.ArchiveLimits and MaxBlobBytes per file; what a bound or damage
-// left out is reported in Result.ArchiveSkips.
+// left out is reported in Result.ArchiveSkips. An archive of which nothing
+// can be read (damaged from its first bytes) is the blob it would be with
+// archives off, binary mostly, with its skip.
 //
 // Differences from gitleaks, on purpose: archives are recognised by
 // content, not by name (gitleaks opens no .jar, and every .zip, .gz … that
