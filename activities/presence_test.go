@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"gitfleet/internal/devstack/gittest"
 	"gitfleet/internal/infra/store"
 	"gitfleet/workflows"
 )
@@ -56,8 +57,8 @@ func testFindingPresence(t *testing.T, wholeTrees bool) {
 			t.Fatal(err)
 		}
 	}
-	moved := "ghp_" + strings.Repeat("Mv4", 12)
-	tagged := "ghp_" + strings.Repeat("Tg8", 12)
+	moved := gittest.FakePAT("Mv4")
+	tagged := gittest.FakePAT("Tg8")
 	git("init", "--quiet", "--initial-branch=main")
 	write("a/b/key.txt", "k="+moved+"\n")
 	write("c.txt", "t="+tagged+"\n")

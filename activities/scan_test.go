@@ -19,6 +19,7 @@ import (
 
 	"gitfleet/activities"
 	"gitfleet/internal/devstack/forge"
+	"gitfleet/internal/devstack/gittest"
 	"gitfleet/internal/devstack/repogen"
 	"gitfleet/internal/devstack/testenv"
 	"gitfleet/internal/domain/scan"
@@ -39,7 +40,7 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.RunDatabase(m, &env))
 }
 
-var ghToken = "ghp_" + strings.Repeat("Kp3", 12)
+var ghToken = gittest.FakePAT("Kp3")
 
 func shards(t *testing.T, leaseFor time.Duration, batch int) *activities.Shards {
 	t.Helper()

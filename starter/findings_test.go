@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"gitfleet/internal/devstack/forge"
+	"gitfleet/internal/devstack/gittest"
 )
 
 // A secret carried through three versions of a file is one finding with
@@ -19,9 +20,9 @@ import (
 // file was deleted is removed.
 func TestFindingsPerSecret(t *testing.T) {
 	o, _ := newRepo(t)
-	carried := "ghp_" + strings.Repeat("Fd3", 12)
-	dropped := "ghp_" + strings.Repeat("Rm5", 12)
-	later := "ghp_" + strings.Repeat("Nw7", 12)
+	carried := gittest.FakePAT("Fd3")
+	dropped := gittest.FakePAT("Rm5")
+	later := gittest.FakePAT("Nw7")
 	fixture := func(n int) string { // the secret on line 3, the file changing below it
 		return fmt.Sprintf("package fixtures\n\nconst token = %q\n\nvar version = %d\n", carried, n)
 	}
@@ -207,7 +208,7 @@ func TestThousands(t *testing.T) {
 // secret shows neither encoded nor decoded.
 func TestFindingsOfEncodedSecrets(t *testing.T) {
 	o, _ := newRepo(t)
-	token := "ghp_" + strings.Repeat("Ev4", 12)
+	token := gittest.FakePAT("Ev4")
 	encoded := base64.StdEncoding.EncodeToString([]byte("github token " + token))
 	if _, err := fg.Commit(o, "app", "main", map[string]string{"deploy/blob.txt": "payload: " + encoded + "\n"}, "add"); err != nil {
 		t.Fatal(err)
@@ -237,7 +238,7 @@ func TestScanSaysWhatItSkipped(t *testing.T) {
 		}
 	}
 	git("init", "-q", "-b", "main")
-	if err := os.WriteFile(filepath.Join(dir, "logo.bin"), []byte("\x00\x01\x02binary\x00"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "logo.dat"), []byte("\x00\x01\x02binary\x00"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	git("add", ".")

@@ -21,6 +21,7 @@ import (
 
 	"gitfleet/activities"
 	"gitfleet/internal/devstack/forge"
+	"gitfleet/internal/devstack/gittest"
 	"gitfleet/internal/devstack/testenv"
 	"gitfleet/internal/domain/repoid"
 	"gitfleet/internal/infra/config"
@@ -349,7 +350,7 @@ func mustParse(t *testing.T, s string) repoid.ID {
 
 func TestScanAndFindings(t *testing.T) {
 	o, _ := newRepo(t)
-	token := "ghp_" + strings.Repeat("Qx9", 12)
+	token := gittest.FakePAT("Qx9")
 	if _, err := fg.Commit(o, "app", "main", map[string]string{"ci/secrets.env": "GH=" + token + "\n"}, "oops"); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"gitfleet/activities"
 	"gitfleet/internal/devstack/forge"
+	"gitfleet/internal/devstack/gittest"
 	"gitfleet/internal/devstack/repogen"
 	"gitfleet/internal/domain/identity"
 	"gitfleet/internal/domain/target"
@@ -27,7 +28,7 @@ import (
 
 // Planted secrets, built from parts so this file is not itself a finding.
 var (
-	ghToken = "ghp_" + strings.Repeat("Zq7", 12)
+	ghToken = gittest.FakePAT("Zq7")
 	awsKey  = "AKIA" + "QYLPMN5HJKZ4T7XW"
 )
 

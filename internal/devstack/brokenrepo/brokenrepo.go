@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"gitfleet/internal/devstack/gittest"
 )
 
 // Outcome is how a scan of a case must end.
@@ -23,7 +25,7 @@ const (
 
 // Secret is the secret the cases plant (a GitHub personal access token of
 // the documented format, built from parts so that this file is no finding).
-var Secret = "ghp_" + strings.Repeat("Br0k", 9)
+var Secret = gittest.FakePAT("Br0k")
 
 // Case is one broken repository and what scanning it must end in.
 type Case struct {

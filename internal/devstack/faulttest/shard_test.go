@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"gitfleet/internal/devstack/gittest"
 	"gitfleet/internal/devstack/repogen"
 	"gitfleet/internal/domain/repoid"
 	"gitfleet/internal/domain/target"
@@ -25,7 +26,7 @@ import (
 
 // Planted secrets, built from parts so this file is not itself a finding.
 var (
-	ghToken = "ghp_" + strings.Repeat("Wd8", 12)
+	ghToken = gittest.FakePAT("Wd8")
 	awsKey  = "AKIA" + "ZRT5MNQ7XKJH2LWP"
 )
 
