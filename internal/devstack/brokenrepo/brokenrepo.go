@@ -260,7 +260,7 @@ func Cases() []Case {
 				b.WriteString("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
 				b.WriteString("GITHUB_TOKEN=" + Secret + "\n")
 				b.Write(bytes.Repeat([]byte{0, 0xff, 0x10}, 200))
-				r.ref("refs/heads/main", r.commitFiles(map[string]string{"logo.png": b.String(), "README.md": "logo\n"}, "logo"))
+				r.ref("refs/heads/main", r.commitFiles(map[string]string{"logo.dat": b.String(), "README.md": "logo\n"}, "logo"))
 			},
 		},
 		{
