@@ -3,6 +3,7 @@ package gitread
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -448,5 +449,42 @@ func TestWalkPacksSparesGoGit(t *testing.T) {
 	// The 5 commits, their trees (root and loose/), 10 blobs' sizes, 2 tags.
 	if reads < 5+10+10+2 || st.Blobs != info.Blobs+10 {
 		t.Errorf("%d objects read through go-git, stats %+v", reads, st)
+	}
+}
+
+// A walk resolves each tree version from the one next to it in its delta
+// chain, whichever way the pack's chains run: fast-import deltas each
+// version against the one before (the walk's next tree is a delta on the
+// one it read last), git repack from the newest down (the chain of an old
+// tree runs through the newer versions the walk reads next, which its
+// reader must keep). Either way a tree read resolves about one delta, not
+// the tens below it in its chain.
+func TestWalkResolvesTreeChainsOnce(t *testing.T) {
+	spec := smallSpec
+	spec.Commits, spec.FilesPerCommit, spec.Refs = 1500, 2, 1
+	for _, repack := range []bool{false, true} {
+		dir := filepath.Join(t.TempDir(), "r.git")
+		if _, err := repogen.Generate(dir, spec); err != nil {
+			t.Fatal(err)
+		}
+		if repack {
+			gittest.Git(t, dir, nil, "repack", "-adf", "-q", "--depth=50", "--window=50")
+		}
+		repo, closer, err := Open(dir, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := New(repo, Options{Packs: openPacks(t, dir), TreeCacheBytes: 256 << 10})
+		if _, err := w.Walk(context.Background(), allRefs(t, repo), func(Blob) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		closer.Close()
+		st := w.pr.stats
+		if st.longestChain < 20 {
+			t.Fatalf("repacked %t: longest delta chain %d: the test needs long chains", repack, st.longestChain)
+		}
+		if perRead := float64(st.ofsDeltas+st.refDeltas) / float64(st.reads); perRead > 2 {
+			t.Errorf("repacked %t: %d deltas resolved for %d tree reads (%.1f a read)", repack, st.ofsDeltas+st.refDeltas, st.reads, perRead)
+		}
 	}
 }

@@ -34,6 +34,9 @@ const (
 	// base, often tens of deltas below.
 	walkBaseCacheBytes = 16 << 20
 	walkBaseCacheSlots = 65536
+	// forwardEvidence bounds PackReader.forward either way, so that a
+	// walk through a pack of both kinds follows the kind it is reading.
+	forwardEvidence = 64
 	// maxDeltaChain bounds a delta chain (Git's own limit is 4095); it also
 	// stops a cycle of REF_DELTAs in a corrupt pack.
 	maxDeltaChain = 10000
@@ -77,13 +80,28 @@ type PackReader struct {
 	tmp    [2][]byte // delta chain intermediates
 	cache  baseCache // resolved delta bases
 	hdr    [32]byte  // small reads: delta sizes, zlib trailers, loose headers
-	// targetsOnly: trees read (readAny) are cached, not the objects below
-	// them in their delta chains, and a tree read as a delta on a cached
-	// tree replaces it in the cache (a Walker's reader: a walk reads each
-	// tree's versions oldest first, the next version's delta is on the
-	// one read last, and the older ones are not read again).
+	// targetsOnly: a Walker's reader, which reads each tree's versions
+	// oldest first. Trees read (readAny) are cached, and a tree read as a
+	// delta on a cached tree replaces it in the cache. Whether the objects
+	// below a tree in its delta chain are cached too depends on how the
+	// pack was written (see forward).
 	targetsOnly bool
-	stats       readerStats
+	// forward weighs the evidence on the pack's delta direction, for a
+	// targetsOnly reader. Packs written by fast-import or received from a
+	// push delta each version against the one before: the walk's next read
+	// is a delta on the tree it read last, and the older versions below it
+	// are never read again, so caching them only evicts what is needed.
+	// Packs written by git repack (every pack a Git host serves) delta the
+	// other way, from the newest version down: a chain read for an old
+	// tree runs through the newer versions the walk reads next, which must
+	// be cached or each read resolves tens of deltas again (on a repacked
+	// history of 25,000 commits, 2.5 million deltas and 610 MB inflated
+	// instead of 0.2 million and 40 MB). A delta on a cached tree the walk
+	// read before counts for the first kind, a read of a tree cached only
+	// as a base for the second; intermediates are cached while forward is
+	// not positive.
+	forward int
+	stats   readerStats
 }
 
 // readerStats count what a reader did, for the tests.
@@ -299,6 +317,11 @@ var errNotBlob = fmt.Errorf("not a blob: %w", plumbing.ErrObjectNotFound)
 func (r *PackReader) readPacked(pi int, off int64, mode readMode, limit int64, buf []byte) (int, []byte, int64, error) {
 	if data, typ := r.cache.lookup(pi, off); data != nil {
 		r.stats.cacheHits++
+		if r.targetsOnly && typ == TypeTree && !r.cache.markRead(pi, off) {
+			// Cached below another tree, read now: the chains run from
+			// the newer versions down.
+			r.forward = max(r.forward-1, -forwardEvidence)
+		}
 		size := int64(len(data))
 		switch {
 		case mode == readBlobOnly && typ != TypeBlob:
@@ -382,6 +405,7 @@ func (r *PackReader) readPacked(pi int, off int64, mode readMode, limit int64, b
 	// delta (packs written by fast-import or pushed delta the new version
 	// against the old, and a walk reads the old one first): keep it too.
 	keep := mode == readAny && typ == TypeTree
+	keepChain := !keep || !r.targetsOnly || r.forward <= 0
 	if !target.isDelta() {
 		out, err := r.inflate(target, buf)
 		if err != nil {
@@ -389,6 +413,7 @@ func (r *PackReader) readPacked(pi int, off int64, mode readMode, limit int64, b
 		}
 		if keep {
 			r.cache.add(target.pack, target.off, typ, out)
+			r.cache.markRead(target.pack, target.off)
 		}
 		return typ, out, size, nil
 	}
@@ -404,7 +429,7 @@ func (r *PackReader) readPacked(pi int, off int64, mode readMode, limit int64, b
 			return 0, nil, 0, err
 		}
 		cur, held = r.tmp[0], 0
-		if !keep || !r.targetsOnly {
+		if keepChain {
 			r.cache.add(base.pack, base.off, typ, cur)
 		}
 		top--
@@ -430,11 +455,14 @@ func (r *PackReader) readPacked(pi int, off int64, mode readMode, limit int64, b
 				return 0, nil, 0, fmt.Errorf("%w: delta target size changed", ErrCorrupt)
 			}
 			if keep {
+				baseRead := r.targetsOnly && len(r.chain) == 1 && cached != nil && r.cache.markRead(e.basePack, e.baseOff)
 				r.cache.add(e.pack, e.off, typ, out)
-				if r.targetsOnly && len(r.chain) == 1 && cached != nil {
-					// The version this one replaces: a walk reads it
-					// no more.
+				r.cache.markRead(e.pack, e.off)
+				if baseRead {
+					// A delta on the version read before, which it
+					// replaces: a walk reads that one no more.
 					r.cache.forget(e.basePack, e.baseOff)
+					r.forward = min(r.forward+1, forwardEvidence)
 				}
 			}
 			return typ, out, int64(len(out)), nil
@@ -452,7 +480,7 @@ func (r *PackReader) readPacked(pi int, off int64, mode readMode, limit int64, b
 		}
 		r.tmp[j] = out
 		cur, held = out, j
-		if !keep || !r.targetsOnly {
+		if keepChain {
 			r.cache.add(e.pack, e.off, typ, cur) // after cur's base was used: add may reuse its memory
 		}
 	}
@@ -936,6 +964,7 @@ type cacheSlot struct {
 	typ   uint8  // the object's type (TypeCommit, TypeTree, TypeBlob, TypeTag)
 	valid bool
 	ref   bool // used since the clock hand last passed
+	read  bool // returned by a read (not only cached as a delta base)
 }
 
 func (c *baseCache) init(max, slots int) {
@@ -1027,7 +1056,19 @@ func (c *baseCache) add(pack int, off int64, typ int, data []byte) {
 	}
 	s.data = s.data[:len(data)]
 	copy(s.data, data)
-	s.pack, s.off, s.typ, s.valid, s.ref = pack, off, uint8(typ), true, true
+	s.pack, s.off, s.typ, s.valid, s.ref, s.read = pack, off, uint8(typ), true, true, false
+}
+
+// markRead records that the object cached for pack and offset was returned
+// by a read, and reports whether it had been before.
+func (c *baseCache) markRead(pack int, off int64) (before bool) {
+	if c.slots == nil {
+		return false
+	}
+	if s := c.slot(pack, off); s != nil {
+		before, s.read = s.read, true
+	}
+	return before
 }
 
 // forget marks the object cached for pack and offset, if any, as no
