@@ -1,10 +1,12 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -193,7 +195,7 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 	for i := range readers {
 		readers[i] = packs.NewReader()
 	}
-	run := &scanRun{ctx: ctx, s: s, lease: lease, scopeID: scopeID,
+	run := &scanRun{ctx: ctx, s: s, lease: lease, scopeID: scopeID, packs: packs,
 		readers: readers, buffers: make([][]byte, len(readers)), progress: &progress, wanted: wantedBlobs(basis), fresh: !anySeen}
 	walker := gitread.New(repo.repo, gitread.Options{Packs: packs, TreeCacheBytes: treeCacheBytes, Again: run.addAgain})
 	run.walker = walker
@@ -421,6 +423,7 @@ type scanRun struct {
 	lease    shard.Lease
 	scopeID  int64
 	walker   *gitread.Walker
+	packs    *gitread.Packs
 	readers  []*gitread.PackReader // one per scan goroutine
 	buffers  [][]byte              // and a read buffer each, reused blob after blob
 	progress *progress
@@ -456,7 +459,46 @@ func (r *scanRun) batchSize() int {
 	if r.s.BatchBlobs > 0 {
 		return r.s.BatchBlobs
 	}
-	return 2000
+	return DefaultBatchBlobs
+}
+
+// DefaultBatchBlobs is how many blobs a scan handles between durable
+// writes. A batch is also the window in which reads are put in pack order
+// (readOrder): the larger, the more versions of a file share the reading
+// of their delta chain (on the real-code corpus 8,000 inflate 290 MB where
+// 2,000 inflate 410 MB); a crash loses at most two batches.
+const DefaultBatchBlobs = 8000
+
+// readRun is how many neighbouring blobs a reader takes at a time.
+const readRun = 64
+
+// readOrder returns the indexes of blobs in the order their packs hold
+// them; those no pack holds come last, in walk order.
+func (r *scanRun) readOrder(blobs []gitread.Blob) []int {
+	type at struct {
+		pack int
+		off  int64
+		i    int
+	}
+	pos := make([]at, len(blobs))
+	for i, b := range blobs {
+		p, off, ok := r.packs.Position(b.Hash)
+		if !ok {
+			p, off = math.MaxInt, int64(i)
+		}
+		pos[i] = at{p, off, i}
+	}
+	slices.SortFunc(pos, func(x, y at) int {
+		if x.pack != y.pack {
+			return cmp.Compare(x.pack, y.pack)
+		}
+		return cmp.Compare(x.off, y.off)
+	})
+	order := make([]int, len(pos))
+	for k, p := range pos {
+		order[k] = p.i
+	}
+	return order
 }
 
 // add takes a blob from the walk. A full batch is flushed on another
@@ -572,20 +614,26 @@ func (r *scanRun) flushBatch(ctx context.Context, batch, again []gitread.Blob) e
 	results := make([]scanned, len(todo))
 	c := &r.counts
 	var wg sync.WaitGroup
-	work := make(chan int)
+	work := make(chan []int)
 	for i, reader := range r.readers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for j := range work {
-				r.s.acquire()
-				results[j] = r.scanBlob(reader, &r.buffers[i], todo[j], c)
-				r.s.release()
+			for run := range work {
+				for _, j := range run {
+					r.s.acquire()
+					results[j] = r.scanBlob(reader, &r.buffers[i], todo[j], c)
+					r.s.release()
+				}
 			}
 		}()
 	}
-	for i := range todo {
-		work <- i
+	// Blobs are read in pack order, a run of neighbours per reader (see
+	// gitread.Packs.Position); results stay in walk order, so the first
+	// finding of a secret is still its oldest.
+	order := r.readOrder(todo)
+	for k := 0; k < len(order); k += readRun {
+		work <- order[k:min(k+readRun, len(order))]
 	}
 	close(work)
 	wg.Wait()

@@ -322,6 +322,17 @@ func (p *pack) offset(i int) (int64, error) {
 	return off, nil
 }
 
+// Position is where object h lies in the packs: the index of the pack
+// holding it and its offset there; ok is false when no pack holds it (a
+// loose object, or none) or the packs are closed. Packs place a delta
+// after its base and a base next to its deltas, so reading objects in
+// this order, each reader taking a run of neighbours, resolves a chain's
+// shared bases once instead of once per object.
+func (ps *Packs) Position(h plumbing.Hash) (pack int, off int64, ok bool) {
+	pack, off, ok, err := ps.find(&h, 0)
+	return pack, off, ok && err == nil
+}
+
 // find returns the pack holding h and its offset there, looking in pack
 // hint first.
 func (ps *Packs) find(h *plumbing.Hash, hint int) (int, int64, bool, error) {
