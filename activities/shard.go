@@ -171,9 +171,12 @@ func (s *Shards) ParkShard(ctx context.Context, in workflows.ParkInput) error {
 // means the default rule set) and the key of the findings' keyed hashes
 // (nil means the installation's key, generated once in the database).
 func NewScanner(ctx context.Context, st *store.Store, rulesFile string, key []byte) (*scan.Scanner, error) {
-	rules, err := scan.Default()
+	var rules *scan.RuleSet
+	var err error
 	if rulesFile != "" {
 		rules, err = scan.LoadFile(rulesFile)
+	} else {
+		rules, err = scan.Default()
 	}
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"regexp/syntax"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -44,7 +45,10 @@ type anchoredPlan struct {
 	first  [256]bool // bytes a match can start with
 	// atZero is \A(?:regex), for a start at offset 0; inText is
 	// \A(?s:.)(?:regex), for a later start: one rune of context first.
-	atZero, inText *regexp.Regexp
+	// What is rarely needed (a start at offset 0, the whole regex of a
+	// split plan) is compiled when first needed: a compiled regex of
+	// gitleaks' is tens of kilobytes, and a worker keeps every rule's.
+	atZero, inText *lazyRegex
 	// lead, when set, splits off a leading lazy run of a character class:
 	// before, first, atZero and inText are then those of the rest of the
 	// regex, and whole holds the plan of the regex as written.
@@ -90,9 +94,11 @@ func planAnchored(expr string, keywords []string) *anchoredPlan {
 	if lead, rest := splitLead(tree); lead != nil {
 		if r := planTree(rest, rest.String(), keywords); r != nil {
 			r.lead, r.whole = lead, p
+			r.inText.get()
 			return r
 		}
 	}
+	p.inText.get()
 	return p
 }
 
@@ -109,15 +115,27 @@ func planTree(tree *syntax.Regexp, expr string, keywords []string) *anchoredPlan
 	if nullable {
 		return nil // cannot happen for a rule whose matches contain a keyword
 	}
-	atZero, err1 := regexp.Compile(`\A(?:` + expr + `)`)
-	inText, err2 := regexp.Compile(`\A(?s:.)(?:` + expr + `)`)
-	if err1 != nil || err2 != nil {
-		return nil
+	inText := &lazyRegex{expr: `\A(?s:.)(?:` + expr + `)`}
+	if _, err := regexp.Compile(inText.expr); err != nil {
+		return nil // atZero's expression is a suffix of it: that compiles too
 	}
 	if maxLen >= 0 {
 		before = min(before, maxLen)
 	}
-	return &anchoredPlan{before: before, maxLen: maxLen, first: first, atZero: atZero, inText: inText}
+	return &anchoredPlan{before: before, maxLen: maxLen, first: first, atZero: &lazyRegex{expr: `\A(?:` + expr + `)`}, inText: inText}
+}
+
+// lazyRegex is a regex compiled when first used (its expression is known
+// to compile).
+type lazyRegex struct {
+	expr string
+	once sync.Once
+	re   *regexp.Regexp
+}
+
+func (l *lazyRegex) get() *regexp.Regexp {
+	l.once.Do(func() { l.re = regexp.MustCompile(l.expr) })
+	return l.re
 }
 
 // splitLead splits a regex `C{0,n}?R` (C an ASCII class, as (?i) leaves
@@ -157,10 +175,10 @@ func (p *anchoredPlan) attempt(content []byte, st int) (m []int, off int) {
 		end = min(end, st+p.maxLen+utf8.UTFMax)
 	}
 	if st == 0 {
-		m = p.atZero.FindSubmatchIndex(content[:end])
+		m = p.atZero.get().FindSubmatchIndex(content[:end])
 	} else {
 		off = st - 1
-		m = p.inText.FindSubmatchIndex(content[off:end])
+		m = p.inText.get().FindSubmatchIndex(content[off:end])
 	}
 	if m == nil || m[1]+off <= st {
 		return nil, 0
