@@ -25,6 +25,7 @@ import (
 	"gitfleet/internal/devstack/gittest"
 	"gitfleet/internal/devstack/repogen"
 	"gitfleet/internal/domain/scan"
+	"gitfleet/internal/infra/config"
 	"gitfleet/internal/infra/mirror"
 	"gitfleet/internal/infra/store"
 )
@@ -103,6 +104,7 @@ func scanHelper(raw string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
+	config.TuneGC(os.Getenv) // as a worker does
 	if p := os.Getenv("GITFLEET_SCAN_HELPER_CPUPROFILE"); p != "" {
 		// Where the helper's time goes, for whoever tunes the scan.
 		if f, err := os.Create(fmt.Sprintf("%s.%d", p, os.Getpid())); err == nil {

@@ -133,6 +133,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	config.TuneGC(os.Getenv)
 	log, err := logging.New(cfg.LogLevel, cfg.LogFormat)
 	if err != nil {
 		return err

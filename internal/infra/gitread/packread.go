@@ -370,7 +370,7 @@ const (
 	// packResidentBytes bounds how much of its mapped packs a Packs keeps
 	// in the process's resident set: beyond that, their pages are
 	// dropped (they stay in the page cache).
-	packResidentBytes = 32 << 20
+	packResidentBytes = 16 << 20
 	// A read of a mapped pack counts the blocks of blockBytes it touched:
 	// on a page fault, Linux maps the pages of the file already in the
 	// page cache around the fault, up to 64 KiB aligned on 64 KiB.

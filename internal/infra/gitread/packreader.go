@@ -24,7 +24,7 @@ const (
 	firstFillBytes = 4 << 10
 	// deltaBaseCacheBytes bounds a reader's cache of delta bases; objects
 	// over a quarter of it are not cached.
-	deltaBaseCacheBytes = 4 << 20
+	deltaBaseCacheBytes = 2 << 20
 	deltaBaseCacheSlots = 2048 // a power of two
 	// A Walker's reader (Options.Packs) keeps more, smaller objects: the
 	// latest version of every tree a walk goes through, the base of the
