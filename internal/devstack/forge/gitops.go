@@ -352,9 +352,10 @@ func (f *Forge) Import(owner, name string, stream io.Reader) error {
 	return nil
 }
 
-// Repack packs the repository into one pack with deltas, as GitHub serves
-// repositories (fast-import writes packs with few deltas), and returns the
-// pack's size in bytes.
+// Repack packs the repository into one pack with deltas computed afresh,
+// as GitHub serves repositories, and returns the pack's size in bytes
+// (fast-import writes packs with few deltas, which a plain repack would
+// reuse: a history of 590 MB of source served as 182 MB instead of 48).
 func (f *Forge) Repack(owner, name string) (int64, error) {
 	rs, err := f.lockRepo(owner, name)
 	if err != nil {
@@ -362,7 +363,7 @@ func (f *Forge) Repack(owner, name string) (int64, error) {
 	}
 	defer rs.opMu.Unlock()
 	dir := f.gitDirOf(rs.id)
-	if _, err := f.run(dir, nil, nil, "repack", "-adq"); err != nil {
+	if _, err := f.run(dir, nil, nil, "repack", "-adfq"); err != nil {
 		return 0, err
 	}
 	packs, err := filepath.Glob(filepath.Join(dir, "objects", "pack", "*.pack"))
