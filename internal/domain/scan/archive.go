@@ -42,12 +42,7 @@ const DefaultArchiveDepth = 8
 func (s *Scanner) WithArchiveDepth(depth int) *Scanner {
 	cfg := s.cfg
 	cfg.ArchiveDepth = depth
-	n, err := New(s.rs, cfg, s.key)
-	if err != nil {
-		panic(err) // s was made by New with the same key
-	}
-	n.onRegex, n.wholeBlob, n.onDecode, n.budget = s.onRegex, s.wholeBlob, s.onDecode, s.budget
-	return n
+	return s.withConfig(cfg)
 }
 
 // scanArchive scans a blob that is an archive and returns its Result and

@@ -6,7 +6,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -146,28 +145,13 @@ func archiveParity(t *testing.T, dir string) (theirs, ours []string) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("gitleaks: %v\n%s", err, out)
 	}
-	data, err := os.ReadFile(report)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var leaks []struct {
-		RuleID, File, Match, Secret string
-		StartLine                   int
-	}
-	if err := json.Unmarshal(data, &leaks); err != nil {
-		t.Fatalf("gitleaks' report: %v", err)
-	}
 	key := func(path string, line int, rule, hash string) string {
 		return fmt.Sprintf("%s:%d %s %.12s", path, line, rule, hash)
 	}
-	for _, l := range leaks {
-		line := l.StartLine
-		if i := strings.Index(l.Match, l.Secret); i > 0 { // gitfleet reports the secret's line
-			line += strings.Count(l.Match[:i], "\n")
-		}
+	for _, l := range readGitleaksReport(t, report) {
 		mac := hmac.New(sha256.New, testKey)
 		mac.Write([]byte(l.Secret))
-		theirs = append(theirs, key(l.File, line, l.RuleID, hex.EncodeToString(mac.Sum(nil))))
+		theirs = append(theirs, key(l.File, l.secretLine(), l.RuleID, hex.EncodeToString(mac.Sum(nil))))
 	}
 
 	s := newTestScanner(t, rs)

@@ -127,32 +127,46 @@ func TestFindingsEqualGitleaksOnRealCode(t *testing.T) {
 	}
 }
 
-// gitleaksReport reads a gitleaks JSON report of files under dir as sorted
-// parity keys, each line moved to where the secret starts.
-func gitleaksReport(t *testing.T, report, dir string) []string {
+// gitleaksLeak is a finding of gitleaks' JSON report.
+type gitleaksLeak struct {
+	RuleID, File, Match, Secret string
+	StartLine                   int
+}
+
+// secretLine is the line where the secret starts (gitleaks reports where
+// the match starts).
+func (l gitleaksLeak) secretLine() int {
+	if i := strings.Index(l.Match, l.Secret); i > 0 {
+		return l.StartLine + strings.Count(l.Match[:i], "\n")
+	}
+	return l.StartLine
+}
+
+// readGitleaksReport reads a gitleaks JSON report.
+func readGitleaksReport(t *testing.T, report string) []gitleaksLeak {
 	t.Helper()
 	data, err := os.ReadFile(report)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var leaks []struct {
-		RuleID, File, Match, Secret string
-		StartLine                   int
-	}
+	var leaks []gitleaksLeak
 	if err := json.Unmarshal(data, &leaks); err != nil {
 		t.Fatalf("gitleaks' report: %v", err)
 	}
+	return leaks
+}
+
+// gitleaksReport reads a gitleaks JSON report of files under dir as sorted
+// parity keys.
+func gitleaksReport(t *testing.T, report, dir string) []string {
+	t.Helper()
 	var keys []string
-	for _, l := range leaks {
+	for _, l := range readGitleaksReport(t, report) {
 		rel, err := filepath.Rel(dir, l.File)
 		if err != nil {
 			t.Fatal(err)
 		}
-		line := l.StartLine
-		if i := strings.Index(l.Match, l.Secret); i > 0 {
-			line += strings.Count(l.Match[:i], "\n")
-		}
-		keys = append(keys, parityKey(filepath.ToSlash(rel), l.RuleID, line, l.Secret))
+		keys = append(keys, parityKey(filepath.ToSlash(rel), l.RuleID, l.secretLine(), l.Secret))
 	}
 	slices.Sort(keys)
 	return keys

@@ -180,6 +180,11 @@ func New(rs *RuleSet, cfg Config, hashKey []byte) (*Scanner, error) {
 func (s *Scanner) WithDecodeDepth(depth int) *Scanner {
 	cfg := s.cfg
 	cfg.DecodeDepth = depth
+	return s.withConfig(cfg)
+}
+
+// withConfig is a scanner like s with configuration cfg.
+func (s *Scanner) withConfig(cfg Config) *Scanner {
 	n, err := New(s.rs, cfg, s.key)
 	if err != nil {
 		panic(err) // s was made by New with the same key
