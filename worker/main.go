@@ -142,6 +142,7 @@ func run() error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	ctx, onFatal := stopOnFatal(ctx, log)
 
 	st, err := connectStore(ctx, cfg.DatabaseURL, log)
 	if err != nil {
@@ -190,6 +191,7 @@ func run() error {
 		MaxConcurrentWorkflowTaskExecutionSize:  cfg.WorkflowSlots,
 		MaxConcurrentLocalActivityExecutionSize: cfg.ActivitySlots,
 		WorkerStopTimeout:                       cfg.StopTimeout,
+		OnFatalError:                            onFatal,
 	})
 	workflows.Register(w)
 	w.RegisterActivity(&activities.Activities{Store: st, Mirrors: mirrors, Hosts: cfg.Hosts, Log: log})
@@ -213,20 +215,36 @@ func run() error {
 	if err := w.Start(); err != nil {
 		return err
 	}
-	drain(ctx, stop, w, cfg.StopTimeout, log)
-	return nil
+	return drain(ctx, stop, w, cfg.StopTimeout, log)
+}
+
+// stopOnFatal returns a context that ends when the worker reports a fatal
+// error (its pollers stopped for good: the namespace is gone, the
+// credentials are refused), and the callback for worker.Options. The
+// process then drains and exits with the error, instead of running on,
+// green on /livez and /readyz, with nothing polling.
+func stopOnFatal(ctx context.Context, log *zap.Logger) (context.Context, func(error)) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	return ctx, func(err error) {
+		log.Error("the worker stopped polling on a fatal error: exiting", zap.Error(err))
+		cancel(fmt.Errorf("fatal worker error: %w", err))
+	}
 }
 
 // drain waits for SIGTERM or SIGINT, then stops polling and lets running
 // activities finish, up to timeout (then their contexts are cancelled). A
 // second signal ends the process at once.
-func drain(ctx context.Context, stopSignals func(), w worker.Worker, timeout time.Duration, log *zap.Logger) {
+func drain(ctx context.Context, stopSignals func(), w worker.Worker, timeout time.Duration, log *zap.Logger) error {
 	<-ctx.Done()
 	stopSignals()
 	log.Info("worker draining: polling stopped, running activities may finish", zap.Duration("stopTimeout", timeout))
 	start := time.Now()
 	w.Stop()
 	log.Info("worker stopped", zap.Duration("drained", time.Since(start)))
+	if cause := context.Cause(ctx); !errors.Is(cause, context.Canceled) {
+		return cause // a fatal error, not a signal
+	}
+	return nil
 }
 
 // propagation is how the reconcile's propagations pull, from the

@@ -64,6 +64,7 @@ func runRunner(rf runnerFlags) error {
 	log = log.With(zap.String("runner", rf.id))
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, onFatal := stopOnFatal(ctx, log)
 	defer stop()
 
 	images, err := ocistore.Open(filepath.Join(rf.store, "oci"), quota)
@@ -119,6 +120,7 @@ func runRunner(rf runnerFlags) error {
 		MaxConcurrentActivityExecutionSize: rf.capacity,
 		DisableWorkflowWorker:              true,
 		WorkerStopTimeout:                  cfg.StopTimeout,
+		OnFatalError:                       onFatal,
 	})
 	w.RegisterActivity(&activities.Runner{ID: rf.id, Store: st, Images: images, Hosts: cfg.Hosts, WorkDir: work,
 		Registry: cfg.Registry, Insecure: cfg.InsecureRegistries, Log: log, Load: &activities.Load{}})
@@ -127,8 +129,7 @@ func runRunner(rf runnerFlags) error {
 	if err := w.Start(); err != nil {
 		return err
 	}
-	drain(ctx, stop, w, cfg.StopTimeout, log)
-	return nil
+	return drain(ctx, stop, w, cfg.StopTimeout, log)
 }
 
 // heartbeat keeps the runner's row fresh; a runner that was forgotten

@@ -267,6 +267,36 @@ func TestMissingSearchAttributes(t *testing.T) {
 	}
 }
 
+// A worker whose pollers stop for good (here its namespace is deleted under
+// it) exits with status 1 and says why, rather than run on with /livez and
+// /readyz green and nothing polling. The SDK retries a namespace not found
+// for about two minutes before it calls the error fatal, so this test runs
+// beside the others.
+func TestWorkerExitsOnFatalError(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := "gitfleet-doomed"
+	if _, err := env.Client.WorkflowService().RegisterNamespace(ctx, &workflowservice.RegisterNamespaceRequest{
+		Namespace: ns, WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the namespace", 2*time.Minute, func() (bool, string) {
+		err := workflows.EnsureSearchAttributes(ctx, env.Client, ns)
+		return err == nil, fmt.Sprint(err)
+	})
+	w := startWorker(t, config.EnvTemporalNamespace+"="+ns)
+	w.waitLine(t, "worker starting")
+	if _, err := env.Client.OperatorService().DeleteNamespace(ctx, &operatorservice.DeleteNamespaceRequest{Namespace: ns}); err != nil {
+		t.Fatal(err)
+	}
+	<-w.p.Done()
+	var exit *exec.ExitError
+	if !errors.As(w.p.Err(), &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("worker exit: %v, want status 1", w.p.Err())
+	}
+	w.waitLine(t, "the worker stopped polling on a fatal error")
+}
+
 // proxy forwards TCP to PostgreSQL until closed; then it drops every
 // connection and refuses new ones.
 type proxy struct {
