@@ -289,7 +289,11 @@ func TestWorkerExitsOnFatalError(t *testing.T) {
 	if _, err := env.Client.OperatorService().DeleteNamespace(ctx, &operatorservice.DeleteNamespaceRequest{Namespace: ns}); err != nil {
 		t.Fatal(err)
 	}
-	<-w.p.Done()
+	select {
+	case <-w.p.Done():
+	case <-time.After(6 * time.Minute): // the SDK's two minutes, with room
+		t.Fatal("the worker runs on after its namespace was deleted")
+	}
 	var exit *exec.ExitError
 	if !errors.As(w.p.Err(), &exit) || exit.ExitCode() != 1 {
 		t.Fatalf("worker exit: %v, want status 1", w.p.Err())
