@@ -372,8 +372,8 @@ func TestMigrationRecordsFindingPaths(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := old.Pool().Exec(ctx, `INSERT INTO findings (scope_id, rule_id, blob, start_offset, end_offset, line, path, commit_id, secret_hash, preview)
-		VALUES ($1, 'r', '\x01', 0, 8, 1, 'a/key', 'c1', 's1', ''), ($1, 'r', '\x01', 20, 28, 2, 'a/key', 'c1', 's2', '')`,
+	if _, err := old.Pool().Exec(ctx, `INSERT INTO findings (scope_id, rule_id, blob, start_offset, end_offset, line, path, commit_id, secret_hash, preview, secret_path)
+		VALUES ($1, 'r', '\x01', 0, 8, 1, 'a/key', 'c1', 's1', '', ''), ($1, 'r', '\x01', 20, 28, 2, 'a/key', 'c1', 's2', '', '')`,
 		scopes["with findings"]); err != nil {
 		t.Fatal(err)
 	}
@@ -458,8 +458,8 @@ func TestMigrationAddsArchives(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := old.Pool().Exec(ctx, `INSERT INTO findings (scope_id, rule_id, blob, start_offset, end_offset, line, path, commit_id, secret_hash, preview)
-		VALUES ($1, 'r', '\x01', 0, 8, 1, 'a/key', 'c1', 's1', ''), ($1, 'pem', '\x02', 0, 0, 0, 'x.pem', 'c1', '', '')`, scope); err != nil {
+	if _, err := old.Pool().Exec(ctx, `INSERT INTO findings (scope_id, rule_id, blob, start_offset, end_offset, line, path, commit_id, secret_hash, preview, secret_path)
+		VALUES ($1, 'r', '\x01', 0, 8, 1, 'a/key', 'c1', 's1', '', ''), ($1, 'pem', '\x02', 0, 0, 0, 'x.pem', 'c1', '', '', 'x.pem')`, scope); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := old.Migrate(ctx); err != nil {

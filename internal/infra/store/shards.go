@@ -316,8 +316,9 @@ func writeData(ctx context.Context, tx pgx.Tx, scopeID int64, ops DataOps) (int6
 	// insert of its WITH, so a pair counts only if no earlier row has it.
 	var secrets int64
 	err := tx.QueryRow(ctx, `WITH ins AS (
-			INSERT INTO findings (scope_id, rule_id, blob, start_offset, end_offset, line, path, commit_id, secret_hash, preview, decoded, archive)
-			SELECT $1, r, b, s, e, l, p, c, h, v, d, a
+			INSERT INTO findings (scope_id, rule_id, blob, start_offset, end_offset, line, path, commit_id, secret_hash, preview, decoded, archive,
+				secret_path)
+			SELECT $1, r, b, s, e, l, p, c, h, v, d, a, `+secretPath+`
 			FROM unnest($2::text[], $3::bytea[], $4::int[], $5::int[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[])
 				WITH ORDINALITY AS t(r, b, s, e, l, p, c, h, v, d, a, n)
 			ORDER BY n
@@ -329,6 +330,13 @@ func writeData(ctx context.Context, tx pgx.Tx, scopeID int64, ops DataOps) (int6
 		scopeID, rule, blob, start, end, line, path, commit, hash, preview, decoded, archive).Scan(&secrets)
 	return secrets, err
 }
+
+// secretPath is findings.secret_path of a row being inserted (columns h, p,
+// a: hash, path, archive): a path-only rule's secret is the file it
+// matched, in an archive the file in it; '' for a secret with a hash. A
+// plain column the application writes, not a generated one, so that
+// changing it never rewrites the table (migration 00010).
+const secretPath = `CASE WHEN h <> '' THEN '' WHEN a = '' THEN p ELSE p || '!' || a END`
 
 // FinalizeInput is a finalize: the last data ops and, only when the run was
 // Complete, the new watermarks.
