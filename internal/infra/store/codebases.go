@@ -88,12 +88,17 @@ func (s *Store) FindCodebase(ctx context.Context, r repoid.ID) (*Codebase, error
 // codebase keeps the names it had in its collection history, so a renamed
 // or transferred repository is found by its old name. Nil when none.
 func (s *Store) CodebaseByFormerName(ctx context.Context, r repoid.ID) (*Codebase, error) {
-	return scanCodebase(s.pool.QueryRow(ctx, `SELECT `+codebaseColumns+` FROM codebases WHERE id = (
-		SELECT c.codebase_id FROM collections c JOIN codebases cb ON cb.id = c.codebase_id
-		WHERE c.host = $1 AND lower(c.owner) = lower($2) AND lower(c.name) = lower($3)
-			AND (lower(cb.owner) <> lower($2) OR lower(cb.name) <> lower($3))
-		ORDER BY c.started_at DESC, c.id DESC LIMIT 1)`, r.Host, r.Owner, r.Name))
+	return scanCodebase(s.pool.QueryRow(ctx, byFormerName, r.Host, r.Owner, r.Name))
 }
+
+// byFormerName reads the collections under a name through their index
+// collections_name, as byNameLiveFirst reads codebases through
+// codebases_name (TestNameLookupsUseTheirIndexes).
+const byFormerName = `SELECT ` + codebaseColumns + ` FROM codebases WHERE id = (
+	SELECT c.codebase_id FROM collections c JOIN codebases cb ON cb.id = c.codebase_id
+	WHERE c.host = $1 AND lower(c.owner) = lower($2) AND lower(c.name) = lower($3)
+		AND (lower(cb.owner) <> lower($2) OR lower(cb.name) <> lower($3))
+	ORDER BY c.started_at DESC, c.id DESC LIMIT 1)`
 
 // FormerNames lists the other names a codebase was collected under, most
 // recent first.

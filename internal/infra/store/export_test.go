@@ -19,3 +19,9 @@ func (s *Store) MigrateTo(ctx context.Context, version int64) error {
 	_, err = p.UpTo(ctx, version)
 	return err
 }
+
+// The name lookups' queries, for their plans.
+const (
+	ByNameLiveFirst = byNameLiveFirst
+	ByFormerName    = byFormerName
+)
