@@ -65,7 +65,7 @@ func (r *repository) reopen() error {
 // open syncs a URL target's mirror (or checks a local target) and opens it.
 // A mirror that holds the refs this job's sync saw (refsDigest) is opened
 // as it is: one sync per job, wherever its activities run.
-func (s *Shards) open(ctx context.Context, spec shard.Spec, refsDigest string) (*repository, error) {
+func (s *Shards) open(ctx context.Context, spec shard.Spec, refsDigest string, p *progress) (*repository, error) {
 	if spec.Local {
 		repo, closer, err := gitread.Open(spec.Location, walkCacheBytes)
 		if err != nil {
@@ -76,8 +76,11 @@ func (s *Shards) open(ctx context.Context, spec shard.Spec, refsDigest string) (
 	remote := mirror.Remote{URL: spec.Location, RefsDigest: refsDigest}
 	held := s.Mirrors.Holds(spec.Location, refsDigest)
 	if !held {
+		synced := p.wait(syncWait)
 		var err error
-		if remote, err = s.Mirrors.Sync(ctx, spec.Location); err != nil {
+		remote, err = s.Mirrors.Sync(ctx, spec.Location)
+		synced()
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -104,7 +107,12 @@ func (s *Shards) open(ctx context.Context, spec shard.Spec, refsDigest string) (
 // attempt it replaces — if still running somewhere — can no longer write.
 func (s *Shards) ScanShard(ctx context.Context, w workflows.ShardWork) (shard.Receipt, error) {
 	lease := w.Lease
-	if activity.IsActivity(ctx) && activity.GetInfo(ctx).Attempt > 1 {
+	if !activity.IsActivity(ctx) || activity.GetInfo(ctx).Attempt == 1 {
+		// The attempt may have waited in the queue past the lease.
+		if err := s.renew(ctx, lease); err != nil {
+			return shard.Receipt{}, AppError(err)
+		}
+	} else {
 		c, err := s.Store.AcquireShard(ctx, lease.ShardID, lease.Owner, s.leaseFor(), false)
 		if err != nil {
 			return shard.Receipt{}, AppError(err)
@@ -136,7 +144,7 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 	stopKeeper := s.keepLease(ctx, lease, &progress, cancel)
 	defer stopKeeper()
 
-	repo, err := s.open(ctx, w.Spec, w.RefsDigest)
+	repo, err := s.open(ctx, w.Spec, w.RefsDigest, &progress)
 	if err != nil {
 		return shard.Receipt{}, err
 	}
@@ -153,6 +161,8 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 		}
 	}()
 
+	loaded := progress.wait(dbWait)
+	defer loaded()
 	scopeID, err := s.Store.Scope(ctx, lease.ShardID, s.Scanner.Policy())
 	if err != nil {
 		return shard.Receipt{}, err
@@ -191,6 +201,7 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 	if err != nil {
 		return shard.Receipt{}, err
 	}
+	loaded()
 	readers := make([]*gitread.PackReader, s.parallelism())
 	for i := range readers {
 		readers[i] = packs.NewReader()
@@ -239,6 +250,7 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 	for ref, tip := range tips {
 		watermarks[ref] = tip.String()
 	}
+	defer progress.wait(presenceWait)()
 	return s.finalize(ctx, repo, packs, tips, store.FinalizeInput{
 		Lease: lease, ScopeID: scopeID, Complete: complete, Watermarks: watermarks,
 		Stats: counts,
@@ -255,52 +267,6 @@ const walkCacheBytes = 4 << 20
 
 // treeCacheBytes bounds the walk's cache of parsed trees.
 const treeCacheBytes = 2 << 20
-
-// progress is what the heartbeat reports: counts only.
-type progress struct {
-	mu                     sync.Mutex
-	Blobs, Bytes, Findings int64
-}
-
-func (p *progress) add(blobs, bytes, findings int64) {
-	p.mu.Lock()
-	p.Blobs, p.Bytes, p.Findings = p.Blobs+blobs, p.Bytes+bytes, p.Findings+findings
-	p.mu.Unlock()
-}
-
-func (p *progress) snapshot() map[string]int64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return map[string]int64{"blobs": p.Blobs, "bytes": p.Bytes, "findings": p.Findings}
-}
-
-// keepLease renews the lease and heartbeats every third of the lease (or of
-// the heartbeat timeout, if shorter); losing the lease cancels ctx's work
-// through lost at once.
-func (s *Shards) keepLease(ctx context.Context, lease shard.Lease, p *progress, lost context.CancelCauseFunc) (stop func()) {
-	every := min(s.leaseFor()/3, heartbeatEvery(ctx))
-	return tick(ctx, every, func() bool {
-		if _, err := s.Store.RenewLease(ctx, lease, s.leaseFor()); err != nil && errclass.Classify(err).Class == errclass.StaleOwner {
-			lost(err)
-			return false
-		}
-		// Any other failure is a database hiccup: the next tick tries
-		// again, and the fence check in every write keeps us honest.
-		if activity.IsActivity(ctx) {
-			activity.RecordHeartbeat(ctx, p.snapshot())
-		}
-		return true
-	})
-}
-
-func heartbeatEvery(ctx context.Context) time.Duration {
-	if activity.IsActivity(ctx) {
-		if hb := activity.GetInfo(ctx).HeartbeatTimeout; hb > 0 {
-			return hb / 3
-		}
-	}
-	return 10 * time.Second
-}
 
 // selectRefs resolves the selection to ref → tips: every branch and tag by
 // default; named refs (symbolic ones resolved); explicit commits as
@@ -507,12 +473,14 @@ func (r *scanRun) readOrder(blobs []gitread.Blob) []int {
 // at most one batch is scanned and one written at a time (batches are
 // written in order).
 func (r *scanRun) add(b gitread.Blob) error {
+	r.progress.step()
 	r.pending = append(r.pending, b)
 	return r.maybeFlush()
 }
 
 // addAgain takes a blob the walk met again.
 func (r *scanRun) addAgain(b gitread.Blob) error {
+	r.progress.step()
 	r.pendingAgain = append(r.pendingAgain, b)
 	return r.maybeFlush()
 }
@@ -597,7 +565,10 @@ func (r *scanRun) flushBatch(ctx context.Context, batch, again []gitread.Blob) e
 			hashes[i] = batch[i].Hash[:]
 		}
 		var err error
-		if seen, err = r.s.Store.SeenBlobs(ctx, r.scopeID, hashes); err != nil {
+		looked := r.progress.wait(dbWait)
+		seen, err = r.s.Store.SeenBlobs(ctx, r.scopeID, hashes)
+		looked()
+		if err != nil {
 			return err
 		}
 	}
@@ -624,6 +595,7 @@ func (r *scanRun) flushBatch(ctx context.Context, batch, again []gitread.Blob) e
 					r.s.acquire()
 					results[j] = r.scanBlob(reader, &r.buffers[i], todo[j], c)
 					r.s.release()
+					r.progress.step()
 				}
 			}
 		}()
@@ -681,7 +653,9 @@ func (r *scanRun) flushBatch(ctx context.Context, batch, again []gitread.Blob) e
 // write writes a batch's data ops. One runs at a time: it alone updates
 // the run's count of findings.
 func (r *scanRun) write(ctx context.Context, ops store.DataOps, blobs, bytes int64) error {
+	written := r.progress.wait(dbWait)
 	n, err := r.s.Store.WriteData(ctx, r.lease, r.scopeID, ops)
+	written()
 	if err != nil {
 		return err
 	}

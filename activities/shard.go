@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"gitfleet/internal/domain/shard"
@@ -41,6 +43,11 @@ type Shards struct {
 	// scan at once, all scans together (a token each); nil: GOMAXPROCS
 	// per scan.
 	ScanSlots chan struct{}
+	// HeartbeatEvery is how often an activity that is alive heartbeats
+	// (default: a third of its heartbeat timeout); Heartbeat records one
+	// (nil: activity.RecordHeartbeat).
+	HeartbeatEvery time.Duration
+	Heartbeat      func(ctx context.Context, details map[string]int64)
 }
 
 // parallelism is how many goroutines one scan runs.
@@ -118,12 +125,16 @@ func (s *Shards) AcquireShard(ctx context.Context, in workflows.AcquireShardInpu
 // nothing durable, so it needs no fence check; a scan that lands on another
 // worker syncs that worker's mirror.
 func (s *Shards) SyncShardMirror(ctx context.Context, w workflows.ShardWork) (string, error) {
+	if err := s.renew(ctx, w.Lease); err != nil {
+		return "", AppError(err)
+	}
 	// The lease is held through the sync too: a slow fetch must not let it
 	// lapse before the scan starts.
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	defer s.keepLease(ctx, w.Lease, &progress{}, cancel)()
-	repo, err := s.open(ctx, w.Spec, w.RefsDigest)
+	var p progress
+	defer s.keepLease(ctx, w.Lease, &p, cancel)()
+	repo, err := s.open(ctx, w.Spec, w.RefsDigest, &p)
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return "", AppError(cause) // the lease was lost
 	}
@@ -216,4 +227,130 @@ func redact(msg string) string {
 		}
 	}
 	return strings.Join(fields, " ")
+}
+
+// progress is what a shard activity has done, which its heartbeats report
+// (counts only), and what tells them it is alive: a step forward (a blob
+// met, read, scanned or written), or a wait on something outside it (the
+// database, a fetch, the presence of the findings) that has not lasted
+// past its bound. A scan that neither moves nor waits stops heartbeating,
+// and Temporal ends the attempt within the heartbeat timeout.
+type progress struct {
+	steps atomic.Int64
+
+	mu                     sync.Mutex
+	Blobs, Bytes, Findings int64
+	// waits are the waits in progress; the oldest began at since and may
+	// last until bound.
+	waits        int
+	since, bound time.Time
+	// beaten is steps at the last heartbeat.
+	beaten int64
+}
+
+// step counts one step forward.
+func (p *progress) step() { p.steps.Add(1) }
+
+// add counts a durable write of blobs.
+func (p *progress) add(blobs, bytes, findings int64) {
+	p.mu.Lock()
+	p.Blobs, p.Bytes, p.Findings = p.Blobs+blobs, p.Bytes+bytes, p.Findings+findings
+	p.mu.Unlock()
+	p.step()
+}
+
+// wait marks a wait on something outside the activity, alive for at most
+// bound; done ends it (and counts as a step: it answered).
+func (p *progress) wait(bound time.Duration) (done func()) {
+	now := time.Now()
+	p.mu.Lock()
+	if p.waits == 0 {
+		p.since, p.bound = now, now.Add(bound)
+	}
+	p.waits++
+	p.mu.Unlock()
+	return sync.OnceFunc(func() {
+		p.mu.Lock()
+		p.waits--
+		p.mu.Unlock()
+		p.step()
+	})
+}
+
+// alive says whether the activity moved since the last call that said so,
+// or is in a wait within its bound, and returns the counts to report.
+func (p *progress) alive(now time.Time) (map[string]int64, bool) {
+	steps := p.steps.Load()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	moved := steps != p.beaten
+	p.beaten = steps
+	waiting := p.waits > 0 && now.Before(p.bound)
+	return map[string]int64{"blobs": p.Blobs, "bytes": p.Bytes, "findings": p.Findings, "steps": steps}, moved || waiting
+}
+
+// Bounds of the waits a shard activity is still alive in (see progress).
+const (
+	// dbWait: one database statement, however slow the database is. (A
+	// scan's statements wait behind each other for the shard row: a batch
+	// write and a lease renewal.)
+	dbWait = 5 * time.Minute
+	// syncWait: a mirror sync, as long as its own activity may take.
+	syncWait = 30 * time.Minute
+	// presenceWait: reading the tips' trees for the findings.
+	presenceWait = 30 * time.Minute
+)
+
+// keepLease keeps an activity's claim while it works: it heartbeats every
+// third of the heartbeat timeout as long as the activity is alive (see
+// progress), never waiting for the database, and renews the lease every
+// third of the lease on a goroutine of its own. Losing the lease (another
+// owner took over) cancels ctx's work through lost at once.
+func (s *Shards) keepLease(ctx context.Context, lease shard.Lease, p *progress, lost context.CancelCauseFunc) (stop func()) {
+	stopBeats := tick(ctx, s.heartbeatEvery(ctx), func() bool {
+		if details, ok := p.alive(time.Now()); ok {
+			s.heartbeat(ctx, details)
+		}
+		return true
+	})
+	stopRenewals := tick(ctx, s.leaseFor()/3, func() bool {
+		if _, err := s.Store.RenewLease(ctx, lease, s.leaseFor()); err != nil && errclass.Classify(err).Class == errclass.StaleOwner {
+			lost(err)
+			return false
+		}
+		// Any other failure is a database hiccup: the next renewal tries
+		// again; the lease is ours until someone takes it over, and the
+		// fence check in every write keeps us honest.
+		return true
+	})
+	return func() { stopBeats(); stopRenewals() }
+}
+
+// renew renews the lease at the start of an attempt: the attempt may have
+// waited in the task queue past the lease's deadline, and goes on if
+// nobody took the shard over meanwhile (StaleOwner if someone did).
+func (s *Shards) renew(ctx context.Context, lease shard.Lease) error {
+	_, err := s.Store.RenewLease(ctx, lease, s.leaseFor())
+	return err
+}
+
+func (s *Shards) heartbeat(ctx context.Context, details map[string]int64) {
+	switch {
+	case s.Heartbeat != nil:
+		s.Heartbeat(ctx, details)
+	case activity.IsActivity(ctx):
+		activity.RecordHeartbeat(ctx, details)
+	}
+}
+
+func (s *Shards) heartbeatEvery(ctx context.Context) time.Duration {
+	if s.HeartbeatEvery > 0 {
+		return s.HeartbeatEvery
+	}
+	if activity.IsActivity(ctx) {
+		if hb := activity.GetInfo(ctx).HeartbeatTimeout; hb > 0 {
+			return hb / 3
+		}
+	}
+	return 3 * time.Second
 }

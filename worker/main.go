@@ -144,7 +144,7 @@ func run() error {
 	defer stop()
 	ctx, onFatal := stopOnFatal(ctx, log)
 
-	st, err := connectStore(ctx, cfg.DatabaseURL, log)
+	st, err := connectStore(ctx, cfg.DatabaseURL, log, store.MaxConns(config.DatabaseConns(cfg.ActivitySlots)))
 	if err != nil {
 		return err
 	}
@@ -251,10 +251,10 @@ func drain(ctx context.Context, stopSignals func(), w worker.Worker, timeout tim
 // configuration (the starter's `snapshot create` uses the same).
 // connectStore waits up to a minute for the database, so a worker started
 // alongside PostgreSQL (compose, make run) does not die on a race.
-func connectStore(ctx context.Context, url string, log *zap.Logger) (*store.Store, error) {
+func connectStore(ctx context.Context, url string, log *zap.Logger, opts ...store.Option) (*store.Store, error) {
 	deadline := time.Now().Add(time.Minute)
 	for {
-		st, err := store.Open(ctx, url)
+		st, err := store.Open(ctx, url, opts...)
 		if err == nil {
 			return st, nil
 		}

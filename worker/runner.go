@@ -20,6 +20,7 @@ import (
 
 	"gitfleet/activities"
 	"gitfleet/internal/domain/snapshot"
+	"gitfleet/internal/infra/config"
 	"gitfleet/internal/infra/logging"
 	"gitfleet/internal/infra/metrics"
 	"gitfleet/internal/infra/ocistore"
@@ -78,7 +79,7 @@ func runRunner(rf runnerFlags) error {
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return err
 	}
-	st, err := connectStore(ctx, cfg.DatabaseURL, log)
+	st, err := connectStore(ctx, cfg.DatabaseURL, log, store.MaxConns(config.DatabaseConns(rf.capacity)))
 	if err != nil {
 		return err
 	}

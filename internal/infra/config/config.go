@@ -159,6 +159,13 @@ type Config struct {
 	MetricsAddr                                   string
 }
 
+// DatabaseConns sizes a worker's (or runner's) database pool for its
+// activity slots: two connections a slot (a scan writes one batch while it
+// looks up the seen blobs of the next) and two for lease renewals and the
+// health checks, so that no activity waits for a connection another holds.
+// A pool_max_conns in DATABASE_URL overrides it.
+func DatabaseConns(activitySlots int) int { return 2*activitySlots + 2 }
+
 // TemporalOptions are the client options of the Temporal profile, with
 // gitfleet's defaults for the address and the namespace.
 func (c Config) TemporalOptions() (client.Options, error) {

@@ -124,11 +124,19 @@ func (s *Store) AcquireShard(ctx context.Context, shardID int64, owner string, l
 // checkLease is the fence check every durable write makes inside its own
 // transaction: it locks the shard row, so a concurrent acquire (fence bump)
 // either commits before the write and rejects it, or waits for it.
+//
+// The fence alone decides, not the lease deadline: a lease that ran out
+// lets another owner take the shard over (AcquireShard), and taking over
+// bumps the fence; until someone does, nobody else can have written, and
+// the owner whose fence is current may go on (its activity may have waited
+// in the task queue past the deadline, or behind a slow write). A shard
+// released by a checkpoint or a park no longer belongs to the fence.
 func checkLease(ctx context.Context, tx pgx.Tx, l shard.Lease) error {
 	var fence int64
-	var live bool
-	err := tx.QueryRow(ctx, `SELECT fence, coalesce(lease_deadline > clock_timestamp(), false) FROM shards WHERE id = $1 FOR UPDATE`,
-		l.ShardID).Scan(&fence, &live)
+	var status shard.Status
+	var owner string
+	err := tx.QueryRow(ctx, `SELECT fence, status, coalesce(owner, '') FROM shards WHERE id = $1 FOR UPDATE`,
+		l.ShardID).Scan(&fence, &status, &owner)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return errclass.StaleOwnerf("shard %d no longer exists", l.ShardID)
@@ -136,14 +144,16 @@ func checkLease(ctx context.Context, tx pgx.Tx, l shard.Lease) error {
 		return err
 	case fence != l.Fence:
 		return errclass.StaleOwnerf("shard %d: fence %d was superseded by fence %d", l.ShardID, l.Fence, fence)
-	case !live:
-		return errclass.StaleOwnerf("shard %d: the lease of fence %d has expired", l.ShardID, l.Fence)
+	case status != shard.Active || owner != l.Owner:
+		return errclass.StaleOwnerf("shard %d: fence %d was released (the shard is %s)", l.ShardID, l.Fence, status)
 	}
 	return nil
 }
 
-// RenewLease extends the lease of a current owner and returns the new
-// deadline.
+// RenewLease extends the lease of the owner whose fence is current and
+// returns the new deadline, also when the deadline has passed: an owner
+// renews at the start of every attempt, which may have waited in the task
+// queue longer than the lease (see checkLease). Only a takeover ends it.
 func (s *Store) RenewLease(ctx context.Context, l shard.Lease, leaseFor time.Duration) (time.Time, error) {
 	var deadline time.Time
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -333,7 +343,7 @@ func writeData(ctx context.Context, tx pgx.Tx, scopeID int64, ops DataOps) (int6
 
 // secretPath is findings.secret_path of a row being inserted (columns h, p,
 // a: hash, path, archive): a path-only rule's secret is the file it
-// matched, in an archive the file in it; '' for a secret with a hash. A
+// matched, in an archive the file in it; empty for a secret with a hash. A
 // plain column the application writes, not a generated one, so that
 // changing it never rewrites the table (migration 00010).
 const secretPath = `CASE WHEN h <> '' THEN '' WHEN a = '' THEN p ELSE p || '!' || a END`

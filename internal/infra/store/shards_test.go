@@ -118,7 +118,11 @@ func within(deadline, before, after time.Time, leaseFor time.Duration) bool {
 	return !deadline.Before(before.Add(leaseFor)) && !deadline.After(after.Add(leaseFor))
 }
 
-func TestExpiredLeaseIsStale(t *testing.T) {
+// A lease that ran out is the owner's until someone takes the shard over:
+// an activity that waited in the queue past the deadline renews it and
+// writes; once another owner has taken over (a new fence), the old one can
+// do neither.
+func TestExpiredLeaseIsTheOwnersUntilTakenOver(t *testing.T) {
 	ctx := context.Background()
 	shardID := newShard(t)
 	scope, _ := env.Store.Scope(ctx, shardID, "p1")
@@ -147,16 +151,49 @@ func TestExpiredLeaseIsStale(t *testing.T) {
 	if c, err := env.Store.AcquireShard(ctx, shardID, "next", time.Minute, true); err != nil || !c.Busy || !c.Deadline.Equal(deadline) {
 		t.Fatalf("acquire of a live lease by another owner: %+v, %v; want Busy until %s", c, err, deadline)
 	}
+
+	// The deadline passes while the owner's next activity waits in the
+	// queue; nobody takes the shard meanwhile.
 	expireLease(t, shardID)
+	if _, err := env.Store.WriteData(ctx, l, scope, store.DataOps{}); err != nil {
+		t.Fatalf("write after expiry, fence still current: %v", err)
+	}
+	before = dbNow(t)
+	deadline, err = env.Store.RenewLease(ctx, l, time.Minute)
+	after = dbNow(t)
+	if err != nil || !within(deadline, before, after, time.Minute) {
+		t.Fatalf("renew after expiry, fence still current: %s, %v; want a minute after [%s, %s]", deadline, err, before, after)
+	}
+	if c, err := env.Store.AcquireShard(ctx, shardID, "next", time.Minute, true); err != nil || !c.Busy {
+		t.Fatalf("acquire of a renewed lease by another owner: %+v, %v; want Busy", c, err)
+	}
+
+	// Now it runs out and another owner takes over with a higher fence.
+	expireLease(t, shardID)
+	l2 := acquire(t, shardID, "next", time.Minute)
+	if l2.Fence <= l.Fence {
+		t.Fatalf("new fence %d not above %d", l2.Fence, l.Fence)
+	}
 	if _, err := env.Store.WriteData(ctx, l, scope, store.DataOps{}); !isStaleOwner(err) {
-		t.Fatalf("write after expiry: %v, want StaleOwner", err)
+		t.Fatalf("write after a takeover: %v, want StaleOwner", err)
 	}
 	if _, err := env.Store.RenewLease(ctx, l, time.Minute); !isStaleOwner(err) {
-		t.Fatalf("renew after expiry: %v, want StaleOwner", err)
+		t.Fatalf("renew after a takeover: %v, want StaleOwner", err)
 	}
-	// A new owner takes over with a higher fence.
-	if l2 := acquire(t, shardID, "next", time.Minute); l2.Fence <= l.Fence {
-		t.Fatalf("new fence %d not above %d", l2.Fence, l.Fence)
+
+	// A checkpoint releases the shard: the fence no longer holds it.
+	r, err := env.Store.Finalize(ctx, store.FinalizeInput{Lease: l2, ScopeID: scope, Complete: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Store.Checkpoint(ctx, l2, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Store.RenewLease(ctx, l2, time.Minute); !isStaleOwner(err) {
+		t.Fatalf("renew after the checkpoint released the shard: %v, want StaleOwner", err)
+	}
+	if _, err := env.Store.WriteData(ctx, l2, scope, store.DataOps{}); !isStaleOwner(err) {
+		t.Fatalf("write after the checkpoint released the shard: %v, want StaleOwner", err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -27,12 +28,30 @@ type Store struct {
 	pool *pgxpool.Pool
 }
 
+// Option tunes Open.
+type Option func(url string, cfg *pgxpool.Config)
+
+// MaxConns sizes the pool at n connections, unless the URL sizes it
+// itself (pool_max_conns). pgx's default, max(4, CPUs), is too small for
+// a worker running twice as many activities as CPUs, each of which may
+// hold a connection while the scans hold two.
+func MaxConns(n int) Option {
+	return func(url string, cfg *pgxpool.Config) {
+		if n > 0 && !strings.Contains(url, "pool_max_conns") {
+			cfg.MaxConns = int32(n)
+		}
+	}
+}
+
 // Open connects to the database at url.
-func Open(ctx context.Context, url string) (*Store, error) {
+func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		// pgx's parse errors can quote the URL, password included.
 		return nil, errors.New("DATABASE_URL is not a valid PostgreSQL connection string")
+	}
+	for _, o := range opts {
+		o(url, cfg)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
