@@ -61,6 +61,7 @@ var apiRoutes = []apiRoute{
 	route("GET", "user", getUser),
 	route("GET", "user/repos", getUserRepos),
 	route("GET", "user/orgs", getUserOrgs),
+	route("GET", "user/memberships/orgs/{org}", getUserOrgMembership),
 	route("GET", "orgs/{org}", getOrg),
 	route("GET", "orgs/{org}/repos", getOrgRepos),
 }

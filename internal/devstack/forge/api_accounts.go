@@ -32,7 +32,17 @@ func (f *Forge) views(c caller, keep func(repoView) bool) []repoView {
 	return out
 }
 
+// adminLogin is the login GET /user answers for Options.Token: a site
+// administrator, who sees every repository.
+const adminLogin = "forge-admin"
+
 func getUser(c *apiCall) {
+	if c.who.admin {
+		u := ownerJSON(c, adminLogin, 0, "User")
+		u.SiteAdmin = true
+		c.json(http.StatusOK, u)
+		return
+	}
 	if c.who.user == nil {
 		c.error(http.StatusUnauthorized, "Requires authentication", "https://docs.github.com/rest/users/users#get-the-authenticated-user")
 		return
@@ -105,6 +115,29 @@ func getUserOrgs(c *apiCall) {
 		items[i] = orgJSONOf(c, o)
 	}
 	c.paged(items, time.Unix(c.f.changed.Load(), 0))
+}
+
+// getUserOrgMembership serves GET /user/memberships/orgs/{org}: the
+// caller's membership, 404 when it has none (or {org} is no organization).
+func getUserOrgMembership(c *apiCall) {
+	if c.who.user == nil && !c.who.admin {
+		c.error(http.StatusUnauthorized, "Requires authentication", "https://docs.github.com/rest/orgs/members#get-an-organization-membership-for-the-authenticated-user")
+		return
+	}
+	o, ok := c.org()
+	if !ok {
+		return
+	}
+	role := "member"
+	switch {
+	case c.who.admin:
+		role = "admin"
+	case !c.f.member(c.who, o.login):
+		c.notFound("https://docs.github.com/rest/orgs/members#get-an-organization-membership-for-the-authenticated-user")
+		return
+	}
+	c.json(http.StatusOK, map[string]any{"state": "active", "role": role, "url": c.apiBase() + "user/memberships/orgs/" + o.login,
+		"organization": orgJSONOf(c, o)})
 }
 
 func (c *apiCall) org() (*ownerState, bool) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/google/go-github/v66/github"
 
@@ -16,6 +17,7 @@ import (
 // Enterprise Server).
 type GitHub struct {
 	client *github.Client
+	authed bool // requests carry the host's token
 }
 
 // NewGitHub returns a Directory for h. httpClient may be nil.
@@ -24,7 +26,7 @@ func NewGitHub(h Host, httpClient *http.Client) (*GitHub, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &GitHub{client: c}, nil
+	return &GitHub{client: c, authed: h.Token != ""}, nil
 }
 
 // Client exposes the underlying go-github client for other lookups.
@@ -58,6 +60,34 @@ func (g *GitHub) RepositoryByID(ctx context.Context, externalID string) (identit
 		return identity.Repository{}, fmt.Errorf("look up repository %d: response has no id or owner", id)
 	}
 	return repository(r), nil
+}
+
+// SeesOwner reports whether the token sees every repository of owner: its
+// user is the owner, an active member of the owning organization (GET
+// /user/memberships/orgs/{org}), or a site administrator. Without a token it
+// sees no private repository at all. A member of an organization whose base
+// permission is "none" may not see a private repository that a team keeps
+// from it: gitfleet takes membership for sight, as GitHub's default base
+// permission (read) gives it.
+func (g *GitHub) SeesOwner(ctx context.Context, owner string) (bool, error) {
+	if !g.authed {
+		return false, nil
+	}
+	me, _, err := g.client.Users.Get(ctx, "")
+	if err != nil {
+		return false, fmt.Errorf("who is the token: %w", err)
+	}
+	if strings.EqualFold(me.GetLogin(), owner) || me.GetSiteAdmin() {
+		return true, nil
+	}
+	m, resp, err := g.client.Organizations.GetOrgMembership(ctx, "", owner)
+	if err != nil {
+		if resp != nil && (resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusForbidden) {
+			return false, nil // not a member (or owner is a user)
+		}
+		return false, fmt.Errorf("membership of %s: %w", owner, err)
+	}
+	return m.GetState() == "active", nil
 }
 
 func repository(r *github.Repository) identity.Repository {

@@ -18,6 +18,10 @@ type Directory interface {
 	// RepositoryByID looks a repository up by its external id, wherever it
 	// lives now.
 	RepositoryByID(ctx context.Context, externalID string) (identity.Repository, error)
+	// SeesOwner reports whether the directory's token sees every
+	// repository of owner, private ones included, so that its 404 for one
+	// of them proves the repository gone rather than hidden from it.
+	SeesOwner(ctx context.Context, owner string) (bool, error)
 }
 
 // Host is one configured Git host.
