@@ -37,6 +37,7 @@ func Hash(typ string, content []byte) plumbing.Hash {
 type Pack struct {
 	buf     bytes.Buffer
 	entries []entry
+	z       *zlib.Writer // reused: a new one allocates about 1 MB
 }
 
 type entry struct {
@@ -67,9 +68,13 @@ func (p *Pack) Entry(h plumbing.Hash, typ int, size uint64, extra, data []byte) 
 	}
 	p.buf.WriteByte(c)
 	p.buf.Write(extra)
-	z := zlib.NewWriter(&p.buf)
-	z.Write(data)
-	z.Close()
+	if p.z == nil {
+		p.z = zlib.NewWriter(&p.buf)
+	} else {
+		p.z.Reset(&p.buf)
+	}
+	p.z.Write(data)
+	p.z.Close()
 	p.entries = append(p.entries, entry{h, off})
 	return off
 }

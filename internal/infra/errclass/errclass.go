@@ -61,7 +61,23 @@ const (
 	// damaged, and the mirror refetches once before it gives up).
 	ReasonCorruptPack = "corrupt pack"
 	ReasonDiskFull    = "disk full"
+	// ReasonLimit starts the reason of data over one of the bounds that
+	// keep a hostile repository from exhausting a worker (gitread.Limits,
+	// the depth of trees and delta chains, the size of refs), followed by
+	// the bound: "over a limit: object size". The same data trips it
+	// again: Permanent, until an operator raises the setting the error
+	// names (see IsLimit).
+	ReasonLimit = "over a limit"
+	// ReasonUnsafe: a repository gitread will not read on this machine: a
+	// file reached through a symbolic link that leads out of it, or a
+	// FIFO or device where a file should be.
+	ReasonUnsafe = "unsafe repository"
 )
+
+// IsLimit reports whether reason is one of ReasonLimit's.
+func IsLimit(reason string) bool {
+	return reason == ReasonLimit || strings.HasPrefix(reason, ReasonLimit+": ")
+}
 
 // Error is an error whose class is already known.
 type Error struct {
@@ -186,7 +202,13 @@ func byStatus(code int) *Error {
 }
 
 func classifyGit(err error) *Error {
+	var limit *gitread.LimitError
+	if errors.As(err, &limit) {
+		return &Error{Class: Permanent, Reason: ReasonLimit + ": " + limit.What}
+	}
 	switch {
+	case errors.Is(err, gitread.ErrUnsafe):
+		return &Error{Class: Permanent, Reason: ReasonUnsafe}
 	case errors.Is(err, transport.ErrRepositoryNotFound):
 		return &Error{Class: Permanent, Reason: ReasonNotFound}
 	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed),

@@ -13,6 +13,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/klauspost/compress/flate"
 
@@ -65,6 +66,9 @@ type IndexOptions struct {
 	// Workers is the number of goroutines resolving deltas after the
 	// stream; 0 means GOMAXPROCS (at most 8).
 	Workers int
+	// Limits bound the pack and its objects; zero means the limits in
+	// force (SetLimits).
+	Limits Limits
 }
 
 // entry is one object of the pack: 36 bytes, for there is one per object
@@ -104,6 +108,7 @@ type item struct {
 	typ     uint8
 	data    []byte        // the inflated data, nil for a big object
 	hash    plumbing.Hash // a big object's name, hashed as it inflated
+	gated   bool          // the parser took bigGate for it: the hasher gives it back
 }
 
 // Indexer indexes a pack while it is written to it, the way `git
@@ -123,11 +128,20 @@ type item struct {
 //
 // Corrupt data is an error wrapping ErrCorrupt, never a panic, and the
 // sizes in headers are checked against the data before memory is allocated
-// for them beyond ixPreallocBytes.
+// for them beyond ixPreallocBytes. A pack over Limits.MaxPackBytes, an
+// object held in memory (a delta, its target, a delta's base) over
+// Limits.MaxObjectBytes, and objects totalling more than the pack's
+// inflate budget are errors wrapping ErrLimit, found before the memory is
+// allocated.
 type Indexer struct {
 	f    *os.File
 	opts IndexOptions
+	lim  Limits
 	pool bufPool
+	// recv is the bytes received so far; named the bytes of the objects
+	// named so far (whole objects and delta targets), for the inflate
+	// budget.
+	recv, named atomic.Int64
 
 	// The writer's side.
 	chunk    []byte
@@ -168,9 +182,14 @@ type Indexer struct {
 // NewIndexer returns an indexer writing the pack to f, an empty file open
 // for reading and writing.
 func NewIndexer(f *os.File, opts IndexOptions) *Indexer {
+	lim := opts.Limits
+	if lim == (Limits{}) {
+		lim = CurrentLimits()
+	}
 	x := &Indexer{
 		f:      f,
 		opts:   opts,
+		lim:    lim.withDefaults(),
 		chunks: make(chan []byte, 4),
 		free:   make(chan []byte, 8),
 		sum:    gghash.New(crypto.SHA1),
@@ -290,12 +309,20 @@ func (x *Indexer) flush() error {
 	if len(c) == 0 {
 		return nil
 	}
+	if x.written+int64(len(c)) > x.lim.MaxPackBytes {
+		// Before the disk is used: a remote cannot fill it.
+		x.werr = &LimitError{What: "pack size", Setting: SettingMaxPackBytes,
+			Detail: fmt.Sprintf("pack larger than %d bytes", x.lim.MaxPackBytes)}
+		x.fail(x.werr)
+		return x.werr
+	}
 	if _, err := x.f.Write(c); err != nil {
 		x.werr = fmt.Errorf("write pack: %w", err)
 		x.fail(x.werr)
 		return x.werr
 	}
 	x.written += int64(len(c))
+	x.recv.Store(x.written)
 	x.checksum(c)
 	select {
 	case x.chunks <- c:
@@ -570,6 +597,10 @@ func (x *Indexer) parseAll() error {
 		if size > maxObjectBytes {
 			return fmt.Errorf("%w: entry of %d bytes at offset %d", ErrCorrupt, size, it.off)
 		}
+		if isDelta(it.typ) && size > uint64(x.lim.MaxObjectBytes) {
+			// A delta is held in memory to be applied.
+			return objectLimit("delta of %d bytes at offset %d", size, it.off)
+		}
 		it.size = int64(size)
 		switch it.typ {
 		case TypeCommit, TypeTree, TypeBlob, TypeTag:
@@ -604,7 +635,7 @@ func (x *Indexer) parseAll() error {
 		if err := x.fl.(flate.Resetter).Reset(&x.src, nil); err != nil {
 			return err
 		}
-		if !isDelta(it.typ) && it.size > bigObjectBytes {
+		if !isDelta(it.typ) && it.size > min(bigObjectBytes, x.lim.MaxObjectBytes) {
 			if big == nil {
 				big, scratch = newHasher(), make([]byte, 64<<10)
 			}
@@ -618,21 +649,44 @@ func (x *Indexer) parseAll() error {
 			if !x.budget.acquire(it.size) {
 				return errStopped
 			}
+			// Taken once the budget is: the hasher has given back every
+			// object before this one (a big one waits for all of them), so
+			// it holds no gate it could wait on.
+			hold := gateHold(false)
+			if !hold.admit(it.size, x.stop) {
+				x.budget.release(it.size)
+				return errStopped
+			}
+			it.gated = bool(hold)
 			if it.data, err = x.inflate(it.size); err != nil {
+				hold.release()
 				x.budget.release(it.size)
 				return fmt.Errorf("offset %d: %w", it.off, err)
 			}
 			var a [4]byte
 			if err := s.readFull(a[:]); err != nil {
+				hold.release()
 				x.budget.release(it.size)
 				return readErr(err)
 			}
 			it.adler = binary.BigEndian.Uint32(a[:])
 		}
 		it.crc = s.endCRC()
+		if !isDelta(it.typ) {
+			// Counted once its data proved its size (a header that lies is
+			// corrupt data).
+			if err := x.name(it.size); err != nil {
+				hold := gateHold(it.gated)
+				hold.release()
+				x.budget.release(int64(len(it.data)))
+				return err
+			}
+		}
 		select {
 		case x.items <- it:
 		case <-x.stop:
+			hold := gateHold(it.gated)
+			hold.release()
 			x.budget.release(int64(len(it.data)))
 			return errStopped
 		}
@@ -793,19 +847,21 @@ func (x *Indexer) hashItems() {
 	failed := false
 	for it := range x.items {
 		n := int64(len(it.data))
+		hold := gateHold(it.gated)
 		if !failed {
-			if err := x.record(&it); err != nil {
+			if err := x.record(&it, &hold); err != nil {
 				x.fail(err)
 				failed = true
 			}
 		} else {
 			x.pool.put(it.data)
 		}
+		hold.release() // before the budget: see parseAll
 		x.budget.release(n)
 	}
 }
 
-func (x *Indexer) record(it *item) error {
+func (x *Indexer) record(it *item, hold *gateHold) error {
 	if len(x.entries) >= 1<<31-1 {
 		return fmt.Errorf("%w: too many objects", ErrCorrupt)
 	}
@@ -837,7 +893,7 @@ func (x *Indexer) record(it *item) error {
 		}
 		e.base = j
 		if base := x.cache.getPinned(j); base != nil {
-			out, err := x.applyDelta(base, it.data)
+			out, err := x.applyDelta(base, it.data, hold, x.stop)
 			x.cache.unpin(j)
 			x.pool.put(it.data)
 			if err != nil {
@@ -868,9 +924,34 @@ func (x *Indexer) record(it *item) error {
 	return nil
 }
 
-// applyDelta applies delta to base into a buffer from the pool.
-func (x *Indexer) applyDelta(base, delta []byte) ([]byte, error) {
+// applyDelta applies delta to base into a buffer from the pool, within
+// the limits: the target's size, from the delta's header, is checked and
+// counted before anything is allocated, and a big one waits for bigGate
+// (hold).
+func (x *Indexer) applyDelta(base, delta []byte, hold *gateHold, stop <-chan struct{}) ([]byte, error) {
+	_, tgt, _, err := DeltaSizes(delta)
+	if err != nil {
+		return nil, err
+	}
+	if tgt > uint64(x.lim.MaxObjectBytes) {
+		return nil, objectLimit("delta target of %d bytes", tgt)
+	}
+	if err := x.name(int64(tgt)); err != nil {
+		return nil, err
+	}
+	if !hold.admit(int64(tgt), stop) {
+		return nil, errStopped
+	}
 	return applyPooled(&x.pool, base, delta)
+}
+
+// name counts n bytes of objects named against the pack's inflate budget.
+func (x *Indexer) name(n int64) error {
+	if got, budget := x.named.Add(n), x.lim.inflateBudget(x.recv.Load()); got > budget {
+		return &LimitError{What: "inflated size",
+			Detail: fmt.Sprintf("a pack of %d bytes names objects of more than %d bytes", x.recv.Load(), budget)}
+	}
+	return nil
 }
 
 func applyPooled(pool *bufPool, base, delta []byte) ([]byte, error) {

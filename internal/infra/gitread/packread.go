@@ -38,12 +38,40 @@ import (
 // objects read as not found, see PackReader.Read), and a pack deleted by a
 // repack stays readable through its open descriptor until Close.
 type Packs struct {
-	objects string // the objects directory
+	objects string   // the objects directory
+	root    *os.Root // on it: its files are read inside (see openFile)
 	packs   []*pack
 	done    atomic.Bool // closed
 	pages   pageBudget
 	mu      sync.Mutex
 	spare   *PackReader // a Done Walker's reader, for the next NewReader
+	lim     Limits
+	// resolved is what the readers resolved (objects inflated and delta
+	// targets, counted in chunks), which budget bounds: re-resolving a
+	// chain through a big object for every read would otherwise make a
+	// small pack cost without end.
+	resolved atomic.Int64
+	budget   int64
+}
+
+// budgetChunk is the unit in which readers charge the Packs' budget.
+const budgetChunk = 1 << 20
+
+// charge adds n bytes resolved to the budget.
+func (ps *Packs) charge(n int64) error {
+	if ps.budget > 0 && ps.resolved.Add(n) > ps.budget {
+		return &LimitError{What: "inflated size",
+			Detail: fmt.Sprintf("reading packs of %d bytes resolved more than %d bytes", ps.packBytes(), ps.budget)}
+	}
+	return nil
+}
+
+func (ps *Packs) packBytes() int64 {
+	var n int64
+	for _, p := range ps.packs {
+		n += p.end
+	}
+	return n
 }
 
 // pack is one pack file and its index (version 2).
@@ -74,18 +102,19 @@ type pack struct {
 // its index is an error wrapping ErrCorrupt. An index whose pack is gone is
 // skipped, as git skips it. Close the Packs when all its readers are done.
 func OpenPacks(repoPath string) (*Packs, error) {
-	dir := repoPath
-	if fi, err := os.Stat(filepath.Join(repoPath, ".git")); err == nil && fi.IsDir() {
-		dir = filepath.Join(repoPath, ".git")
-	}
-	ps := &Packs{objects: filepath.Join(dir, "objects")}
+	ps := &Packs{objects: filepath.Join(gitDir(repoPath), "objects")}
 	ps.pages.max = packResidentBytes
-	if fi, err := os.Stat(ps.objects); err != nil || !fi.IsDir() {
+	if fi, err := os.Lstat(ps.objects); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("open packs of %s: %w (no objects directory)", repoPath, git.ErrRepositoryNotExists)
+	}
+	var err error
+	if ps.root, err = os.OpenRoot(ps.objects); err != nil {
+		return nil, fmt.Errorf("open packs of %s: %w", repoPath, err)
 	}
 	packDir := filepath.Join(ps.objects, "pack")
 	ents, err := os.ReadDir(packDir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		_ = ps.Close()
 		return nil, fmt.Errorf("open packs of %s: %w", repoPath, err)
 	}
 	type found struct {
@@ -113,7 +142,7 @@ func OpenPacks(repoPath string) (*Packs, error) {
 		return idxs[i].idx < idxs[j].idx
 	})
 	for _, f := range idxs {
-		p, err := openPack(f.idx)
+		p, err := openPack(ps.root, f.idx)
 		if errors.Is(err, errNoPack) {
 			continue // an index left without its pack: git ignores it too
 		}
@@ -123,6 +152,8 @@ func OpenPacks(repoPath string) (*Packs, error) {
 		}
 		ps.packs = append(ps.packs, p)
 	}
+	ps.lim = CurrentLimits()
+	ps.budget = ps.lim.inflateBudget(ps.packBytes())
 	return ps, nil
 }
 
@@ -133,6 +164,9 @@ func (ps *Packs) Close() error {
 		return nil
 	}
 	var first error
+	if ps.root != nil {
+		first = ps.root.Close()
+	}
 	for _, p := range ps.packs {
 		if err := p.f.Close(); err != nil && first == nil {
 			first = err
@@ -160,8 +194,8 @@ var errPacksClosed = errors.New("gitread: packs closed")
 // errNoPack: an index whose pack is not there.
 var errNoPack = errors.New("no pack for the index")
 
-func openPack(idxPath string) (_ *pack, err error) {
-	fi, err := os.Open(idxPath)
+func openPack(root *os.Root, idxPath string) (_ *pack, err error) {
+	fi, _, err := openFile(root, "pack/"+filepath.Base(idxPath))
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +215,7 @@ func openPack(idxPath string) (_ *pack, err error) {
 	}
 	p.unmap = unmap
 	p.path = strings.TrimSuffix(idxPath, ".idx") + ".pack"
-	f, err := os.Open(p.path)
+	f, _, err := openFile(root, "pack/"+filepath.Base(p.path))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, errNoPack
 	}

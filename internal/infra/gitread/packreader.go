@@ -37,15 +37,17 @@ const (
 	// forwardEvidence bounds PackReader.forward either way, so that a
 	// walk through a pack of both kinds follows the kind it is reading.
 	forwardEvidence = 64
-	// maxDeltaChain bounds a delta chain (Git's own limit is 4095); it also
-	// stops a cycle of REF_DELTAs in a corrupt pack.
+	// maxDeltaChain bounds a delta chain (Git writes none longer than
+	// 4095); it also stops a cycle of REF_DELTAs, which never ends: an
+	// error wrapping ErrLimit.
 	maxDeltaChain = 10000
 	// keepScratchBytes: a reader keeps scratch buffers up to this size
 	// between reads; larger ones (a big object's chain) are dropped.
 	keepScratchBytes = 4 << 20
-	// maxObjectBytes bounds any object's size; besides, an object cannot
-	// inflate to more than maxDeflateRatio times the bytes left in its
-	// file (Deflate's densest encoding is about 1032:1).
+	// maxObjectBytes bounds any object's size in a header (what is held
+	// in memory is bounded by Limits.MaxObjectBytes); besides, an object
+	// cannot inflate to more than maxDeflateRatio times the bytes left in
+	// its file (Deflate's densest encoding is about 1032:1).
 	maxObjectBytes  = 1 << 40
 	maxDeflateRatio = 1040
 )
@@ -101,7 +103,13 @@ type PackReader struct {
 	// as a base for the second; intermediates are cached while forward is
 	// not positive.
 	forward int
-	stats   readerStats
+	// gate is held, during a read, from the first object over gateBytes
+	// it materializes to its end.
+	gate gateHold
+	// spent is what the reader resolved (inflated, and applied deltas)
+	// since it last charged the Packs' budget.
+	spent int64
+	stats readerStats
 }
 
 // readerStats count what a reader did, for the tests.
@@ -193,10 +201,12 @@ func (r *PackReader) Read(h plumbing.Hash, limit int64, buf []byte) ([]byte, int
 	}
 	if !ok {
 		_, data, size, err := r.readLoose(h, readBlobOnly, limit, buf)
+		r.gate.release()
 		return data, size, err
 	}
 	r.last = pi
 	_, data, size, err := r.readPacked(pi, off, readBlobOnly, limit, buf)
+	r.gate.release()
 	r.trim()
 	if err != nil {
 		if errors.Is(err, ErrTooLarge) {
@@ -228,10 +238,12 @@ func (r *PackReader) readObject(h plumbing.Hash, mode readMode, buf []byte) (plu
 	}
 	if !ok {
 		typ, data, _, err := r.readLoose(h, mode, 0, buf)
+		r.gate.release()
 		return plumbing.ObjectType(typ), data, err
 	}
 	r.last = pi
 	typ, data, _, err := r.readPacked(pi, off, mode, 0, buf)
+	r.gate.release()
 	r.trim()
 	if err != nil {
 		return plumbing.InvalidObject, nil, fmt.Errorf("object %s: %s offset %d: %w", h, filepath.Base(r.p.packs[pi].path), off, err)
@@ -288,7 +300,7 @@ func (r *PackReader) packedSize(pi int, off int64, withType bool) (int, int64, e
 	}
 	for n := 1; e.isDelta(); n++ {
 		if n > maxDeltaChain {
-			return 0, 0, fmt.Errorf("%w: delta chain longer than %d", ErrCorrupt, maxDeltaChain)
+			return 0, 0, chainLimit("a delta chain longer than %d (or a cycle)", maxDeltaChain)
 		}
 		if data, typ := r.cache.lookup(e.basePack, e.baseOff); data != nil {
 			return typ, size, nil
@@ -352,7 +364,7 @@ func (r *PackReader) readPacked(pi int, off int64, mode readMode, limit int64, b
 			break
 		}
 		if len(r.chain) > maxDeltaChain {
-			return 0, nil, 0, fmt.Errorf("%w: delta chain longer than %d", ErrCorrupt, maxDeltaChain)
+			return 0, nil, 0, chainLimit("a delta chain longer than %d (or a cycle)", maxDeltaChain)
 		}
 		if cached, typ = r.cache.lookup(e.basePack, e.baseOff); cached != nil {
 			r.stats.cacheHits++
@@ -381,6 +393,9 @@ func (r *PackReader) readPacked(pi int, off int64, mode readMode, limit int64, b
 		case target.size <= limit:
 			// The delta is no larger than the limit: inflate all of it
 			// now, not its start now and all of it again below.
+			if err := r.admit(target.size); err != nil {
+				return 0, nil, 0, err
+			}
 			if r.tdelta, err = r.inflate(target, r.tdelta); err != nil {
 				return 0, nil, 0, err
 			}
@@ -388,8 +403,8 @@ func (r *PackReader) readPacked(pi int, off int64, mode readMode, limit int64, b
 			if err != nil {
 				return 0, nil, 0, err
 			}
-			if tgt > maxObjectBytes {
-				return 0, nil, 0, fmt.Errorf("%w: delta target of %d bytes", ErrCorrupt, tgt)
+			if tgt > uint64(r.p.lim.MaxObjectBytes) {
+				return 0, nil, 0, objectLimit("delta target of %d bytes", tgt)
 			}
 			size, haveDelta = int64(tgt), true
 		default:
@@ -407,6 +422,9 @@ func (r *PackReader) readPacked(pi int, off int64, mode readMode, limit int64, b
 	keep := mode == readAny && typ == TypeTree
 	keepChain := !keep || !r.targetsOnly || r.forward <= 0
 	if !target.isDelta() {
+		if err := r.admit(size); err != nil {
+			return 0, nil, 0, err
+		}
 		out, err := r.inflate(target, buf)
 		if err != nil {
 			return 0, nil, 0, err
@@ -425,6 +443,9 @@ func (r *PackReader) readPacked(pi int, off int64, mode readMode, limit int64, b
 	held := -1 // which of r.tmp holds cur
 	if cur == nil {
 		base := &r.chain[top]
+		if err := r.admit(base.size); err != nil {
+			return 0, nil, 0, err
+		}
 		if r.tmp[0], err = r.inflate(base, r.tmp[0]); err != nil {
 			return 0, nil, 0, err
 		}
@@ -443,9 +464,15 @@ func (r *PackReader) readPacked(pi int, off int64, mode readMode, limit int64, b
 		}
 		if i == 0 {
 			if !haveDelta {
+				if err := r.admit(e.size); err != nil {
+					return 0, nil, 0, err
+				}
 				if r.tdelta, err = r.inflate(e, r.tdelta); err != nil {
 					return 0, nil, 0, err
 				}
+			}
+			if err := r.admitTarget(r.tdelta); err != nil {
+				return 0, nil, 0, err
 			}
 			out, err := ApplyDelta(buf, cur, r.tdelta)
 			if err != nil {
@@ -467,7 +494,15 @@ func (r *PackReader) readPacked(pi int, off int64, mode readMode, limit int64, b
 			}
 			return typ, out, int64(len(out)), nil
 		}
+		if err := r.admit(e.size); err != nil {
+			return 0, nil, 0, err
+		}
 		if r.delta, err = r.inflate(e, r.delta); err != nil {
+			return 0, nil, 0, err
+		}
+		// Every intermediate is bounded, whatever the object read at the
+		// top: a 10-byte blob may sit on a chain of GiB.
+		if err := r.admitTarget(r.delta); err != nil {
 			return 0, nil, 0, err
 		}
 		j := 0
@@ -558,7 +593,7 @@ func (r *PackReader) parseHeader(pi int, off int64, resolveRef bool) (chainEntry
 			return e, fmt.Errorf("%w: delta base %s not in any pack", ErrCorrupt, bh)
 		}
 		if bp == pi && boff == off {
-			return e, fmt.Errorf("%w: object is its own delta base", ErrCorrupt)
+			return e, chainLimit("an object is its own delta base (a cycle)")
 		}
 		e.basePack, e.baseOff = bp, boff
 	default:
@@ -567,6 +602,9 @@ func (r *PackReader) parseHeader(pi int, off int64, resolveRef bool) (chainEntry
 	e.data = r.win.pos()
 	if size > maxObjectBytes || size > uint64(p.end-e.data)*maxDeflateRatio+1024 {
 		return e, fmt.Errorf("%w: entry of %d bytes in %d bytes of pack", ErrCorrupt, size, p.end-e.data)
+	}
+	if e.isDelta() && size > uint64(r.p.lim.MaxObjectBytes) {
+		return e, objectLimit("delta of %d bytes", size)
 	}
 	e.size = int64(size)
 	return e, nil
@@ -593,10 +631,41 @@ func (r *PackReader) deltaTargetSize(e *chainEntry) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if tgt > maxObjectBytes {
-		return 0, fmt.Errorf("%w: delta target of %d bytes", ErrCorrupt, tgt)
+	if tgt > uint64(r.p.lim.MaxObjectBytes) {
+		// Refused on its header alone: resolving it would hold it.
+		return 0, objectLimit("delta target of %d bytes", tgt)
 	}
 	return int64(tgt), nil
+}
+
+// admit is called before an object of n bytes is held in memory (inflated,
+// or the target of a delta): over Limits.MaxObjectBytes it is an error;
+// over gateBytes the read waits for bigGate. It charges the Packs' budget
+// with what the reader resolved.
+func (r *PackReader) admit(n int64) error {
+	if n > r.p.lim.MaxObjectBytes {
+		return objectLimit("object of %d bytes", n)
+	}
+	if r.spent += n; r.spent >= budgetChunk {
+		if err := r.p.charge(r.spent); err != nil {
+			return err
+		}
+		r.spent = 0
+	}
+	r.gate.admit(n, nil)
+	return nil
+}
+
+// admitTarget admits the target of delta (its size from its header).
+func (r *PackReader) admitTarget(delta []byte) error {
+	_, tgt, _, err := DeltaSizes(delta)
+	if err != nil {
+		return err
+	}
+	if tgt > uint64(r.p.lim.MaxObjectBytes) {
+		return objectLimit("delta target of %d bytes", tgt)
+	}
+	return r.admit(int64(tgt))
 }
 
 // startInflate positions the reader at the zlib stream at pack pi's offset
@@ -730,8 +799,11 @@ func (r *PackReader) readLoose(h plumbing.Hash, mode readMode, limit int64, buf 
 	if mode == readBlobOnly {
 		what = "blob"
 	}
+	if r.p.root == nil {
+		return 0, nil, 0, fmt.Errorf("%s %s: %w", what, h, plumbing.ErrObjectNotFound)
+	}
 	hex := h.String()
-	f, err := os.Open(filepath.Join(r.p.objects, hex[:2], hex[2:]))
+	f, _, err := openFile(r.p.root, hex[:2]+"/"+hex[2:])
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return 0, nil, 0, fmt.Errorf("%s %s: %w", what, h, plumbing.ErrObjectNotFound)
@@ -822,6 +894,9 @@ func (r *PackReader) readLooseFile(f *os.File, mode readMode, limit int64, buf [
 	head := hdr[nul+1:]
 	if uint64(len(head)) > size {
 		return 0, nil, 0, fmt.Errorf("%w: loose object longer than its header says", ErrCorrupt)
+	}
+	if err := r.admit(int64(size)); err != nil {
+		return 0, nil, 0, err
 	}
 	sum := adler32.New()
 	sum.Write(hdr[:nul+1])

@@ -4,10 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
-	"github.com/go-git/go-billy/v5/osfs"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
@@ -81,11 +78,8 @@ func Open(path string, cacheBytes int64) (*git.Repository, io.Closer, error) {
 	if cacheBytes <= 0 {
 		cacheBytes = DefaultObjectCacheBytes
 	}
-	dir := path
-	if fi, err := os.Stat(filepath.Join(path, ".git")); err == nil && fi.IsDir() {
-		dir = filepath.Join(path, ".git")
-	}
-	st := filesystem.NewStorageWithOptions(osfs.New(dir), cache.NewObjectLRU(cache.FileSize(cacheBytes)),
+	// Its files are read within it, regular files only (see repoFS).
+	st := filesystem.NewStorageWithOptions(newRepoFS(gitDir(path)), cache.NewObjectLRU(cache.FileSize(cacheBytes)),
 		filesystem.Options{KeepDescriptors: true, ExclusiveAccess: true})
 	repo, err := git.Open(st, nil)
 	if err != nil {

@@ -5,9 +5,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -32,6 +32,11 @@ const (
 	// peeled line after a ref, a comment or blank. Git refuses the whole
 	// file; losing one ref is better than losing them all.
 	IgnoredPackedRefsLine = "malformed packed-refs line"
+	// IgnoredUnsafeRef: a ref that is no regular file in the repository:
+	// a symbolic link out of it (to /dev/zero, another repository's
+	// files), a FIFO, a device. Git would read through it; gitread does
+	// not (see openFile).
+	IgnoredUnsafeRef = "unsafe ref file"
 )
 
 // Ref is a ref naming an object directly.
@@ -78,37 +83,44 @@ func (l *RefList) Resolve(name string) (plumbing.Hash, bool) {
 // broken ref: where go-git gives up on the whole repository ("ref file is
 // empty", "malformed packed-ref"), ReadRefs skips the ref, counts it in
 // RefList.Ignored, and reads the rest. Only the file system failing is an
-// error (a directory that cannot be read, permission denied).
+// error (a directory that cannot be read, permission denied), and a
+// packed-refs file over MaxRefsBytes (ErrLimit) or unsafe (ErrUnsafe).
+// Refs are read within the repository (see openFile): a ref that is a
+// link out of it, a FIFO or a device is skipped and counted
+// (IgnoredUnsafeRef), and a ref file larger than any git writes is
+// malformed.
 func ReadRefs(path string) (*RefList, error) {
-	dir := gitDir(path)
+	root, err := os.OpenRoot(gitDir(path))
+	if err != nil {
+		return nil, fmt.Errorf("read refs: %w", err)
+	}
+	defer root.Close()
 	l := &RefList{Ignored: map[string]int{}, symbolic: map[string]string{}}
 	refs := map[string]plumbing.Hash{}
-	if err := readPackedRefs(filepath.Join(dir, "packed-refs"), refs, l.Ignored); err != nil {
+	if err := readPackedRefs(root, refs, l.Ignored); err != nil {
 		return nil, err
 	}
-	root := filepath.Join(dir, "refs")
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	buf := make([]byte, maxRefFileBytes+1)
+	err = fs.WalkDir(root.FS(), "refs", func(name string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil // a ref deleted while we walk, or no refs/ at all
 			}
 			return err
 		}
-		if d.IsDir() || !d.Type().IsRegular() && d.Type()&fs.ModeSymlink == 0 {
+		if d.IsDir() {
 			return nil
 		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		name := filepath.ToSlash(rel)
 		if !ValidRefName(name) {
 			l.Ignored[IgnoredBadName]++
 			return nil
 		}
-		data, err := os.ReadFile(p)
+		data, err := readRefFile(root, name, buf)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
+			return nil
+		case errors.Is(err, ErrUnsafe):
+			l.Ignored[IgnoredUnsafeRef]++
 			return nil
 		case err != nil:
 			return fmt.Errorf("read refs: %w", err)
@@ -144,13 +156,19 @@ func ReadRefs(path string) (*RefList, error) {
 	return l, nil
 }
 
-// gitDir is where a repository's files are: path itself (bare) or its
-// .git directory.
-func gitDir(path string) string {
-	if fi, err := os.Stat(filepath.Join(path, ".git")); err == nil && fi.IsDir() {
-		return filepath.Join(path, ".git")
+// readRefFile reads a loose ref into buf: at most maxRefFileBytes (a
+// larger file is no ref git wrote: what is read of it is malformed).
+func readRefFile(root *os.Root, name string, buf []byte) ([]byte, error) {
+	f, _, err := openFile(root, name)
+	if err != nil {
+		return nil, err
 	}
-	return path
+	defer f.Close()
+	n, err := io.ReadFull(f, buf)
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		err = nil
+	}
+	return buf[:n], err
 }
 
 // parseRefFile parses a loose ref: an object id or "ref: <name>", with
@@ -160,6 +178,8 @@ func parseRefFile(data []byte) (h plumbing.Hash, target, reason string) {
 	switch {
 	case len(data) == 0:
 		return h, "", IgnoredEmptyRef
+	case len(data) > maxRefFileBytes:
+		return h, "", IgnoredMalformedRef
 	case bytes.HasPrefix(s, []byte("ref:")):
 		target = string(bytes.TrimSpace(s[len("ref:"):]))
 		if !ValidRefName(target) {
@@ -174,9 +194,9 @@ func parseRefFile(data []byte) (h plumbing.Hash, target, reason string) {
 	return h, "", ""
 }
 
-// readPackedRefs adds the refs of a packed-refs file to refs.
-func readPackedRefs(path string, refs map[string]plumbing.Hash, ignored map[string]int) error {
-	f, err := os.Open(path)
+// readPackedRefs adds the refs of the packed-refs file in root to refs.
+func readPackedRefs(root *os.Root, refs map[string]plumbing.Hash, ignored map[string]int) error {
+	f, fi, err := openFile(root, "packed-refs")
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -184,7 +204,10 @@ func readPackedRefs(path string, refs map[string]plumbing.Hash, ignored map[stri
 		return fmt.Errorf("read packed-refs: %w", err)
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
+	if fi.Size() > MaxRefsBytes {
+		return &LimitError{What: "refs size", Detail: fmt.Sprintf("a packed-refs file of %d bytes (at most %d are read)", fi.Size(), MaxRefsBytes)}
+	}
+	sc := bufio.NewScanner(io.LimitReader(f, MaxRefsBytes))
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	afterRef := false
 	for sc.Scan() {

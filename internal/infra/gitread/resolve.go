@@ -143,7 +143,13 @@ func (g *graph) run(roots []int32) error {
 				if k >= int64(len(roots)) {
 					return
 				}
-				if err := w.tree(roots[k]); err != nil {
+				err := w.tree(roots[k])
+				if w.gate {
+					// The tree's big objects go with the gate.
+					w.cache.clear()
+					w.gate.release()
+				}
+				if err != nil {
 					g.fail(err)
 					return
 				}
@@ -166,6 +172,10 @@ type worker struct {
 	delta []byte
 	chain []int32
 	stack []frame
+	// gate is held from the first object over gateBytes the worker
+	// materializes to the end of its delta tree.
+	gate gateHold
+	stop chan struct{} // never closed: the graph's stop flag ends the work
 }
 
 type frame struct {
@@ -176,12 +186,16 @@ type frame struct {
 
 func newWorker(g *graph) *worker {
 	w := &worker{g: g, x: g.x, h: newHasher()}
-	w.r = (&Packs{packs: []*pack{{f: g.x.f, end: g.x.end}}}).newReader(0, 0)
+	// The indexer checks and counts what the worker resolves itself.
+	w.r = (&Packs{packs: []*pack{{f: g.x.f, end: g.x.end}}, lim: g.x.lim}).newReader(0, 0)
 	w.cache = newObjCache(&g.x.pool, workerCacheBytes)
 	return w
 }
 
-func (w *worker) close() { w.cache.clear() }
+func (w *worker) close() {
+	w.cache.clear()
+	w.gate.release()
+}
 
 // tree resolves the unresolved deltas under root, depth first.
 func (w *worker) tree(root int32) error {
@@ -241,7 +255,7 @@ func (w *worker) applyEntry(k int32, base []byte) ([]byte, error) {
 	if w.delta, err = w.inflate(k, w.delta, false); err != nil {
 		return nil, err
 	}
-	out, err := applyPooled(&w.x.pool, base, w.delta)
+	out, err := w.x.applyDelta(base, w.delta, &w.gate, w.stop)
 	if err != nil {
 		return nil, fmt.Errorf("delta at offset %d: %w", w.x.entries[k].off(), err)
 	}
@@ -261,6 +275,11 @@ func (w *worker) inflate(i int32, dst []byte, pooled bool) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("offset %d: reread: %w", off, err)
 	}
+	if ce.size > w.x.lim.MaxObjectBytes {
+		// A whole object hashed as it streamed in, needed now as a base.
+		return nil, objectLimit("delta base of %d bytes at offset %d", ce.size, off)
+	}
+	w.gate.admit(ce.size, w.stop)
 	if pooled {
 		dst = w.x.pool.get(int(ce.size))
 	}

@@ -67,6 +67,13 @@ type Options struct {
 	// (A scanner learns from it every path at which a blob holding a
 	// secret was introduced, without reading the blob again.)
 	Again func(Blob) error
+	// Missed, when set, is called for every blob met for the first time
+	// in this Walk that the walk could not read (counted in MissingBlobs or
+	// CorruptBlobs; err says which: plumbing.ErrObjectNotFound or
+	// ErrCorrupt), so the caller can record where it was. Its Size is zero.
+	// Called from Walk's goroutine; an error stops the walk and is returned
+	// as is.
+	Missed func(b Blob, err error) error
 	// TreeCacheBytes bounds the LRU cache of parsed trees; 0 means 8 MiB,
 	// negative disables it.
 	TreeCacheBytes int
@@ -279,6 +286,7 @@ type walk struct {
 	ref    string
 	commit plumbing.Hash
 	path   []byte
+	depth  int // of the trees being diffed below the root (MaxTreeDepth)
 	ticks  int
 
 	buf []byte
@@ -774,8 +782,14 @@ func (wk *walk) diffTree(oldH, newH plumbing.Hash) error {
 			if oh == h {
 				continue
 			}
+			if wk.depth == MaxTreeDepth {
+				// Refused, not walked: the walk recurses once per level.
+				return &LimitError{What: "tree depth", Detail: fmt.Sprintf("tree %s in commit %s nests more than %d trees deep", newH, wk.commit, MaxTreeDepth)}
+			}
 			wk.path = append(append(wk.path[:base], name...), '/')
+			wk.depth++
 			err := wk.diffTree(oh, h)
+			wk.depth--
 			wk.path = wk.path[:base]
 			if err != nil {
 				return err
@@ -793,6 +807,14 @@ func (wk *walk) diffTree(oldH, newH plumbing.Hash) error {
 		}
 	}
 	return nil
+}
+
+// missed tells Options.Missed of a blob the walk could not read.
+func (wk *walk) missed(h plumbing.Hash, path string, mode uint32, err error) error {
+	if wk.w.opts.Missed == nil {
+		return nil
+	}
+	return wk.w.opts.Missed(Blob{Hash: h, Path: path, Commit: wk.commit, Ref: wk.ref, Mode: filemode.FileMode(mode)}, err)
 }
 
 // pathOf is the path of entry name of the tree being diffed.
@@ -822,10 +844,10 @@ func (wk *walk) report(h plumbing.Hash, name []byte, mode uint32) error {
 	switch {
 	case errors.Is(err, plumbing.ErrObjectNotFound):
 		wk.stats.MissingBlobs++
-		return nil
+		return wk.missed(h, path, mode, plumbing.ErrObjectNotFound)
 	case errors.Is(err, ErrCorrupt):
 		wk.stats.CorruptBlobs++
-		return nil
+		return wk.missed(h, path, mode, ErrCorrupt)
 	case err != nil:
 		return fmt.Errorf("blob %s at %s in commit %s: %w", h, path, wk.commit, err)
 	}

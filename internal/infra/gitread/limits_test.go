@@ -1,0 +1,248 @@
+package gitread
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"gitfleet/internal/devstack/gittest"
+)
+
+// allocated returns the bytes f allocated on the heap.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// bombs are the crafted packs of issue 20, with what reading them ends in:
+// over a limit (ErrLimit), or corrupt (a REF_DELTA cycle never resolves in
+// a pack being indexed).
+var bombs = []struct {
+	crafted func() *gittest.Crafted
+	limits  Limits // zero: the defaults
+	index   error  // what the Indexer says
+	// walks: the walk reads the top's size alone, within the limits (the
+	// header of its own delta), and reports it: the scan's read of it is
+	// what trips a limit. sizes: so does ObjectSize, which also follows
+	// the chain to the type at its bottom.
+	walks, sizes bool
+}{
+	// 179 bytes asked Indexer.Finish for 1 GiB, then 64 GiB.
+	{func() *gittest.Crafted { return gittest.NestedDeltas(1<<30, 64<<30) }, Limits{}, ErrLimit, false, false},
+	// Levels each within the object limit, and their total over the
+	// pack's inflate budget (4 × the object limit for a pack this small):
+	// what a pack costs is bounded, not only what each object does.
+	{func() *gittest.Crafted {
+		return gittest.NestedDeltas(4<<20, 4<<20, 4<<20, 4<<20, 4<<20, 4<<20)
+	}, Limits{MaxObjectBytes: 4 << 20}, ErrLimit, true, true},
+	{gittest.HugeDeclaredSize, Limits{}, ErrLimit, false, false},
+	{gittest.DeltaCycle, Limits{}, ErrCorrupt, true, false},
+}
+
+// withLimits sets the limits for the test.
+func withLimits(t testing.TB, l Limits) {
+	old := limits.Load()
+	SetLimits(l)
+	t.Cleanup(func() { limits.Store(old) })
+}
+
+// A delta bomb indexed as a fetch indexes it: refused, over a limit,
+// before the memory is allocated.
+func TestIndexDeltaBombs(t *testing.T) {
+	for _, b := range bombs {
+		c := b.crafted()
+		t.Run(c.Name, func(t *testing.T) {
+			withLimits(t, b.limits)
+			pack := c.Bytes()
+			var err error
+			n := allocated(func() {
+				_, _, _, err = index(t, pack, IndexOptions{Base: func(plumbing.Hash) (plumbing.ObjectType, []byte, error) {
+					return 0, nil, plumbing.ErrObjectNotFound
+				}}, false)
+			})
+			t.Logf("a pack of %d bytes: %v; %d KiB allocated", len(pack), err, n>>10)
+			if !errors.Is(err, b.index) {
+				t.Fatalf("err = %v, want %v", err, b.index)
+			}
+			if n > 64<<20 {
+				t.Errorf("allocated %d MiB", n>>20)
+			}
+		})
+	}
+}
+
+// The same bombs in a repository on disk, read as a scan reads them: the
+// walk, the blob reads within the scan's limit, and reads of any object.
+// Each ends over a limit, with bounded memory: the intermediates of a chain
+// are bounded whatever the object at its top, and a chain that loops ends.
+func TestReadDeltaBombs(t *testing.T) {
+	for _, b := range bombs {
+		c := b.crafted()
+		t.Run(c.Name, func(t *testing.T) {
+			withLimits(t, b.limits)
+			dir := filepath.Join(t.TempDir(), "bomb.git")
+			c.Write(t, dir)
+			top := topBlob(t, dir)
+			packs := openPacks(t, dir)
+			r := packs.NewReader()
+			reads := map[string]func() error{
+				"Read": func() error { _, _, err := r.Read(top, 10<<20, nil); return err },
+				"ReadObject": func() error {
+					_, _, err := r.ReadObject(top, nil)
+					return err
+				},
+				"ObjectSize": func() error { _, _, err := r.ObjectSize(top); return err },
+				"Walk": func() error {
+					refs, err := ReadRefs(dir)
+					if err != nil {
+						return err
+					}
+					_, err = walkBranchesAndTags(t, dir, refs)
+					return err
+				},
+			}
+			for name, read := range reads {
+				var err error
+				n := allocated(func() { err = read() })
+				t.Logf("%s: %v; %d KiB allocated", name, err, n>>10)
+				switch {
+				case name == "Walk" && b.walks, name == "ObjectSize" && b.sizes:
+					if err != nil {
+						t.Errorf("%s: %v", name, err)
+					}
+				case !errors.Is(err, ErrLimit):
+					t.Errorf("%s: err = %v, want ErrLimit", name, err)
+				}
+				if n > 64<<20 {
+					t.Errorf("%s: allocated %d MiB", name, n>>20)
+				}
+			}
+		})
+	}
+}
+
+// topBlob is the blob the crafted repository's tree names.
+func topBlob(t *testing.T, dir string) plumbing.Hash {
+	t.Helper()
+	refs, err := ReadRefs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := refs.Resolve("refs/heads/main")
+	r := openPacks(t, dir).NewReader()
+	_, raw, err := r.ReadObject(h, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ci commitInfo
+	if err := parseCommit(raw, &ci); err != nil {
+		t.Fatal(err)
+	}
+	_, raw, err = r.ReadObject(ci.tree, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := parseTree(raw)
+	if err != nil || len(tr.entries) != 1 {
+		t.Fatalf("tree: %v", err)
+	}
+	return tr.hash(&tr.entries[0])
+}
+
+// A tree nested deeper than MaxTreeDepth is refused, not walked; one just
+// within it is walked.
+func TestWalkTreeDepth(t *testing.T) {
+	for _, tt := range []struct {
+		depth int
+		err   error
+	}{{MaxTreeDepth, nil}, {MaxTreeDepth + 1, ErrLimit}, {10_000, ErrLimit}} {
+		dir := filepath.Join(t.TempDir(), "deep.git")
+		gittest.DeepTree(tt.depth).Write(t, dir)
+		refs, err := ReadRefs(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := walkBranchesAndTags(t, dir, refs)
+		if !errors.Is(err, tt.err) || (tt.err == nil && st.Blobs != 1) {
+			t.Errorf("depth %d: %v, %+v; want %v", tt.depth, err, st, tt.err)
+		}
+	}
+}
+
+// A pack over MaxPackBytes stops the indexer as the bytes arrive: the
+// file holds no more than the limit.
+func TestIndexPackSizeLimit(t *testing.T) {
+	dir := genRepo(t, scaleSpecSmall)
+	pack := onePack(t, dir)
+	f, err := os.Create(filepath.Join(t.TempDir(), "tmp_pack"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	limit := int64(len(pack) / 2)
+	x := NewIndexer(f, IndexOptions{Limits: Limits{MaxPackBytes: limit}})
+	_, err = x.Write(pack)
+	if err == nil {
+		_, err = x.Finish()
+	} else {
+		x.Abort()
+	}
+	if !errors.Is(err, ErrLimit) {
+		t.Fatalf("err = %v, want ErrLimit", err)
+	}
+	if fi, err := f.Stat(); err != nil || fi.Size() > limit {
+		t.Fatalf("%d bytes written, limit %d (%v)", fi.Size(), limit, err)
+	}
+	if _, _, _, err := index(t, pack, IndexOptions{Limits: Limits{MaxPackBytes: int64(len(pack))}}, true); err != nil {
+		t.Fatalf("a pack at the limit: %v", err)
+	}
+}
+
+// Every object held in memory is bounded by MaxObjectBytes, while a whole
+// object over it that no delta uses is hashed as it streams in: named, not
+// held.
+func TestIndexObjectSizeLimit(t *testing.T) {
+	big := []byte(strings.Repeat("0123456789abcdef", 1<<16)) // 1 MiB
+	p := gittest.NewPack()
+	_, off := p.Blob(big)
+	pack := p.Bytes()
+	if _, _, _, err := index(t, pack, IndexOptions{Limits: Limits{MaxObjectBytes: 1 << 19}}, false); err != nil {
+		t.Fatalf("a whole object over the limit, no delta on it: %v", err)
+	}
+	p.OfsDelta(plumbing.ZeroHash, off, gittest.Extend(len(big), "more"))
+	pack = p.Bytes()
+	if _, _, _, err := index(t, pack, IndexOptions{Limits: Limits{MaxObjectBytes: 1 << 19}, Workers: 1}, false); !errors.Is(err, ErrLimit) {
+		t.Fatalf("a delta on it: %v, want ErrLimit", err)
+	}
+	if _, _, _, err := index(t, pack, IndexOptions{Limits: Limits{MaxObjectBytes: 2 << 20}}, false); err != nil {
+		t.Fatalf("within the limit: %v", err)
+	}
+}
+
+var scaleSpecSmall = scaleSpec
+
+func init() {
+	scaleSpecSmall.Commits, scaleSpecSmall.Refs, scaleSpecSmall.Secrets = 100, 10, nil
+}
+
+// onePack returns the bytes of the repository's one pack.
+func onePack(t *testing.T, dir string) []byte {
+	t.Helper()
+	packs, err := filepath.Glob(filepath.Join(dir, "objects", "pack", "*.pack"))
+	if err != nil || len(packs) != 1 {
+		t.Fatalf("packs: %v, %v", packs, err)
+	}
+	data, err := os.ReadFile(packs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
