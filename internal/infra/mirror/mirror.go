@@ -46,7 +46,8 @@ type pathLock struct {
 }
 
 // New returns a Mirrors rooted at root (created if missing). httpClient is
-// used for the redirect probe; nil means a client with a 30 s timeout.
+// used for the redirect probe, with gitfleet's redirect policy (see
+// checkRedirect) whatever its own; nil means a client with a 30 s timeout.
 func New(root string, httpClient *http.Client) (*Mirrors, error) {
 	if err := os.MkdirAll(filepath.Join(root, "tmp"), 0o755); err != nil {
 		return nil, fmt.Errorf("mirror root: %w", err)
@@ -54,7 +55,7 @@ func New(root string, httpClient *http.Client) (*Mirrors, error) {
 	if httpClient == nil {
 		httpClient = &http.Client{Timeout: 30 * time.Second}
 	}
-	return &Mirrors{root: root, http: httpClient, locks: map[string]*pathLock{}}, nil
+	return &Mirrors{root: root, http: withPolicy(httpClient), locks: map[string]*pathLock{}}, nil
 }
 
 // Remote describes a remote after a sync.
@@ -86,7 +87,9 @@ func canonicalURL(u string) string {
 // Resolve follows redirects from remoteURL the way git does for the
 // reference advertisement, and returns the URL the repository really lives
 // at. A renamed or transferred GitHub repository answers at its old URL with
-// a redirect to the new one.
+// a redirect to the new one. Redirects are followed only within the
+// origin of remoteURL (see checkRedirect): another is Permanent, found
+// before anything is sent there.
 func (m *Mirrors) Resolve(ctx context.Context, remoteURL string) (string, error) {
 	url, _, err := m.advertise(ctx, remoteURL)
 	return url, err
@@ -104,6 +107,10 @@ func (m *Mirrors) advertise(ctx context.Context, remoteURL string) (string, []*p
 	req.Header.Set("Git-Protocol", "version=0")
 	resp, err := m.http.Do(req)
 	if err != nil {
+		var refused *errclass.Error
+		if errors.As(err, &refused) {
+			return "", nil, refused // a redirect not followed
+		}
 		return "", nil, fmt.Errorf("reach %s: %w", remoteURL, err)
 	}
 	defer resp.Body.Close()
@@ -128,9 +135,12 @@ func (m *Mirrors) advertise(ctx context.Context, remoteURL string) (string, []*p
 	effective := strings.TrimSuffix(final.String(), "/info/refs")
 
 	adv := packp.NewAdvRefs()
-	if err := adv.Decode(io.LimitReader(resp.Body, maxAdvertisement)); err != nil {
+	if err := adv.Decode(limitAdvertisement(resp.Body)); err != nil {
 		if errors.Is(err, packp.ErrEmptyAdvRefs) {
 			return effective, nil, nil
+		}
+		if errors.Is(err, gitread.ErrLimit) {
+			return "", nil, fmt.Errorf("%s: read the refs: %w", remoteURL, err)
 		}
 		return "", nil, errclass.Wrap(errclass.Retryable, "bad advertisement", fmt.Errorf("%s: read the refs: %w", remoteURL, err))
 	}
@@ -144,10 +154,6 @@ func (m *Mirrors) advertise(ctx context.Context, remoteURL string) (string, []*p
 	}
 	return effective, refs, nil
 }
-
-// maxAdvertisement bounds the reference advertisement read (GitHub's largest
-// repositories advertise a few hundred thousand refs).
-const maxAdvertisement = 256 << 20
 
 // RefsDigest names a set of branches and tags with their targets, in any
 // order: equal digests, equal refs. Other refs (HEAD, pull requests,
@@ -236,6 +242,9 @@ func (m *Mirrors) Sync(ctx context.Context, remoteURL string) (Remote, error) {
 		return Remote{}, err
 	}
 	defer unlock()
+	if err := removeTemp(path); err != nil {
+		return Remote{}, err
+	}
 	if err := m.fetchInto(ctx, path, effective, branch, head); err != nil {
 		if ctx.Err() != nil || !damaged(err) {
 			return Remote{}, err
@@ -409,6 +418,9 @@ func (m *Mirrors) FetchCommit(ctx context.Context, remoteURL, sha, ref string) (
 		return false, err
 	}
 	defer unlock()
+	if err := removeTemp(path); err != nil {
+		return false, err
+	}
 	repo, err := m.open(path)
 	if err != nil {
 		return false, err
@@ -433,6 +445,29 @@ func fetchSHA(ctx context.Context, repo *git.Repository, dir, remoteURL, sha, re
 		return false, nil
 	}
 	return false, fmt.Errorf("fetch %s by SHA: %w", remoteURL, err)
+}
+
+// removeTemp removes the temporary files a fetch into the mirror at path
+// left when its process died (a pack being received, an index being
+// written): called under the mirror's lock, when no fetch into it runs,
+// so that crashes do not fill the disk with partial packs.
+func removeTemp(path string) error {
+	dir := filepath.Join(path, "objects", "pack")
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("mirror: %w", err)
+	}
+	for _, e := range ents {
+		if name := e.Name(); strings.HasPrefix(name, tmpPackPrefix) || strings.HasPrefix(name, tmpIdxPrefix) {
+			if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("mirror: remove a partial pack: %w", err)
+			}
+		}
+	}
+	return nil
 }
 
 // lock serialises work on one mirror across goroutines (a mutex) and

@@ -75,7 +75,7 @@ func (s *packStorage) PackfileWriter() (io.WriteCloser, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	f, err := os.CreateTemp(dir, "tmp_pack_")
+	f, err := os.CreateTemp(dir, tmpPackPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -83,6 +83,14 @@ func (s *packStorage) PackfileWriter() (io.WriteCloser, error) {
 	w.ix = gitread.NewIndexer(f, gitread.IndexOptions{Base: s.base})
 	return w, nil
 }
+
+// Prefixes of the temporary files of a pack being received (removed with
+// the fetch that wrote them, or under the mirror's lock after a crash, see
+// removeTemp).
+const (
+	tmpPackPrefix = "tmp_pack_"
+	tmpIdxPrefix  = "tmp_idx_"
+)
 
 // base reads an object of the mirror: the base of a delta in a thin pack.
 // (go-git does not ask for thin packs, see TestIncrementalSyncPacks, but
@@ -164,7 +172,7 @@ func (w *packWriter) Close() (err error) {
 
 // writeIndex writes the index to a temporary file and renames it to path.
 func writeIndex(dir, path string, ix *gitread.Index) (err error) {
-	f, err := os.CreateTemp(dir, "tmp_idx_")
+	f, err := os.CreateTemp(dir, tmpIdxPrefix)
 	if err != nil {
 		return err
 	}
