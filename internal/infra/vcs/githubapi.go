@@ -36,11 +36,22 @@ var UserAgent = func() string {
 
 // apiTransport sends every API request as GitHub documents them today:
 // gitfleet's User-Agent, the stable media type (go-github still asks for
-// preview types GitHub has retired) and the REST API version.
-type apiTransport struct{ base http.RoundTripper }
+// preview types GitHub has retired) and the REST API version. The token
+// goes to the API's own origin only: go-github adds it in a transport
+// around this one, where Go's client, which drops credentials from a
+// request redirected to another host, cannot see it, so this transport
+// drops it from any request that is not for the API (and the client
+// follows no redirect out of it: see sameOriginRedirects).
+type apiTransport struct {
+	base http.RoundTripper
+	api  *url.URL
+}
 
 func (t apiTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
+	if !sameOrigin(t.api, r.URL) {
+		r.Header.Del("Authorization")
+	}
 	r.Header.Set("User-Agent", UserAgent)
 	r.Header.Set("Accept", "application/vnd.github+json")
 	r.Header.Set("X-GitHub-Api-Version", "2022-11-28")
@@ -56,6 +67,10 @@ func newClient(h Host, token string, httpClient *http.Client) (*github.Client, e
 			return nil, err
 		}
 	}
+	api, err := url.Parse(h.APIURL)
+	if err != nil {
+		return nil, errclass.Permanentf(errclass.ReasonInvalidInput, "API URL %q: %v", h.APIURL, err)
+	}
 	hc := &http.Client{Timeout: 30 * time.Second}
 	if httpClient != nil {
 		cp := *httpClient
@@ -65,7 +80,8 @@ func newClient(h Host, token string, httpClient *http.Client) (*github.Client, e
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	hc.Transport = apiTransport{base: base}
+	hc.Transport = apiTransport{base: base, api: api}
+	hc.CheckRedirect = sameOriginRedirects
 	c := github.NewClient(hc)
 	if !strings.EqualFold(h.APIURL, "https://api.github.com/") {
 		var err error
@@ -77,6 +93,35 @@ func newClient(h Host, token string, httpClient *http.Client) (*github.Client, e
 		c = c.WithAuthToken(token)
 	}
 	return c, nil
+}
+
+// sameOriginRedirects is the API client's CheckRedirect: a redirect is
+// followed only within the origin (scheme, host and port) of the request
+// (GitHub's 301 for a renamed repository stays on the API); one to another
+// host, or from https to http, is refused before anything is sent there.
+// Permanent: the API answers the same way next time.
+func sameOriginRedirects(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errclass.Permanentf(errclass.ReasonUnsupported, "more than 10 redirects")
+	}
+	if !sameOrigin(via[0].URL, req.URL) {
+		return errclass.Permanentf(errclass.ReasonUnsupported, "the API redirects to another origin (%s://%s): not followed", req.URL.Scheme, req.URL.Host)
+	}
+	return nil
+}
+
+// sameOrigin reports whether a and b have the same scheme, host and port.
+func sameOrigin(a, b *url.URL) bool {
+	port := func(u *url.URL) string {
+		if p := u.Port(); p != "" {
+			return p
+		}
+		if strings.EqualFold(u.Scheme, "https") {
+			return "443"
+		}
+		return "80"
+	}
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
 }
 
 // tokenSafe refuses plain http unless the API is on a loopback address.
