@@ -17,13 +17,14 @@ import (
 	"gitfleet/internal/infra/store"
 )
 
-// finalize is Store.Finalize with, for a Complete run, where the scope's
-// findings stand at the run's tips: which of the blobs holding findings
-// each tip's tree holds (a secret is present while one of its blobs is in
-// some tip's tree, removed once none is).
+// finalize is Store.Finalize with, for a run that walked every ref to its
+// tip (Complete or Covered), where the scope's findings stand at the run's
+// tips: which of the blobs holding findings each tip's tree holds (a
+// secret is present while one of its blobs is in some tip's tree, removed
+// once none is).
 func (s *Shards) finalize(ctx context.Context, repo *repository, packs *gitread.Packs, tips map[string]plumbing.Hash,
 	in store.FinalizeInput) (shard.Receipt, error) {
-	if in.Complete {
+	if in.Complete || in.Covered {
 		p, err := s.presence(ctx, repo, packs, in.ScopeID, tips)
 		if err != nil {
 			return shard.Receipt{}, fmt.Errorf("presence of the findings: %w", err)

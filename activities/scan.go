@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"gitfleet/internal/domain/shard"
@@ -98,10 +99,11 @@ func (s *Shards) open(ctx context.Context, spec shard.Spec, refsDigest string, p
 }
 
 // ScanShard is Executing and InnerDurable: it walks (watermark, tip] of
-// every selected ref, scans each blob the scope has not seen, writes the
-// data ops in fenced batches as it goes (a crash loses at most two, and
-// replaying a batch changes nothing), and finalizes: watermarks only when
-// nothing was skipped. It returns the receipt.
+// every selected ref, scans each blob the scope has not seen, tries the
+// scope's holes again, writes the data ops in fenced batches as it goes (a
+// crash loses at most two, and replaying a batch changes nothing), and
+// finalizes: the watermarks of the refs it walked to their tips, what it
+// could not read recorded as holes. It returns the receipt.
 //
 // A retried attempt takes over the lease with a new fence first, so the
 // attempt it replaces — if still running somewhere — can no longer write.
@@ -136,6 +138,7 @@ func (s *Shards) ScanShard(ctx context.Context, w workflows.ShardWork) (shard.Re
 }
 
 func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardWork, log *zap.Logger) (_ shard.Receipt, err error) {
+	var run *scanRun
 	// The keeper renews the lease and heartbeats; losing the lease cancels
 	// the scan at once.
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -151,12 +154,18 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 	defer repo.Close() //nolint:errcheck // read only: nothing to lose
 	// A mirror found damaged that this attempt did not fetch is discarded,
 	// and the next attempt fetches it afresh; damage in one it fetched is
-	// the remote's, and a local repository's is its own: Permanent.
+	// the remote's, and a local repository's is its own: Permanent. A
+	// mirror left with holes a later run may read is discarded too: the
+	// next run fetches it whole, and tries them on a fresh copy.
 	defer func() {
-		if c := errclass.Classify(err); c != nil && c.Class == errclass.Permanent && c.Reason == errclass.ReasonCorrupt &&
-			repo.mirror && repo.held {
+		switch c := errclass.Classify(err); {
+		case c != nil && c.Class == errclass.Permanent && c.Reason == errclass.ReasonCorrupt && repo.mirror && repo.held:
 			if derr := s.Mirrors.Discard(ctx, repo.url); derr == nil {
 				err = errclass.Wrap(errclass.Retryable, "damaged mirror discarded", err)
+			}
+		case err == nil && repo.mirror && run != nil && run.openHoles:
+			if derr := s.Mirrors.Discard(ctx, repo.url); derr != nil {
+				log.Warn("mirror with holes not discarded", zap.Error(redactedError(derr)))
 			}
 		}
 	}()
@@ -171,6 +180,10 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 	if err != nil {
 		return shard.Receipt{}, err
 	}
+	holes, err := s.Store.Holes(ctx, scopeID)
+	if err != nil {
+		return shard.Receipt{}, err
+	}
 	tips, ignored, err := s.selectRefs(ctx, repo, w.Spec.Selection)
 	if err != nil {
 		return shard.Receipt{}, err
@@ -181,7 +194,7 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 		refsIgnored += int64(n)
 		log.Warn("refs ignored", zap.String("reason", reason), zap.Int("refs", n))
 	}
-	log.Info("scan starting", zap.Int("refs", len(tips)), zap.Int("watermarks", len(marks)))
+	log.Info("scan starting", zap.Int("refs", len(tips)), zap.Int("watermarks", len(marks)), zap.Int("holes", len(holes)))
 
 	// The walk reads commits and trees, and the scan goroutines blobs,
 	// straight from the packs, each with a reader of its own (the scan
@@ -206,13 +219,16 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 	for i := range readers {
 		readers[i] = packs.NewReader()
 	}
-	run := &scanRun{ctx: ctx, s: s, lease: lease, scopeID: scopeID, packs: packs,
-		readers: readers, buffers: make([][]byte, len(readers)), progress: &progress, wanted: wantedBlobs(basis), fresh: !anySeen}
-	walker := gitread.New(repo.repo, gitread.Options{Packs: packs, TreeCacheBytes: treeCacheBytes, Again: run.addAgain})
-	run.walker = walker
-	if w.MaxDuration > 0 {
-		run.deadline = time.Now().Add(w.MaxDuration)
+	run = &scanRun{ctx: ctx, s: s, lease: lease, scopeID: scopeID, packs: packs,
+		readers: readers, buffers: make([][]byte, len(readers)), progress: &progress, wanted: wantedBlobs(basis), fresh: !anySeen,
+		holes: holesOf(holes), met: map[plumbing.Hash]bool{}, newHoles: map[plumbing.Hash]bool{}, rangeOf: map[string]int{},
+		sourceOnly: !repo.mirror}
+	for i, rg := range ranges {
+		run.rangeOf[rg.Ref] = i
 	}
+	walker := gitread.New(repo.repo, gitread.Options{Packs: packs, TreeCacheBytes: treeCacheBytes, Again: run.addAgain, Missed: run.missed})
+	run.walker = walker
+	run.deadline = time.Now().Add(s.budget(w))
 	// The batch in flight is done before the packs close, whatever happens.
 	defer func() { _ = run.finish() }()
 	stats, walkErr := run.walker.Walk(ctx, ranges, run.add)
@@ -225,6 +241,13 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 		}
 		return shard.Receipt{}, walkErr
 	}
+	// The holes the walk did not meet again are tried once more, as if met.
+	holesCut := false
+	if walkErr == nil {
+		if holesCut, err = run.retryHoles(holes); err != nil {
+			return shard.Receipt{}, err
+		}
+	}
 	if err := run.flush(ctx); err != nil {
 		return shard.Receipt{}, err
 	}
@@ -235,26 +258,74 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 	run.counts.Missing += int64(stats.MissingTips + stats.MissingCommits + stats.MissingTrees + stats.MissingBlobs)
 	run.counts.Corrupt += int64(stats.CorruptBlobs)
 	run.skipped += int64(stats.MissingBlobs + stats.CorruptBlobs)
-	run.counts.OutOfTime = walkErr != nil
+	run.counts.OutOfTime = walkErr != nil || holesCut
 	run.counts.RefsIgnored = refsIgnored
-	complete := walkErr == nil && !run.partial && run.counts.Missing == 0 && run.counts.Corrupt == 0 && run.counts.Unreadable == 0
+	// The watermarks of the refs walked to their tips move there, unless
+	// the walk met missing commits or trees: what lies below them is
+	// unknown, and so is which refs reach them. Blobs it could not read
+	// are holes, tried again by every later run without walking again.
+	tainted := stats.MissingTips+stats.MissingCommits+stats.MissingTrees > 0
+	walked := len(ranges)
+	if walkErr != nil {
+		walked = run.reached // the ranges before the one time ran out in
+	}
+	watermarks := map[string]string{}
+	for _, rg := range ranges[:walked] {
+		if !tainted {
+			watermarks[rg.Ref] = rg.Tip.String()
+		}
+	}
+	covered := walkErr == nil && !tainted
+	complete := covered && !holesCut && !run.partial && run.counts.Missing == 0 && run.counts.Corrupt == 0 && run.counts.Unreadable == 0
 	if !complete {
 		log.Warn("scan partial", zap.Int64("missing", run.counts.Missing), zap.Int64("corrupt", run.counts.Corrupt),
 			zap.Int64("unreadable", run.counts.Unreadable), zap.Int64("oversized", run.counts.Oversized),
-			zap.Bool("outOfTime", run.counts.OutOfTime))
+			zap.Bool("outOfTime", run.counts.OutOfTime), zap.Bool("covered", covered), zap.Int("refsWalked", len(watermarks)))
 	}
 	counts := run.counts
 	counts.Commits, counts.BlobsScanned, counts.BytesScanned = int64(stats.Commits), run.scanned, run.bytes
 	counts.BlobsSkipped, counts.Findings = run.skipped, run.findings
-	watermarks := make(map[string]string, len(tips))
-	for ref, tip := range tips {
-		watermarks[ref] = tip.String()
-	}
 	defer progress.wait(presenceWait)()
 	return s.finalize(ctx, repo, packs, tips, store.FinalizeInput{
-		Lease: lease, ScopeID: scopeID, Complete: complete, Watermarks: watermarks,
+		Lease: lease, ScopeID: scopeID, Complete: complete, Covered: covered, Watermarks: watermarks,
 		Stats: counts,
 	})
+}
+
+// maxHoleAttempts is how many runs try a hole in a mirror, each on a copy
+// fetched afresh (a run leaving holes discards the mirror), before it is
+// taken as missing or damaged in the source itself: lost.
+const maxHoleAttempts = 3
+
+func holesOf(holes []store.Hole) map[plumbing.Hash]store.Hole {
+	m := make(map[plumbing.Hash]store.Hole, len(holes))
+	for _, h := range holes {
+		var k plumbing.Hash
+		if copy(k[:], h.Blob) == len(k) {
+			m[k] = h
+		}
+	}
+	return m
+}
+
+// retryHoles tries the holes the walk did not meet again, in blob order,
+// as if the walk had met them where they were first met. It reports
+// whether the time budget cut it short.
+func (r *scanRun) retryHoles(holes []store.Hole) (cut bool, _ error) {
+	for _, h := range holes {
+		var k plumbing.Hash
+		if copy(k[:], h.Blob) != len(k) || r.met[k] {
+			continue
+		}
+		err := r.add(gitread.Blob{Hash: k, Path: h.Path, Commit: plumbing.NewHash(h.Commit)})
+		switch {
+		case errors.Is(err, errBudget):
+			return true, nil
+		case err != nil:
+			return false, err
+		}
+	}
+	return false, nil
 }
 
 var errBudget = errors.New("time budget spent")
@@ -394,6 +465,8 @@ type scanRun struct {
 	buffers  [][]byte              // and a read buffer each, reused blob after blob
 	progress *progress
 	deadline time.Time
+	// worked: a batch had blobs the scope had not seen.
+	worked atomic.Bool
 
 	pending []gitread.Blob
 	// pendingAgain are blobs the walk met again (gitread.Options.Again),
@@ -419,6 +492,70 @@ type scanRun struct {
 	partial                           bool
 	// counts are the skips by reason (see shard.Counts).
 	counts shard.Counts
+
+	// holes are the scope's holes when the run started (read only); met
+	// those the walk met again (the walk's goroutine only). pendingHoles
+	// are the blobs the walk could not read since the last batch.
+	holes        map[plumbing.Hash]store.Hole
+	met          map[plumbing.Hash]bool
+	pendingHoles []store.Hole
+	// newHoles are the blobs this run left as holes (under holesMu: the
+	// walk and the flushes add to it); openHoles: some of them a later run
+	// may read.
+	holesMu   sync.Mutex
+	newHoles  map[plumbing.Hash]bool
+	openHoles bool
+	// sourceOnly: the repository is the source itself (a local one): what
+	// it lacks or has damaged cannot be recovered.
+	sourceOnly bool
+	// rangeOf is each ref's place in the walk's order; reached the
+	// furthest range the walk reported a blob of.
+	rangeOf map[string]int
+	reached int
+}
+
+// reach notes that the walk is in ref's range.
+func (r *scanRun) reach(ref string) {
+	if i, ok := r.rangeOf[ref]; ok && i > r.reached {
+		r.reached = i
+	}
+}
+
+// isHole says whether a blob was a hole when the run started or became one.
+func (r *scanRun) isHole(h plumbing.Hash) bool {
+	if _, ok := r.holes[h]; ok {
+		return true
+	}
+	r.holesMu.Lock()
+	defer r.holesMu.Unlock()
+	return r.newHoles[h]
+}
+
+// hole records that blob b could not be read, for reason. It is lost when
+// the repository is the source, or when it stayed unreadable in as many
+// mirrors fetched afresh as maxHoleAttempts.
+func (r *scanRun) hole(b gitread.Blob, reason string) store.Hole {
+	lost := r.sourceOnly || r.holes[b.Hash].Attempts+1 >= maxHoleAttempts
+	r.holesMu.Lock()
+	r.newHoles[b.Hash] = true
+	r.openHoles = r.openHoles || !lost
+	r.holesMu.Unlock()
+	return store.Hole{Blob: append([]byte(nil), b.Hash[:]...), Path: b.Path, Commit: b.Commit.String(), Reason: reason, Lost: lost}
+}
+
+// missed takes a blob the walk met and could not read: a hole.
+func (r *scanRun) missed(b gitread.Blob, err error) error {
+	r.progress.step()
+	r.reach(b.Ref)
+	if _, ok := r.holes[b.Hash]; ok {
+		r.met[b.Hash] = true
+	}
+	reason := store.HoleMissing
+	if errors.Is(err, gitread.ErrCorrupt) {
+		reason = store.HoleCorrupt
+	}
+	r.pendingHoles = append(r.pendingHoles, r.hole(b, reason))
+	return nil
 }
 
 func (r *scanRun) batchSize() int {
@@ -474,6 +611,10 @@ func (r *scanRun) readOrder(blobs []gitread.Blob) []int {
 // written in order).
 func (r *scanRun) add(b gitread.Blob) error {
 	r.progress.step()
+	r.reach(b.Ref)
+	if _, ok := r.holes[b.Hash]; ok {
+		r.met[b.Hash] = true
+	}
 	r.pending = append(r.pending, b)
 	return r.maybeFlush()
 }
@@ -481,6 +622,7 @@ func (r *scanRun) add(b gitread.Blob) error {
 // addAgain takes a blob the walk met again.
 func (r *scanRun) addAgain(b gitread.Blob) error {
 	r.progress.step()
+	r.reach(b.Ref)
 	r.pendingAgain = append(r.pendingAgain, b)
 	return r.maybeFlush()
 }
@@ -492,12 +634,15 @@ func (r *scanRun) maybeFlush() error {
 	if err := r.wait(); err != nil {
 		return err
 	}
-	batch, again := r.pending, r.pendingAgain
-	r.pending, r.pendingAgain = nil, nil
+	batch, again, holes := r.pending, r.pendingAgain, r.pendingHoles
+	r.pending, r.pendingAgain, r.pendingHoles = nil, nil, nil
 	done := make(chan error, 1)
 	r.inflight = done
-	go func() { done <- r.flushBatch(r.ctx, batch, again) }()
-	if !r.deadline.IsZero() && time.Now().After(r.deadline) {
+	go func() { done <- r.flushBatch(r.ctx, batch, again, holes) }()
+	// The budget ends the run only once it has read something new: a run
+	// that continues another walks the history that one walked again (it
+	// finds its blobs seen) and must get further than it did.
+	if !r.deadline.IsZero() && time.Now().After(r.deadline) && r.worked.Load() {
 		return errBudget
 	}
 	return nil
@@ -529,9 +674,9 @@ func (r *scanRun) flush(ctx context.Context) error {
 	if err := r.wait(); err != nil {
 		return err
 	}
-	batch, again := r.pending, r.pendingAgain
-	r.pending, r.pendingAgain = nil, nil
-	if err := r.flushBatch(ctx, batch, again); err != nil {
+	batch, again, holes := r.pending, r.pendingAgain, r.pendingHoles
+	r.pending, r.pendingAgain, r.pendingHoles = nil, nil, nil
+	if err := r.flushBatch(ctx, batch, again, holes); err != nil {
 		return err
 	}
 	return waitFor(&r.writing)
@@ -543,6 +688,8 @@ type scanned struct {
 	bytes    int64
 	skipped  bool
 	partial  bool
+	// hole: why it could not be read (a store.Hole* reason), if so
+	hole string
 	// why it was skipped (a field of shard.Counts)
 	why *int64
 	// archiveSkips: what of an archive blob was left out, and why
@@ -550,12 +697,13 @@ type scanned struct {
 }
 
 // flushBatch scans a batch and writes its data ops under the fence, with
-// the paths of the blobs holding findings that the batch and again (blobs
-// met again) met them at. One runs at a time: it alone updates the run's
-// counts and wanted. The write runs on while the next batch is scanned
-// (after the previous write: they land in order).
-func (r *scanRun) flushBatch(ctx context.Context, batch, again []gitread.Blob) error {
-	if len(batch)+len(again) == 0 {
+// the paths of the blobs holding findings (or left as holes) that the batch
+// and again (blobs met again) met them at, and the holes the walk met
+// (holes). One runs at a time: it alone updates the run's counts and
+// wanted. The write runs on while the next batch is scanned (after the
+// previous write: they land in order).
+func (r *scanRun) flushBatch(ctx context.Context, batch, again []gitread.Blob, holes []store.Hole) error {
+	if len(batch)+len(again)+len(holes) == 0 {
 		return nil
 	}
 	seen := map[string]bool{}
@@ -573,14 +721,22 @@ func (r *scanRun) flushBatch(ctx context.Context, batch, again []gitread.Blob) e
 		}
 	}
 	var todo []gitread.Blob
-	var ops store.DataOps
+	ops := store.DataOps{Holes: holes}
+	for _, h := range holes {
+		ops.Paths = append(ops.Paths, store.BlobPath{Blob: h.Blob, Path: h.Path})
+	}
 	for _, b := range batch {
 		switch {
 		case !seen[string(b.Hash[:])]:
 			todo = append(todo, b)
+		case r.isHole(b.Hash): // read by another run meanwhile
+			ops.Filled = append(ops.Filled, b.Hash[:])
 		case r.wanted[b.Hash]: // scanned before, met at a path of its own now
 			ops.Paths = append(ops.Paths, store.BlobPath{Blob: b.Hash[:], Path: b.Path})
 		}
+	}
+	if len(todo) > 0 {
+		r.worked.Store(true)
 	}
 	results := make([]scanned, len(todo))
 	c := &r.counts
@@ -612,6 +768,16 @@ func (r *scanRun) flushBatch(ctx context.Context, batch, again []gitread.Blob) e
 
 	var bytes int64
 	for i, res := range results {
+		b := todo[i]
+		switch {
+		case res.hole != "":
+			h := r.hole(b, res.hole)
+			ops.Holes = append(ops.Holes, h)
+			ops.Paths = append(ops.Paths, store.BlobPath{Blob: h.Blob, Path: b.Path})
+		case res.seen.Blob != nil && r.isHole(b.Hash):
+			ops.Filled = append(ops.Filled, res.seen.Blob)
+			ops.FilledFindings = ops.FilledFindings || len(res.findings) > 0
+		}
 		if res.seen.Blob != nil {
 			ops.Seen = append(ops.Seen, res.seen)
 		}
@@ -636,7 +802,7 @@ func (r *scanRun) flushBatch(ctx context.Context, batch, again []gitread.Blob) e
 	}
 	r.bytes += bytes
 	for _, b := range again {
-		if r.wanted[b.Hash] {
+		if r.wanted[b.Hash] || r.isHole(b.Hash) {
 			ops.Paths = append(ops.Paths, store.BlobPath{Blob: b.Hash[:], Path: b.Path})
 		}
 	}
@@ -667,7 +833,8 @@ func (r *scanRun) write(ctx context.Context, ops store.DataOps, blobs, bytes int
 }
 
 // scanBlob reads and scans one blob. An unreadable blob is skipped and
-// makes the run Partial, and is not marked seen: the next run tries again.
+// makes the run Partial, and is not marked seen: it is a hole, which the
+// next run tries again.
 // c only names the counter of the reason (flush counts, on its goroutine).
 func (r *scanRun) scanBlob(reader *gitread.PackReader, buf *[]byte, b gitread.Blob, c *shard.Counts) scanned {
 	limit := r.s.Scanner.MaxBlobBytes()
@@ -685,11 +852,11 @@ func (r *scanRun) scanBlob(reader *gitread.PackReader, buf *[]byte, b gitread.Bl
 		res := r.s.Scanner.Oversized(size)
 		return scanned{seen: store.SeenBlob{Blob: hash, Outcome: store.OutcomeOversized}, skipped: true, partial: res.Partial, why: &c.Oversized}
 	case errors.Is(err, plumbing.ErrObjectNotFound):
-		return scanned{skipped: true, partial: true, why: &c.Missing}
+		return scanned{skipped: true, partial: true, why: &c.Missing, hole: store.HoleMissing}
 	case errors.Is(err, gitread.ErrCorrupt):
-		return scanned{skipped: true, partial: true, why: &c.Corrupt}
+		return scanned{skipped: true, partial: true, why: &c.Corrupt, hole: store.HoleCorrupt}
 	case err != nil:
-		return scanned{skipped: true, partial: true, why: &c.Unreadable}
+		return scanned{skipped: true, partial: true, why: &c.Unreadable, hole: store.HoleUnreadable}
 	}
 	res := r.s.Scanner.Scan(b.Path, content, b.Commit.String())
 	out := scanned{bytes: int64(len(content)), partial: res.Partial, archiveSkips: res.ArchiveSkips}

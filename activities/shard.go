@@ -43,6 +43,10 @@ type Shards struct {
 	// scan at once, all scans together (a token each); nil: GOMAXPROCS
 	// per scan.
 	ScanSlots chan struct{}
+	// Budget is how long one attempt of a scan given no budget of its own
+	// (ShardWork.MaxDuration 0) runs before it stops and finalizes what it
+	// did (default DefaultScanBudget): the workflow's next pass continues.
+	Budget time.Duration
 	// HeartbeatEvery is how often an activity that is alive heartbeats
 	// (default: a third of its heartbeat timeout); Heartbeat records one
 	// (nil: activity.RecordHeartbeat).
@@ -68,6 +72,21 @@ func (s *Shards) release() {
 	if s.ScanSlots != nil {
 		<-s.ScanSlots
 	}
+}
+
+// DefaultScanBudget is a scan attempt's budget when neither the request
+// nor the worker sets one: well within the scan's start-to-close (2 h),
+// so a large repository ends an attempt cleanly, with what it did durable.
+const DefaultScanBudget = 90 * time.Minute
+
+func (s *Shards) budget(w workflows.ShardWork) time.Duration {
+	switch {
+	case w.MaxDuration > 0:
+		return w.MaxDuration
+	case s.Budget > 0:
+		return s.Budget
+	}
+	return DefaultScanBudget
 }
 
 func (s *Shards) leaseFor() time.Duration {

@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -37,7 +38,8 @@ func ShardWorkflowID(key string) string { return "scan:" + key }
 type ExecuteShardInput struct {
 	Spec shard.Spec `json:"spec"`
 	// MaxDuration bounds one scan; what is left is picked up by the next
-	// run (the result is Partial). Zero means no budget.
+	// run (the result is Partial). Zero: each attempt stops at the worker's
+	// budget and the run goes on in passes (see MaxPasses).
 	MaxDuration time.Duration `json:"maxDuration,omitempty"`
 	// RefsDigest is what the mirror sync of the job that started this run
 	// saw (a Collect syncs before it resolves identity); "" means this run
@@ -54,12 +56,36 @@ type ExecuteShardResult struct {
 	// the shard was not Active: already Done without new work, or Parked).
 	Receipt *shard.Receipt `json:"receipt,omitempty"`
 	// Owners counts leases taken: more than one means an owner went stale
-	// (lost its lease) and a new one finished the work.
+	// (lost its lease) and a new one finished the work, or the scan went
+	// on in another pass.
 	Owners int `json:"owners"`
+	// Passes counts the scans that ran out of their time budget and that
+	// the next pass continued.
+	Passes int `json:"passes,omitempty"`
 }
 
 // maxOwners bounds how often a run takes a new lease after losing one.
 const maxOwners = 5
+
+// MaxPasses bounds the passes of one run given no budget (MaxDuration 0,
+// as Collect gives none): each attempt of its scan then stops at the
+// worker's budget (activities.DefaultScanBudget, well within the scan's
+// start-to-close, so that a large repository ends an attempt cleanly
+// rather than time out) and finalizes what it did, and the next pass
+// continues from that durable progress (seen blobs, the watermarks of the
+// refs it finished). After MaxPasses the shard stays Active and the next
+// run (the next cycle) continues it.
+const MaxPasses = 8
+
+// repositoryReasons are the Permanent reasons that are the repository's
+// doing, the only ones a shard is parked for: anything else (the
+// database's, the worker's, time running out) leaves the shard Active for
+// the next run.
+var repositoryReasons = map[string]bool{
+	errclass.ReasonNotFound: true, errclass.ReasonPermissionDenied: true, errclass.ReasonCorrupt: true,
+	errclass.ReasonEmptyRepository: true, errclass.ReasonInvalidInput: true, errclass.ReasonUnsupported: true,
+	"poisoned": true,
+}
 
 var (
 	// scanOptions: the scan heartbeats (a dead worker is noticed within the
@@ -95,11 +121,28 @@ func ExecuteShard(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResul
 	case out.Status == shard.Parked:
 		setOutcome(ctx, OutcomeParked, fmt.Sprintf("shard %d parked: %s", out.ShardID, out.ParkReason))
 	case out.Status == shard.Active:
-		setOutcome(ctx, OutcomeActive, fmt.Sprintf("shard %d: the next scan continues", out.ShardID))
+		setOutcome(ctx, OutcomeActive, fmt.Sprintf("shard %d: the next scan continues%s", out.ShardID, holesNote(out.Receipt)))
 	default:
-		setOutcome(ctx, OutcomeDone, fmt.Sprintf("shard %d is %s", out.ShardID, out.Status))
+		setOutcome(ctx, OutcomeDone, fmt.Sprintf("shard %d is %s%s", out.ShardID, out.Status, holesNote(out.Receipt)))
 	}
 	return out, err
+}
+
+// holesNote says what a run could not read: honestly, when it cannot be
+// recovered ("" when it read everything; receipts of runs recorded before
+// holes have none).
+func holesNote(r *shard.Receipt) string {
+	if r == nil || r.Holes+r.Lost == 0 {
+		return ""
+	}
+	var parts []string
+	if r.Holes > 0 {
+		parts = append(parts, count(r.Holes, "blob", "blobs")+" unreadable, tried again by the next scan")
+	}
+	if r.Lost > 0 {
+		parts = append(parts, count(r.Lost, "blob", "blobs")+" cannot be recovered (missing or damaged in the source)")
+	}
+	return "; " + strings.Join(parts, "; ")
 }
 
 func executeShard(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResult, error) {
@@ -120,8 +163,12 @@ func executeShard(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResul
 	// in the scan.
 	oneSync := workflow.GetVersion(ctx, "one-mirror-sync", workflow.DefaultVersion, 1) == 1
 	refs := in.RefsDigest
+	// Runs recorded before it park a shard whose errors outlast their
+	// budget ("too many errors"), and end with the first pass.
+	failureModel := workflow.GetVersion(ctx, "shard-failure-model", workflow.DefaultVersion, 1) == 1
+	lost := 0 // leases lost to another owner
 
-	for out.Owners < maxOwners {
+	for (failureModel && lost < maxOwners) || (!failureModel && out.Owners < maxOwners) {
 		var claim Claim
 		err := workflow.ExecuteActivity(withOptions(ctx, acquireOptions), activityAcquireShard, AcquireShardInput{
 			ShardID: out.ShardID, Owner: owner, Rearm: out.Owners == 0,
@@ -170,7 +217,14 @@ func executeShard(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResul
 				}).Get(ctx, &out.Status)
 			}
 		}
-		switch class, reason := classOf(err); {
+		class, reason := classOf(err)
+		switch {
+		case err == nil && failureModel && continues(in, out):
+			// The budget ended the pass, not the work: the next pass goes
+			// on from what this one made durable.
+			out.Passes++
+			enter(PhaseOuterCheckpointed, fmt.Sprintf("shard %d: pass %d ran out of time; the next one continues", out.ShardID, out.Passes))
+			continue
 		case err == nil:
 			enter(PhaseOuterCheckpointed, fmt.Sprintf("shard %d is %s", out.ShardID, out.Status))
 			return out, nil
@@ -178,18 +232,52 @@ func executeShard(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResul
 			// This owner lost its lease: stop at once, no checkpoint, no
 			// park. The shard stays Active; a new lease finishes it.
 			workflow.GetLogger(ctx).Warn("Lease lost; taking a new one", "shard", out.ShardID, "fence", lease.Fence)
+			lost++
 			continue
-		case class == errclass.Permanent:
+		case !failureModel && class == errclass.Permanent:
 			return park(ctx, out, lease, parkReason(reason))
-		case isTimeout(err):
+		case !failureModel && isTimeout(err):
 			// Retryable errors ran out their budget.
 			return park(ctx, out, lease, "too many errors")
-		default:
+		case class == errclass.Permanent && repositoryReasons[reason]:
+			return park(ctx, out, lease, reason)
+		case temporal.IsCanceledError(err):
 			return out, err
+		default:
+			// Time ran out (a queue, the database, a host that kept
+			// failing), or a Permanent error that is not the repository's:
+			// nothing about the repository, nothing parked. The shard stays
+			// Active, and the next run continues it.
+			return out, infrastructureError(out.ShardID, err)
 		}
 	}
 	return out, temporal.NewApplicationError(fmt.Sprintf("shard %d: lost its lease %d times", out.ShardID, maxOwners),
 		string(errclass.Retryable), "contention")
+}
+
+// continues says whether a run goes on with another pass: the checkpointed
+// pass ran out of the run's own budget (not one the request set), got
+// somewhere, and the run has passes left.
+func continues(in ExecuteShardInput, out ExecuteShardResult) bool {
+	r := out.Receipt
+	return in.MaxDuration == 0 && out.Status == shard.Active && r != nil && r.OutOfTime &&
+		r.BlobsScanned+r.BlobsSkipped > 0 && out.Passes+1 < MaxPasses
+}
+
+// infrastructureError is the error of a run that failed for a reason that
+// is not the repository's: its class (a timeout is Retryable) and reason,
+// saying that the shard was left for the next run.
+func infrastructureError(shardID int64, err error) error {
+	class, reason := classOf(err)
+	if class == errclass.StaleOwner {
+		class = errclass.Retryable
+	}
+	if isTimeout(err) {
+		reason = "timed out"
+	}
+	return temporal.NewApplicationErrorWithOptions(
+		fmt.Sprintf("shard %d: %s; not parked: the next run continues it", shardID, message(err)), string(class),
+		temporal.ApplicationErrorOptions{NonRetryable: class != errclass.Retryable, Cause: err, Details: []any{reason}})
 }
 
 func park(ctx workflow.Context, out ExecuteShardResult, lease shard.Lease, reason string) (ExecuteShardResult, error) {

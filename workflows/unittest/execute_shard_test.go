@@ -2,6 +2,8 @@ package unittest
 
 import (
 	"errors"
+	"strings"
+	"time"
 
 	"gitfleet/internal/domain/shard"
 	"gitfleet/workflows"
@@ -127,21 +129,103 @@ func TestExecuteShardNotActiveDoesNothing(t *testing.T) {
 	env.AssertNotCalled(t, "SyncShardMirror", mock.Anything, mock.Anything)
 }
 
-// Retryable errors that outlast the activity's budget park the shard.
-func TestExecuteShardTooManyErrorsParks(t *testing.T) {
+// Nothing that is not the repository's doing parks its shard: an activity
+// whose errors outlasted its budget (a database outage, a host that kept
+// failing, a task that waited in the queue), or a Permanent error of the
+// database. The run fails with its class and leaves the shard Active for
+// the next run.
+func TestExecuteShardInfrastructureNeverParks(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		failed string
+		err    error
+		class  errclass.Class
+	}{
+		{"the scan's retries ran out", "ScanShard",
+			temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, errors.New("502 again")), errclass.Retryable},
+		{"the checkpoint waited in the queue", "CheckpointShard",
+			temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil), errclass.Retryable},
+		{"the database rejected a statement", "ScanShard",
+			permanentOf(errclass.Permanent, "database rejected the statement"), errclass.Permanent},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			env, a := newShardEnv(t)
+			env.OnActivity(a.AcquireShard, mock.Anything, mock.Anything).Return(claim(1), nil).Once()
+			env.OnActivity(a.SyncShardMirror, mock.Anything, mock.Anything).Return("d1", nil)
+			if tt.failed == "ScanShard" {
+				env.OnActivity(a.ScanShard, mock.Anything, mock.Anything).Return(shard.Receipt{}, tt.err).Once()
+			} else {
+				env.OnActivity(a.ScanShard, mock.Anything, mock.Anything).Return(shard.Receipt{ID: 9, ShardID: 42, Fence: 1, Complete: true}, nil).Once()
+				env.OnActivity(a.CheckpointShard, mock.Anything, mock.Anything).Return(shard.Status(""), tt.err).Once()
+			}
+			env.ExecuteWorkflow(workflows.ExecuteShard, workflows.ExecuteShardInput{Spec: shard.Spec{Key: "k"}})
+			err := env.GetWorkflowError()
+			var app *temporal.ApplicationError
+			if !errors.As(err, &app) || app.Type() != string(tt.class) || !strings.Contains(app.Message(), "not parked") {
+				t.Fatalf("error = %v, want a %s error saying the shard is not parked", err, tt.class)
+			}
+			env.AssertNotCalled(t, "ParkShard", mock.Anything, mock.Anything)
+		})
+	}
+}
+
+// Every Permanent reason that is the repository's parks, with itself as
+// the reason.
+func TestExecuteShardRepositoryReasonsPark(t *testing.T) {
+	for _, reason := range []string{errclass.ReasonNotFound, errclass.ReasonPermissionDenied, errclass.ReasonCorrupt,
+		errclass.ReasonEmptyRepository, errclass.ReasonInvalidInput, errclass.ReasonUnsupported} {
+		env, a := newShardEnv(t)
+		env.OnActivity(a.AcquireShard, mock.Anything, mock.Anything).Return(claim(1), nil).Once()
+		env.OnActivity(a.SyncShardMirror, mock.Anything, mock.Anything).Return("", permanentOf(errclass.Permanent, reason)).Once()
+		env.OnActivity(a.ParkShard, mock.Anything, workflows.ParkInput{Lease: claim(1).Lease, Reason: reason}).Return(nil).Once()
+		env.ExecuteWorkflow(workflows.ExecuteShard, workflows.ExecuteShardInput{Spec: shard.Spec{Key: "k"}})
+		var res workflows.ExecuteShardResult
+		if err := env.GetWorkflowResult(&res); err != nil || res.Status != shard.Parked || res.ParkReason != reason {
+			t.Fatalf("%s: %+v, %v; want parked for it", reason, res, err)
+		}
+	}
+}
+
+// A pass that ran out of the worker's budget is continued by the next
+// pass of the same run, from what it made durable; a budget the request
+// set ends the run after one pass.
+func TestExecuteShardContinuesInPasses(t *testing.T) {
+	outOfTime := func(id, fence int64) shard.Receipt {
+		return shard.Receipt{ID: id, ShardID: 42, Fence: fence, Counts: shard.Counts{BlobsScanned: 8000, OutOfTime: true}}
+	}
 	env, a := newShardEnv(t)
-	env.OnActivity(a.AcquireShard, mock.Anything, mock.Anything).Return(claim(1), nil).Once()
-	env.OnActivity(a.SyncShardMirror, mock.Anything, mock.Anything).Return("d1", nil)
-	env.OnActivity(a.ScanShard, mock.Anything, mock.Anything).Return(shard.Receipt{},
-		temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, errors.New("502 again"))).Once()
-	env.OnActivity(a.ParkShard, mock.Anything, workflows.ParkInput{Lease: claim(1).Lease, Reason: "too many errors"}).Return(nil).Once()
+	env.OnActivity(a.AcquireShard, mock.Anything, mock.MatchedBy(func(in workflows.AcquireShardInput) bool { return in.Rearm })).Return(claim(3), nil).Once()
+	env.OnActivity(a.AcquireShard, mock.Anything, mock.MatchedBy(func(in workflows.AcquireShardInput) bool { return !in.Rearm })).Return(claim(4), nil).Once()
+	env.OnActivity(a.AcquireShard, mock.Anything, mock.MatchedBy(func(in workflows.AcquireShardInput) bool { return !in.Rearm })).Return(claim(5), nil).Once()
+	env.OnActivity(a.SyncShardMirror, mock.Anything, mock.Anything).Return("d1", nil).Once()
+	env.OnActivity(a.ScanShard, mock.Anything, mock.MatchedBy(func(w workflows.ShardWork) bool { return w.Lease.Fence == 3 && w.MaxDuration == 0 })).
+		Return(outOfTime(9, 3), nil).Once()
+	env.OnActivity(a.ScanShard, mock.Anything, mock.MatchedBy(func(w workflows.ShardWork) bool { return w.Lease.Fence == 4 && w.RefsDigest == "d1" })).
+		Return(outOfTime(10, 4), nil).Once()
+	env.OnActivity(a.ScanShard, mock.Anything, mock.MatchedBy(func(w workflows.ShardWork) bool { return w.Lease.Fence == 5 })).
+		Return(shard.Receipt{ID: 11, ShardID: 42, Fence: 5, Complete: true, Covered: true}, nil).Once()
+	env.OnActivity(a.CheckpointShard, mock.Anything, mock.MatchedBy(func(in workflows.CheckpointInput) bool { return in.ReceiptID < 11 })).Return(shard.Active, nil).Twice()
+	env.OnActivity(a.CheckpointShard, mock.Anything, workflows.CheckpointInput{Lease: claim(5).Lease, ReceiptID: 11}).Return(shard.Done, nil).Once()
 	env.ExecuteWorkflow(workflows.ExecuteShard, workflows.ExecuteShardInput{Spec: shard.Spec{Key: "k"}})
 	var res workflows.ExecuteShardResult
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != shard.Parked || res.ParkReason != "too many errors" {
+	if res.Status != shard.Done || res.Passes != 2 || res.Owners != 3 || res.Receipt.ID != 11 {
 		t.Fatalf("result = %+v", res)
+	}
+	env.AssertExpectations(t)
+
+	// The request's own budget: one pass, the next run continues.
+	env, a = newShardEnv(t)
+	env.OnActivity(a.AcquireShard, mock.Anything, mock.Anything).Return(claim(3), nil).Once()
+	env.OnActivity(a.SyncShardMirror, mock.Anything, mock.Anything).Return("d1", nil).Once()
+	env.OnActivity(a.ScanShard, mock.Anything, mock.Anything).Return(outOfTime(9, 3), nil).Once()
+	env.OnActivity(a.CheckpointShard, mock.Anything, mock.Anything).Return(shard.Active, nil).Once()
+	env.ExecuteWorkflow(workflows.ExecuteShard, workflows.ExecuteShardInput{Spec: shard.Spec{Key: "k"}, MaxDuration: time.Minute})
+	var one workflows.ExecuteShardResult
+	if err := env.GetWorkflowResult(&one); err != nil || one.Status != shard.Active || one.Passes != 0 {
+		t.Fatalf("run with the request's budget: %+v, %v; want one pass, Active", one, err)
 	}
 	env.AssertExpectations(t)
 }

@@ -17,7 +17,8 @@ const (
 	// Complete: everything readable was scanned; the shard is Done.
 	Complete Outcome = "Complete"
 	// Partial: the run finalized but skipped something it counted under
-	// Case.Reason; the shard stays Active.
+	// Case.Reason; what it could not read is a hole that cannot be
+	// recovered (the repository is the source), and the shard is Done.
 	Partial Outcome = "Partial"
 	// Parked: the shard is set aside with park reason Case.Reason.
 	Parked Outcome = "Parked"

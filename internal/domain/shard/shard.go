@@ -119,10 +119,26 @@ func (a *ArchiveSkips) of(r archive.Reason) *int64 {
 // Receipt is the small, durable proof that a finalize happened: the outer
 // frontier advances only from one of the current fence.
 type Receipt struct {
-	ID       int64 `json:"id"`
-	ShardID  int64 `json:"shardId"`
-	ScopeID  int64 `json:"scopeId"`
-	Fence    int64 `json:"fence"`
-	Complete bool  `json:"complete"`
+	ID      int64 `json:"id"`
+	ShardID int64 `json:"shardId"`
+	ScopeID int64 `json:"scopeId"`
+	Fence   int64 `json:"fence"`
+	// Complete: the run walked every selected ref to its tip and skipped
+	// nothing. Covered: it walked every ref to its tip (the watermarks are
+	// there); what it could not read is left as holes, which every later
+	// run tries again without walking the history again.
+	Complete bool `json:"complete"`
+	Covered  bool `json:"covered,omitempty"`
+	// Holes and Lost are the scope's holes after the run: blobs that could
+	// not be read and a later run may (missing from a mirror, damaged in
+	// our copy), and those that cannot be recovered (missing or damaged
+	// in the source itself).
+	Holes int64 `json:"holes,omitempty"`
+	Lost  int64 `json:"lost,omitempty"`
 	Counts
 }
+
+// Settled says whether a run leaves its shard Done: everything up to the
+// tips was read, or what was not cannot be recovered. A shard that is not
+// settled stays Active, and the next run continues it.
+func (r Receipt) Settled() bool { return r.Complete || (r.Covered && r.Holes == 0) }

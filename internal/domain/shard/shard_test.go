@@ -32,3 +32,26 @@ func TestArchiveSkipsCountEachReason(t *testing.T) {
 		t.Errorf("JSON %s", b)
 	}
 }
+
+// A run leaves its shard Done when it read everything, or walked every ref
+// to its tip and what it could not read cannot be recovered; otherwise the
+// shard stays Active for the next run to continue.
+func TestReceiptSettled(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		r    Receipt
+		want bool
+	}{
+		{"complete", Receipt{Complete: true, Covered: true}, true},
+		{"complete before holes were recorded", Receipt{Complete: true}, true},
+		{"covered, an oversized blob skipped", Receipt{Covered: true}, true},
+		{"covered, the holes are lost", Receipt{Covered: true, Lost: 2}, true},
+		{"covered, a hole a later run may read", Receipt{Covered: true, Holes: 1, Lost: 2}, false},
+		{"out of time", Receipt{Counts: Counts{OutOfTime: true}}, false},
+		{"not covered", Receipt{Holes: 0}, false},
+	} {
+		if got := tt.r.Settled(); got != tt.want {
+			t.Errorf("%s: settled = %t, want %t", tt.name, got, tt.want)
+		}
+	}
+}

@@ -256,8 +256,50 @@ type DataOps struct {
 	Seen     []SeenBlob
 	Findings []Finding
 	// Paths are more paths at which blobs holding findings were
-	// introduced (a finding's own path is recorded with it).
+	// introduced (a finding's own path is recorded with it), and at which
+	// holes were met: a hole read later may hold findings.
 	Paths []BlobPath
+	// Holes are blobs the run could not read (recorded, or tried once
+	// more); Filled are holes it has read now (they are in Seen).
+	Holes  []Hole
+	Filled [][]byte
+	// FilledFindings: a filled hole holds findings. Presence rows of tips
+	// the next run finds unmoved would not know of them: the next presence
+	// is computed afresh for every tip.
+	FilledFindings bool
+}
+
+// Reasons a blob is a hole.
+const (
+	HoleMissing    = "missing"
+	HoleCorrupt    = "corrupt"
+	HoleUnreadable = "unreadable"
+)
+
+// Hole is a blob a scan met and could not read (see migration 00013).
+type Hole struct {
+	Blob   []byte
+	Path   string
+	Commit string
+	Reason string
+	// Lost: it cannot be recovered (missing or damaged in the source).
+	Lost bool
+	// Attempts counts the runs that tried to read it.
+	Attempts int
+}
+
+// Holes returns the scope's holes, in blob order.
+func (s *Store) Holes(ctx context.Context, scopeID int64) ([]Hole, error) {
+	rows, err := s.pool.Query(ctx, `SELECT blob, path, commit_id, reason, lost, attempts FROM shard_holes
+		WHERE scope_id = $1 ORDER BY blob`, scopeID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Hole, error) {
+		var h Hole
+		err := row.Scan(&h.Blob, &h.Path, &h.Commit, &h.Reason, &h.Lost, &h.Attempts)
+		return h, err
+	})
 }
 
 // BlobPath is a path at which a blob was introduced.
@@ -310,15 +352,53 @@ func writeData(ctx context.Context, tx pgx.Tx, scopeID int64, ops DataOps) (int6
 			return 0, err
 		}
 	}
-	if len(ops.Findings) == 0 {
+	secrets, err := writeFindings(ctx, tx, scopeID, ops.Findings)
+	if err != nil {
+		return 0, err
+	}
+	return secrets, writeHoles(ctx, tx, scopeID, ops)
+}
+
+// writeHoles records the batch's holes (a hole tried again counts one
+// more attempt and takes its latest reason) and drops those it filled.
+func writeHoles(ctx context.Context, tx pgx.Tx, scopeID int64, ops DataOps) error {
+	if len(ops.Holes) > 0 {
+		n := len(ops.Holes)
+		blobs, paths, commits, reasons, lost := make([][]byte, n), make([]string, n), make([]string, n), make([]string, n), make([]bool, n)
+		for i, h := range ops.Holes {
+			blobs[i], paths[i], commits[i], reasons[i], lost[i] = h.Blob, h.Path, h.Commit, h.Reason, h.Lost
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO shard_holes (scope_id, blob, path, commit_id, reason, lost)
+			SELECT $1, b, p, c, r, l FROM unnest($2::bytea[], $3::text[], $4::text[], $5::text[], $6::bool[]) AS t(b, p, c, r, l)
+			ON CONFLICT (scope_id, blob) DO UPDATE SET reason = excluded.reason, lost = excluded.lost,
+				attempts = shard_holes.attempts + 1, tried_at = now()`, scopeID, blobs, paths, commits, reasons, lost); err != nil {
+			return err
+		}
+	}
+	if len(ops.Filled) > 0 {
+		if _, err := tx.Exec(ctx, `DELETE FROM shard_holes WHERE scope_id = $1 AND blob = ANY($2)`, scopeID, ops.Filled); err != nil {
+			return err
+		}
+	}
+	if ops.FilledFindings {
+		if _, err := tx.Exec(ctx, `DELETE FROM finding_presence_refs WHERE scope_id = $1`, scopeID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeFindings inserts findings and returns how many secrets were new.
+func writeFindings(ctx context.Context, tx pgx.Tx, scopeID int64, findings []Finding) (int64, error) {
+	if len(findings) == 0 {
 		return 0, nil
 	}
-	n := len(ops.Findings)
+	n := len(findings)
 	rule, path, commit, hash, preview, decoded := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	archive := make([]string, n)
 	blob := make([][]byte, n)
 	start, end, line := make([]int32, n), make([]int32, n), make([]int32, n)
-	for i, f := range ops.Findings {
+	for i, f := range findings {
 		rule[i], blob[i], path[i], commit[i], hash[i], preview[i], decoded[i] = f.RuleID, f.Blob, f.Path, f.Commit, f.SecretHash, f.Preview, f.Decoded
 		start[i], end[i], line[i], archive[i] = int32(f.Start), int32(f.End), int32(f.Line), f.Archive
 	}
@@ -348,25 +428,32 @@ func writeData(ctx context.Context, tx pgx.Tx, scopeID int64, ops DataOps) (int6
 // changing it never rewrites the table (migration 00010).
 const secretPath = `CASE WHEN h <> '' THEN '' WHEN a = '' THEN p ELSE p || '!' || a END`
 
-// FinalizeInput is a finalize: the last data ops and, only when the run was
-// Complete, the new watermarks.
+// FinalizeInput is a finalize: the last data ops and the watermarks of the
+// refs the run walked to their tips.
 type FinalizeInput struct {
-	Lease      shard.Lease
-	ScopeID    int64
-	Data       DataOps
-	Complete   bool
+	Lease   shard.Lease
+	ScopeID int64
+	Data    DataOps
+	// Complete: nothing skipped, every ref walked to its tip. Covered:
+	// every ref walked to its tip (see shard.Receipt).
+	Complete, Covered bool
+	// Watermarks are the refs walked to their tips, each at its tip: all
+	// of them when Covered, those the run finished when its time ran out,
+	// none when the walk met missing commits or trees (what lies below
+	// them is unknown). What the run could not read is in its holes.
 	Watermarks map[string]string
 	// Stats are the run's counts; Findings counts new secrets of the
 	// whole run (as WriteData does), this batch's included by Finalize.
 	Stats shard.Counts
-	// Presence, only with Complete, is where the scope's findings stand at
+	// Presence, only with Covered, is where the scope's findings stand at
 	// the run's tips (see Presence); nil leaves the last one.
 	Presence *Presence
 }
 
 // Finalize is inner durability: in one transaction, the fence check, the
-// data ops, the watermark ops (Complete runs only) and the receipt. A
-// retried finalize of the same fence returns the receipt already written.
+// data ops, the watermark ops and the receipt, which counts the scope's
+// holes after the run. A retried finalize of the same fence returns the
+// receipt already written.
 func (s *Store) Finalize(ctx context.Context, in FinalizeInput) (shard.Receipt, error) {
 	var r shard.Receipt
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -383,7 +470,7 @@ func (s *Store) Finalize(ctx context.Context, in FinalizeInput) (shard.Receipt, 
 		if err != nil {
 			return err
 		}
-		if in.Complete && len(in.Watermarks) > 0 {
+		if len(in.Watermarks) > 0 {
 			refs := make([]string, 0, len(in.Watermarks))
 			commits := make([]string, 0, len(in.Watermarks))
 			for ref, c := range in.Watermarks {
@@ -395,28 +482,35 @@ func (s *Store) Finalize(ctx context.Context, in FinalizeInput) (shard.Receipt, 
 				return err
 			}
 		}
-		if in.Complete && in.Presence != nil {
+		if (in.Complete || in.Covered) && in.Presence != nil {
 			if err := writePresence(ctx, tx, in.ScopeID, *in.Presence); err != nil {
 				return err
 			}
 		}
 		r.Counts = in.Stats
-		r.ShardID, r.ScopeID, r.Fence, r.Complete = in.Lease.ShardID, in.ScopeID, in.Lease.Fence, in.Complete
+		r.ShardID, r.ScopeID, r.Fence = in.Lease.ShardID, in.ScopeID, in.Lease.Fence
+		r.Complete, r.Covered = in.Complete, in.Complete || in.Covered
 		r.Findings += n
+		if err := tx.QueryRow(ctx, `SELECT count(*) FILTER (WHERE NOT lost), count(*) FILTER (WHERE lost)
+			FROM shard_holes WHERE scope_id = $1`, in.ScopeID).Scan(&r.Holes, &r.Lost); err != nil {
+			return err
+		}
 		return tx.QueryRow(ctx, `INSERT INTO shard_receipts (shard_id, scope_id, fence, complete, commits, blobs_scanned,
-				bytes_scanned, blobs_skipped, findings)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
-			r.ShardID, r.ScopeID, r.Fence, r.Complete, r.Commits, r.BlobsScanned, r.BytesScanned, r.BlobsSkipped, r.Findings).Scan(&r.ID)
+				bytes_scanned, blobs_skipped, findings, covered, holes, lost)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
+			r.ShardID, r.ScopeID, r.Fence, r.Complete, r.Commits, r.BlobsScanned, r.BytesScanned, r.BlobsSkipped, r.Findings,
+			r.Covered, r.Holes, r.Lost).Scan(&r.ID)
 	})
 	return r, err
 }
 
-const receiptColumns = `id, shard_id, scope_id, fence, complete, commits, blobs_scanned, bytes_scanned, blobs_skipped, findings`
+const receiptColumns = `id, shard_id, scope_id, fence, complete, commits, blobs_scanned, bytes_scanned, blobs_skipped, findings,
+	covered, holes, lost`
 
 func scanReceipt(row pgx.Row) (*shard.Receipt, error) {
 	var r shard.Receipt
 	err := row.Scan(&r.ID, &r.ShardID, &r.ScopeID, &r.Fence, &r.Complete, &r.Commits, &r.BlobsScanned,
-		&r.BytesScanned, &r.BlobsSkipped, &r.Findings)
+		&r.BytesScanned, &r.BlobsSkipped, &r.Findings, &r.Covered, &r.Holes, &r.Lost)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -435,8 +529,9 @@ func (s *Store) ReceiptByID(ctx context.Context, id int64) (*shard.Receipt, erro
 
 // Checkpoint is outer durability: it advances the shard's frontier to a
 // receipt of the current fence (never to one of an older fence, never
-// without one), then marks the shard Done after a Complete run or leaves it
-// Active after a Partial one, and releases the lease.
+// without one), then marks the shard Done after a run that settled it
+// (shard.Receipt.Settled) or leaves it Active for the next run to continue,
+// and releases the lease.
 func (s *Store) Checkpoint(ctx context.Context, l shard.Lease, receiptID int64) (shard.Status, error) {
 	var status shard.Status
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -452,9 +547,9 @@ func (s *Store) Checkpoint(ctx context.Context, l shard.Lease, receiptID int64) 
 		if err := checkLease(ctx, tx, l); err != nil {
 			return err
 		}
-		var complete bool
-		err := tx.QueryRow(ctx, `SELECT complete FROM shard_receipts WHERE id = $1 AND shard_id = $2 AND fence = $3`,
-			receiptID, l.ShardID, l.Fence).Scan(&complete)
+		var r shard.Receipt
+		err := tx.QueryRow(ctx, `SELECT complete, covered, holes FROM shard_receipts WHERE id = $1 AND shard_id = $2 AND fence = $3`,
+			receiptID, l.ShardID, l.Fence).Scan(&r.Complete, &r.Covered, &r.Holes)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errclass.StaleOwnerf("shard %d: receipt %d is not a receipt of fence %d", l.ShardID, receiptID, l.Fence)
 		}
@@ -462,7 +557,7 @@ func (s *Store) Checkpoint(ctx context.Context, l shard.Lease, receiptID int64) 
 			return err
 		}
 		status = shard.Active
-		if complete {
+		if r.Settled() {
 			status = shard.Done
 		}
 		_, err = tx.Exec(ctx, `UPDATE shards SET checkpoint_receipt_id = $2, status = $3, owner = NULL, lease_deadline = NULL,
@@ -487,7 +582,7 @@ func (s *Store) Park(ctx context.Context, l shard.Lease, reason string) error {
 			return err
 		}
 		_, err := tx.Exec(ctx, `UPDATE shards SET status = 'Parked', park_reason = $2, owner = NULL, lease_deadline = NULL,
-			updated_at = now() WHERE id = $1`, l.ShardID, reason)
+			parked_at = now(), updated_at = now() WHERE id = $1`, l.ShardID, reason)
 		return err
 	})
 }

@@ -197,8 +197,8 @@ func TestExpiredLeaseIsTheOwnersUntilTakenOver(t *testing.T) {
 	}
 }
 
-// Invariant 3 and the Partial rule: watermarks move only with a Complete
-// finalize; the frontier only to a receipt of the current fence.
+// Invariant 3: watermarks move only with a finalize; the frontier only to
+// a receipt of the current fence.
 func TestFinalizeAndCheckpoint(t *testing.T) {
 	ctx := context.Background()
 	shardID := newShard(t)
@@ -209,13 +209,13 @@ func TestFinalizeAndCheckpoint(t *testing.T) {
 		t.Fatalf("a new scope has seen blobs: %t, %v", seen, err)
 	}
 
-	partial, err := env.Store.Finalize(ctx, store.FinalizeInput{Lease: l, ScopeID: scope, Data: ops, Complete: false,
-		Watermarks: map[string]string{"main": "tip"}})
+	// A run whose time ran out before it walked any ref to its tip.
+	partial, err := env.Store.Finalize(ctx, store.FinalizeInput{Lease: l, ScopeID: scope, Data: ops, Complete: false})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if wm, _ := env.Store.Watermarks(ctx, scope); len(wm) != 0 {
-		t.Fatalf("a Partial finalize moved watermarks: %v", wm)
+		t.Fatalf("a finalize without watermarks moved them: %v", wm)
 	}
 	if seen, err := env.Store.AnySeen(ctx, scope); err != nil || !seen {
 		t.Fatalf("the scope has seen no blob after a finalize wrote one: %t, %v", seen, err)
@@ -264,6 +264,70 @@ func TestFinalizeAndCheckpoint(t *testing.T) {
 	seen, _ := env.Store.SeenBlobs(ctx, scope, [][]byte{{7}, {8}})
 	if len(fs) != 1 || !seen["\x07"] || seen["\x08"] {
 		t.Fatalf("data after replays: %d findings, seen %v", len(fs), seen)
+	}
+}
+
+// A run that could not read a blob records it as a hole and still moves
+// the watermarks of the refs it walked: the shard stays Active while a
+// later run may read the hole, is Done once it cannot be recovered, and
+// the hole goes when its blob is read (findings in it make the next
+// presence start afresh).
+func TestHolesKeepTheWatermarks(t *testing.T) {
+	ctx := context.Background()
+	shardID := newShard(t)
+	scope, _ := env.Store.Scope(ctx, shardID, "p1")
+	hole := store.Hole{Blob: []byte{9}, Path: "big.txt", Commit: "c1", Reason: store.HoleMissing}
+	run := func(owner string, ops store.DataOps, in store.FinalizeInput) (shard.Receipt, shard.Status) {
+		t.Helper()
+		l := acquire(t, shardID, owner, time.Minute)
+		if _, err := env.Store.WriteData(ctx, l, scope, ops); err != nil {
+			t.Fatal(err)
+		}
+		in.Lease, in.ScopeID = l, scope
+		r, err := env.Store.Finalize(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := env.Store.Checkpoint(ctx, l, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, st
+	}
+
+	// A mirror lacks the blob: a later run may read it.
+	r, st := run("o1", store.DataOps{Holes: []store.Hole{hole}}, store.FinalizeInput{Covered: true, Watermarks: map[string]string{"main": "t1"}})
+	if !r.Covered || r.Complete || r.Holes != 1 || r.Lost != 0 || st != shard.Active {
+		t.Fatalf("run with a hole: %+v, %s; want covered, 1 open hole, Active", r, st)
+	}
+	if wm, _ := env.Store.Watermarks(ctx, scope); wm["main"] != "t1" {
+		t.Fatalf("watermarks %v, want main at t1 despite the hole", wm)
+	}
+	// Tried again, in vain, on a copy fetched afresh: lost.
+	hole.Lost = true
+	r, st = run("o2", store.DataOps{Holes: []store.Hole{hole}}, store.FinalizeInput{Covered: true, Watermarks: map[string]string{"main": "t2"}})
+	if r.Holes != 0 || r.Lost != 1 || st != shard.Done {
+		t.Fatalf("run with a lost hole: %+v, %s; want 1 lost, Done", r, st)
+	}
+	if hs, err := env.Store.Holes(ctx, scope); err != nil || len(hs) != 1 || hs[0].Attempts != 2 || !hs[0].Lost || hs[0].Path != "big.txt" {
+		t.Fatalf("holes %+v, %v; want the one hole, tried twice, lost", hs, err)
+	}
+	// The source is repaired: the blob is read, with a secret in it.
+	if _, err := env.Store.Pool().Exec(ctx, `INSERT INTO finding_presence_refs (scope_id, ref, commit_id) VALUES ($1, 'main', 't2')`, scope); err != nil {
+		t.Fatal(err)
+	}
+	f := finding(9, 0)
+	f.Path = "big.txt"
+	r, st = run("o3", store.DataOps{Seen: []store.SeenBlob{{Blob: []byte{9}, Outcome: store.OutcomeScanned}}, Findings: []store.Finding{f},
+		Filled: [][]byte{{9}}, FilledFindings: true}, store.FinalizeInput{Complete: true, Watermarks: map[string]string{"main": "t2"}})
+	if r.Holes != 0 || r.Lost != 0 || !r.Complete || st != shard.Done {
+		t.Fatalf("run that read the hole: %+v, %s", r, st)
+	}
+	if hs, _ := env.Store.Holes(ctx, scope); len(hs) != 0 {
+		t.Fatalf("holes %+v after the blob was read", hs)
+	}
+	if basis, err := env.Store.PresenceBasis(ctx, scope); err != nil || len(basis.Tips) != 0 {
+		t.Fatalf("presence tips %v, %v: a filled hole with findings must make presence start afresh", basis.Tips, err)
 	}
 }
 
