@@ -197,11 +197,14 @@ func (a *Activities) FailCollection(ctx context.Context, in workflows.FailCollec
 }
 
 // DeleteStaleCodebases hard-deletes codebases stale for longer than maxAge,
-// with their history, and returns how many went.
+// with their history, and returns how many went. CleanupStale runs that
+// began before the cleanup went in rounds (Cleanup.CleanUpDatabase) call
+// it: it deletes in short transactions until its deadline is near, and
+// leaves the deleted codebases' scan data to the next round of cleanup.
 func (a *Activities) DeleteStaleCodebases(ctx context.Context, maxAge time.Duration) (int64, error) {
-	n, err := a.Store.DeleteStale(ctx, a.now().Add(-maxAge))
+	n, err := deleteStale(ctx, a.Store, a.now().Add(-maxAge))
 	if err != nil {
-		return 0, AppError(err)
+		return n, err
 	}
 	a.logger(ctx).Info("stale codebases deleted", zap.Int64("count", n), zap.Duration("maxAge", maxAge))
 	return n, nil

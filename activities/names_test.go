@@ -17,7 +17,8 @@ func TestWorkflowsScheduleRegisteredActivities(t *testing.T) {
 		structs []any
 		names   []string
 	}{
-		{"gitfleet", []any{&activities.Activities{}, &activities.Shards{}, &activities.Sweeps{}, &activities.GitHub{}, &activities.Snapshots{}},
+		{"gitfleet", []any{&activities.Activities{}, &activities.Shards{}, &activities.Sweeps{}, &activities.GitHub{}, &activities.Snapshots{},
+			&activities.Cleanup{}},
 			append(append([]string{}, workflows.ActivityNames...), workflows.SnapshotActivityNames...)},
 		{"runner-<id>", []any{&activities.Runner{}}, workflows.RunnerActivityNames},
 	} {

@@ -11,45 +11,18 @@ import (
 	"gitfleet/workflows"
 )
 
-func (a *app) migrateCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "migrate",
-		Short: "Apply pending database migrations (the worker also does this on start)",
-		Args:  args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := a.store(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			applied, err := st.Migrate(cmd.Context())
-			if err != nil {
-				return err
-			}
-			version, err := st.SchemaVersion(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if a.json {
-				return a.printJSON(map[string]any{"applied": applied, "version": version})
-			}
-			for _, m := range applied {
-				fmt.Fprintf(a.stdout, "applied %s\n", m.Source)
-			}
-			fmt.Fprintf(a.stdout, "schema is at version %d\n", version)
-			return nil
-		},
-	}
-}
-
 func (a *app) cleanupCmd() *cobra.Command {
 	var olderThan time.Duration
 	cmd := &cobra.Command{
 		Use:   "cleanup-stale",
-		Short: "Delete codebases whose repository has been gone for more than 30 days",
+		Short: "Delete codebases whose repository has been gone for more than 30 days, and apply retention",
 		Long: `cleanup-stale runs the CleanupStale workflow now: codebases marked stale
 (their repository no longer exists) for longer than --older-than are deleted
-with their whole history. A daily schedule does the same.`,
+with their whole history, and what the worker's retention settings
+(GITFLEET_RETAIN_*) let go is deleted: old collection history and scan
+receipts, results under replaced rules, unused scan requests. It works in
+small batches, so it never holds a table for long. A daily schedule does the
+same.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if olderThan <= 0 {
@@ -76,6 +49,15 @@ with their whole history. A daily schedule does the same.`,
 				return a.printJSON(res)
 			}
 			fmt.Fprintf(a.stdout, "deleted %s (stale for more than %s)\n", count(res.Deleted, "stale codebase", "stale codebases"), olderThan)
+			if r := res.Removed; r.Shards+r.Scopes+r.Collections+r.Receipts+r.Rows > 0 {
+				fmt.Fprintf(a.stdout, "deleted with them and by retention: %s, %s, %s, %s, %s\n",
+					count(r.Shards, "shard", "shards"), count(r.Scopes, "scope", "scopes"),
+					count(r.Collections, "collection", "collections"), count(r.Receipts, "receipt", "receipts"),
+					count(r.Rows, "data row", "data rows"))
+			}
+			if res.Removed.More {
+				fmt.Fprintln(a.stdout, "more is left for the next cleanup")
+			}
 			return nil
 		},
 	}

@@ -225,6 +225,10 @@ func (a *app) dev(ctx context.Context, o devOptions) (err error) {
 	if err := a.setup(ctx); err != nil { // the workers check the search attributes
 		return err
 	}
+	say("Applying the database migrations") // the workers wait for them
+	if _, _, err := a.migrate(ctx, 0); err != nil {
+		return err
+	}
 
 	// superviseWorker starts a worker and restarts it (runners on their
 	// stores) when it exits.

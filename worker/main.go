@@ -1,5 +1,6 @@
-// Command worker runs gitfleet's Temporal worker: it migrates the database,
-// checks the search attributes (`starter setup` registers them), and polls
+// Command worker runs gitfleet's Temporal worker: it checks the search
+// attributes (`starter setup` registers them), waits for the database's
+// migrations (`starter migrate` applies them), and polls
 // task queue "gitfleet" for workflow and activity tasks until interrupted;
 // then it stops polling and lets running activities finish (up to
 // GITFLEET_STOP_TIMEOUT). /metrics, /livez and /readyz are served on
@@ -72,6 +73,9 @@ Configuration comes from the environment:
   GITFLEET_SCAN_ARCHIVE_DEPTH levels of archives (zip, jar, tar, gzip...) opened to scan the files inside (default 8; 0 disables)
   GITFLEET_SWEEP_EVERY how often the recollection-sweep schedule fires (default 1h)
   GITFLEET_CLEANUP_EVERY how often the stale-cleanup schedule fires (default 24h)
+  GITFLEET_RETAIN_COLLECTIONS, GITFLEET_RETAIN_RECEIPTS, GITFLEET_RETAIN_OLD_SCOPES, GITFLEET_RETAIN_SCANS
+                       how long the daily cleanup keeps collection history, scan receipts, results under
+                       replaced rules, scan requests' results (default 90d, 30d, 7d, 90d; 0 keeps forever)
   GITFLEET_DECAY       decay table, e.g. 7d=6h,14d=12h,30d=24h,60d=3d,90d=7d (the default)
   GITFLEET_FINDING_KEY key of the findings' secret hashes (default: generated once, kept in the database)
   GITFLEET_LOG_LEVEL   debug, info, warn, error (default info)
@@ -149,13 +153,6 @@ func run() error {
 		return err
 	}
 	defer st.Close()
-	applied, err := st.Migrate(ctx)
-	if err != nil {
-		return err
-	}
-	for _, m := range applied {
-		log.Info("migration applied", zap.Int64("version", m.Version), zap.String("source", m.Source))
-	}
 
 	sdk := metrics.NewSDK()
 	c, err := dial(ctx, cfg, log, sdk)
@@ -171,6 +168,11 @@ func run() error {
 		return err
 	}
 	defer stopMetrics()
+	// `starter migrate` migrates, not the workers: a migration may take
+	// long, and a liveness probe must not kill it half way.
+	if err := waitForSchema(ctx, st, log); err != nil {
+		return err
+	}
 
 	mirrors, err := mirror.New(cfg.MirrorDir, nil)
 	if err != nil {
@@ -200,6 +202,7 @@ func run() error {
 	w.RegisterActivity(&activities.Sweeps{Store: st, Client: c, Hosts: cfg.Hosts,
 		Heads: activities.LsRemote{}, Policy: scanner.Policy(), Decay: cfg.Decay, Log: log})
 	w.RegisterActivity(&activities.GitHub{Store: st, Box: cfg.TokenBox, Hosts: cfg.Hosts, MaxConcurrent: cfg.GitHubConcurrency, Log: log})
+	w.RegisterActivity(&activities.Cleanup{Store: st, Retention: store.Retention(cfg.Retain), Log: log})
 	w.RegisterActivity(&activities.Snapshots{Store: st, Client: c, Propagation: workflows.PropagationFrom(cfg), Log: log})
 	if err := workflows.EnsureSchedules(ctx, c, workflows.ScheduleConfigFrom(cfg)); err != nil {
 		return err

@@ -84,7 +84,18 @@ func runRunner(rf runnerFlags) error {
 		return err
 	}
 	defer st.Close()
-	if _, err := st.Migrate(ctx); err != nil {
+	sdk := metrics.NewSDK()
+	c, err := dial(ctx, cfg, log, sdk)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	stopMetrics, err := serveMetrics(cfg.MetricsAddr, sdk, c, st, log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
+	if err := waitForSchema(ctx, st, log); err != nil {
 		return err
 	}
 
@@ -106,17 +117,6 @@ func runRunner(rf runnerFlags) error {
 	}
 	go heartbeat(ctx, st, self, cfg.RunnerHeartbeat, log)
 
-	sdk := metrics.NewSDK()
-	c, err := dial(ctx, cfg, log, sdk)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	stopMetrics, err := serveMetrics(cfg.MetricsAddr, sdk, c, st, log)
-	if err != nil {
-		return err
-	}
-	defer stopMetrics()
 	w := worker.New(c, snapshot.TaskQueue(rf.id), worker.Options{
 		MaxConcurrentActivityExecutionSize: rf.capacity,
 		DisableWorkflowWorker:              true,

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -56,6 +57,7 @@ func serveMetrics(addr string, sdk *metrics.SDK, c client.Client, st *store.Stor
 			return err
 		}},
 		{Name: "postgresql", Check: func(ctx context.Context) error { return st.Pool().Ping(ctx) }},
+		{Name: "schema", Check: schemaCurrent(st)},
 	}
 	h := metrics.Handler(sdk, checks, 5*time.Second, func(name string, err error) {
 		log.Debug("not ready", zap.String("check", name), zap.Error(err))
@@ -100,4 +102,43 @@ func checkSearchAttributes(ctx context.Context, c client.Client, namespace strin
 
 func typeName(t enumspb.IndexedValueType) string {
 	return strings.TrimPrefix(t.String(), "INDEXED_VALUE_TYPE_")
+}
+
+// schemaCurrent is ready once every migration this binary carries is
+// applied; then it stays so without asking again (a schema never goes
+// back).
+func schemaCurrent(st *store.Store) func(context.Context) error {
+	var current atomic.Bool
+	return func(ctx context.Context) error {
+		if current.Load() {
+			return nil
+		}
+		s, err := st.Schema(ctx)
+		if err != nil {
+			return err
+		}
+		if !s.Current() {
+			return fmt.Errorf("migrations %v not applied: run 'starter migrate'", s.Pending)
+		}
+		current.Store(true)
+		return nil
+	}
+}
+
+// waitForSchema waits until `starter migrate` has applied every migration
+// this binary carries, saying what it waits for.
+func waitForSchema(ctx context.Context, st *store.Store, log *zap.Logger) error {
+	err := st.WaitForSchema(ctx, 2*time.Second, func(s store.SchemaStatus, err error) {
+		if err != nil {
+			log.Warn("cannot read the database's schema version; trying again", zap.Error(err))
+			return
+		}
+		log.Info(fmt.Sprintf("waiting for the database schema: migrations %v are not applied (the database is at version %d, "+
+			"this binary needs %d); run 'starter migrate' (the compose job gitfleet-migrate does)", s.Pending, s.Version, s.Want),
+			zap.Int64("schemaVersion", s.Version), zap.Int64("schemaWanted", s.Want))
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the database schema: %w", err)
+	}
+	return nil
 }

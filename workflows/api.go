@@ -200,6 +200,9 @@ const (
 	// The GitHub cache (activities.GitHub).
 	activityRefreshGitHubCache = "RefreshGitHubCache" // RefreshGitHubCacheInput → RefreshGitHubCacheResult
 	activityListCachedRepos    = "ListCachedRepos"    // ListCachedReposInput → CachedReposPage
+
+	// The daily cleanup (activities.Cleanup).
+	activityCleanUpDatabase = "CleanUpDatabase" // CleanupInput → CleanupProgress
 )
 
 // ActivityNames lists every activity the workflows schedule, for the
@@ -212,6 +215,7 @@ var ActivityNames = []string{
 	activityParkShard,
 	activityListDue, activityCheckHeads, activityStartCollect, activityStartCollects,
 	activityRefreshGitHubCache, activityListCachedRepos,
+	activityCleanUpDatabase,
 }
 
 // Payloads of the collection activities.
@@ -419,6 +423,15 @@ var (
 		// Short: a task handed to a worker that hangs is retried soon.
 		StartToCloseTimeout:    30 * time.Second,
 		ScheduleToCloseTimeout: 30 * time.Minute,
+		RetryPolicy:            retryPolicy(0),
+	}
+	// cleanupOptions: a round of the cleanup, which works in short steps
+	// for its budget (10 minutes) and heartbeats after each; a retry
+	// resumes from the last heartbeat.
+	cleanupOptions = workflow.ActivityOptions{
+		StartToCloseTimeout:    15 * time.Minute,
+		ScheduleToCloseTimeout: 2 * time.Hour,
+		HeartbeatTimeout:       time.Minute,
 		RetryPolicy:            retryPolicy(0),
 	}
 )

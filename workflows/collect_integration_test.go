@@ -579,7 +579,7 @@ func TestCleanupStale(t *testing.T) {
 	if err := run.Get(context.Background(), &out); err != nil || out.Deleted < 1 {
 		t.Fatalf("cleanup = %+v, %v", out, err)
 	}
-	recordHistory(t, "cleanup-stale", run.GetID(), run.GetRunID())
+	recordHistory(t, "cleanup-stale-batched", run.GetID(), run.GetRunID())
 	if cb, _ := env.Store.CodebaseByID(context.Background(), res.CodebaseID); cb != nil {
 		t.Fatal("stale codebase survived the cleanup")
 	}

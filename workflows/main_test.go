@@ -112,6 +112,7 @@ func TestMain(m *testing.M) {
 		stop, err := e.StartWorker(workflows.TaskQueue, func(w worker.Registry) {
 			workflows.Register(w)
 			w.RegisterActivity(&activities.Activities{Store: e.Store, Mirrors: mirrors, Hosts: hosts, Log: log})
+			w.RegisterActivity(&activities.Cleanup{Store: e.Store, Log: log, Retention: cleanupRetention})
 			w.RegisterActivity(&activities.Shards{Store: e.Store, Mirrors: mirrors, Scanner: scanner, Log: log, BatchBlobs: 50, LeaseFor: 6 * time.Second})
 			w.RegisterActivity(&activities.Sweeps{Store: e.Store, Client: e.Client, Hosts: hosts, Heads: heads,
 				Policy: scanner.Policy(), Log: log})

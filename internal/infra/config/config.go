@@ -39,6 +39,13 @@ const (
 	EnvTokenKey          = secrets.KeyEnv
 	EnvGitHubConcurrency = "GITFLEET_GITHUB_CONCURRENCY"
 
+	// Retention: how long the daily cleanup keeps what is no longer
+	// current.
+	EnvRetainCollections = "GITFLEET_RETAIN_COLLECTIONS"
+	EnvRetainReceipts    = "GITFLEET_RETAIN_RECEIPTS"
+	EnvRetainOldScopes   = "GITFLEET_RETAIN_OLD_SCOPES"
+	EnvRetainScans       = "GITFLEET_RETAIN_SCANS"
+
 	// Snapshots and runners.
 	EnvRegistry        = "GITFLEET_REGISTRY"
 	EnvInsecure        = "GITFLEET_INSECURE_REGISTRIES"
@@ -120,6 +127,8 @@ type Config struct {
 	SweepEvery, CleanupEvery time.Duration
 	// Decay is the re-collection decay table.
 	Decay decay.Table
+	// Retain is how long the daily cleanup keeps what is no longer current.
+	Retain Retention
 	// HashKey keys the findings' secret hashes; nil means the key the
 	// database generates once per installation. Secret: never logged.
 	HashKey []byte
@@ -165,6 +174,41 @@ type Config struct {
 // health checks, so that no activity waits for a connection another holds.
 // A pool_max_conns in DATABASE_URL overrides it.
 func DatabaseConns(activitySlots int) int { return 2*activitySlots + 2 }
+
+// Retention is how long the daily cleanup keeps what is no longer
+// current; zero keeps it forever (see store.Retention).
+type Retention struct {
+	// Collections: the collection history (the newest under each name a
+	// codebase had stays). Receipts: scan receipts (a shard's checkpoint
+	// stays). OldScopes: results under a rule set a newer one replaced.
+	// Scans: a scan request's results after its last use.
+	Collections, Receipts, OldScopes, Scans time.Duration
+}
+
+// DefaultRetention is the retention when no GITFLEET_RETAIN_* is set.
+var DefaultRetention = Retention{Collections: 90 * day, Receipts: 30 * day, OldScopes: 7 * day, Scans: 90 * day}
+
+const day = 24 * time.Hour
+
+// parseRetention reads a retention setting: a number of days ("90d"), a
+// Go duration of at least an hour ("36h"), or "0" or "forever" to keep
+// everything.
+func parseRetention(env, v string) (time.Duration, error) {
+	switch v {
+	case "0", "forever":
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if days, ok := strings.CutSuffix(v, "d"); ok {
+		var n int
+		n, err = strconv.Atoi(days)
+		d = time.Duration(n) * day
+	}
+	if err != nil || d < time.Hour {
+		return 0, fmt.Errorf("%s=%q: want days (90d), a duration of at least 1h (36h), or 0 to keep forever", env, v)
+	}
+	return d, nil
+}
 
 // TemporalOptions are the client options of the Temporal profile, with
 // gitfleet's defaults for the address and the namespace.
@@ -253,6 +297,20 @@ func Load(getenv func(string) string) (Config, error) {
 				return Config{}, fmt.Errorf("%s=%q: want a duration of at least 1m", d.env, v)
 			}
 			*d.dst = iv
+		}
+	}
+	c.Retain = DefaultRetention
+	for _, r := range []struct {
+		env string
+		dst *time.Duration
+	}{{EnvRetainCollections, &c.Retain.Collections}, {EnvRetainReceipts, &c.Retain.Receipts},
+		{EnvRetainOldScopes, &c.Retain.OldScopes}, {EnvRetainScans, &c.Retain.Scans}} {
+		if v := getenv(r.env); v != "" {
+			d, err := parseRetention(r.env, v)
+			if err != nil {
+				return Config{}, err
+			}
+			*r.dst = d
 		}
 	}
 	c.Decay = decay.Default

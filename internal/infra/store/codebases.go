@@ -334,16 +334,6 @@ func (s *Store) RecordView(ctx context.Context, codebaseID int64, now time.Time)
 	return err
 }
 
-// DeleteStale hard-deletes codebases stale since before cutoff, with their
-// collection history, and returns how many it deleted.
-func (s *Store) DeleteStale(ctx context.Context, cutoff time.Time) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM codebases WHERE is_stale AND stale_since < $1`, cutoff)
-	if err != nil {
-		return 0, err
-	}
-	return tag.RowsAffected(), nil
-}
-
 // Collection is one entry of a codebase's history.
 type Collection struct {
 	ID           int64         `json:"id"`

@@ -170,8 +170,7 @@ func dropInterruptedIndexes(ctx context.Context, db *sql.DB) error {
 	for rows.Next() {
 		var name string
 		if err := rows.Scan(&name); err != nil {
-			rows.Close()
-			return err
+			return errors.Join(err, rows.Close())
 		}
 		names = append(names, name)
 	}

@@ -272,7 +272,7 @@ func TestDeleteStale(t *testing.T) {
 	if cb, _ := env.Store.FindCodebase(ctx, f.repo("o", "old")); cb == nil || cb.ID != old.CodebaseID || cb.StaleSince == nil {
 		t.Fatalf("FindCodebase of a stale name = %+v", cb)
 	}
-	if _, err := env.Store.DeleteStale(ctx, now.Add(-30*24*time.Hour)); err != nil {
+	if _, err := env.Store.DeleteStale(ctx, now.Add(-30*24*time.Hour), 100); err != nil {
 		t.Fatal(err)
 	}
 	for id, want := range map[int64]bool{old.CodebaseID: false, recent.CodebaseID: true, live.CodebaseID: true} {
