@@ -47,7 +47,9 @@ func (c *Crafted) Write(t testing.TB, dir string) {
 			t.Fatal(err)
 		}
 	}
-	c.Pack.Write(t, dir, c.Name, false)
+	// Named by its checksum, as git names packs (go-git finds them so).
+	pack := c.Pack.Bytes()
+	c.Pack.Write(t, dir, fmt.Sprintf("%x", pack[len(pack)-20:]), false)
 }
 
 // ZeroBytes is the size of the blob of zeros the delta bombs copy from

@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 
 	"gitfleet/internal/infra/errclass"
+	"gitfleet/internal/infra/gitread"
 )
 
 // maxLinkTarget is Linux's PATH_MAX less the terminating NUL: a longer
@@ -29,6 +30,7 @@ type treeWriter struct {
 	tw    *tar.Writer
 	buf   []byte
 	stats Stats
+	depth int // of the tree being written below the root
 }
 
 // header is the one place entries get their fixed fields.
@@ -68,7 +70,14 @@ func (w *treeWriter) tree(prefix string, h plumbing.Hash) error {
 				return err
 			}
 			w.stats.Dirs++
-			if err := w.tree(name+"/", e.Hash); err != nil {
+			if w.depth == gitread.MaxTreeDepth {
+				// Refused, not written: the writer recurses once per level.
+				return &gitread.LimitError{What: "tree depth", Detail: fmt.Sprintf("trees nest more than %d deep", gitread.MaxTreeDepth)}
+			}
+			w.depth++
+			err := w.tree(name+"/", e.Hash)
+			w.depth--
+			if err != nil {
 				return err
 			}
 		case filemode.Regular, filemode.Deprecated:
