@@ -9,9 +9,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"gitfleet/internal/devstack/forge"
 	"gitfleet/internal/devstack/gittest"
 	"gitfleet/internal/devstack/repogen"
 	"gitfleet/internal/domain/shard"
+	"gitfleet/internal/domain/target"
+	"gitfleet/internal/infra/gitread"
+	"gitfleet/internal/infra/mirror"
 	"gitfleet/internal/infra/store"
 	"gitfleet/workflows"
 )
@@ -163,5 +169,95 @@ func TestAScanContinuesAcrossAttempts(t *testing.T) {
 	scope, _ := env.Store.Scope(context.Background(), shardID, s.Scanner.Policy())
 	if marks, _ := env.Store.Watermarks(context.Background(), scope); len(marks) != len(info.Refs) {
 		t.Fatalf("%d watermarks, want one for each of the %d refs", len(marks), len(info.Refs))
+	}
+}
+
+// A blob damaged in our own copy of a mirror is a hole a later run may
+// read: the run discards the mirror, and the next fetches it afresh and
+// reads the blob (its secret found), Done.
+func TestADamagedMirrorBlobIsReadFromAFreshCopy(t *testing.T) {
+	fg, err := forge.Start(forge.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fg.Close()
+	if _, err := fg.CreateRepo("acme", "holes"); err != nil {
+		t.Fatal(err)
+	}
+	secret := "TOKEN=" + ghToken + "\n" + strings.Repeat("padding line\n", 40)
+	if _, err := fg.Commit("acme", "holes", "main", map[string]string{"a.txt": "a\n", "secret.env": secret}, "a"); err != nil {
+		t.Fatal(err)
+	}
+	s := shards(t, time.Minute, 100)
+	if s.Mirrors, err = mirror.New(t.TempDir(), nil); err != nil {
+		t.Fatal(err)
+	}
+	url := fg.CloneURL("acme", "holes")
+	spec := shard.Spec{Key: "holes:" + url, Target: target.Target{Location: url}}
+	shardID, err := s.EnsureShard(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest, err := s.SyncShardMirror(context.Background(), workflows.ShardWork{Lease: lease(t, s, shardID, "o"), Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	damage(t, s.Mirrors.Path(url), gittest.Hash("blob", []byte(secret)))
+	scan := func(owner string) (shard.Receipt, shard.Status) {
+		t.Helper()
+		l := lease(t, s, shardID, owner)
+		rc, err := s.ScanShard(context.Background(), workflows.ShardWork{Lease: l, Spec: spec, RefsDigest: digest})
+		if err != nil {
+			t.Fatalf("scan: %v", err)
+		}
+		st, err := s.CheckpointShard(context.Background(), workflows.CheckpointInput{Lease: l, ReceiptID: rc.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rc, st
+	}
+	rc, st := scan("o")
+	if rc.Corrupt != 1 || rc.Holes != 1 || rc.Lost != 0 || !rc.Covered || rc.Findings != 0 || st != shard.Active {
+		t.Fatalf("scan of the damaged copy: %s %+v; want the blob a hole a later run may read, Active", st, rc)
+	}
+	if _, err := os.Stat(s.Mirrors.Path(url)); !os.IsNotExist(err) {
+		t.Fatalf("the damaged mirror is still there (%v): the next run would read the same copy", err)
+	}
+	rc, st = scan("o2")
+	if !rc.Complete || rc.Commits != 0 || rc.BlobsScanned != 1 || rc.Findings != 1 || rc.Holes+rc.Lost != 0 || st != shard.Done {
+		t.Fatalf("scan of a fresh copy: %s %+v; want the hole read, its secret found, Done", st, rc)
+	}
+}
+
+// damage flips bytes inside blob's compressed data in the mirror's pack.
+func damage(t *testing.T, repo string, blob plumbing.Hash) {
+	t.Helper()
+	packs, err := gitread.OpenPacks(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, off, ok := packs.Position(blob)
+	packs.Close() //nolint:errcheck // read only
+	files, _ := filepath.Glob(filepath.Join(repo, "objects", "pack", "*.pack"))
+	if !ok || len(files) != 1 {
+		t.Fatalf("blob %s in the mirror's packs: %t, %d packs", blob, ok, len(files))
+	}
+	if err := os.Chmod(files[0], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(files[0], os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 8)
+	if _, err := f.ReadAt(buf, off+4); err != nil {
+		t.Fatal(err)
+	}
+	for i := range buf {
+		buf[i] ^= 0xff
+	}
+	if _, err := f.WriteAt(buf, off+4); err != nil {
+		t.Fatal(err)
 	}
 }
