@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -47,6 +49,10 @@ type Runner struct {
 	// ProgressEvery is how often a pull writes its progress to its row
 	// (default 500ms).
 	ProgressEvery time.Duration
+	// Stall is how long a pull waits on a source that sends nothing before
+	// it gives the source up (default ocistore.DefaultStall, and never more
+	// than half the activity's heartbeat timeout).
+	Stall time.Duration
 	// Load counts the pulls and builds running; nil counts nothing.
 	Load *Load
 }
@@ -86,8 +92,15 @@ func (r *Runner) enter() func() {
 // PullSnapshot pulls a snapshot's image into the store: from the peers it
 // was given, then from the image's registry. Blobs the store holds already
 // (shared with other snapshots, or kept from an interrupted pull) are not
-// fetched again. Progress goes to the row (for `starter snapshot show`) and
-// to the activity's heartbeat.
+// fetched again. Progress goes to the activity's heartbeat and to the row
+// (for `starter snapshot show`), both off the download's path.
+//
+// The heartbeat follows progress: bytes received (this pull's, or another
+// pull's fetching a blob both need) and sources given up. A source is given
+// up once it stalls for half the heartbeat timeout, so that a hung peer is
+// left, and that reported, before Temporal gives up on the attempt; and a
+// retried attempt leaves out the peers an earlier one gave up (the
+// heartbeat's details carry them), starting from the registry.
 func (r *Runner) PullSnapshot(ctx context.Context, in workflows.PullInput) (workflows.PullResult, error) {
 	defer r.enter()()
 	log := r.logger(ctx).With(zap.String("snapshot", in.Snapshot), zap.String("ref", in.Ref))
@@ -95,30 +108,23 @@ func (r *Runner) PullSnapshot(ctx context.Context, in workflows.PullInput) (work
 	if err != nil {
 		return workflows.PullResult{}, AppError(errclass.Permanentf(errclass.ReasonInvalidInput, "image reference %q: %v", in.Ref, err))
 	}
+	var earlier ocistore.Progress
+	if activity.HasHeartbeatDetails(ctx) {
+		_ = activity.GetHeartbeatDetails(ctx, &earlier) // unreadable details: try every peer
+	}
 	var sources []ocistore.Source
 	for _, p := range in.Peers {
-		sources = append(sources, ocistore.Source{Name: snapshot.PeerSource(p.RunnerID), Registry: p.Addr, Insecure: true, Anonymous: true})
+		if src := snapshot.PeerSource(p.RunnerID); !slices.Contains(earlier.Skipped, src) {
+			sources = append(sources, ocistore.Source{Name: src, Registry: p.Addr, Insecure: true, Anonymous: true})
+		}
 	}
 	sources = append(sources, ocistore.Source{Name: snapshot.Registry, Registry: ref.Context().RegistryStr(),
 		Insecure: ref.Context().Scheme() == "http"})
 
-	every := r.ProgressEvery
-	if every <= 0 {
-		every = 500 * time.Millisecond
-	}
-	var last time.Time
-	progress := func(p ocistore.Progress) {
-		activity.RecordHeartbeat(ctx, p)
-		if time.Since(last) < every && p.Done < p.Total {
-			return
-		}
-		last = time.Now()
-		if err := r.Store.SetSnapshotRunnerProgress(ctx, r.ID, in.Snapshot, p.Done, p.Total, p.Source, time.Now().UTC()); err != nil {
-			log.Debug("progress not recorded", zap.Error(err))
-		}
-	}
-	log.Info("pull started", zap.Int("peers", len(in.Peers)), r.busy())
-	res, err := r.Images.Pull(ctx, in.Snapshot, in.Ref, sources, progress)
+	rep := r.reportProgress(ctx, in.Snapshot, earlier.Skipped, log)
+	log.Info("pull started", zap.Int("peers", len(in.Peers)), zap.Strings("skipped", earlier.Skipped), r.busy())
+	res, err := r.Images.Pull(ctx, in.Snapshot, in.Ref, sources, ocistore.PullOptions{Progress: rep.set, Stall: r.stall(ctx)})
+	rep.stop()
 	if err != nil {
 		log.Warn("pull failed", zap.Error(err))
 		metrics.SnapshotPulls.Inc("failed")
@@ -130,6 +136,102 @@ func (r *Runner) PullSnapshot(ctx context.Context, in workflows.PullInput) (work
 	}
 	log.Info("pull done", zap.String("digest", res.Digest), zap.Int64("fetched", res.Fetched), zap.Any("bySource", res.BySource), r.busy())
 	return workflows.PullResult{Digest: res.Digest, Size: res.Size, Fetched: res.Fetched, BySource: res.BySource}, nil
+}
+
+// stall is how long a pull waits on a silent source: Stall, at most half
+// the activity's heartbeat timeout.
+func (r *Runner) stall(ctx context.Context) time.Duration {
+	d := r.Stall
+	if d <= 0 {
+		d = ocistore.DefaultStall
+	}
+	if hb := activity.GetInfo(ctx).HeartbeatTimeout; hb > 0 {
+		d = min(d, hb/2)
+	}
+	return d
+}
+
+// progressReport takes a pull's progress off its download path: the
+// stream only leaves its latest report here (set never blocks), and a
+// goroutine of its own records it as the activity's heartbeat and writes
+// it to the row at most every ProgressEvery. A slow database, or a slow
+// Temporal frontend, never holds a byte back; the heartbeat still moves
+// only when the stream reports progress.
+type progressReport struct {
+	mu     sync.Mutex
+	latest ocistore.Progress
+	kick   chan struct{}
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// reportProgress starts the reporting of one pull; skipped are the sources
+// earlier attempts gave up, kept in every heartbeat for the next attempt.
+func (r *Runner) reportProgress(ctx context.Context, snap string, skipped []string, log *zap.Logger) *progressReport {
+	every := r.ProgressEvery
+	if every <= 0 {
+		every = 500 * time.Millisecond
+	}
+	rep := &progressReport{kick: make(chan struct{}, 1), done: make(chan struct{})}
+	ctx, rep.cancel = context.WithCancel(ctx)
+	take := func() ocistore.Progress {
+		rep.mu.Lock()
+		defer rep.mu.Unlock()
+		p := rep.latest
+		for _, s := range skipped {
+			if !slices.Contains(p.Skipped, s) {
+				p.Skipped = append(p.Skipped, s)
+			}
+		}
+		return p
+	}
+	go func() {
+		defer close(rep.done)
+		var written time.Time
+		var later <-chan time.Time // the next row write, when one waits
+		pending := false
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-rep.kick:
+				activity.RecordHeartbeat(ctx, take())
+				pending = true
+			case <-later:
+				later = nil
+			}
+			if !pending || later != nil {
+				continue
+			}
+			if wait := every - time.Since(written); wait > 0 {
+				later = time.After(wait)
+				continue
+			}
+			p := take()
+			if err := r.Store.SetSnapshotRunnerProgress(ctx, r.ID, snap, p.Done, p.Total, p.Source, time.Now().UTC()); err != nil && ctx.Err() == nil {
+				log.Debug("progress not recorded", zap.Error(err))
+			}
+			written, pending = time.Now(), false
+		}
+	}()
+	return rep
+}
+
+// set leaves the latest progress for the reporter.
+func (rep *progressReport) set(p ocistore.Progress) {
+	rep.mu.Lock()
+	rep.latest = p
+	rep.mu.Unlock()
+	select {
+	case rep.kick <- struct{}{}:
+	default: // the reporter has one to take already
+	}
+}
+
+// stop ends the reporting; a row write in progress is cancelled.
+func (rep *progressReport) stop() {
+	rep.cancel()
+	<-rep.done
 }
 
 // BuildSnapshot builds a snapshot's image from a repository's commit (one

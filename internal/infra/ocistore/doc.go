@@ -14,9 +14,13 @@
 // stored manifest means a complete image, and a pull that is killed resumes
 // from the blobs it had finished: Open deletes the temporary files and keeps
 // the rest. A source that fails for a blob (connection, status, digest,
-// size, truncation, a 30 s stall) is left for the next; when every source
-// fails the error is Retryable and its reason names the last problem. Layers
-// are never held in memory: a pull uses one 256 KiB buffer.
+// size, truncation) is left for the next for that blob; one that stalls —
+// answers no request, handshake and manifest included, or sends nothing,
+// for the stall bound (PullOptions.Stall, 30 s by default) — is given up
+// for the rest of the pull and named in Progress.Skipped at once, except
+// the last source, every blob's fallback. When every source fails the
+// error is Retryable and its reason names the last problem. Layers are
+// never held in memory: a pull uses one 256 KiB buffer.
 //
 // Errors follow errclass: the quota ("exceeds store quota") and an image no
 // source knows (errclass.ReasonNotFound) are Permanent, a bad reference is
@@ -30,7 +34,8 @@
 // its image before looking at what is present and until its index entry is
 // written, so Remove's collection never deletes a blob a pull is counting
 // on; two pulls needing the same missing blob download it once (the second
-// waits and only fetches itself if the first failed); quota reservations
+// waits, reporting the first's bytes as its own progress, and only fetches
+// itself if the first failed); quota reservations
 // keep concurrent pulls from overcommitting the store together.
 //
 // Blobs of a failed pull stay (they make the retry cheap) and count towards

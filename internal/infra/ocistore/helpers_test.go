@@ -121,7 +121,7 @@ func wantClass(t *testing.T, err error, class errclass.Class, reason string) {
 
 func pull(t *testing.T, s *Store, name, ref string, sources ...Source) PullResult {
 	t.Helper()
-	res, err := s.Pull(context.Background(), name, ref, sources, nil)
+	res, err := s.Pull(context.Background(), name, ref, sources, PullOptions{})
 	if err != nil {
 		t.Fatalf("pull %s: %v", ref, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -114,36 +115,71 @@ func (s *Store) hasLocked(b blob) bool {
 	return err == nil && info.Mode().IsRegular() && info.Size() == b.size
 }
 
+// flight is one download of a blob in progress, which other jobs needing
+// the blob wait for.
+type flight struct {
+	done chan struct{} // closed when the download ends, stored or not
+	// received counts the bytes of the blob received so far from the
+	// source streaming it (back to 0 when a source starts it over).
+	received atomic.Int64
+}
+
 // ensure makes blob b present, calling fetch unless the store has it or
 // gets it meanwhile. Two jobs needing the same missing blob download it
 // once: the second waits for the first and fetches only if that failed.
-// fetched tells whether this call wrote it.
-func (s *Store) ensure(ctx context.Context, b blob, fetch func() error) (fetched bool, err error) {
+// While it waits, waiting (if not nil) is told the bytes the first has
+// received whenever they moved, at most every progress interval, so that
+// the wait shows the download's progress, and its stalls. fetched tells
+// whether this call wrote it.
+func (s *Store) ensure(ctx context.Context, b blob, fetch func(*flight) error, waiting func(received int64)) (fetched bool, err error) {
 	for {
 		s.mu.Lock()
 		if s.hasLocked(b) {
 			s.mu.Unlock()
 			return false, nil
 		}
-		if ch, ok := s.inflight[b.digest]; ok {
+		if f, ok := s.inflight[b.digest]; ok {
 			s.mu.Unlock()
-			select {
-			case <-ch:
-				continue
-			case <-ctx.Done():
-				return false, ctx.Err()
+			if err := f.wait(ctx, waiting); err != nil {
+				return false, err
 			}
+			continue
 		}
-		ch := make(chan struct{})
-		s.inflight[b.digest] = ch
+		f := &flight{done: make(chan struct{})}
+		s.inflight[b.digest] = f
 		s.mu.Unlock()
 
-		err := fetch()
+		err := fetch(f)
 		s.mu.Lock()
 		delete(s.inflight, b.digest)
-		close(ch)
+		close(f.done)
 		s.mu.Unlock()
 		return err == nil, err
+	}
+}
+
+// wait waits for the download to end, telling waiting the bytes received
+// whenever they moved.
+func (f *flight) wait(ctx context.Context, waiting func(received int64)) error {
+	var tick <-chan time.Time
+	if waiting != nil {
+		t := time.NewTicker(progressInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	last := int64(-1)
+	for {
+		select {
+		case <-f.done:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick:
+			if n := f.received.Load(); n != last {
+				last = n
+				waiting(n)
+			}
+		}
 	}
 }
 
@@ -151,6 +187,9 @@ func (s *Store) ensure(ctx context.Context, b blob, fetch func() error) (fetched
 type problem struct {
 	what string
 	err  error
+	// stalled: the source answered nothing, or sent nothing, for the stall
+	// bound.
+	stalled bool
 }
 
 func (p *problem) Error() string {

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -34,7 +35,7 @@ func TestPullStoresAVerifiedImageAndSecondPullFetchesNothing(t *testing.T) {
 	// Credentials from the default keychain: with no docker config this is
 	// anonymous, and it exercises the token handshake path.
 	src := Source{Name: "registry", Registry: r.Addr(), Insecure: true}
-	res, err := s.Pull(context.Background(), "base", ref, []Source{src}, func(p Progress) { calls = append(calls, p) })
+	res, err := s.Pull(context.Background(), "base", ref, []Source{src}, PullOptions{Progress: func(p Progress) { calls = append(calls, p) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestPullStoresAVerifiedImageAndSecondPullFetchesNothing(t *testing.T) {
 			t.Errorf("blob %s not stored", b)
 		}
 	}
-	if len(calls) == 0 || calls[len(calls)-1] != (Progress{Done: res.Size, Total: res.Size}) {
+	if len(calls) == 0 || !reflect.DeepEqual(calls[len(calls)-1], Progress{Done: res.Size, Total: res.Size}) {
 		t.Fatalf("last progress %+v, want done = total = %d", calls, res.Size)
 	}
 	for _, p := range calls {
@@ -143,7 +144,7 @@ func TestPullResumesFromCompleteBlobs(t *testing.T) {
 	ref, _, blobs := pushImage(t, r, "snapshots/resume", "v1", ls...)
 	// Killed while streaming the third layer: config and two layers are in.
 	r.FailAfter(digestOf(t, ls[2]), size/2, 1)
-	_, err := s.Pull(context.Background(), "resume", ref, []Source{registrySource(r)}, nil)
+	_, err := s.Pull(context.Background(), "resume", ref, []Source{registrySource(r)}, PullOptions{})
 	wantClass(t, err, errclass.Retryable, "blob "+digestOf(t, ls[2])+" from registry: truncated")
 	for i, b := range blobs {
 		if want := i < 3; has(s, b) != want {
@@ -185,7 +186,7 @@ func TestRemoveOfAnUnfinishedPullCollectsItsBlobs(t *testing.T) {
 	ls := []v1.Layer{layer(t, 4, 0, size), layer(t, 4, 1, size)}
 	ref, _, blobs := pushImage(t, r, "snapshots/abandoned", "v1", ls...)
 	r.FailAfter(digestOf(t, ls[1]), size/2, 1)
-	if _, err := s.Pull(context.Background(), "abandoned", ref, []Source{registrySource(r)}, nil); err == nil {
+	if _, err := s.Pull(context.Background(), "abandoned", ref, []Source{registrySource(r)}, PullOptions{}); err == nil {
 		t.Fatal("the pull did not fail")
 	}
 	if !has(s, blobs[1]) {
@@ -217,7 +218,7 @@ func TestBadBlobsAreNeverStored(t *testing.T) {
 			bad := layer(t, 4, 1, 64*kb)
 			ref, _, _ := pushImage(t, r, "snapshots/bad", "v1", layer(t, 4, 0, 32*kb), bad)
 			tc.arm(r, digestOf(t, bad))
-			_, err := s.Pull(context.Background(), "bad", ref, []Source{registrySource(r)}, nil)
+			_, err := s.Pull(context.Background(), "bad", ref, []Source{registrySource(r)}, PullOptions{})
 			wantClass(t, err, errclass.Retryable, fmt.Sprintf("blob %s from registry: %s", digestOf(t, bad), tc.reason))
 			if has(s, digestOf(t, bad)) {
 				t.Fatal("bad blob stored")
@@ -294,7 +295,7 @@ func TestQuota(t *testing.T) {
 	t.Run("exceeded", func(t *testing.T) {
 		s := newStore(t, size-1)
 		r.ResetCounters()
-		_, err := s.Pull(context.Background(), "big", ref, []Source{registrySource(r)}, nil)
+		_, err := s.Pull(context.Background(), "big", ref, []Source{registrySource(r)}, PullOptions{})
 		wantClass(t, err, errclass.Permanent, "exceeds store quota")
 		want := fmt.Sprintf("image %s needs %d bytes; runner store quota is %d bytes with 0 in use", ref, size, size-1)
 		if !strings.Contains(err.Error(), want) {
@@ -318,7 +319,7 @@ func TestQuota(t *testing.T) {
 		s := newStore(t, size+100*kb)
 		other, _, _ := pushImage(t, r, "snapshots/other", "v1", layer(t, 6, 9, 128*kb))
 		pull(t, s, "other", other, registrySource(r))
-		_, err := s.Pull(context.Background(), "big", ref, []Source{registrySource(r)}, nil)
+		_, err := s.Pull(context.Background(), "big", ref, []Source{registrySource(r)}, PullOptions{})
 		wantClass(t, err, errclass.Permanent, "exceeds store quota")
 		if err := s.Remove("other"); err != nil {
 			t.Fatal(err)
@@ -335,7 +336,7 @@ func TestNotFound(t *testing.T) {
 		r.Ref("snapshots/missing", "v1"),
 		r.Ref("snapshots/missing", "sha256:"+strings.Repeat("ab", 32)),
 	} {
-		_, err := s.Pull(context.Background(), "x", ref, []Source{peerSource("p", emptyPeer), registrySource(r)}, nil)
+		_, err := s.Pull(context.Background(), "x", ref, []Source{peerSource("p", emptyPeer), registrySource(r)}, PullOptions{})
 		wantClass(t, err, errclass.Permanent, errclass.ReasonNotFound)
 		if !strings.Contains(err.Error(), "image "+ref+" not found") {
 			t.Fatalf("message %q", err)
@@ -343,7 +344,7 @@ func TestNotFound(t *testing.T) {
 	}
 	// A source that cannot be reached might have had it: retry.
 	_, err := s.Pull(context.Background(), "x", r.Ref("snapshots/missing", "v1"),
-		[]Source{peerSource("gone", "127.0.0.1:1"), registrySource(r)}, nil)
+		[]Source{peerSource("gone", "127.0.0.1:1"), registrySource(r)}, PullOptions{})
 	wantClass(t, err, errclass.Retryable, "manifest from registry: manifest unknown")
 	if !strings.Contains(err.Error(), "from peer:gone") {
 		t.Fatalf("message %q does not name the unreachable peer", err)
@@ -537,7 +538,7 @@ func TestConcurrentPullsOfImagesSharingLayers(t *testing.T) {
 	errs := make(chan error, 16)
 	for i := range 6 {
 		wg.Go(func() {
-			if _, err := s.Pull(context.Background(), fmt.Sprint("img", i%3), refs[i%3], []Source{registrySource(r)}, nil); err != nil {
+			if _, err := s.Pull(context.Background(), fmt.Sprint("img", i%3), refs[i%3], []Source{registrySource(r)}, PullOptions{}); err != nil {
 				errs <- err
 			}
 		})

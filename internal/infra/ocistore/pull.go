@@ -11,6 +11,7 @@ import (
 	"mime"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,6 +38,28 @@ type Progress struct {
 	Done   int64  // bytes of the image present in the store so far
 	Total  int64  // bytes of the image: manifest, config and layers
 	Source string // the source currently streaming ("" when none is)
+	// Skipped are the sources given up for stalling, by name: the rest of
+	// the pull does without them, and so should a retry of it.
+	Skipped []string `json:",omitempty"`
+}
+
+// DefaultStall is how long a source may send nothing before a pull gives
+// it up, unless PullOptions say otherwise.
+const DefaultStall = 30 * time.Second
+
+// PullOptions tune one Pull; the zero value means the defaults.
+type PullOptions struct {
+	// Progress is told how far the pull is: at most every 100 ms while
+	// bytes move — this pull's, or another pull's downloading a blob both
+	// need —, and at once when a source is given up. It is called on the
+	// download's goroutine and must not block.
+	Progress func(Progress)
+	// Stall: a source that sends nothing for this long, or answers no
+	// request within it, is given up (default: the store's, DefaultStall).
+	// A watcher of Progress with a deadline (an activity's heartbeat
+	// timeout) needs a shorter stall, so that a hung source is given up,
+	// and that reported, before the watcher gives up on the whole pull.
+	Stall time.Duration
 }
 
 // PullResult describes a finished pull.
@@ -67,7 +90,11 @@ var errNotFound = errors.New("manifest unknown")
 // a tag, that source decides what the tag means); every blob is verified
 // against it, so a peer can withhold but not forge content. A ref by digest
 // whose manifest is already stored needs no source at all.
-func (s *Store) Pull(ctx context.Context, name, ref string, sources []Source, progress func(Progress)) (PullResult, error) {
+//
+// A source that stalls (opts.Stall) is given up for the rest of the pull,
+// except the last one, every blob's fallback; one that fails otherwise is
+// left for the next source for that blob only.
+func (s *Store) Pull(ctx context.Context, name, ref string, sources []Source, opts PullOptions) (PullResult, error) {
 	if name == "" {
 		return PullResult{}, errclass.Permanentf(errclass.ReasonInvalidInput, "pull %s: empty image name", ref)
 	}
@@ -75,8 +102,13 @@ func (s *Store) Pull(ctx context.Context, name, ref string, sources []Source, pr
 	if err != nil {
 		return PullResult{}, err
 	}
+	stall := opts.Stall
+	if stall <= 0 {
+		stall = s.stall
+	}
 	p := &puller{s: s, ref: ref, parsed: parsed, sources: sources, sessions: make([]*session, len(sources)),
-		progress: progress, tick: throttle{interval: progressInterval}, res: PullResult{BySource: map[string]int64{}}}
+		stalled: make([]bool, len(sources)), stall: stall,
+		progress: opts.Progress, tick: throttle{interval: progressInterval}, res: PullResult{BySource: map[string]int64{}}}
 	return p.run(ctx, name)
 }
 
@@ -102,11 +134,27 @@ type puller struct {
 	progress func(Progress)
 	tick     throttle
 	res      PullResult
+	stall    time.Duration
+	// stalled marks the sources given up for stalling; skipped names them.
+	stalled []bool
+	skipped []string
 
 	done    int64 // bytes of blobs present, current one excluded
-	current int64 // bytes of the blob streaming now
+	current int64 // bytes of the blob streaming now (or another pull's, while waiting on it)
 	from    string
 	buf     []byte
+}
+
+// giveUp leaves a source that stalled out of the rest of the pull — unless
+// it is the last, every blob's fallback — and says so at once, so that a
+// watcher of the progress sees the pull move on.
+func (p *puller) giveUp(i int) {
+	if i == len(p.sources)-1 || p.stalled[i] {
+		return
+	}
+	p.stalled[i] = true
+	p.skipped = append(p.skipped, p.sources[i].Name)
+	p.report(true)
 }
 
 // session is one source's authenticated transport, set up once per pull.
@@ -115,8 +163,13 @@ type session struct {
 	repo   name.Repository
 	client *http.Client
 	err    error
+	// stalled: the handshake got no answer within the stall bound.
+	stalled bool
 }
 
+// session sets source i's transport up, the handshake (ping, token)
+// bounded by the stall bound: a source that accepts the connection and
+// never answers is given up like one that stops sending.
 func (p *puller) session(ctx context.Context, i int) *session {
 	if ss := p.sessions[i]; ss != nil {
 		return ss
@@ -145,9 +198,16 @@ func (p *puller) session(ctx context.Context, i int) *session {
 			return ss
 		}
 	}
-	rt, err := transport.NewWithContext(ctx, reg, auth, p.s.client, []string{ss.repo.Scope(transport.PullScope)})
+	// The context bounds the handshake only: the transport keeps none.
+	hctx, cancel := context.WithTimeout(ctx, p.stall)
+	defer cancel()
+	rt, err := transport.NewWithContext(hctx, reg, auth, p.s.client, []string{ss.repo.Scope(transport.PullScope)})
 	if err != nil {
 		ss.err = err
+		ss.stalled = hctx.Err() != nil && ctx.Err() == nil
+		if ss.stalled {
+			ss.err = &problem{what: fmt.Sprintf("stalled (no answer within %v)", p.stall), err: err, stalled: true}
+		}
 		return ss
 	}
 	ss.client = &http.Client{Transport: rt}
@@ -187,8 +247,16 @@ func (p *puller) run(ctx context.Context, name string) (PullResult, error) {
 	defer j.end()
 
 	p.buf = make([]byte, copyBuffer)
+	// While another pull downloads a blob this one needs, its bytes are
+	// this pull's progress: the wait is not silence. (ensure calls this at
+	// most once per interval, and only when they moved.)
+	waiting := func(received int64) {
+		p.current = received
+		p.report(true)
+	}
 	for _, b := range blobs {
-		fetched, err := p.s.ensure(ctx, b, func() error { return p.fetch(ctx, b) })
+		fetched, err := p.s.ensure(ctx, b, func(f *flight) error { return p.fetch(ctx, b, f) }, waiting)
+		p.current = 0
 		if err != nil {
 			return PullResult{}, p.failure(ctx, err)
 		}
@@ -199,9 +267,9 @@ func (p *puller) run(ctx context.Context, name string) (PullResult, error) {
 	}
 	// The manifest goes last, so a stored manifest always means a complete
 	// image, whatever was interrupted.
-	fetched, err := p.s.ensure(ctx, manifest, func() error {
+	fetched, err := p.s.ensure(ctx, manifest, func(*flight) error {
 		return p.s.ingest(bytes.NewReader(raw), manifest, p.buf, nil)
-	})
+	}, nil)
 	if err != nil {
 		return PullResult{}, fmt.Errorf("ocistore: pull %s: store manifest: %w", p.ref, err)
 	}
@@ -242,11 +310,12 @@ func imageBlobs(m *v1.Manifest) ([]blob, error) {
 	return out, nil
 }
 
-func (p *puller) report(final bool) {
-	if p.progress == nil || (!final && !p.tick.due()) {
+// report tells the progress, at most once per interval unless forced.
+func (p *puller) report(force bool) {
+	if p.progress == nil || (!force && !p.tick.due()) {
 		return
 	}
-	p.progress(Progress{Done: p.done + p.current, Total: p.res.Size, Source: p.from})
+	p.progress(Progress{Done: p.done + p.current, Total: p.res.Size, Source: p.from, Skipped: slices.Clone(p.skipped)})
 }
 
 // resolve finds the image manifest: locally when ref is a stored digest,
@@ -268,35 +337,55 @@ func (p *puller) resolve(ctx context.Context) (raw []byte, mediaType types.Media
 		if ctx.Err() != nil {
 			return nil, "", "", "", p.failure(ctx, ctx.Err())
 		}
-		ss := p.session(ctx, i)
-		if ss.err != nil {
-			last = fmt.Sprintf("manifest from %s: %v", ss.src.Name, ss.err)
-			problems = append(problems, last)
-			continue
-		}
-		raw, mediaType, digest, err = ss.manifest(ctx, p.parsed.Identifier())
-		if err == nil && mediaType.IsIndex() {
-			var child string
-			if child, err = pickPlatform(raw); err == nil {
-				raw, mediaType, digest, err = ss.manifest(ctx, child)
-			}
-		}
-		if err == nil && !mediaType.IsImage() {
-			err = fmt.Errorf("unsupported manifest media type %q", mediaType)
-		}
+		raw, mediaType, digest, err = p.manifestFrom(ctx, i)
 		if err == nil {
-			return raw, mediaType, digest, ss.src.Name, nil
+			return raw, mediaType, digest, p.sources[i].Name, nil
 		}
 		if errors.Is(err, errNotFound) {
 			notFound++
 		}
-		last = fmt.Sprintf("manifest from %s: %v", ss.src.Name, err)
+		last = fmt.Sprintf("manifest from %s: %v", p.sources[i].Name, err)
 		problems = append(problems, last)
 	}
 	if notFound == len(p.sources) {
 		return nil, "", "", "", errclass.Permanentf(errclass.ReasonNotFound, "image %s not found", p.ref)
 	}
 	return nil, "", "", "", errclass.Wrap(errclass.Retryable, last, fmt.Errorf("ocistore: pull %s: %s", p.ref, strings.Join(problems, "; ")))
+}
+
+// manifestFrom asks source i for the image manifest (through an index for
+// this platform). The whole exchange — the session's handshake and every
+// GET — must end within the stall bound: a source that accepts the
+// connection and never answers is given up like one that stops sending.
+func (p *puller) manifestFrom(ctx context.Context, i int) ([]byte, types.MediaType, string, error) {
+	sctx, cancel := context.WithTimeout(ctx, p.stall)
+	defer cancel()
+	raw, mediaType, digest, err := func() ([]byte, types.MediaType, string, error) {
+		ss := p.session(sctx, i)
+		if ss.err != nil {
+			return nil, "", "", ss.err
+		}
+		raw, mediaType, digest, err := ss.manifest(sctx, p.parsed.Identifier())
+		if err == nil && mediaType.IsIndex() {
+			var child string
+			if child, err = pickPlatform(raw); err == nil {
+				raw, mediaType, digest, err = ss.manifest(sctx, child)
+			}
+		}
+		if err == nil && !mediaType.IsImage() {
+			err = fmt.Errorf("unsupported manifest media type %q", mediaType)
+		}
+		return raw, mediaType, digest, err
+	}()
+	var pr *problem
+	switch {
+	case errors.As(err, &pr) && pr.stalled:
+		p.giveUp(i)
+	case err != nil && sctx.Err() != nil && ctx.Err() == nil:
+		p.giveUp(i)
+		err = &problem{what: fmt.Sprintf("stalled (no answer within %v)", p.stall), err: err, stalled: true}
+	}
+	return raw, mediaType, digest, err
 }
 
 // localManifest returns a stored image manifest by digest.
@@ -391,20 +480,30 @@ func pickPlatform(raw []byte) (string, error) {
 }
 
 // fetch tries the sources in order for one blob; a source that fails is
-// left for the next.
-func (p *puller) fetch(ctx context.Context, b blob) error {
+// left for the next, one that stalled for the rest of the pull. f counts
+// the bytes received, for pulls waiting on this blob.
+func (p *puller) fetch(ctx context.Context, b blob, f *flight) error {
 	var problems []string
 	var last string
 	for i := range p.sources {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if p.stalled[i] {
+			continue
+		}
+		p.current = 0
+		f.received.Store(0)
 		ss := p.session(ctx, i)
 		err := ss.err
 		if err == nil {
-			err = p.fetchFrom(ctx, ss, b)
+			err = p.fetchFrom(ctx, ss, b, f)
 		}
 		p.current, p.from = 0, ""
+		var pr *problem
+		if errors.As(err, &pr) && pr.stalled {
+			p.giveUp(i)
+		}
 		if err == nil {
 			p.done += b.size
 			p.res.Fetched += b.size
@@ -431,16 +530,19 @@ func shortProblem(err error) string {
 	return err.Error()
 }
 
-func (p *puller) fetchFrom(parent context.Context, ss *session, b blob) error {
+func (p *puller) fetchFrom(parent context.Context, ss *session, b blob, f *flight) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
-	stall := time.AfterFunc(p.s.stall, cancel)
+	stall := time.AfterFunc(p.stall, cancel)
 	defer stall.Stop()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ss.url("blobs", b.digest), nil)
 	if err != nil {
 		return err
 	}
 	resp, err := ss.client.Do(req)
+	if err != nil && ctx.Err() != nil && parent.Err() == nil {
+		return &problem{what: fmt.Sprintf("stalled (no answer within %v)", p.stall), err: err, stalled: true}
+	}
 	if err != nil {
 		return &problem{what: "request failed", err: err}
 	}
@@ -451,12 +553,13 @@ func (p *puller) fetchFrom(parent context.Context, ss *session, b blob) error {
 	p.from = ss.src.Name
 	p.report(false)
 	err = p.s.ingest(resp.Body, b, p.buf, func(n int64) {
-		stall.Reset(p.s.stall)
+		stall.Reset(p.stall)
 		p.current += n
+		f.received.Add(n)
 		p.report(false)
 	})
 	if err != nil && ctx.Err() != nil && parent.Err() == nil {
-		return &problem{what: fmt.Sprintf("stalled (nothing received for %v)", p.s.stall), err: err}
+		return &problem{what: fmt.Sprintf("stalled (nothing received for %v)", p.stall), err: err, stalled: true}
 	}
 	return err
 }

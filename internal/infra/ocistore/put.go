@@ -48,7 +48,7 @@ func (s *Store) Put(ctx context.Context, name string, img v1.Image) (string, err
 
 	buf := make([]byte, copyBuffer)
 	for _, b := range blobs {
-		_, err := s.ensure(ctx, b, func() error {
+		_, err := s.ensure(ctx, b, func(*flight) error {
 			if b.digest == m.Config.Digest.String() {
 				cfg, err := img.RawConfigFile()
 				if err != nil {
@@ -67,14 +67,14 @@ func (s *Store) Put(ctx context.Context, name string, img v1.Image) (string, err
 			}
 			defer rc.Close()
 			return s.ingest(rc, b, buf, nil)
-		})
+		}, nil)
 		if err != nil {
 			return "", fmt.Errorf("ocistore: put %s: blob %s: %w", name, b.digest, err)
 		}
 	}
-	if _, err := s.ensure(ctx, manifest, func() error {
+	if _, err := s.ensure(ctx, manifest, func(*flight) error {
 		return s.ingest(bytes.NewReader(raw), manifest, buf, nil)
-	}); err != nil {
+	}, nil); err != nil {
 		return "", fmt.Errorf("ocistore: put %s: manifest: %w", name, err)
 	}
 	if err := s.record(name, manifest.digest, mediaType, manifest.size); err != nil {

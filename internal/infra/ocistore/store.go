@@ -65,9 +65,9 @@ type Store struct {
 	mu       sync.Mutex
 	entries  []entry
 	usage    int64
-	pins     map[string]int           // digest → pulls that need it kept
-	reserved map[string]*reservation  // digest → quota held for a blob not yet present
-	inflight map[string]chan struct{} // digest → closed when its download ends
+	pins     map[string]int          // digest → pulls that need it kept
+	reserved map[string]*reservation // digest → quota held for a blob not yet present
+	inflight map[string]*flight      // digest → its download in progress
 }
 
 // entry is one descriptor of index.json with what GC and Images need.
@@ -98,10 +98,10 @@ func Open(dir string, quota int64) (*Store, error) {
 	s := &Store{
 		dir:      dir,
 		quota:    quota,
-		stall:    30 * time.Second,
+		stall:    DefaultStall,
 		pins:     map[string]int{},
 		reserved: map[string]*reservation{},
-		inflight: map[string]chan struct{}{},
+		inflight: map[string]*flight{},
 	}
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = 8
