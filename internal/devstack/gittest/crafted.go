@@ -32,9 +32,16 @@ func (c *Crafted) Bytes() []byte { return c.Pack.Bytes() }
 // refs/heads/main at the commit.
 func (c *Crafted) Write(t testing.TB, dir string) {
 	t.Helper()
+	if err := c.WriteRepo(dir); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// WriteRepo is Write, returning its error.
+func (c *Crafted) WriteRepo(dir string) error {
 	for _, d := range []string{"refs/heads", "refs/tags", "objects/info"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
 	files := map[string]string{
@@ -44,12 +51,12 @@ func (c *Crafted) Write(t testing.TB, dir string) {
 	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
 	// Named by its checksum, as git names packs (go-git finds them so).
 	pack := c.Pack.Bytes()
-	c.Pack.Write(t, dir, fmt.Sprintf("%x", pack[len(pack)-20:]), false)
+	return c.Pack.WriteFiles(dir, fmt.Sprintf("%x", pack[len(pack)-20:]), false)
 }
 
 // ZeroBytes is the size of the blob of zeros the delta bombs copy from

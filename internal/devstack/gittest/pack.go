@@ -129,6 +129,13 @@ func (p *Pack) Bytes() []byte {
 // are left zero: readers do not check them.
 func (p *Pack) Write(t testing.TB, dir, name string, largeOffsets bool) {
 	t.Helper()
+	if err := p.WriteFiles(dir, name, largeOffsets); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// WriteFiles is Write, returning its error.
+func (p *Pack) WriteFiles(dir, name string, largeOffsets bool) error {
 	pack := p.Bytes()
 	ents := append([]entry(nil), p.entries...)
 	sort.Slice(ents, func(i, j int) bool { return bytes.Compare(ents[i].h[:], ents[j].h[:]) < 0 })
@@ -162,13 +169,14 @@ func (p *Pack) Write(t testing.TB, dir, name string, largeOffsets bool) {
 
 	pd := filepath.Join(dir, "objects", "pack")
 	if err := os.MkdirAll(pd, 0o755); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	for ext, data := range map[string][]byte{".pack": pack, ".idx": idx.Bytes()} {
 		if err := os.WriteFile(filepath.Join(pd, "pack-"+name+ext), data, 0o644); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
+	return nil
 }
 
 // Delta builds delta data: NewDelta(src, tgt).Insert(…).Copy(…).
