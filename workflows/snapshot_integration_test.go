@@ -423,7 +423,7 @@ func TestReconcileRepairsAnImageDeletedBehindTheRunnersBack(t *testing.T) {
 	if err := r1.images.Remove(name); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r2.images.Pull(context.Background(), "orphan", orphanRef, []ocistore.Source{{Name: "registry", Registry: reg.Addr(), Insecure: true}}, nil); err != nil {
+	if _, err := r2.images.Pull(context.Background(), "orphan", orphanRef, []ocistore.Source{{Name: "registry", Registry: reg.Addr(), Insecure: true}}, ocistore.PullOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	res := reconcile(t, workflows.ReconcileRunnersInput{Queue: 30 * time.Second})
