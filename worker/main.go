@@ -22,6 +22,7 @@ import (
 
 	"gitfleet/activities"
 	"gitfleet/internal/infra/config"
+	"gitfleet/internal/infra/gitread"
 	"gitfleet/internal/infra/logging"
 	"gitfleet/internal/infra/metrics"
 	"gitfleet/internal/infra/mirror"
@@ -137,6 +138,8 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	// Before any repository is read: fetches, scans and builds alike.
+	gitread.SetLimits(cfg.Limits)
 	config.TuneGC(os.Getenv)
 	log, err := logging.New(cfg.LogLevel, cfg.LogFormat)
 	if err != nil {

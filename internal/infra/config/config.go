@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/contrib/envconfig"
 
 	"gitfleet/internal/domain/decay"
+	"gitfleet/internal/infra/gitread"
 	"gitfleet/internal/infra/secrets"
 	"gitfleet/internal/infra/vcs"
 )
@@ -32,6 +33,9 @@ const (
 	EnvScanBatch         = "GITFLEET_SCAN_BATCH"
 	EnvScanDecodeDepth   = "GITFLEET_SCAN_DECODE_DEPTH"
 	EnvScanArchiveDepth  = "GITFLEET_SCAN_ARCHIVE_DEPTH"
+	// What reading a repository may cost (gitread.Limits).
+	EnvMaxObjectBytes    = gitread.SettingMaxObjectBytes
+	EnvMaxPackBytes      = gitread.SettingMaxPackBytes
 	EnvSweepEvery        = "GITFLEET_SWEEP_EVERY"
 	EnvCleanupEvery      = "GITFLEET_CLEANUP_EVERY"
 	EnvDecay             = "GITFLEET_DECAY"
@@ -123,6 +127,10 @@ type Config struct {
 	// gzip…) the scanner opens to scan the files inside (0 disables
 	// opening them); nil means the scanner's default.
 	ScanArchiveDepth *int
+	// Limits bound what reading a repository may cost a worker, whatever
+	// its data says: the largest object held in memory and the largest
+	// pack a fetch receives (zero: gitread's defaults).
+	Limits gitread.Limits
 	// SweepEvery and CleanupEvery are the schedules' intervals.
 	SweepEvery, CleanupEvery time.Duration
 	// Decay is the re-collection decay table.
@@ -285,6 +293,18 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 		c.ScanArchiveDepth = &n
 	}
+	for _, l := range []struct {
+		env string
+		dst *int64
+	}{{EnvMaxObjectBytes, &c.Limits.MaxObjectBytes}, {EnvMaxPackBytes, &c.Limits.MaxPackBytes}} {
+		if v := getenv(l.env); v != "" {
+			n, err := ParseBytes(v)
+			if err != nil || n < 1<<20 {
+				return Config{}, fmt.Errorf("%s=%q: want a size of at least 1MiB, e.g. 256MiB or 8GiB", l.env, v)
+			}
+			*l.dst = n
+		}
+	}
 	for _, d := range []struct {
 		env string
 		dst *time.Duration
@@ -409,6 +429,25 @@ func Load(getenv func(string) string) (Config, error) {
 		c.MirrorDir = filepath.Join(cache, "gitfleet", "mirrors")
 	}
 	return c, nil
+}
+
+// ParseBytes reads a size: a number of bytes, or of KiB, MiB, GiB or TiB
+// ("256MiB", "8GiB"; K, M, G, T mean the same).
+func ParseBytes(s string) (int64, error) {
+	num, unit := s, ""
+	if i := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' }); i >= 0 {
+		num, unit = s[:i], strings.TrimSpace(s[i:])
+	}
+	shift := map[string]uint{"": 0, "B": 0, "K": 10, "KiB": 10, "M": 20, "MiB": 20, "G": 30, "GiB": 30, "T": 40, "TiB": 40}
+	sh, ok := shift[unit]
+	if !ok {
+		return 0, fmt.Errorf("size %q: unknown unit %q", s, unit)
+	}
+	n, err := strconv.ParseFloat(num, 64)
+	if err != nil || n < 0 || n*float64(int64(1)<<sh) >= 1<<62 {
+		return 0, fmt.Errorf("size %q: not a size", s)
+	}
+	return int64(n * float64(int64(1)<<sh)), nil
 }
 
 func or(a, b string) string {

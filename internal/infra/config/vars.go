@@ -20,6 +20,8 @@ func Vars() []string {
 		EnvScanBatch,
 		EnvScanDecodeDepth,
 		EnvScanArchiveDepth,
+		EnvMaxObjectBytes,
+		EnvMaxPackBytes,
 		EnvSweepEvery,
 		EnvCleanupEvery,
 		EnvDecay,
