@@ -694,6 +694,9 @@ type scanned struct {
 	why *int64
 	// archiveSkips: what of an archive blob was left out, and why
 	archiveSkips []archive.Skip
+	// err: the blob's repository is refused, not read around (over one of
+	// gitread's limits, or unsafe): the scan stops, Permanent
+	err error
 }
 
 // flushBatch scans a batch and writes its data ops under the fence, with
@@ -765,6 +768,11 @@ func (r *scanRun) flushBatch(ctx context.Context, batch, again []gitread.Blob, h
 	}
 	close(work)
 	wg.Wait()
+	for _, res := range results {
+		if res.err != nil {
+			return res.err
+		}
+	}
 
 	var bytes int64
 	for i, res := range results {
@@ -848,6 +856,8 @@ func (r *scanRun) scanBlob(reader *gitread.PackReader, buf *[]byte, b gitread.Bl
 	}
 	hash := append([]byte(nil), b.Hash[:]...)
 	switch {
+	case errors.Is(err, gitread.ErrLimit), errors.Is(err, gitread.ErrUnsafe):
+		return scanned{err: err}
 	case errors.Is(err, gitread.ErrTooLarge):
 		res := r.s.Scanner.Oversized(size)
 		return scanned{seen: store.SeenBlob{Blob: hash, Outcome: store.OutcomeOversized}, skipped: true, partial: res.Partial, why: &c.Oversized}

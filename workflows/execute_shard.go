@@ -78,9 +78,10 @@ const maxOwners = 5
 const MaxPasses = 8
 
 // repositoryReasons are the Permanent reasons that are the repository's
-// doing, the only ones a shard is parked for: anything else (the
-// database's, the worker's, time running out) leaves the shard Active for
-// the next run.
+// doing, the only ones a shard is parked for (with those of a repository
+// over one of gitread's limits, errclass.IsLimit, or unsafe to read):
+// anything else (the database's, the worker's, time running out) leaves
+// the shard Active for the next run.
 var repositoryReasons = map[string]bool{
 	errclass.ReasonNotFound: true, errclass.ReasonPermissionDenied: true, errclass.ReasonCorrupt: true,
 	errclass.ReasonEmptyRepository: true, errclass.ReasonInvalidInput: true, errclass.ReasonUnsupported: true,
@@ -239,7 +240,7 @@ func executeShard(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResul
 		case !failureModel && isTimeout(err):
 			// Retryable errors ran out their budget.
 			return park(ctx, out, lease, "too many errors")
-		case class == errclass.Permanent && repositoryReasons[reason]:
+		case class == errclass.Permanent && (repositoryReasons[reason] || errclass.IsLimit(reason) || reason == errclass.ReasonUnsafe):
 			return park(ctx, out, lease, reason)
 		case temporal.IsCanceledError(err):
 			return out, err
