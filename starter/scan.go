@@ -190,8 +190,12 @@ func printShard(a *app, location string, res workflows.ExecuteShardResult) {
 	fmt.Fprintln(a.stdout)
 	if r := res.Receipt; r != nil {
 		state := "complete"
-		if !r.Complete {
+		switch {
+		case r.Complete:
+		case res.Status == shard.Active:
 			state = "partial: the next scan continues"
+		default:
+			state = "partial: scanning again would skip the same"
 		}
 		fmt.Fprintf(a.stdout, "  scanned   %s, %s (%s), %s skipped; %s\n", count(r.Commits, "commit", "commits"),
 			count(r.BlobsScanned, "blob", "blobs"), bytesHuman(r.BytesScanned), thousands(r.BlobsSkipped), state)
@@ -200,6 +204,12 @@ func printShard(a *app, location string, res workflows.ExecuteShardResult) {
 		}
 		if why := archiveSkips(r.Counts); why != "" {
 			fmt.Fprintf(a.stdout, "  archives  %s\n", why)
+		}
+		if r.Holes > 0 {
+			fmt.Fprintf(a.stdout, "  holes     %s unreadable now, tried again by the next scan\n", count(r.Holes, "blob", "blobs"))
+		}
+		if r.Lost > 0 {
+			fmt.Fprintf(a.stdout, "  lost      %s cannot be recovered: missing or damaged in the source\n", count(r.Lost, "blob", "blobs"))
 		}
 		fmt.Fprintf(a.stdout, "  findings  %s (secrets first seen by this scan)\n", count(r.Findings, "new finding", "new findings"))
 	}
