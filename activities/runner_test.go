@@ -58,7 +58,7 @@ func newPullFixture(t *testing.T, o ociregistry.Options, size int64) *pullFixtur
 	}
 	n := runnerSeq.Add(1)
 	id, name := fmt.Sprintf("act-pull-%d", n), fmt.Sprintf("act-pull-%d", n)
-	if err := env.Store.RegisterRunner(ctx, snapshot.Runner{ID: id, PeerAddr: "127.0.0.1:1", Capacity: 1}, time.Now().UTC()); err != nil {
+	if err := env.Store.RegisterRunner(ctx, snapshot.Runner{ID: id, PeerAddr: "127.0.0.1:1", Capacity: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := env.Store.CreateSnapshot(ctx, snapshot.Snapshot{Name: name, Kind: snapshot.KindImage, ImageRef: reg.Ref("snap/pull", "v1")},
@@ -192,5 +192,56 @@ func TestPullSnapshotDoesNotWaitForTheDatabase(t *testing.T) {
 	}
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Runner liveness is judged on the database's clock, which writes the
+// heartbeats and measures the silence: a central worker whose clock runs
+// ten minutes ahead neither takes a live runner offline nor leaves it out
+// of new pulls, and one running ten minutes behind still takes a runner
+// silent for five minutes offline. Before, the worker's clock was compared
+// with the heartbeat each runner wrote with its own.
+func TestRunnerLivenessUsesTheDatabasesClock(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name          string
+		skew, silence time.Duration
+		offline       bool
+	}{
+		{"worker ahead, runner alive", 10 * time.Minute, 0, false},
+		{"worker behind, runner silent", -10 * time.Minute, 5 * time.Minute, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := fmt.Sprintf("act-clock-%d", runnerSeq.Add(1))
+			if err := env.Store.RegisterRunner(ctx, snapshot.Runner{ID: id, PeerAddr: "127.0.0.1:1", Capacity: 1}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _, _ = env.Store.Pool().Exec(ctx, `DELETE FROM runners WHERE id = $1`, id) })
+			if _, err := env.Store.Pool().Exec(ctx, `UPDATE runners SET last_heartbeat = now() - $2 * interval '1 second' WHERE id = $1`,
+				id, tc.silence.Seconds()); err != nil {
+				t.Fatal(err)
+			}
+			snap := id
+			if _, _, err := env.Store.CreateSnapshot(ctx, snapshot.Snapshot{Name: snap, Kind: snapshot.KindImage, ImageRef: "127.0.0.1:1/a/b:1"},
+				time.Now().UTC()); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = env.Store.DeleteSnapshot(ctx, snap) })
+			s := &activities.Snapshots{Store: env.Store, Now: func() time.Time { return time.Now().Add(tc.skew) }}
+			fleet, err := s.PrepareSnapshotRunners(ctx, workflows.PrepareRunnersInput{Snapshot: snap, Fresh: 2 * time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, got := fleet.Runners[id]; got == tc.offline {
+				t.Errorf("eligible for new pulls = %v, want %v", got, !tc.offline)
+			}
+			ids, err := s.MarkRunnersOffline(ctx, 2*time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := slices.Contains(ids, id); got != tc.offline {
+				t.Errorf("marked offline = %v, want %v (%v)", got, tc.offline, ids)
+			}
+		})
 	}
 }

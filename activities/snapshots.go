@@ -44,7 +44,7 @@ func (s *Snapshots) LoadSnapshot(ctx context.Context, name string) (snapshot.Sna
 func (s *Snapshots) PrepareSnapshotRunners(ctx context.Context, in workflows.PrepareRunnersInput) (workflows.Fleet, error) {
 	now := s.now()
 	fleet := workflows.Fleet{Runners: map[string]snapshot.Runner{}}
-	eligible, err := s.Store.EligibleRunners(ctx, now.Add(-in.Fresh))
+	eligible, err := s.Store.EligibleRunners(ctx, in.Fresh)
 	if err != nil {
 		return fleet, AppError(err)
 	}
@@ -130,10 +130,10 @@ func (s *Snapshots) FinishSnapshotRemoval(ctx context.Context, name string) (boo
 }
 
 // MarkRunnersOffline marks runners silent for longer than after offline,
-// and fails their pulls in flight.
+// and fails their pulls in flight. Silence is measured on the database's
+// clock, which wrote the heartbeats, not on this worker's.
 func (s *Snapshots) MarkRunnersOffline(ctx context.Context, after time.Duration) ([]string, error) {
-	now := s.now()
-	ids, err := s.Store.MarkRunnersOffline(ctx, now.Add(-after), now)
+	ids, err := s.Store.MarkRunnersOffline(ctx, after, s.now())
 	if len(ids) > 0 {
 		s.logger().Warn("runners offline", zap.Strings("runners", ids))
 	}
@@ -143,7 +143,7 @@ func (s *Snapshots) MarkRunnersOffline(ctx context.Context, after time.Duration)
 // ForgetRunners removes runners offline for longer than after, with their
 // rows.
 func (s *Snapshots) ForgetRunners(ctx context.Context, after time.Duration) ([]string, error) {
-	ids, err := s.Store.ForgetRunners(ctx, s.now().Add(-after))
+	ids, err := s.Store.ForgetRunners(ctx, after)
 	if len(ids) > 0 {
 		s.logger().Warn("runners forgotten", zap.Strings("runners", ids))
 	}
@@ -164,8 +164,15 @@ func (s *Snapshots) ReconcileView(ctx context.Context, in workflows.ReconcileVie
 	if err != nil {
 		return view, AppError(err)
 	}
+	live, err := s.Store.EligibleRunners(ctx, in.Fresh) // fresh by the database's clock
+	if err != nil {
+		return view, AppError(err)
+	}
+	fresh := map[string]bool{}
+	for _, r := range live {
+		fresh[r.ID] = true
+	}
 	eligible := map[string]bool{}
-	fresh := s.now().Add(-in.Fresh)
 	for _, r := range runners {
 		if r.State == snapshot.RunnerOffline {
 			continue
@@ -175,7 +182,7 @@ func (s *Snapshots) ReconcileView(ctx context.Context, in workflows.ReconcileVie
 			return view, AppError(err)
 		}
 		view.Runners = append(view.Runners, workflows.RunnerRows{Runner: r, Rows: rows})
-		if r.State == snapshot.RunnerReady && !r.LastHeartbeat.Before(fresh) {
+		if fresh[r.ID] {
 			has := map[string]bool{}
 			for _, row := range rows {
 				has[row.SnapshotRef] = true

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"go.temporal.io/sdk/worker"
 
@@ -118,8 +117,7 @@ func startTestRunner(t *testing.T, id string) {
 		t.Fatal(err)
 	}
 	peer := httptest.NewServer(images.PeerHandler())
-	if err := env.Store.RegisterRunner(context.Background(), snapshot.Runner{ID: id, PeerAddr: peer.Listener.Addr().String(), Capacity: 6},
-		time.Now().UTC()); err != nil {
+	if err := env.Store.RegisterRunner(context.Background(), snapshot.Runner{ID: id, PeerAddr: peer.Listener.Addr().String(), Capacity: 6}); err != nil {
 		t.Fatal(err)
 	}
 	w := worker.New(env.Client, snapshot.TaskQueue(id), worker.Options{DisableWorkflowWorker: true})

@@ -112,7 +112,7 @@ func runRunner(rf runnerFlags) error {
 	}
 
 	self := snapshot.Runner{ID: rf.id, PeerAddr: advertise, Capacity: rf.capacity, QuotaBytes: quota}
-	if err := st.RegisterRunner(ctx, self, time.Now().UTC()); err != nil {
+	if err := st.RegisterRunner(ctx, self); err != nil {
 		return fmt.Errorf("register runner %s: %w", rf.id, err)
 	}
 	go heartbeat(ctx, st, self, cfg.RunnerHeartbeat, log)
@@ -144,9 +144,9 @@ func heartbeat(ctx context.Context, st *store.Store, self snapshot.Runner, every
 			return
 		case <-t.C:
 		}
-		err := st.HeartbeatRunner(ctx, self.ID, time.Now().UTC())
+		err := st.HeartbeatRunner(ctx, self.ID)
 		if errors.Is(err, store.ErrNotFound) {
-			err = st.RegisterRunner(ctx, self, time.Now().UTC())
+			err = st.RegisterRunner(ctx, self)
 		}
 		if err != nil && ctx.Err() == nil {
 			log.Warn("runner heartbeat failed", zap.Error(err))

@@ -54,8 +54,7 @@ func startRunner(t *testing.T, id string, o runnerOpts) *testRunner {
 	peer := httptest.NewServer(images.PeerHandler())
 	r := &testRunner{id: id, images: images, load: &activities.Load{}}
 	ctx := context.Background()
-	if err := env.Store.RegisterRunner(ctx, snapshot.Runner{ID: id, PeerAddr: peer.Listener.Addr().String(), Capacity: 6, QuotaBytes: o.quota},
-		time.Now().UTC()); err != nil {
+	if err := env.Store.RegisterRunner(ctx, snapshot.Runner{ID: id, PeerAddr: peer.Listener.Addr().String(), Capacity: 6, QuotaBytes: o.quota}); err != nil {
 		t.Fatal(err)
 	}
 	w := worker.New(env.Client, snapshot.TaskQueue(id), worker.Options{MaxConcurrentActivityExecutionSize: 6, DisableWorkflowWorker: true})
@@ -516,7 +515,7 @@ func TestMixedFailuresKeepTheSnapshotForRetries(t *testing.T) {
 	small := startRunner(t, "mixed-small", runnerOpts{quota: 256 << 10})
 	const silent = "mixed-silent"
 	ctx := context.Background()
-	if err := env.Store.RegisterRunner(ctx, snapshot.Runner{ID: silent, PeerAddr: "127.0.0.1:1", Capacity: 6}, time.Now().UTC()); err != nil {
+	if err := env.Store.RegisterRunner(ctx, snapshot.Runner{ID: silent, PeerAddr: "127.0.0.1:1", Capacity: 6}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = env.Store.Pool().Exec(ctx, `DELETE FROM runners WHERE id = $1`, silent) })

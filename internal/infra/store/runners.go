@@ -35,28 +35,33 @@ func runnerNotRegistered(id string) error {
 // A runner that registers is alive: a new or offline one becomes ready,
 // but a draining one stays draining, since draining is an operator's
 // decision a restart must not undo.
-func (s *Store) RegisterRunner(ctx context.Context, r snapshot.Runner, now time.Time) error {
+//
+// Its registration and heartbeat times are the database's clock, as every
+// liveness test is (EligibleRunners, MarkRunnersOffline, ForgetRunners):
+// a runner whose own clock is off is neither taken offline while alive nor
+// kept alive while silent.
+func (s *Store) RegisterRunner(ctx context.Context, r snapshot.Runner) error {
 	if err := snapshot.ValidRunnerID(r.ID); err != nil {
 		return err
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO runners (id, peer_addr, capacity, quota_bytes, state, last_heartbeat, registered_at)
-		VALUES ($1, $2, $3, $4, 'ready', $5, $5)
+		VALUES ($1, $2, $3, $4, 'ready', now(), now())
 		ON CONFLICT (id) DO UPDATE SET peer_addr = excluded.peer_addr, capacity = excluded.capacity,
 			quota_bytes = excluded.quota_bytes, last_heartbeat = excluded.last_heartbeat,
 			state = CASE WHEN runners.state = 'draining' THEN 'draining' ELSE 'ready' END`,
-		r.ID, r.PeerAddr, r.Capacity, r.QuotaBytes, now)
+		r.ID, r.PeerAddr, r.Capacity, r.QuotaBytes)
 	if err != nil {
 		return fmt.Errorf("register runner %q: %w", r.ID, err)
 	}
 	return nil
 }
 
-// HeartbeatRunner records that a runner is alive; an offline runner is back
-// (ready), a draining one stays draining.
-func (s *Store) HeartbeatRunner(ctx context.Context, id string, now time.Time) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE runners SET last_heartbeat = $2,
+// HeartbeatRunner records that a runner is alive, at the database's now();
+// an offline runner is back (ready), a draining one stays draining.
+func (s *Store) HeartbeatRunner(ctx context.Context, id string) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE runners SET last_heartbeat = now(),
 			state = CASE WHEN state = 'offline' THEN 'ready' ELSE state END
-		WHERE id = $1`, id, now)
+		WHERE id = $1`, id)
 	if err != nil {
 		return fmt.Errorf("heartbeat of runner %q: %w", id, err)
 	}
@@ -65,6 +70,10 @@ func (s *Store) HeartbeatRunner(ctx context.Context, id string, now time.Time) e
 	}
 	return nil
 }
+
+// micros is a duration as the bigint of microseconds the liveness queries
+// subtract from now() ($n * interval '1 microsecond').
+func micros(d time.Duration) int64 { return d.Microseconds() }
 
 // SetRunnerState drains or resumes a runner (or takes it offline). Taking
 // it offline fails its pulls and builds in flight as MarkRunnersOffline
@@ -122,25 +131,27 @@ func (s *Store) Runners(ctx context.Context) ([]snapshot.Runner, error) {
 }
 
 // EligibleRunners lists the runners that take new pulls: ready, with a
-// heartbeat at or after freshSince, by id. The freshness test covers the
-// gap between a runner dying and MarkRunnersOffline noticing.
-func (s *Store) EligibleRunners(ctx context.Context, freshSince time.Time) ([]snapshot.Runner, error) {
+// heartbeat within fresh of the database's now(), by id. The freshness
+// test covers the gap between a runner dying and MarkRunnersOffline
+// noticing.
+func (s *Store) EligibleRunners(ctx context.Context, fresh time.Duration) ([]snapshot.Runner, error) {
 	return collectRunners(s.pool.Query(ctx, `SELECT `+runnerColumns+` FROM runners
-		WHERE state = 'ready' AND last_heartbeat >= $1 ORDER BY id`, freshSince))
+		WHERE state = 'ready' AND last_heartbeat >= now() - $1 * interval '1 microsecond' ORDER BY id`, micros(fresh)))
 }
 
-// MarkRunnersOffline takes runners whose last heartbeat is before
-// staleBefore offline and fails their pulls and builds in flight (reason
-// snapshot.ReasonOffline), in one transaction so that no row is left
-// waiting on a runner already declared gone. It returns their ids, sorted.
+// MarkRunnersOffline takes runners silent for longer than after (by the
+// database's clock, which wrote their heartbeats) offline and fails their
+// pulls and builds in flight (reason snapshot.ReasonOffline, the rows'
+// state change at now), in one transaction so that no row is left waiting
+// on a runner already declared gone. It returns their ids, sorted.
 //
 // A heartbeat racing the sweep wins or loses whole: the UPDATE re-checks
 // last_heartbeat on the row version the heartbeat committed.
-func (s *Store) MarkRunnersOffline(ctx context.Context, staleBefore, now time.Time) ([]string, error) {
+func (s *Store) MarkRunnersOffline(ctx context.Context, after time.Duration, now time.Time) ([]string, error) {
 	var ids []string
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `UPDATE runners SET state = 'offline'
-			WHERE state <> 'offline' AND last_heartbeat < $1 RETURNING id`, staleBefore)
+			WHERE state <> 'offline' AND last_heartbeat < now() - $1 * interval '1 microsecond' RETURNING id`, micros(after))
 		if err != nil {
 			return err
 		}
@@ -156,16 +167,16 @@ func (s *Store) MarkRunnersOffline(ctx context.Context, staleBefore, now time.Ti
 	return ids, nil
 }
 
-// ForgetRunners deletes the runners offline since before offlineBefore
-// (judged by their last heartbeat), with their rows, and returns their
-// ids, sorted. A forgotten runner that comes back registers anew.
-func (s *Store) ForgetRunners(ctx context.Context, offlineBefore time.Time) ([]string, error) {
+// ForgetRunners deletes the runners offline and silent for longer than
+// after (by the database's clock), with their rows, and returns their ids,
+// sorted. A forgotten runner that comes back registers anew.
+func (s *Store) ForgetRunners(ctx context.Context, after time.Duration) ([]string, error) {
 	// A snapshot being removed whose last rows were on forgotten runners
 	// has nothing left to wait for: its removal ends here, in the same
 	// statement (its RemoveSnapshot, if still running, finds it gone).
 	rows, err := s.pool.Query(ctx, `
 		WITH forgotten AS (
-			DELETE FROM runners WHERE state = 'offline' AND last_heartbeat < $1 RETURNING id
+			DELETE FROM runners WHERE state = 'offline' AND last_heartbeat < now() - $1 * interval '1 microsecond' RETURNING id
 		), orphaned AS (
 			DELETE FROM snapshots sn WHERE sn.state = 'removing'
 			AND EXISTS (SELECT 1 FROM snapshot_runners sr
@@ -173,7 +184,7 @@ func (s *Store) ForgetRunners(ctx context.Context, offlineBefore time.Time) ([]s
 			AND NOT EXISTS (SELECT 1 FROM snapshot_runners sr
 				WHERE sr.snapshot_ref = sn.name AND sr.runner_id NOT IN (SELECT id FROM forgotten))
 		)
-		SELECT id FROM forgotten`, offlineBefore)
+		SELECT id FROM forgotten`, micros(after))
 	if err != nil {
 		return nil, fmt.Errorf("forget runners: %w", err)
 	}

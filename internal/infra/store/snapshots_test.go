@@ -19,9 +19,10 @@ import (
 
 // Tests share the database, and the runner sweeps (MarkRunnersOffline,
 // ForgetRunners) and listings see every test's runners: each test names
-// its runners and snapshots under its own prefix and looks only at those,
-// and the sweep tests run in their own year, before every other test's
-// heartbeats, so they sweep nothing another test still uses.
+// its runners and snapshots under its own prefix and looks only at those.
+// Liveness is judged on the database's clock, so a test ages a runner by
+// moving its last heartbeat back from the database's now() (beat); the
+// sweeps take runners of tests that ran before, which no test uses again.
 var fleetSeq atomic.Int64
 
 type fleet struct {
@@ -54,13 +55,27 @@ func (f *fleet) ownRunners(rs []snapshot.Runner) []string {
 	return f.own(ids)
 }
 
+// register adds a runner registered, and last heard of, at at.
 func (f *fleet) register(name string, at time.Time) string {
 	f.t.Helper()
 	id := f.id(name)
-	if err := env.Store.RegisterRunner(context.Background(), snapshot.Runner{ID: id, PeerAddr: id + ":7000", Capacity: 2}, at); err != nil {
+	if err := env.Store.RegisterRunner(context.Background(), snapshot.Runner{ID: id, PeerAddr: id + ":7000", Capacity: 2}); err != nil {
 		f.t.Fatalf("register %s: %v", id, err)
 	}
+	if _, err := env.Store.Pool().Exec(context.Background(), `UPDATE runners SET registered_at = $2, last_heartbeat = $2 WHERE id = $1`,
+		id, at); err != nil {
+		f.t.Fatal(err)
+	}
 	return id
+}
+
+// beat sets a runner's last heartbeat ago before the database's now().
+func (f *fleet) beat(id string, ago time.Duration) {
+	f.t.Helper()
+	if _, err := env.Store.Pool().Exec(context.Background(), `UPDATE runners SET last_heartbeat = now() - $2 * interval '1 second'
+		WHERE id = $1`, id, ago.Seconds()); err != nil {
+		f.t.Fatal(err)
+	}
 }
 
 func (f *fleet) setState(id string, state snapshot.RunnerState, at time.Time) {
@@ -120,19 +135,18 @@ func TestRunnerLifecycle(t *testing.T) {
 		t.Fatalf("new runner = %+v", r)
 	}
 
-	t1 := t0.Add(time.Minute)
 	err := env.Store.RegisterRunner(ctx, snapshot.Runner{ID: id, PeerAddr: "new:7000", Capacity: 5, QuotaBytes: 1 << 30,
-		State: snapshot.RunnerOffline, RegisteredAt: t1}, t1)
+		State: snapshot.RunnerOffline, RegisteredAt: t0.Add(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := f.runner(id)
-	if r.PeerAddr != "new:7000" || r.Capacity != 5 || r.QuotaBytes != 1<<30 || !r.LastHeartbeat.Equal(t1) ||
+	if r.PeerAddr != "new:7000" || r.Capacity != 5 || r.QuotaBytes != 1<<30 || !r.LastHeartbeat.After(t0) ||
 		!r.RegisteredAt.Equal(t0) || r.State != snapshot.RunnerReady {
-		t.Fatalf("re-registered runner = %+v, want new address, capacity and quota, registered at %v, ready", r, t0)
+		t.Fatalf("re-registered runner = %+v, want new address, capacity and quota, heard of now, registered at %v, ready", r, t0)
 	}
 
-	at := t1
+	at := t0
 	for _, step := range []struct {
 		what string
 		do   func() error
@@ -140,18 +154,20 @@ func TestRunnerLifecycle(t *testing.T) {
 	}{
 		{"drain", func() error { return env.Store.SetRunnerState(ctx, id, snapshot.RunnerDraining, at) }, snapshot.RunnerDraining},
 		{"re-register while draining", func() error {
-			return env.Store.RegisterRunner(ctx, snapshot.Runner{ID: id, PeerAddr: "new:7000", Capacity: 5}, at)
+			return env.Store.RegisterRunner(ctx, snapshot.Runner{ID: id, PeerAddr: "new:7000", Capacity: 5})
 		}, snapshot.RunnerDraining},
-		{"heartbeat while draining", func() error { return env.Store.HeartbeatRunner(ctx, id, at) }, snapshot.RunnerDraining},
+		{"heartbeat while draining", func() error { return env.Store.HeartbeatRunner(ctx, id) }, snapshot.RunnerDraining},
 		{"resume", func() error { return env.Store.SetRunnerState(ctx, id, snapshot.RunnerReady, at) }, snapshot.RunnerReady},
 		{"offline", func() error { return env.Store.SetRunnerState(ctx, id, snapshot.RunnerOffline, at) }, snapshot.RunnerOffline},
-		{"heartbeat while offline", func() error { return env.Store.HeartbeatRunner(ctx, id, at) }, snapshot.RunnerReady},
+		{"heartbeat while offline", func() error { return env.Store.HeartbeatRunner(ctx, id) }, snapshot.RunnerReady},
 		{"offline again", func() error { return env.Store.SetRunnerState(ctx, id, snapshot.RunnerOffline, at) }, snapshot.RunnerOffline},
 		{"re-register while offline", func() error {
-			return env.Store.RegisterRunner(ctx, snapshot.Runner{ID: id, PeerAddr: "new:7000", Capacity: 5}, at)
+			return env.Store.RegisterRunner(ctx, snapshot.Runner{ID: id, PeerAddr: "new:7000", Capacity: 5})
 		}, snapshot.RunnerReady},
 	} {
 		at = at.Add(time.Second)
+		f.beat(id, time.Hour)
+		before := f.runner(id).LastHeartbeat
 		if err := step.do(); err != nil {
 			t.Fatalf("%s: %v", step.what, err)
 		}
@@ -162,13 +178,13 @@ func TestRunnerLifecycle(t *testing.T) {
 		if !r.RegisteredAt.Equal(t0) {
 			t.Fatalf("after %s: registered at %v, want %v", step.what, r.RegisteredAt, t0)
 		}
-	}
-	if r := f.runner(id); !r.LastHeartbeat.Equal(at) {
-		t.Errorf("last heartbeat %v, want %v", r.LastHeartbeat, at)
+		if heard := strings.Contains(step.what, "register") || strings.Contains(step.what, "heartbeat"); heard != r.LastHeartbeat.After(before) {
+			t.Fatalf("after %s: last heartbeat %v (was %v)", step.what, r.LastHeartbeat, before)
+		}
 	}
 
 	ghost := f.id("ghost")
-	isNotFound(t, env.Store.HeartbeatRunner(ctx, ghost, t0), fmt.Sprintf("runner %q is not registered", ghost))
+	isNotFound(t, env.Store.HeartbeatRunner(ctx, ghost), fmt.Sprintf("runner %q is not registered", ghost))
 	isNotFound(t, env.Store.SetRunnerState(ctx, ghost, snapshot.RunnerDraining, t0), fmt.Sprintf("runner %q is not registered", ghost))
 	_, err = env.Store.Runner(ctx, ghost)
 	isNotFound(t, err, fmt.Sprintf("runner %q is not registered", ghost))
@@ -176,7 +192,7 @@ func TestRunnerLifecycle(t *testing.T) {
 		t.Errorf("unknown runner state: %v, want ErrInvalid", err)
 	}
 	for _, bad := range []string{"", "Upper", "a_b", "../x", strings.Repeat("a", 64)} {
-		if err := env.Store.RegisterRunner(ctx, snapshot.Runner{ID: bad}, t0); !errors.Is(err, snapshot.ErrInvalid) {
+		if err := env.Store.RegisterRunner(ctx, snapshot.Runner{ID: bad}); !errors.Is(err, snapshot.ErrInvalid) {
 			t.Errorf("RegisterRunner(%q) = %v, want ErrInvalid", bad, err)
 		}
 	}
@@ -185,33 +201,33 @@ func TestRunnerLifecycle(t *testing.T) {
 func TestEligibleRunnersAreReadyAndFresh(t *testing.T) {
 	ctx := context.Background()
 	f := newFleet(t)
-	f.register("fresh", t0)
-	f.register("edge", t0.Add(-time.Minute))
-	f.register("stale", t0.Add(-time.Minute-time.Second))
+	for name, ago := range map[string]time.Duration{"fresh": 0, "recent": 5 * time.Minute, "stale": 2 * time.Hour} {
+		f.beat(f.register(name, t0), ago)
+	}
 	f.setState(f.register("draining", t0), snapshot.RunnerDraining, t0)
 	f.setState(f.register("offline", t0), snapshot.RunnerOffline, t0)
 
 	for _, tc := range []struct {
-		freshSince time.Time
-		want       []string
+		fresh time.Duration
+		want  []string
 	}{
-		{t0.Add(-time.Minute), []string{"edge", "fresh"}},
-		{t0.Add(-time.Hour), []string{"edge", "fresh", "stale"}},
-		{t0.Add(time.Second), nil},
+		{time.Minute, []string{"fresh"}},
+		{time.Hour, []string{"fresh", "recent"}},
+		{3 * time.Hour, []string{"fresh", "recent", "stale"}},
 	} {
-		got, err := env.Store.EligibleRunners(ctx, tc.freshSince)
+		got, err := env.Store.EligibleRunners(ctx, tc.fresh)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if own := f.ownRunners(got); !slices.Equal(own, tc.want) {
-			t.Errorf("eligible since %v = %v, want %v", tc.freshSince, own, tc.want)
+			t.Errorf("eligible within %v = %v, want %v", tc.fresh, own, tc.want)
 		}
 	}
 	all, err := env.Store.Runners(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if own := f.ownRunners(all); !slices.Equal(own, []string{"draining", "edge", "fresh", "offline", "stale"}) {
+	if own := f.ownRunners(all); !slices.Equal(own, []string{"draining", "fresh", "offline", "recent", "stale"}) {
 		t.Errorf("runners = %v", own)
 	}
 	if !slices.IsSortedFunc(all, func(a, b snapshot.Runner) int { return strings.Compare(a.ID, b.ID) }) {
@@ -222,13 +238,17 @@ func TestEligibleRunnersAreReadyAndFresh(t *testing.T) {
 func TestMarkRunnersOfflineFailsOnlyRowsInFlight(t *testing.T) {
 	ctx := context.Background()
 	f := newFleet(t)
-	e := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+	e := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC) // the rows' times
 	stale := f.register("stale", e)
-	fresh := f.register("fresh", e.Add(10*time.Minute))
+	fresh := f.register("fresh", e)
 	gone := f.register("gone", e)
 	f.setState(gone, snapshot.RunnerOffline, e)
 	drained := f.register("drained", e)
 	f.setState(drained, snapshot.RunnerDraining, e)
+	for _, id := range []string{stale, gone, drained} {
+		f.beat(id, 10*time.Minute)
+	}
+	f.beat(fresh, 0)
 
 	refs := map[snapshot.RowState]string{}
 	for _, st := range []snapshot.RowState{snapshot.RowPulling, snapshot.RowBuilding, snapshot.RowReady, snapshot.RowError, snapshot.RowRemoving} {
@@ -242,7 +262,7 @@ func TestMarkRunnersOfflineFailsOnlyRowsInFlight(t *testing.T) {
 	f.row(drained, refs[snapshot.RowBuilding], snapshot.RowBuilding, e)
 
 	now := e.Add(6 * time.Minute)
-	ids, err := env.Store.MarkRunnersOffline(ctx, e.Add(5*time.Minute), now)
+	ids, err := env.Store.MarkRunnersOffline(ctx, 5*time.Minute, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +314,7 @@ func TestMarkRunnersOfflineFailsOnlyRowsInFlight(t *testing.T) {
 		t.Errorf("rows in error = %v\nwant %v", own, want)
 	}
 
-	again, err := env.Store.MarkRunnersOffline(ctx, e.Add(5*time.Minute), now.Add(time.Minute))
+	again, err := env.Store.MarkRunnersOffline(ctx, 5*time.Minute, now.Add(time.Minute))
 	if err != nil || len(f.own(again)) != 0 {
 		t.Errorf("second sweep marked %v, %v; want none", f.own(again), err)
 	}
@@ -307,14 +327,15 @@ func TestForgetRunnersCascadesRows(t *testing.T) {
 	ref := f.snapshot("img", e)
 	long := f.register("long-gone", e)
 	f.setState(long, snapshot.RunnerOffline, e)
-	recent := f.register("recently-gone", e.Add(2*time.Hour))
-	f.setState(recent, snapshot.RunnerOffline, e.Add(2*time.Hour))
+	recent := f.register("recently-gone", e)
+	f.setState(recent, snapshot.RunnerOffline, e)
 	silent := f.register("silent", e) // stale but not yet marked offline
-	for _, id := range []string{long, recent, silent} {
+	for id, ago := range map[string]time.Duration{long: 3 * time.Hour, recent: 30 * time.Minute, silent: 3 * time.Hour} {
+		f.beat(id, ago)
 		f.row(id, ref, snapshot.RowReady, e)
 	}
 
-	ids, err := env.Store.ForgetRunners(ctx, e.Add(time.Hour))
+	ids, err := env.Store.ForgetRunners(ctx, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -835,7 +856,9 @@ func TestForgetRunnersFinishesRemovalsLeftOnThem(t *testing.T) {
 	e := time.Date(2003, 1, 1, 0, 0, 0, 0, time.UTC)
 	gone := f.register("gone", e)
 	f.setState(gone, snapshot.RunnerOffline, e)
-	live := f.register("live", e.Add(2*time.Hour))
+	f.beat(gone, 3*time.Hour)
+	live := f.register("live", e)
+	f.beat(live, 0)
 	onlyGone, both, kept := f.snapshot("only-on-gone", e), f.snapshot("on-both", e), f.snapshot("not-removing", e)
 	f.row(gone, onlyGone, snapshot.RowRemoving, e)
 	f.row(gone, both, snapshot.RowRemoving, e)
@@ -847,7 +870,7 @@ func TestForgetRunnersFinishesRemovalsLeftOnThem(t *testing.T) {
 		}
 	}
 
-	if _, err := env.Store.ForgetRunners(ctx, e.Add(time.Hour)); err != nil {
+	if _, err := env.Store.ForgetRunners(ctx, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
