@@ -92,8 +92,9 @@ type CleanupPlan struct {
 	Batch, Codebases int
 }
 
-// CleanupCounts count what a cleanup deleted. Rows are the data rows of shards
-// and scopes: watermarks, seen blobs, findings, their paths and presence.
+// CleanupCounts count what a cleanup deleted. Rows are the data rows of
+// shards and scopes: watermarks, holes, seen blobs, findings, their paths
+// and presence.
 type CleanupCounts struct {
 	Codebases, Shards, Scopes, Collections, Receipts, Rows int64
 }
@@ -219,7 +220,7 @@ func (s *Store) purgeStep(ctx context.Context, batch int, r *CleanupCounts) erro
 }
 
 // scopeTables are the tables of a scope's rows, in the order they go.
-var scopeTables = []string{"shard_watermarks", "seen_blobs", "findings", "finding_paths",
+var scopeTables = []string{"shard_watermarks", "shard_holes", "seen_blobs", "findings", "finding_paths",
 	"finding_presence", "finding_presence_refs", "shard_receipts"}
 
 // purgeScopeStep deletes one batch of a scope's rows from the first table

@@ -91,6 +91,7 @@ func seedShard(t testing.TB, st *store.Store, key string, codebase int64, used i
 			INSERT INTO finding_presence (scope_id, ref, blob)
 				SELECT $1, 'refs/heads/main', int8send(b) FROM generate_series(10, $2::int, 10) AS b;
 			INSERT INTO shard_watermarks (scope_id, ref, commit_id) VALUES ($1, 'refs/heads/main', 'c');
+			INSERT INTO shard_holes (scope_id, blob, path, commit_id, reason) VALUES ($1, '\x00', 'lost', 'c', 'missing');
 			INSERT INTO shard_receipts (shard_id, scope_id, fence, complete, created_at)
 				SELECT $3, $1, $1 * 100000 + f, true, now() - ($4::int - f / 100.0) * interval '1 day'
 				FROM generate_series(0, $2::int / 100) AS f;
@@ -127,7 +128,7 @@ func tableRows(t testing.TB, st *store.Store) map[string]int64 {
 	t.Helper()
 	out := map[string]int64{}
 	for _, table := range []string{"codebases", "collections", "shards", "scan_scopes", "seen_blobs", "findings",
-		"finding_paths", "finding_presence", "finding_presence_refs", "shard_watermarks", "shard_receipts"} {
+		"finding_paths", "finding_presence", "finding_presence_refs", "shard_watermarks", "shard_holes", "shard_receipts"} {
 		out[table] = sqlCount(t, st, `SELECT count(*) FROM `+table)
 	}
 	return out
@@ -167,8 +168,8 @@ func TestCleanupDeletesStaleCodebasesInBatches(t *testing.T) {
 
 	after := tableRows(t, st)
 	// The gone codebase: 8,000 seen blobs, 800 findings, paths and
-	// presence rows, 2 presence refs and watermarks, 82 receipts.
-	want := store.CleanupCounts{Codebases: 1, Shards: 1, Scopes: 2, Receipts: 31 + 51, Rows: 8000 + 3*800 + 2 + 2}
+	// presence rows, 2 presence refs, watermarks and holes, 82 receipts.
+	want := store.CleanupCounts{Codebases: 1, Shards: 1, Scopes: 2, Receipts: 31 + 51, Rows: 8000 + 3*800 + 2 + 2 + 2}
 	if got != want {
 		t.Errorf("deleted %+v, want %+v", got, want)
 	}
@@ -176,7 +177,7 @@ func TestCleanupDeletesStaleCodebasesInBatches(t *testing.T) {
 		t.Errorf("%d steps for 10,400 rows in batches of 1,000", steps)
 	}
 	for table, n := range map[string]int64{"codebases": 1, "collections": 40, "shards": 1, "scan_scopes": 2,
-		"seen_blobs": 8000, "findings": 800, "shard_receipts": 82} {
+		"seen_blobs": 8000, "findings": 800, "shard_holes": 2, "shard_receipts": 82} {
 		if before[table]-after[table] != n {
 			t.Errorf("%s: %d rows deleted, want %d", table, before[table]-after[table], n)
 		}
