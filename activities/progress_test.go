@@ -52,4 +52,18 @@ func TestProgressSaysWhenAnActivityIsAlive(t *testing.T) {
 	if d, _ := p.alive(time.Now()); d["blobs"] != 3 || d["bytes"] != 30 || d["findings"] != 1 {
 		t.Fatalf("reported %v", d)
 	}
+
+	// A longer wait inside a shorter one (a fetch while the scan loads its
+	// state from the database) is alive for its own bound.
+	outer := p.wait(time.Minute)
+	inner := p.wait(time.Hour)
+	if !alive(time.Now().Add(30 * time.Minute)) {
+		t.Fatal("a fetch within its bound taken for stuck")
+	}
+	inner()
+	outer()
+	p.alive(time.Now())
+	if alive(time.Now()) {
+		t.Fatal("alive after every wait ended and nothing moved")
+	}
 }

@@ -184,7 +184,9 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 	if err != nil {
 		return shard.Receipt{}, err
 	}
+	fetched := progress.wait(syncWait) // an explicit commit the mirror lacks is fetched
 	tips, ignored, err := s.selectRefs(ctx, repo, w.Spec.Selection)
+	fetched()
 	if err != nil {
 		return shard.Receipt{}, err
 	}

@@ -259,10 +259,10 @@ type progress struct {
 
 	mu                     sync.Mutex
 	Blobs, Bytes, Findings int64
-	// waits are the waits in progress; the oldest began at since and may
-	// last until bound.
-	waits        int
-	since, bound time.Time
+	// waits are the waits in progress, alive until bound (the latest
+	// bound of those that began while others were in progress).
+	waits int
+	bound time.Time
 	// beaten is steps at the last heartbeat.
 	beaten int64
 }
@@ -283,8 +283,8 @@ func (p *progress) add(blobs, bytes, findings int64) {
 func (p *progress) wait(bound time.Duration) (done func()) {
 	now := time.Now()
 	p.mu.Lock()
-	if p.waits == 0 {
-		p.since, p.bound = now, now.Add(bound)
+	if p.waits == 0 || p.bound.Before(now.Add(bound)) {
+		p.bound = now.Add(bound)
 	}
 	p.waits++
 	p.mu.Unlock()
