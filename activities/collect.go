@@ -86,8 +86,12 @@ func (a *Activities) LookupRepository(ctx context.Context, repo repoid.ID) (iden
 
 // ExplainRefusal asks the API what it means that git refused a name (see
 // identity.ExplainRefusal): by the external id of the codebase known by the
-// name, then by the name. A codebase whose repository is gone is marked
-// stale here.
+// name, then by the name. The API's 404 for the id proves the repository
+// gone only to a token that sees every repository of the codebase's owner
+// (vcs.Directory.SeesOwner), which it asks then. A codebase whose
+// repository is gone is marked stale here; one gitfleet cannot read any
+// more (private, or deleted and the API cannot tell) is marked
+// inaccessible, which nothing deletes.
 func (a *Activities) ExplainRefusal(ctx context.Context, repo repoid.ID) (workflows.RefusalResult, error) {
 	host, err := a.Hosts.Lookup(repo.Host)
 	if err != nil {
@@ -102,9 +106,15 @@ func (a *Activities) ExplainRefusal(ctx context.Context, repo repoid.ID) (workfl
 		return workflows.RefusalResult{}, AppError(err)
 	}
 	var byID, byName *identity.Repository
+	seesOwner := false
 	if cb != nil {
 		if byID, err = found(dir.RepositoryByID(ctx, cb.ExternalID)); err != nil {
 			return workflows.RefusalResult{}, AppError(err)
+		}
+		if byID == nil {
+			if seesOwner, err = dir.SeesOwner(ctx, cb.Owner); err != nil {
+				return workflows.RefusalResult{}, AppError(err)
+			}
 		}
 	}
 	if byID == nil {
@@ -112,7 +122,7 @@ func (a *Activities) ExplainRefusal(ctx context.Context, repo repoid.ID) (workfl
 			return workflows.RefusalResult{}, AppError(err)
 		}
 	}
-	refusal, api := identity.ExplainRefusal(repo.Owner, repo.Name, cb.Identity(), byID, byName)
+	refusal, api := identity.ExplainRefusal(repo.Owner, repo.Name, cb.Identity(), byID, byName, seesOwner)
 	out := workflows.RefusalResult{Refusal: refusal}
 	if cb != nil {
 		out.CodebaseID = cb.ID
@@ -133,8 +143,29 @@ func (a *Activities) ExplainRefusal(ctx context.Context, repo repoid.ID) (workfl
 		to := repoid.ID{Host: repo.Host, Owner: api.Owner, Name: api.Name}
 		out.MovedTo = &to
 		out.Message = fmt.Sprintf("%s is now %s (renamed or transferred)", repo, to)
+	case identity.RefusedInaccessible:
+		since, err := a.Store.MarkInaccessible(ctx, cb.ID, a.now())
+		if err != nil {
+			return workflows.RefusalResult{}, AppError(err)
+		}
+		out.InaccessibleSince = since
+		whose := "the worker has no GITHUB_TOKEN"
+		if host.Token != "" {
+			whose = fmt.Sprintf("the worker's GITHUB_TOKEN does not see %s's private repositories", cb.Owner)
+		}
+		out.Message = fmt.Sprintf("%s can no longer be read since %s: git refuses it and the API does not know repository id %s, "+
+			"deleted or made private (%s, so it cannot tell); codebase %d is kept as inaccessible, never deleted for it",
+			repo, since.Format(time.RFC3339), cb.ExternalID, whose, cb.ID)
 	case identity.RefusedPrivate:
 		out.Message = fmt.Sprintf("%s is private: gitfleet fetches without a token and cannot collect it", repo)
+		if cb != nil {
+			since, err := a.Store.MarkInaccessible(ctx, cb.ID, a.now())
+			if err != nil {
+				return workflows.RefusalResult{}, AppError(err)
+			}
+			out.InaccessibleSince = since
+			out.Message += fmt.Sprintf(" (codebase %d is kept as inaccessible since %s)", cb.ID, since.Format(time.RFC3339))
+		}
 	case identity.RefusedNotFound:
 		if host.Token == "" {
 			out.Message = fmt.Sprintf("%s: not found (or private: set GITHUB_TOKEN)", repo)
@@ -186,14 +217,15 @@ func (a *Activities) MarkStale(ctx context.Context, codebaseID int64) error {
 
 // CompleteCollection records a successful collection.
 func (a *Activities) CompleteCollection(ctx context.Context, in workflows.CompleteCollectionInput) error {
-	return AppError(a.Store.CompleteCollection(ctx, in.Key, in.CodebaseID, in.Commit, a.now()))
+	return AppError(a.Store.CompleteCollection(ctx, in.Key, in.CodebaseID, in.Commit, in.RefsDigest, a.now()))
 }
 
-// FailCollection records a failed collection and lengthens the codebase's
-// failure streak.
+// FailCollection records a failed or cancelled collection and, for a
+// failure of the repository's own doing, lengthens the codebase's failure
+// streak.
 func (a *Activities) FailCollection(ctx context.Context, in workflows.FailCollectionInput) error {
 	return AppError(a.Store.FailCollection(ctx, store.Failure{Key: in.Key, Repo: in.Repo, Class: in.Class,
-		Message: in.Message, WorkflowID: in.WorkflowID, RunID: in.RunID, Now: a.now()}))
+		Message: in.Message, WorkflowID: in.WorkflowID, RunID: in.RunID, Strike: in.Strike, Cancelled: in.Cancelled, Now: a.now()}))
 }
 
 // DeleteStaleCodebases hard-deletes codebases stale for longer than maxAge,

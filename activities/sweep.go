@@ -10,10 +10,12 @@ import (
 
 	"gitfleet/workflows"
 
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
+	"gitfleet/internal/domain/blame"
 	"gitfleet/internal/domain/decay"
 	"gitfleet/internal/domain/repoid"
 	"gitfleet/internal/infra/errclass"
@@ -24,15 +26,22 @@ import (
 
 // HeadChecker answers the sweep's cheap change check.
 type HeadChecker interface {
-	Head(ctx context.Context, cloneURL string) (string, error)
+	// RefsDigest lists the remote's refs (no clone, no API request) and
+	// names its branches and tags as a collection's sync does
+	// (mirror.RefsDigest): every ref a scan selects, not only HEAD.
+	RefsDigest(ctx context.Context, cloneURL string) (string, error)
 }
 
-// LsRemote checks heads with go-git's reference advertisement.
+// LsRemote checks remotes with go-git's reference advertisement.
 type LsRemote struct{}
 
-// Head lists the remote's HEAD.
-func (LsRemote) Head(ctx context.Context, cloneURL string) (string, error) {
-	return mirror.Head(ctx, cloneURL)
+// RefsDigest lists the remote's refs and digests its branches and tags.
+func (LsRemote) RefsDigest(ctx context.Context, cloneURL string) (string, error) {
+	refs, err := mirror.ListRefs(ctx, cloneURL)
+	if err != nil {
+		return "", err
+	}
+	return mirror.RefsDigest(refs), nil
 }
 
 // Sweeps are the re-collection sweep's activities (architecture §5).
@@ -66,15 +75,17 @@ func (s *Sweeps) ListDue(ctx context.Context, in workflows.SweepPageInput) (work
 			LastChecked: c.LastCheckedAt, ConsecutiveFailures: c.ConsecutiveFailures}, in.Now)
 		if due {
 			page.Due = append(page.Due, workflows.DueRepo{CodebaseID: c.ID, Repo: c.Repo, LastCommit: c.LastCommitSHA,
-				PolicyCurrent: c.ScanPolicy != "" && c.ScanPolicy == s.Policy})
+				RefsDigest: c.LastRefsDigest, PolicyCurrent: c.ScanPolicy != "" && c.ScanPolicy == s.Policy})
 		}
 	}
 	return page, nil
 }
 
 // CheckHeadsProgress is CheckHeads' heartbeat: the outcomes so far, in
-// input order ("" for a remote not checked yet), and their counts. A retry
-// resumes from it: a remote with an outcome is not checked again.
+// input order ("" for a remote not checked yet), how each check went, and
+// their counts. A failure's outcome is HeadFailed until the whole batch is
+// checked and it is known whose doing it was. A retry resumes from it: a
+// remote with an outcome is not checked again.
 type CheckHeadsProgress struct {
 	// Last is the index of the remote checked last (-1: none yet).
 	Last      int                     `json:"last"`
@@ -82,12 +93,12 @@ type CheckHeadsProgress struct {
 	Changed   int                     `json:"changed"`
 	Unchanged int                     `json:"unchanged"`
 	Failed    int                     `json:"failed"`
-	Gone      int                     `json:"gone"`
 	Outcomes  []workflows.HeadOutcome `json:"outcomes"`
+	Checks    []blame.Check           `json:"checks"`
 }
 
-func (p *CheckHeadsProgress) add(i int, o workflows.HeadOutcome) {
-	p.Outcomes[i] = o
+func (p *CheckHeadsProgress) add(i int, o workflows.HeadOutcome, c blame.Check) {
+	p.Outcomes[i], p.Checks[i] = o, c
 	p.Last = i
 	p.Checked++
 	switch o {
@@ -97,22 +108,34 @@ func (p *CheckHeadsProgress) add(i int, o workflows.HeadOutcome) {
 		p.Unchanged++
 	case workflows.HeadFailed:
 		p.Failed++
-	case workflows.HeadGone:
-		p.Gone++
 	}
 }
 
-// CheckHeads lists each due repository's head (no clone, no API request),
+// controls is how many repositories known to be there a control check
+// lists: the host is up when one of them answers.
+const controls = 3
+
+// CheckHeads lists each due repository's refs (no clone, no API request),
 // workflows.CheckHeadsParallel at a time, each bounded by the request's
 // RemoteTimeout: a remote that hangs fails alone. It heartbeats after each
 // remote with the progress so far, and a retry resumes from the last
-// heartbeat. An unchanged head under unchanged rules is recorded as
-// checked; a repository that is gone or private counts a failure, once per
-// sweep. The outcomes come back in input order, so the workflow can tell
+// heartbeat. A repository whose branches and tags are those its last
+// collection saw, under unchanged rules, is recorded as checked.
+//
+// Failures are then charged per host (blame.Checks): a refusal (404, 401,
+// 403) is the repository's own — gone or private, counted as its failure,
+// once per sweep — only when the host is seen serving other repositories at
+// the same time, in the batch or, when the batch cannot tell (nothing
+// answered, or many were refused alike), by a control check of repositories
+// known to be there. Any other failure, and a refusal while the host refuses
+// everything, is the host's: HeadFailed, which the sweep's breaker counts.
+// The outcomes come back in input order, so the workflow can tell
 // consecutive failures.
 func (s *Sweeps) CheckHeads(ctx context.Context, in workflows.CheckHeadsRequest) ([]workflows.HeadOutcome, error) {
-	p := resumed(ctx, CheckHeadsProgress{Last: -1, Outcomes: make([]workflows.HeadOutcome, len(in.Repos))},
-		func(prev CheckHeadsProgress) bool { return len(prev.Outcomes) == len(in.Repos) })
+	p := resumed(ctx, CheckHeadsProgress{Last: -1, Outcomes: make([]workflows.HeadOutcome, len(in.Repos)), Checks: make([]blame.Check, len(in.Repos))},
+		func(prev CheckHeadsProgress) bool {
+			return len(prev.Outcomes) == len(in.Repos) && len(prev.Checks) == len(in.Repos)
+		})
 	timeout := in.RemoteTimeout
 	if timeout <= 0 {
 		timeout = workflows.DefaultRemoteTimeout
@@ -120,56 +143,155 @@ func (s *Sweeps) CheckHeads(ctx context.Context, in workflows.CheckHeadsRequest)
 	var mu sync.Mutex
 	err := inParallel(ctx, len(in.Repos), workflows.CheckHeadsParallel, func(i int) bool { return p.Outcomes[i] == "" },
 		func(i int) error {
-			r := in.Repos[i]
-			o := s.checkHead(ctx, r, timeout)
+			o, c := s.checkHead(ctx, in.Repos[i], timeout)
 			if ctx.Err() != nil {
 				return nil // the attempt is over: its outcome may be its own doing
 			}
-			if o == workflows.HeadGone {
-				if _, err := s.Store.RecordCheckFailure(ctx, r.CodebaseID, in.Sweep, in.Now); err != nil {
-					return err
-				}
-			}
 			mu.Lock()
 			defer mu.Unlock()
-			p.add(i, o)
+			p.add(i, o, c)
 			progress := p
-			progress.Outcomes = slices.Clone(p.Outcomes)
+			progress.Outcomes, progress.Checks = slices.Clone(p.Outcomes), slices.Clone(p.Checks)
 			activity.RecordHeartbeat(ctx, progress)
 			return nil
 		})
 	if err = cmp.Or(err, ctx.Err()); err != nil {
 		return nil, AppError(err)
 	}
+	outcomes, err := s.charge(ctx, in, p, timeout)
+	if err != nil {
+		return nil, AppError(err)
+	}
 	var unchanged []int64
 	for i, r := range in.Repos {
-		if p.Outcomes[i] == workflows.HeadUnchanged {
+		if outcomes[i] == workflows.HeadUnchanged {
 			unchanged = append(unchanged, r.CodebaseID)
 		}
 	}
 	if err := s.Store.RecordChecks(ctx, unchanged, in.Now); err != nil {
 		return nil, AppError(err)
 	}
-	return p.Outcomes, nil
+	return outcomes, nil
 }
 
-func (s *Sweeps) checkHead(ctx context.Context, r workflows.DueRepo, timeout time.Duration) workflows.HeadOutcome {
+// charge decides, host by host, whose doing each failed check was, asking a
+// control check where the batch cannot tell, and counts the repositories'
+// own failures: HeadGone for those, HeadFailed for the host's.
+func (s *Sweeps) charge(ctx context.Context, in workflows.CheckHeadsRequest, p CheckHeadsProgress, timeout time.Duration) ([]workflows.HeadOutcome, error) {
+	outcomes := slices.Clone(p.Outcomes)
+	byHost := map[string][]int{}
+	var hosts []string
+	for i, r := range in.Repos {
+		if _, ok := byHost[r.Repo.Host]; !ok {
+			hosts = append(hosts, r.Repo.Host)
+		}
+		byHost[r.Repo.Host] = append(byHost[r.Repo.Host], i)
+	}
+	for _, host := range hosts {
+		idx := byHost[host]
+		checks := make([]blame.Check, len(idx))
+		for j, i := range idx {
+			checks[j] = p.Checks[i]
+		}
+		parties, needControl := blame.Checks(checks, nil)
+		if needControl {
+			up, err := s.hostUp(ctx, host, in.Repos, timeout)
+			if err != nil {
+				return nil, err
+			}
+			parties, _ = blame.Checks(checks, &up)
+			s.log().Info("control check", zap.String("host", host), zap.Bool("up", up))
+		}
+		for j, i := range idx {
+			if parties[j] != blame.Repository {
+				continue
+			}
+			outcomes[i] = workflows.HeadGone
+			if _, err := s.Store.RecordCheckFailure(ctx, in.Repos[i].CodebaseID, in.Sweep, in.Now); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return outcomes, nil
+}
+
+// hostUp is the control check: it lists up to controls repositories of the
+// host known to be there (collected, readable, outside the batch) at once,
+// and reports whether one answered. A host with none to ask counts as down:
+// nothing is charged to a repository on a guess.
+func (s *Sweeps) hostUp(ctx context.Context, host string, batch []workflows.DueRepo, timeout time.Duration) (bool, error) {
+	exclude := make([]int64, len(batch))
+	for i, r := range batch {
+		exclude[i] = r.CodebaseID
+	}
+	repos, err := s.Store.ControlRepositories(ctx, host, exclude, controls)
+	if err != nil {
+		return false, err
+	}
+	answered := make(chan bool, len(repos))
+	for _, r := range repos {
+		go func() {
+			_, c := s.checkHead(ctx, workflows.DueRepo{Repo: r}, timeout)
+			answered <- !c.Failed
+		}()
+	}
+	up := false
+	for range repos {
+		up = <-answered || up
+	}
+	return up, ctx.Err()
+}
+
+func (s *Sweeps) log() *zap.Logger {
+	if s.Log == nil {
+		return zap.NewNop()
+	}
+	return s.Log
+}
+
+// checkHead lists one repository's refs: changed or unchanged, or failed
+// with how (a refusal of the repository, or another failure).
+func (s *Sweeps) checkHead(ctx context.Context, r workflows.DueRepo, timeout time.Duration) (workflows.HeadOutcome, blame.Check) {
 	host, err := s.Hosts.Lookup(r.Repo.Host)
 	if err != nil {
-		return workflows.HeadGone
+		// A host the worker has no configuration for: gitfleet's doing.
+		return workflows.HeadFailed, blame.Check{Failed: true, Cause: "unknown host"}
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	head, err := s.Heads.Head(ctx, host.CloneURL(r.Repo.Owner, r.Repo.Name))
-	switch {
-	case err != nil && errclass.Classify(err).Class == errclass.Permanent:
-		return workflows.HeadGone
-	case err != nil:
-		return workflows.HeadFailed
-	case head != "" && head == r.LastCommit && r.PolicyCurrent:
-		return workflows.HeadUnchanged
+	digest, err := s.Heads.RefsDigest(ctx, host.CloneURL(r.Repo.Owner, r.Repo.Name))
+	if err != nil {
+		c := errclass.Classify(err)
+		return workflows.HeadFailed, blame.Check{Failed: true, Cause: string(c.Class) + "/" + c.Reason,
+			Refused: c.Class == errclass.Permanent && (c.Reason == errclass.ReasonNotFound || c.Reason == errclass.ReasonPermissionDenied)}
 	}
-	return workflows.HeadChanged
+	if digest == r.RefsDigest && r.PolicyCurrent {
+		return workflows.HeadUnchanged, blame.Check{}
+	}
+	return workflows.HeadChanged, blame.Check{}
+}
+
+// runningCollectsQuery counts the Collect runs running now: the sweep's,
+// manual ones, an organization's.
+const runningCollectsQuery = "WorkflowType = 'Collect' AND ExecutionStatus = 'Running'"
+
+// RunningCollects counts the Collect runs running now, fleet-wide, in
+// Temporal's visibility store, after waiting in.Settle for it to show the
+// runs just started (it is eventually consistent: Elasticsearch shows a run
+// about a second after it starts).
+func (s *Sweeps) RunningCollects(ctx context.Context, in workflows.RunningCollectsInput) (int, error) {
+	if in.Settle > 0 {
+		select {
+		case <-time.After(in.Settle):
+		case <-ctx.Done():
+			return 0, AppError(ctx.Err())
+		}
+	}
+	resp, err := s.Client.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: runningCollectsQuery})
+	if err != nil {
+		return 0, AppError(fmt.Errorf("count the running collections: %w", err))
+	}
+	return int(resp.GetCount()), nil
 }
 
 // StartCollect starts (or joins) the Collect of a repository: the workflow

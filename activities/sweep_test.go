@@ -25,30 +25,39 @@ import (
 const sweepHost = "sweep.test"
 
 // remotes answers change checks by repository name: "hang" never answers
-// (until its context ends), "gone" is not found, "same" has the recorded
-// head, any other has moved on. It counts the checks and notes how each
-// hanging check ended.
+// (until its context ends), "gone…" is not found, "private…" refuses
+// authentication, "tls…" speaks no TLS, "same…" has the recorded refs, any
+// other has moved on. down makes the whole host refuse everything (a proxy
+// in trouble). It counts the checks and notes how each hanging check ended.
 type remotes struct {
 	mu     sync.Mutex
 	calls  map[string]int
 	hungUp []error // the context errors the hanging checks ended with
+	down   bool
 }
 
-func (r *remotes) Head(ctx context.Context, url string) (string, error) {
+func (r *remotes) RefsDigest(ctx context.Context, url string) (string, error) {
 	name := strings.TrimSuffix(url[strings.LastIndex(url, "/")+1:], ".git")
 	r.mu.Lock()
 	r.calls[name]++
+	down := r.down
 	r.mu.Unlock()
-	switch name {
-	case "hang":
+	switch {
+	case down:
+		return "", errclass.Permanentf(errclass.ReasonPermissionDenied, "403 from the proxy")
+	case name == "hang":
 		<-ctx.Done()
 		r.mu.Lock()
 		r.hungUp = append(r.hungUp, ctx.Err())
 		r.mu.Unlock()
 		return "", ctx.Err()
-	case "gone":
-		return "", errclass.Permanentf("not-found", "repository not found")
-	case "same":
+	case strings.HasPrefix(name, "gone"):
+		return "", errclass.Permanentf(errclass.ReasonNotFound, "repository not found")
+	case strings.HasPrefix(name, "private"):
+		return "", errclass.Permanentf(errclass.ReasonPermissionDenied, "authentication required")
+	case strings.HasPrefix(name, "tls"):
+		return "", errclass.Permanentf(errclass.ReasonUnsupported, "http: server gave HTTP response to HTTPS client")
+	case strings.HasPrefix(name, "same"):
 		return "aaaa", nil
 	}
 	return "bbbb", nil
@@ -60,19 +69,28 @@ func (r *remotes) count(name string) int {
 	return r.calls[name]
 }
 
-// dueRepos inserts codebases for names under a fresh owner.
+// dueRepos inserts codebases for names under a fresh owner on sweepHost.
 func dueRepos(t *testing.T, names ...string) []workflows.DueRepo {
+	t.Helper()
+	return dueReposOn(t, sweepHost, false, names...)
+}
+
+// dueReposOn inserts codebases for names under a fresh owner on host, as
+// collected (so that a control check may list them) when collected.
+func dueReposOn(t *testing.T, host string, collected bool, names ...string) []workflows.DueRepo {
 	t.Helper()
 	owner := fmt.Sprintf("sweep-%d", time.Now().UnixNano())
 	var due []workflows.DueRepo
 	for _, n := range names {
 		var id int64
-		if err := env.Store.Pool().QueryRow(context.Background(), `INSERT INTO codebases (host, external_repo_id, owner, name, last_commit_sha)
-			VALUES ($1, $2, $3, $4, 'aaaa') RETURNING id`, sweepHost, owner+"/"+n, owner, n).Scan(&id); err != nil {
+		if err := env.Store.Pool().QueryRow(context.Background(), `INSERT INTO codebases (host, external_repo_id, owner, name,
+				last_commit_sha, last_refs_digest, last_completed_at)
+			VALUES ($1, $2, $3, $4, 'aaaa', 'aaaa', CASE WHEN $5 THEN now() END) RETURNING id`,
+			host, owner+"/"+n, owner, n, collected).Scan(&id); err != nil {
 			t.Fatal(err)
 		}
-		due = append(due, workflows.DueRepo{CodebaseID: id, Repo: repoid.ID{Host: sweepHost, Owner: owner, Name: n},
-			LastCommit: "aaaa", PolicyCurrent: true})
+		due = append(due, workflows.DueRepo{CodebaseID: id, Repo: repoid.ID{Host: host, Owner: owner, Name: n},
+			LastCommit: "aaaa", RefsDigest: "aaaa", PolicyCurrent: true})
 	}
 	return due
 }
@@ -217,7 +235,8 @@ func TestSweepCheckHeadsHangingRemoteAndRetries(t *testing.T) {
 				done++
 			}
 		}
-		if b.Checked != done || b.Changed+b.Unchanged+b.Failed+b.Gone != done || b.Last < 0 || b.Outcomes[b.Last] == "" {
+		if b.Checked != done || b.Changed+b.Unchanged+b.Failed != done || b.Last < 0 || b.Outcomes[b.Last] == "" ||
+			b.Checks[b.Last].Failed != (b.Outcomes[b.Last] == workflows.HeadFailed) {
 			t.Fatalf("heartbeat %d is inconsistent: %+v", i, b)
 		}
 		if b.Outcomes[0] == "" && done == len(names)-1 {
@@ -408,5 +427,69 @@ func TestSweepCheckHeadsRescansUnderNewRules(t *testing.T) {
 	out, _ := checkHeads(t, s, in, nil)
 	if want := []workflows.HeadOutcome{workflows.HeadUnchanged, workflows.HeadChanged}; fmt.Sprint(out) != fmt.Sprint(want) {
 		t.Fatalf("outcomes %v, want %v", out, want)
+	}
+}
+
+// Whose doing a failed check is (blame.Checks, on the real store): a
+// repository refused while others answer is the repository's own (gone,
+// private: a strike); a host that refuses everything — the batch and the
+// repositories known to be there that the control check lists — and
+// failures that are never a repository's (TLS, a timeout) are the host's:
+// HeadFailed, which the sweep's breaker counts, and no strike.
+func TestSweepCheckHeadsChargesTheHost(t *testing.T) {
+	now := time.Now().UTC().Truncate(time.Second)
+	for _, tc := range []struct {
+		name     string
+		batch    []string
+		controls int  // repositories known to be there, outside the batch
+		down     bool // the host refuses everything
+		want     string
+	}{
+		{"refused among answers", []string{"changed", "gone", "private", "same"}, 0, false, "changed gone gone unchanged"},
+		{"TLS among answers", []string{"changed", "tls", "same"}, 0, false, "changed failed unchanged"},
+		{"TLS everywhere", []string{"tls1", "tls2", "tls3"}, 3, false, "failed failed failed"},
+		{"a lone refusal, the host serves the others", []string{"gone"}, 3, false, "gone"},
+		{"a lone refusal, nothing to compare", []string{"gone"}, 0, false, "failed"},
+		{"all refused, the host serves the others", []string{"gone1", "gone2", "gone3", "gone4", "gone5", "gone6"}, 2, false,
+			"gone gone gone gone gone gone"},
+		{"the host refuses everything", []string{"a", "b", "c", "d", "e", "f"}, 3, true, "failed failed failed failed failed failed"},
+		{"most refused alike, the host serves the others", []string{"private1", "private2", "private3", "private4", "private5", "same"}, 1, false,
+			"gone gone gone gone gone unchanged"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			host := fmt.Sprintf("sweep-%d.test", time.Now().UnixNano())
+			hs, err := vcs.NewHosts(vcs.Host{Name: host, GitURL: "https://" + host + "/", APIURL: "https://" + host + "/api/"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var controls []string
+			for i := range tc.controls {
+				controls = append(controls, fmt.Sprintf("control%d", i))
+			}
+			dueReposOn(t, host, true, controls...)
+			heads := &remotes{calls: map[string]int{}, down: tc.down}
+			s := &activities.Sweeps{Store: env.Store, Hosts: hs, Heads: heads}
+			due := dueReposOn(t, host, false, tc.batch...)
+			due[0].RefsDigest = "older" // moved on, unless it fails
+			in := workflows.CheckHeadsRequest{CheckHeadsInput: workflows.CheckHeadsInput{Repos: due, Now: now},
+				Sweep: "recollection-sweep-test/" + host, RemoteTimeout: time.Second}
+			out, _ := checkHeads(t, s, in, nil)
+			var got []string
+			for _, o := range out {
+				got = append(got, string(o))
+			}
+			if strings.Join(got, " ") != tc.want {
+				t.Fatalf("outcomes %v, want %s", got, tc.want)
+			}
+			for i, o := range out {
+				want := 0
+				if o == workflows.HeadGone {
+					want = 1
+				}
+				if f := failures(t, due[i].CodebaseID); f != want {
+					t.Errorf("%s (%s): %d failures, want %d", tc.batch[i], o, f, want)
+				}
+			}
+		})
 	}
 }

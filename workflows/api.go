@@ -81,6 +81,9 @@ const (
 	OutcomeParked    = "parked"
 	OutcomeDone      = "done"
 	OutcomeActive    = "partial" // a scan that stopped at its budget; the next continues
+	// OutcomeCancelled: somebody cancelled the collection; nothing was
+	// charged to the repository.
+	OutcomeCancelled = "cancelled"
 )
 
 // setOutcome records how a run ended in SAOutcome and the memo (runs
@@ -192,10 +195,11 @@ const (
 	activityParkShard       = "ParkShard"       // ParkInput
 
 	// Re-collection sweep (activities.Sweeps).
-	activityListDue       = "ListDue"       // SweepPageInput → SweepPage
-	activityCheckHeads    = "CheckHeads"    // CheckHeadsRequest → []HeadOutcome
-	activityStartCollect  = "StartCollect"  // repoid.ID
-	activityStartCollects = "StartCollects" // StartCollectsInput → []StartOutcome
+	activityListDue         = "ListDue"         // SweepPageInput → SweepPage
+	activityCheckHeads      = "CheckHeads"      // CheckHeadsRequest → []HeadOutcome
+	activityStartCollect    = "StartCollect"    // repoid.ID
+	activityStartCollects   = "StartCollects"   // StartCollectsInput → []StartOutcome
+	activityRunningCollects = "RunningCollects" // → how many Collect runs are running
 
 	// The GitHub cache (activities.GitHub).
 	activityRefreshGitHubCache = "RefreshGitHubCache" // RefreshGitHubCacheInput → RefreshGitHubCacheResult
@@ -213,7 +217,7 @@ var ActivityNames = []string{
 	activityDeleteStaleCodebases, activityCodebaseShard, activityExplainRefusal,
 	activityEnsureShard, activityAcquireShard, activitySyncShardMirror, activityScanShard, activityCheckpointShard,
 	activityParkShard,
-	activityListDue, activityCheckHeads, activityStartCollect, activityStartCollects,
+	activityListDue, activityCheckHeads, activityStartCollect, activityStartCollects, activityRunningCollects,
 	activityRefreshGitHubCache, activityListCachedRepos,
 	activityCleanUpDatabase,
 }
@@ -245,6 +249,9 @@ type RefusalResult struct {
 	CodebaseID int64 `json:"codebaseId,omitempty"`
 	// StaleSince is since when that codebase is stale (RefusedGone).
 	StaleSince time.Time `json:"staleSince,omitzero"`
+	// InaccessibleSince is since when gitfleet cannot read that codebase's
+	// repository (RefusedInaccessible, RefusedPrivate).
+	InaccessibleSince time.Time `json:"inaccessibleSince,omitzero"`
 	// MovedTo is where the repository lives now (RefusedMoved).
 	MovedTo *repoid.ID `json:"movedTo,omitempty"`
 	// Message says it for people.
@@ -270,9 +277,13 @@ type CompleteCollectionInput struct {
 	Key        string `json:"key"`
 	CodebaseID int64  `json:"codebaseId"`
 	Commit     string `json:"commit,omitempty"`
+	// RefsDigest names the branches and tags the collection synced
+	// (SyncMirrorResult.RefsDigest): the sweep's change check compares
+	// the remote's listing with it.
+	RefsDigest string `json:"refsDigest,omitempty"`
 }
 
-// FailCollectionInput closes a failed collection.
+// FailCollectionInput closes a failed (or cancelled) collection.
 type FailCollectionInput struct {
 	Key        string    `json:"key"`
 	Repo       repoid.ID `json:"repository"`
@@ -280,6 +291,11 @@ type FailCollectionInput struct {
 	Message    string    `json:"message"`
 	WorkflowID string    `json:"workflowId"`
 	RunID      string    `json:"runId"`
+	// Strike: the failure is the repository's own doing (blame.Strikes)
+	// and counts toward its failures in a row.
+	Strike bool `json:"strike,omitempty"`
+	// Cancelled: the collection was cancelled, not failed.
+	Cancelled bool `json:"cancelled,omitempty"`
 }
 
 // Payloads of the shard activities.
@@ -350,6 +366,9 @@ type DueRepo struct {
 	CodebaseID int64     `json:"codebaseId"`
 	Repo       repoid.ID `json:"repository"`
 	LastCommit string    `json:"lastCommit,omitempty"`
+	// RefsDigest names the branches and tags its last collection saw ("":
+	// not recorded, so changed).
+	RefsDigest string `json:"refsDigest,omitempty"`
 	// PolicyCurrent reports that its last scan used the current rules.
 	PolicyCurrent bool `json:"policyCurrent,omitempty"`
 }
@@ -366,8 +385,13 @@ type HeadOutcome string
 const (
 	HeadChanged   HeadOutcome = "changed"
 	HeadUnchanged HeadOutcome = "unchanged"
-	HeadFailed    HeadOutcome = "failed" // Retryable: counts toward the sweep's circuit breaker
-	HeadGone      HeadOutcome = "gone"   // Permanent: counted as the repository's failure
+	// HeadFailed: the host's or the infrastructure's failure (an outage, a
+	// proxy, TLS, DNS, a timeout, or a refusal shared by many): it counts
+	// toward the sweep's circuit breaker, against no repository.
+	HeadFailed HeadOutcome = "failed"
+	// HeadGone: the host refused the repository while serving others (gone
+	// or private): counted as the repository's failure (blame.Checks).
+	HeadGone HeadOutcome = "gone"
 )
 
 // Payloads of the GitHub cache activities.

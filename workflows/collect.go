@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"gitfleet/internal/domain/blame"
 	"gitfleet/internal/domain/identity"
 	"gitfleet/internal/domain/repoid"
 	"gitfleet/internal/domain/shard"
@@ -104,7 +105,12 @@ func Collect(ctx workflow.Context, in CollectInput) (CollectResult, error) {
 		// The repository moved between clone and lookup (or rows moved
 		// under a concurrent collection): start over from the clone.
 		workflow.GetLogger(ctx).Warn("Identity resolution starts over", "attempt", out.Attempts, "error", err)
-		_ = workflow.Sleep(ctx, time.Duration(out.Attempts)*time.Second)
+		// A cancel during the pause ends the collection (runs recorded
+		// before went on to the next sync, which the cancel then failed).
+		if err := workflow.Sleep(ctx, time.Duration(out.Attempts)*time.Second); err != nil &&
+			workflow.GetVersion(ctx, collectCancelChange, workflow.DefaultVersion, 1) == 1 {
+			return out, fail(ctx, key, in.Repo, "resolve identity", err)
+		}
 	}
 	out.CodebaseID, out.Case, out.RetiredCodebaseID = resolved.CodebaseID, resolved.Case, resolved.RetiredCodebaseID
 	out.Repository = repoid.ID{Host: in.Repo.Host, Owner: resolved.Owner, Name: resolved.Name}
@@ -118,7 +124,7 @@ func Collect(ctx workflow.Context, in CollectInput) (CollectResult, error) {
 
 	workflow.SetCurrentDetails(ctx, "Recording the collection")
 	err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityCompleteCollection, CompleteCollectionInput{
-		Key: key, CodebaseID: out.CodebaseID, Commit: out.Commit,
+		Key: key, CodebaseID: out.CodebaseID, Commit: out.Commit, RefsDigest: synced.RefsDigest,
 	}).Get(ctx, nil)
 	if err != nil {
 		return out, fail(ctx, key, in.Repo, "record collection", err)
@@ -133,9 +139,13 @@ func Collect(ctx workflow.Context, in CollectInput) (CollectResult, error) {
 // refused handles a mirror sync that git refused (404, or the 401 an
 // anonymous request gets for an unknown or private repository): the API
 // says what it means (identity.ExplainRefusal) — the codebase's repository
-// is gone (marked stale: a Permanent error), it moved (the returned name,
-// to sync next: resolved as D), it is private, or the name is unknown.
-// Other errors, and runs recorded before this, return err unchanged.
+// is gone (marked stale), it cannot be read (private, or deleted and the API
+// cannot tell: kept as inaccessible), it moved (the returned name, to sync
+// next: resolved as D), or the name is unknown. A verdict about the
+// repository fails Permanent with its blame reason, which counts against the
+// repository; a refusal the API could not explain returns err unchanged,
+// which does not (the API, the token or the host may be what failed). Other
+// errors, and runs recorded before this, return err unchanged.
 func refused(ctx workflow.Context, repo repoid.ID, err error) (*repoid.ID, error) {
 	class, reason := classOf(err)
 	if class != errclass.Permanent || (reason != errclass.ReasonNotFound && reason != errclass.ReasonPermissionDenied) {
@@ -150,15 +160,22 @@ func refused(ctx workflow.Context, repo repoid.ID, err error) (*repoid.ID, error
 		workflow.GetLogger(ctx).Warn("Could not ask the API why git refused the repository", "error", aerr)
 		return nil, err
 	}
+	reason = errclass.ReasonPermissionDenied
 	switch r.Refusal {
 	case identity.RefusedMoved:
 		if r.MovedTo != nil {
 			return r.MovedTo, nil
 		}
-	case identity.RefusedGone, identity.RefusedNotFound:
-		return nil, temporal.NewApplicationError(r.Message, string(errclass.Permanent), errclass.ReasonNotFound)
+	case identity.RefusedGone:
+		reason = blame.ReasonGone
+	case identity.RefusedInaccessible:
+		reason = blame.ReasonInaccessible
+	case identity.RefusedPrivate:
+		reason = blame.ReasonPrivate
+	case identity.RefusedNotFound:
+		reason = errclass.ReasonNotFound
 	}
-	return nil, temporal.NewApplicationError(r.Message, string(errclass.Permanent), errclass.ReasonPermissionDenied)
+	return nil, temporal.NewApplicationError(r.Message, string(errclass.Permanent), reason)
 }
 
 // scanCodebase runs the codebase's shard (ExecuteShard, a child) after its
@@ -186,21 +203,25 @@ func scanCodebase(ctx workflow.Context, out *CollectResult, refsDigest string) e
 	return nil
 }
 
+// collectCancelChange: the runs in which a cancel is a cancel — recorded as
+// cancelled, charged to nobody, ending the run as cancelled — and in which
+// a cancel during the pause before resolving again ends the run.
+const collectCancelChange = "collect-cancel"
+
 // fail records the failed collection and returns the workflow's error: an
 // ApplicationError of the same class, with a message that says what failed.
+// The failure counts against the repository only when it is the
+// repository's own doing (blame.Strikes). A cancel is recorded as cancelled
+// and returns the cancel (see cancelled).
 func fail(ctx workflow.Context, key string, repo repoid.ID, step string, cause error) error {
+	if (ctx.Err() != nil || temporal.IsCanceledError(cause)) &&
+		workflow.GetVersion(ctx, collectCancelChange, workflow.DefaultVersion, 1) == 1 {
+		return cancelled(ctx, key, repo, step, cause)
+	}
 	class, reason := classOf(cause)
 	msg := fmt.Sprintf("collect %s: %s: %s", repo, step, message(cause))
-	info := workflow.GetInfo(ctx)
-	// Record even when the workflow is being cancelled.
-	dctx, cancel := workflow.NewDisconnectedContext(ctx)
-	defer cancel()
-	if err := workflow.ExecuteActivity(withOptions(dctx, dbOptions), activityFailCollection, FailCollectionInput{
-		Key: key, Repo: repo, Class: string(class), Message: msg,
-		WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,
-	}).Get(dctx, nil); err != nil {
-		workflow.GetLogger(ctx).Error("Could not record the failed collection", "error", err)
-	}
+	record(ctx, FailCollectionInput{Key: key, Repo: repo, Class: string(class), Message: msg,
+		Strike: blame.Strikes(string(class), reason)})
 	workflow.SetCurrentDetails(ctx, "Failed: "+msg)
 	outcome := OutcomeFailed
 	if strings.Contains(msg, "is parked") {
@@ -210,6 +231,33 @@ func fail(ctx workflow.Context, key string, repo repoid.ID, step string, cause e
 	return temporal.NewApplicationErrorWithOptions(msg, string(class), temporal.ApplicationErrorOptions{
 		NonRetryable: true, Cause: cause, Details: []any{reason},
 	})
+}
+
+// cancelled records a cancelled collection — not failed, charged to nobody —
+// and returns the cancel, so that the run ends as cancelled when it was
+// asked to (a child or an activity cancelled by itself fails the run with
+// its cancel as the cause).
+func cancelled(ctx workflow.Context, key string, repo repoid.ID, step string, cause error) error {
+	msg := fmt.Sprintf("collect %s: cancelled during %s", repo, step)
+	record(ctx, FailCollectionInput{Key: key, Repo: repo, Class: "Cancelled", Message: msg, Cancelled: true})
+	workflow.SetCurrentDetails(ctx, "Cancelled: "+msg)
+	setOutcome(ctx, OutcomeCancelled, msg)
+	if temporal.IsCanceledError(cause) {
+		return cause
+	}
+	return temporal.NewCanceledError(msg)
+}
+
+// record writes a failed or cancelled collection, even when the workflow is
+// being cancelled.
+func record(ctx workflow.Context, in FailCollectionInput) {
+	info := workflow.GetInfo(ctx)
+	in.WorkflowID, in.RunID = info.WorkflowExecution.ID, info.WorkflowExecution.RunID
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	if err := workflow.ExecuteActivity(withOptions(dctx, dbOptions), activityFailCollection, in).Get(dctx, nil); err != nil {
+		workflow.GetLogger(ctx).Error("Could not record the failed collection", "error", err)
+	}
 }
 
 // classOf finds the class and reason of an activity's or child's error.

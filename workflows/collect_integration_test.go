@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -18,7 +19,12 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+
+	"gitfleet/activities"
+	"gitfleet/internal/infra/vcs"
 
 	"gitfleet/internal/devstack/forge"
 	"gitfleet/internal/domain/identity"
@@ -406,24 +412,31 @@ func TestRaceRecreatedBetweenCloneAndAPI(t *testing.T) {
 	}
 }
 
+// The API's 404 for a known codebase's name is checked by its id, with a
+// token that sees the owner (the forge's, a site administrator's): gone for
+// good, the codebase goes stale.
 func TestAPINotFoundMarksStaleAndFailsPermanent(t *testing.T) {
 	o := owner(t)
-	createRepo(t, o, "app", "a.txt")
+	repo, _ := createRepo(t, o, "app", "a.txt")
 	first := mustCollect(t, id(o, "app"), identity.CaseNew)
 	if _, err := fg.ForcePush(o, "app", "main", map[string]string{"x": "y"}, "rewrite"); err != nil {
 		t.Fatal(err)
 	}
-	remove := fg.AddFault(forge.Fault{Kind: forge.API, Path: "/api/v3/repos/" + o + "/app", Status: http.StatusNotFound})
-	defer remove()
+	for _, path := range []string{"/api/v3/repos/" + o + "/app", "/api/v3/repositories/" + strconv.FormatInt(repo.ID, 10)} {
+		defer fg.AddFault(forge.Fault{Kind: forge.API, Path: path, Status: http.StatusNotFound})()
+	}
 	before := apiRequestsFor(o)
 	_, run, err := collectRun(t, id(o, "app"))
-	recordHistory(t, "collect-not-found", run.GetID(), run.GetRunID())
+	// collect-not-found.json: a run from before GetVersion gone-needs-proof,
+	// which took the name's 404 for proof.
+	recordHistory(t, "collect-not-found-proven", run.GetID(), run.GetRunID())
+	recordHistory(t, "resolve-identity-not-found-proven", run.GetID()+"/identity", firstChildRun(t, run.GetID(), run.GetRunID()))
 	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != string(errclass.Permanent) {
+	if !errors.As(err, &app) || app.Type() != string(errclass.Permanent) || !strings.Contains(app.Error(), "no longer exists") {
 		t.Fatalf("collect of a repository the API does not know: %v, want Permanent", err)
 	}
-	if n := apiRequestsFor(o) - before; n != 1 {
-		t.Errorf("%d API requests, want exactly 1 (Permanent is not retried)", n)
+	if n := apiRequestsFor(o) - before; n != 3 {
+		t.Errorf("%d API requests, want exactly 3: the name, the id and the name again (Permanent is not retried)", n)
 	}
 	cb := codebase(t, first.CodebaseID)
 	if cb.StaleSince == nil {
@@ -736,5 +749,202 @@ func TestRefusedUnknownRepositorySaysNotFound(t *testing.T) {
 	app := mustFailPermanent(t, err, "not found (or private")
 	if strings.Contains(app.Error(), "authentication required") {
 		t.Fatalf("error = %v, says authentication required", err)
+	}
+}
+
+// outcomeOf is a run's GitfleetOutcome search attribute.
+func outcomeOf(t *testing.T, workflowID, runID string) string {
+	t.Helper()
+	d, err := env.Client.DescribeWorkflowExecution(context.Background(), workflowID, runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outcome string
+	if p := d.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()[workflows.SAOutcome.GetName()]; p != nil {
+		if err := converter.GetDefaultDataConverter().FromPayload(p, &outcome); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return outcome
+}
+
+// Cancelling a Collect is a cancel: the run ends cancelled, its outcome says
+// so, the collection is recorded as cancelled and nothing is charged to the
+// repository. (Before, it was a failed collection, a strike and
+// GitfleetOutcome=failed.)
+func TestCancelledCollectIsACancel(t *testing.T) {
+	o := owner(t)
+	createRepo(t, o, "app", "a.txt")
+	first := mustCollect(t, id(o, "app"), identity.CaseNew)
+	commit(t, o, "app", "b.txt")
+	fetching := make(chan struct{}, 1)
+	defer fg.AddFault(forge.Fault{Kind: forge.Git, Path: "/" + o + "/app", Latency: time.Minute, Before: func(*http.Request) {
+		select {
+		case fetching <- struct{}{}:
+		default:
+		}
+	}})()
+	run := startCollect(t, id(o, "app"))
+	select {
+	case <-fetching:
+	case <-ctxTimeout(t, time.Minute).Done():
+		t.Fatal("the collection never fetched")
+	}
+	if err := env.Client.CancelWorkflow(context.Background(), run.GetID(), run.GetRunID()); err != nil {
+		t.Fatal(err)
+	}
+	var canceled *temporal.CanceledError
+	if err := run.Get(ctxTimeout(t, time.Minute), nil); !errors.As(err, &canceled) {
+		t.Fatalf("cancelled collection ended with %v, want cancelled", err)
+	}
+	recordHistory(t, "collect-cancelled", run.GetID(), run.GetRunID())
+	d, err := env.Client.DescribeWorkflowExecution(context.Background(), run.GetID(), run.GetRunID())
+	if err != nil || d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED {
+		t.Fatalf("status %v, %v; want cancelled", d.GetWorkflowExecutionInfo().GetStatus(), err)
+	}
+	if got := outcomeOf(t, run.GetID(), run.GetRunID()); got != workflows.OutcomeCancelled {
+		t.Errorf("%s = %q, want %q", workflows.SAOutcome.GetName(), got, workflows.OutcomeCancelled)
+	}
+	cb := codebase(t, first.CodebaseID)
+	hist, _ := env.Store.Collections(context.Background(), cb.ID, 1)
+	if cb.ConsecutiveFailures != 0 || len(hist) != 1 || hist[0].Status != "cancelled" {
+		t.Fatalf("after the cancel: %d failures, history %+v; want none, and the collection cancelled", cb.ConsecutiveFailures, hist)
+	}
+}
+
+// blindWorker runs the collection's workflows and activities on a task
+// queue of its own, with a GitHub token that sees no private repository of
+// the test's owners (a user of the forge in no organization): a worker
+// whose token cannot tell a deleted repository from a hidden one.
+func blindWorker(t *testing.T) string {
+	t.Helper()
+	const queue = "gitfleet-blind-token"
+	blindOnce.Do(func() {
+		user, err := fg.AddUser(fmt.Sprintf("outsider%d", time.Now().UnixNano()%1e6))
+		if err != nil {
+			blindErr = err
+			return
+		}
+		hs, err := vcs.NewHosts(vcs.Host{Name: fg.Host(), GitURL: fg.URL(), APIURL: fg.APIURL(), Token: user.Token})
+		if err != nil {
+			blindErr = err
+			return
+		}
+		mirrors, err := mirror.New(filepath.Join(env.Dir, "mirrors-blind"), nil)
+		if err != nil {
+			blindErr = err
+			return
+		}
+		_, blindErr = env.StartWorker(queue, func(w worker.Registry) {
+			workflows.Register(w)
+			w.RegisterActivity(&activities.Activities{Store: env.Store, Mirrors: mirrors, Hosts: hs})
+		})
+	})
+	if blindErr != nil {
+		t.Fatal(blindErr)
+	}
+	return queue
+}
+
+var (
+	blindOnce sync.Once
+	blindErr  error
+)
+
+// A repository made private, seen by a worker whose token cannot see it,
+// is inaccessible: kept live (not stale), never deleted by stale-cleanup,
+// counted as its own failure; collected again, it is readable again. Only
+// proof that it is gone — the API's 404 to a token that sees the owner —
+// makes a codebase stale. (Before, the API's 404 made it stale, and the
+// daily cleanup deleted it with its findings 30 days later.)
+func TestRepositoryMadePrivateIsInaccessibleNotDeleted(t *testing.T) {
+	o := owner(t)
+	createRepo(t, o, "leaked", "a.txt")
+	first := mustCollect(t, id(o, "leaked"), identity.CaseNew)
+	if err := fg.SetPrivate(o, "leaked", true); err != nil {
+		t.Fatal(err)
+	}
+	o2 := workflows.CollectOptions(id(o, "leaked"))
+	o2.TaskQueue = blindWorker(t)
+	run, err := env.Client.ExecuteWorkflow(context.Background(), o2, workflows.Collect, workflows.CollectInput{Repo: id(o, "leaked"), Trigger: "sweep"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = run.Get(ctxTimeout(t, 2*time.Minute), nil)
+	recordHistory(t, "collect-refused-inaccessible", run.GetID(), run.GetRunID())
+	mustFailPermanent(t, err, "can no longer be read")
+	cb := codebase(t, first.CodebaseID)
+	if cb.StaleSince != nil || cb.InaccessibleSince == nil || cb.ConsecutiveFailures != 1 {
+		t.Fatalf("codebase of a repository made private: %+v, want live, inaccessible, one failure", cb)
+	}
+	// Thirty days later the daily cleanup runs: the codebase stays.
+	if _, err := env.Store.Pool().Exec(context.Background(), `UPDATE codebases SET inaccessible_since = inaccessible_since - interval '31 days'
+		WHERE id = $1`, cb.ID); err != nil {
+		t.Fatal(err)
+	}
+	cleanup, err := env.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{TaskQueue: workflows.TaskQueue},
+		workflows.CleanupStale, workflows.CleanupStaleInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cleanup.Get(ctxTimeout(t, 2*time.Minute), nil); err != nil {
+		t.Fatal(err)
+	}
+	if cb, _ := env.Store.CodebaseByID(context.Background(), first.CodebaseID); cb == nil || cb.StaleSince != nil {
+		t.Fatalf("the stale cleanup deleted (or staled) an inaccessible codebase: %+v", cb)
+	}
+	// Public again: collected, readable, its streak reset.
+	if err := fg.SetPrivate(o, "leaked", false); err != nil {
+		t.Fatal(err)
+	}
+	mustCollect(t, id(o, "leaked"), identity.CaseSame)
+	if cb := codebase(t, first.CodebaseID); cb.InaccessibleSince != nil || cb.ConsecutiveFailures != 0 {
+		t.Fatalf("collected again: %+v, want readable, no failures", cb)
+	}
+
+	// Deleted, the blind token still cannot tell: inaccessible again. The
+	// worker's own token (the forge's site administrator's) can: stale.
+	if err := fg.Delete(o, "leaked"); err != nil {
+		t.Fatal(err)
+	}
+	run, err = env.Client.ExecuteWorkflow(context.Background(), o2, workflows.Collect, workflows.CollectInput{Repo: id(o, "leaked"), Trigger: "sweep"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustFailPermanent(t, run.Get(ctxTimeout(t, 2*time.Minute), nil), "can no longer be read")
+	if cb := codebase(t, first.CodebaseID); cb.StaleSince != nil || cb.InaccessibleSince == nil {
+		t.Fatalf("deleted, seen by a blind token: %+v, want inaccessible, not stale", cb)
+	}
+	_, err = collect(t, id(o, "leaked"))
+	mustFailPermanent(t, err, "no longer exists since")
+	if cb := codebase(t, first.CodebaseID); cb.StaleSince == nil {
+		t.Fatalf("deleted, proven by a token that sees the owner: %+v, want stale", cb)
+	}
+}
+
+// An expired GITHUB_TOKEN is the infrastructure's failure, not the
+// repository's: git refuses a repository, the API refuses the token, and
+// the collection fails without a strike. (Before, it counted toward the
+// five failures that take a repository out of the sweep.)
+func TestExpiredTokenStrikesNobody(t *testing.T) {
+	o := owner(t)
+	createRepo(t, o, "app", "a.txt")
+	first := mustCollect(t, id(o, "app"), identity.CaseNew)
+	defer fg.AddFault(forge.Fault{Kind: forge.Git, Path: "/" + o + "/app", Status: http.StatusUnauthorized})()
+	defer fg.AddFault(forge.Fault{Kind: forge.API, Status: http.StatusUnauthorized})() // every API request: bad credentials
+	for range 2 {
+		run, err := env.Client.ExecuteWorkflow(context.Background(), workflows.CollectOptions(id(o, "app")), workflows.Collect,
+			workflows.CollectInput{Repo: id(o, "app"), Trigger: "sweep"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := run.Get(ctxTimeout(t, 2*time.Minute), nil); err == nil {
+			t.Fatal("the collection succeeded")
+		}
+	}
+	cb := codebase(t, first.CodebaseID)
+	hist, _ := env.Store.Collections(context.Background(), cb.ID, 2)
+	if cb.ConsecutiveFailures != 0 || cb.StaleSince != nil || cb.InaccessibleSince != nil || len(hist) != 2 || hist[0].Status != "failed" {
+		t.Fatalf("after two collections under an expired token: %+v, history %+v; want two failures recorded, none counted", cb, hist)
 	}
 }

@@ -50,17 +50,17 @@ var (
 
 type switchableHeads struct {
 	mu   sync.Mutex
-	stub string // when set, every repository's head
+	stub string // when set, every repository's refs digest
 }
 
-func (h *switchableHeads) Head(ctx context.Context, url string) (string, error) {
+func (h *switchableHeads) RefsDigest(ctx context.Context, url string) (string, error) {
 	h.mu.Lock()
 	stub := h.stub
 	h.mu.Unlock()
 	if stub != "" {
 		return stub, nil
 	}
-	return activities.LsRemote{}.Head(ctx, url)
+	return activities.LsRemote{}.RefsDigest(ctx, url)
 }
 
 // apiToken is the forge's token: the worker authenticates with it, and it

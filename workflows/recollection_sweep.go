@@ -34,6 +34,14 @@ type RecollectionSweepInput struct {
 	// RemoteTimeout bounds each change check; zero means
 	// DefaultRemoteTimeout.
 	RemoteTimeout time.Duration `json:"remoteTimeout,omitempty"`
+	// MaxRunning bounds the Collect runs running at once, fleet-wide
+	// (manual ones too), before the sweep starts more: it waits for room
+	// (the runs since GetVersion sweep-bounded-running); zero means
+	// DefaultMaxRunning.
+	MaxRunning int `json:"maxRunning,omitempty"`
+	// RunningPoll is how long a sweep that found no room waits before it
+	// counts again; zero means DefaultRunningPoll.
+	RunningPoll time.Duration `json:"runningPoll,omitempty"`
 
 	After SweepCursor `json:"after,omitempty"`
 	Stats SweepResult `json:"stats,omitempty"`
@@ -59,6 +67,14 @@ type CheckHeadsRequest struct {
 	Sweep string `json:"sweep,omitempty"`
 	// RemoteTimeout bounds each remote; zero means DefaultRemoteTimeout.
 	RemoteTimeout time.Duration `json:"remoteTimeout,omitempty"`
+}
+
+// RunningCollectsInput is RunningCollects' input.
+type RunningCollectsInput struct {
+	// Settle is how long to wait before counting: the sweep has just
+	// started Collects, and Temporal's visibility store, which the count
+	// reads, may not show them yet.
+	Settle time.Duration `json:"settle,omitempty"`
 }
 
 // StartCollectsInput is StartCollects' input: a window of the sweep's
@@ -108,6 +124,17 @@ const (
 	sweepBatchedStartsChange = "sweep-batched-starts"
 	// DefaultStartBatch is how many starts one StartCollects makes.
 	DefaultStartBatch = 100
+	// sweepBoundedRunningChange: the runs that start only while fewer than
+	// MaxRunning Collects run.
+	sweepBoundedRunningChange = "sweep-bounded-running"
+	// DefaultMaxRunning is how many Collects may run at once before a
+	// sweep waits (GITFLEET_SWEEP_MAX_RUNNING).
+	DefaultMaxRunning = 100
+	// DefaultRunningPoll is how long a sweep waits for room.
+	DefaultRunningPoll = 30 * time.Second
+	// runningSettle: how long after its starts a sweep lets visibility
+	// catch up before it counts the running Collects again.
+	runningSettle = 2 * time.Second
 	// StartTimeout bounds one start of StartCollects (each attempt).
 	StartTimeout = 20 * time.Second
 )
@@ -120,8 +147,11 @@ type SweepResult struct {
 	Started    int `json:"started"`
 	// Failed counts failed change checks and starts; Gone counts
 	// repositories whose check failed for good (counted as their failure).
-	Failed int  `json:"failed"`
-	Gone   int  `json:"gone"`
+	Failed int `json:"failed"`
+	Gone   int `json:"gone"`
+	// Waits counts the times the sweep found MaxRunning Collects running
+	// and waited for room.
+	Waits  int  `json:"waits,omitempty"`
 	Halted bool `json:"halted,omitempty"`
 	// HaltReason says why the circuit breaker stopped the sweep; the next
 	// cycle starts fresh.
@@ -132,6 +162,9 @@ type SweepResult struct {
 func (r SweepResult) String() string {
 	s := fmt.Sprintf("considered %d, due %d, unchanged %d, started %d, failed %d, gone %d",
 		r.Considered, r.Due, r.Unchanged, r.Started, r.Failed, r.Gone)
+	if r.Waits > 0 {
+		s += fmt.Sprintf(", waited for room %d times", r.Waits)
+	}
 	if r.Halted {
 		s = "HALTED (" + r.HaltReason + "): " + s
 	}
@@ -256,6 +289,13 @@ func recollectionSweepV0(ctx workflow.Context, in RecollectionSweepInput) (Sweep
 // Runs since GetVersion sweep-batched-starts start a window of up to
 // StartBatch candidates with one StartCollects (one activity, not one a
 // repository), StartWindow starts of it in flight at once.
+//
+// Runs since GetVersion sweep-bounded-running start only while fewer than
+// MaxRunning Collects run, fleet-wide (RunningCollects counts them in
+// Temporal's visibility store): a window is no larger than the room left,
+// and with no room the sweep waits RunningPoll and counts again. A rules
+// change that makes every repository due re-scans the fleet MaxRunning at a
+// time, not all at once.
 func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepResult, error) {
 	if workflow.GetVersion(ctx, sweepBudgetChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return recollectionSweepV0(ctx, in)
@@ -270,6 +310,13 @@ func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepRe
 	// A run decides once: the windows it starts go out batched, or (runs
 	// recorded before) one StartCollect a repository.
 	batched := workflow.GetVersion(ctx, sweepBatchedStartsChange, workflow.DefaultVersion, 1) == 1
+	bounded := batched && workflow.GetVersion(ctx, sweepBoundedRunningChange, workflow.DefaultVersion, 1) == 1
+	if in.MaxRunning <= 0 {
+		in.MaxRunning = DefaultMaxRunning
+	}
+	if in.RunningPoll <= 0 {
+		in.RunningPoll = DefaultRunningPoll
+	}
 	if in.RemoteTimeout <= 0 {
 		in.RemoteTimeout = DefaultRemoteTimeout
 	}
@@ -306,16 +353,48 @@ func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepRe
 	for pages := 0; ; {
 		// Start what the page found changed, a window at a time; starts
 		// leave Pending only once they have returned.
+		settle := false // starts went out since the last count
 		for batched && len(in.Pending) > 0 {
-			if full(1) {
+			window := in.StartBatch
+			if bounded {
+				// A count and a window, or a count and a wait.
+				if full(2) {
+					return handOver()
+				}
+				count := RunningCollectsInput{}
+				if settle {
+					count.Settle = runningSettle
+				}
+				scheduled++
+				var running int
+				err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityRunningCollects, count).Get(ctx, &running)
+				if err != nil {
+					return stats, err
+				}
+				if room := in.MaxRunning - running; room < window {
+					window = room
+				}
+				if window <= 0 {
+					stats.Waits++
+					workflow.SetCurrentDetails(ctx, fmt.Sprintf("Waiting for room: %d collections running, at most %d; %s",
+						running, in.MaxRunning, stats.String()))
+					scheduled++ // a timer costs about an activity's events
+					if err := workflow.Sleep(ctx, in.RunningPoll); err != nil {
+						return stats, err
+					}
+					settle = false
+					continue
+				}
+			} else if full(1) {
 				return handOver()
 			}
-			if err := startBatch(ctx, &in, &stats, fail, &scheduled); err != nil {
+			if err := startBatch(ctx, &in, window, &stats, fail, &scheduled); err != nil {
 				if stats.Halted {
 					return finish(ctx, stats)
 				}
 				return stats, err
 			}
+			settle = true
 			workflow.SetCurrentDetails(ctx, "Sweeping: "+stats.String())
 		}
 		for len(in.Pending) > 0 {
@@ -395,13 +474,13 @@ func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepRe
 // errHalted: the breaker stopped the sweep in the middle of a window.
 var errHalted = errors.New("sweep halted")
 
-// startBatch starts the next window of the pending candidates with one
-// StartCollects and counts its outcomes in order, as the per-repository
+// startBatch starts the next window of up to size pending candidates with
+// one StartCollects and counts its outcomes in order, as the per-repository
 // starts did: a failed start counts against the breaker (errHalted when it
 // trips), a started one resets the streak. The window leaves Pending when
 // the activity is scheduled: a run hands over only between windows.
-func startBatch(ctx workflow.Context, in *RecollectionSweepInput, stats *SweepResult, fail func(string) bool, scheduled *int) error {
-	window := in.Pending[:min(in.StartBatch, len(in.Pending))]
+func startBatch(ctx workflow.Context, in *RecollectionSweepInput, size int, stats *SweepResult, fail func(string) bool, scheduled *int) error {
+	window := in.Pending[:min(size, len(in.Pending))]
 	in.Pending = in.Pending[len(window):]
 	*scheduled++
 	var outcomes []StartOutcome

@@ -130,6 +130,7 @@ func sweepChainBatches(t *testing.T, in workflows.RecollectionSweepInput, cands 
 			t.Errorf("StartCollect(%s): the sweep starts with StartCollects", r)
 			return nil
 		})
+		env.OnActivity(a.RunningCollects, mock.Anything, mock.Anything).Return(0, nil).Maybe()
 		env.OnActivity(a.StartCollects, mock.Anything, mock.Anything).Return(func(_ context.Context, in workflows.StartCollectsInput) ([]workflows.StartOutcome, error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -264,4 +265,75 @@ func TestSweepBatchedStartFailuresTripTheBreaker(t *testing.T) {
 	if len(starts) != 5 || starts[repoid.ID{Host: "h", Owner: "o", Name: "r9"}] != 1 || len(batches) != 3 {
 		t.Fatalf("starts %v in windows %v", starts, batches)
 	}
+}
+
+// The sweep starts only while fewer than MaxRunning Collects run, fleet-wide:
+// each window is no larger than the room RunningCollects leaves, and with no
+// room the sweep waits and counts again. (Before, it started every changed
+// candidate as fast as StartCollects went: after a rules change, the whole
+// fleet's re-scans at once.)
+func TestSweepBoundsTheRunningCollects(t *testing.T) {
+	const n, maxRunning = 40, 10
+	env, a := newSweepEnv()
+	cands := dueCandidates(n)
+	env.OnActivity(a.ListDue, mock.Anything, mock.Anything).Return(workflows.SweepPage{Considered: n, Due: cands, Done: true}, nil)
+	env.OnActivity(a.CheckHeads, mock.Anything, mock.Anything).Return(func(_ context.Context, r workflows.CheckHeadsRequest) ([]workflows.HeadOutcome, error) {
+		out := make([]workflows.HeadOutcome, len(r.Repos))
+		for i := range out {
+			out[i] = workflows.HeadChanged
+		}
+		return out, nil
+	})
+	// A fleet of Collects: each run the sweep starts ends after 90 seconds
+	// (on the test environment's clock); 4 manual runs hold room throughout.
+	const manual = 4
+	var mu sync.Mutex
+	var ends []time.Time
+	peak, counts, settled := 0, 0, 0
+	running := func() int {
+		now := env.Now()
+		k := manual
+		for _, e := range ends {
+			if now.Before(e) {
+				k++
+			}
+		}
+		return k
+	}
+	env.OnActivity(a.RunningCollects, mock.Anything, mock.Anything).Return(func(_ context.Context, in workflows.RunningCollectsInput) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		counts++
+		if in.Settle > 0 {
+			settled++
+		}
+		return running(), nil
+	})
+	env.OnActivity(a.StartCollects, mock.Anything, mock.Anything).Return(func(_ context.Context, in workflows.StartCollectsInput) ([]workflows.StartOutcome, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		out := make([]workflows.StartOutcome, len(in.Repos))
+		for i := range in.Repos {
+			ends = append(ends, env.Now().Add(90*time.Second))
+			out[i] = workflows.StartOutcome{Result: workflows.StartStarted}
+		}
+		peak = max(peak, running())
+		return out, nil
+	})
+	env.ExecuteWorkflow(workflows.RecollectionSweep, workflows.RecollectionSweepInput{Now: time.Now(), MaxRunning: maxRunning,
+		RunningPoll: time.Minute})
+	var res workflows.SweepResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Started != n || res.Halted {
+		t.Fatalf("result = %+v, want all %d started", res, n)
+	}
+	if peak > maxRunning {
+		t.Errorf("%d Collects ran at once, over the bound of %d", peak, maxRunning)
+	}
+	if res.Waits == 0 || counts < n/(maxRunning-manual) || settled == 0 {
+		t.Errorf("%d waits, %d counts (%d after starts): the sweep did not wait for room", res.Waits, counts, settled)
+	}
+	t.Logf("%s; at most %d running, %d counts", res, peak, counts)
 }

@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"gitfleet/internal/domain/blame"
 	"gitfleet/internal/domain/identity"
 	"gitfleet/internal/domain/repoid"
 	"gitfleet/internal/infra/errclass"
@@ -137,12 +138,34 @@ func verify(ctx workflow.Context, in ResolveIdentityInput, byName *identity.Code
 	return byName.LastCommitSHA
 }
 
-// gone handles an API 404 for a known codebase: the repository no longer
-// exists, so the codebase goes stale and the collection fails Permanent.
+// gone handles an API 404 for a known codebase's name. A 404 proves
+// nothing without a token that sees the owner's private repositories, so
+// the API is asked as for a refused fetch (ExplainRefusal): by the
+// codebase's id, with a token that sees the owner — gone (stale), or not
+// readable any more (inaccessible: kept), or private, each failing
+// Permanent with its blame reason; a repository the API finds under another
+// name, or still here, moved under the clone: Retryable, resolution starts
+// over. (Runs recorded before marked the codebase stale on the 404 alone.)
 func gone(ctx workflow.Context, repo repoid.ID, codebaseID int64) error {
-	if err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityMarkStale, codebaseID).Get(ctx, nil); err != nil {
+	if workflow.GetVersion(ctx, "gone-needs-proof", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		if err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityMarkStale, codebaseID).Get(ctx, nil); err != nil {
+			return err
+		}
+		return temporal.NewApplicationError(fmt.Sprintf("repository %s no longer exists (codebase %d marked stale)", repo, codebaseID),
+			string(errclass.Permanent), errclass.ReasonNotFound)
+	}
+	var r RefusalResult
+	if err := workflow.ExecuteActivity(withOptions(ctx, apiOptions), activityExplainRefusal, repo).Get(ctx, &r); err != nil {
 		return err
 	}
-	return temporal.NewApplicationError(fmt.Sprintf("repository %s no longer exists (codebase %d marked stale)", repo, codebaseID),
-		string(errclass.Permanent), errclass.ReasonNotFound)
+	switch r.Refusal {
+	case identity.RefusedGone:
+		return temporal.NewApplicationError(r.Message, string(errclass.Permanent), blame.ReasonGone)
+	case identity.RefusedInaccessible:
+		return temporal.NewApplicationError(r.Message, string(errclass.Permanent), blame.ReasonInaccessible)
+	case identity.RefusedPrivate:
+		return temporal.NewApplicationError(r.Message, string(errclass.Permanent), blame.ReasonPrivate)
+	}
+	return temporal.NewApplicationError(fmt.Sprintf("the API does not know %s by name, yet knows its repository (%s): it moved under the clone",
+		repo, r.Message), string(errclass.Retryable), errclass.ReasonRace)
 }

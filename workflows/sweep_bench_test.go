@@ -52,8 +52,8 @@ func benchmarkSweepUnchanged(b *testing.B) {
 	// Views 0–100 days ago, completions 0–10 days ago, one in ten with five
 	// failures; each with a Done shardID scanned under the current rules.
 	for _, q := range []string{
-		`INSERT INTO codebases (host, external_repo_id, owner, name, last_commit_sha, last_viewed_at, last_completed_at, consecutive_failures)
-		 SELECT $1, 'bench-' || i, 'bench-sweep', 'r' || i, $2, $3::timestamptz - (i % 101) * interval '1 day' - (i % 7) * interval '1 hour',
+		`INSERT INTO codebases (host, external_repo_id, owner, name, last_commit_sha, last_refs_digest, last_viewed_at, last_completed_at, consecutive_failures)
+		 SELECT $1, 'bench-' || i, 'bench-sweep', 'r' || i, $2, $2, $3::timestamptz - (i % 101) * interval '1 day' - (i % 7) * interval '1 hour',
 			$3::timestamptz - (i % 11) * interval '1 day' - (i % 13) * interval '1 hour', CASE WHEN i % 10 = 0 THEN 5 ELSE 0 END
 		 FROM generate_series(1, $4) AS i`,
 		`INSERT INTO shards (key, codebase_id, location, status)
@@ -150,10 +150,10 @@ func benchSweepWindow() int {
 	return n
 }
 
-// fixedHead reports one head for every remote.
+// fixedHead reports one refs digest for every remote.
 type fixedHead string
 
-func (h fixedHead) Head(context.Context, string) (string, error) { return string(h), nil }
+func (h fixedHead) RefsDigest(context.Context, string) (string, error) { return string(h), nil }
 
 // startCounter stands in for the Temporal client of StartCollects: it
 // counts the Collect starts of each repository, and those not made as
@@ -192,8 +192,8 @@ func benchmarkSweepAllChanged(b *testing.B) {
 	// Views 0–89 days ago, completed 8 days ago (due in every band), the
 	// same head as the remote but scanned under the rules before a change.
 	for _, q := range []string{
-		`INSERT INTO codebases (host, external_repo_id, owner, name, last_commit_sha, last_viewed_at, last_completed_at)
-		 SELECT $1, $2 || '-' || i, $2, 'r' || i, $3, $4::timestamptz - (i % 90) * interval '1 day' - (i % 7) * interval '1 hour',
+		`INSERT INTO codebases (host, external_repo_id, owner, name, last_commit_sha, last_refs_digest, last_viewed_at, last_completed_at)
+		 SELECT $1, $2 || '-' || i, $2, 'r' || i, $3, $3, $4::timestamptz - (i % 90) * interval '1 day' - (i % 7) * interval '1 hour',
 			$4::timestamptz - interval '8 days'
 		 FROM generate_series(1, $5) AS i`,
 		`INSERT INTO shards (key, codebase_id, location, status)

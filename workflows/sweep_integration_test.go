@@ -11,6 +11,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
@@ -18,6 +19,7 @@ import (
 	"gitfleet/internal/devstack/poll"
 	"gitfleet/internal/domain/identity"
 	"gitfleet/internal/domain/repoid"
+	"gitfleet/internal/domain/shard"
 	"gitfleet/workflows"
 )
 
@@ -85,9 +87,11 @@ func runSweep(t *testing.T, in workflows.RecollectionSweepInput) workflows.Sweep
 	if res.Started > 0 && !res.Halted {
 		// recollection-sweep.json holds a run from before the event budget
 		// (GetVersion sweep-event-budget), recollection-sweep-budget.json one
-		// after it with a StartCollect a repository; this is one with
-		// batched starts (GetVersion sweep-batched-starts).
-		recordHistory(t, "recollection-sweep-batched", run.GetID(), run.GetRunID())
+		// after it with a StartCollect a repository,
+		// recollection-sweep-batched.json one with batched starts (GetVersion
+		// sweep-batched-starts); this is one that counts the running Collects
+		// before it starts (GetVersion sweep-bounded-running).
+		recordHistory(t, "recollection-sweep-bounded", run.GetID(), run.GetRunID())
 	}
 	return res
 }
@@ -230,10 +234,11 @@ func TestSweepContinuesAsNewOnTheServer(t *testing.T) {
 			t.Errorf("%s: %d Collect runs, want 1", r.name, n)
 		}
 	}
-	// The first run: it hands over in the middle of a page, after a
-	// StartCollects of one (recollection-sweep-continued.json: after a
-	// StartCollect, from before batched starts).
-	recordHistory(t, "recollection-sweep-batched-continued", run.GetID(), first)
+	// The first run: it hands over in the middle of a page, after a count
+	// and a StartCollects of one (recollection-sweep-continued.json: after a
+	// StartCollect, from before batched starts;
+	// recollection-sweep-batched-continued.json: from before the count).
+	recordHistory(t, "recollection-sweep-bounded-continued", run.GetID(), first)
 }
 
 // sweepRun is one run of a sweep's continue-as-new chain.
@@ -478,4 +483,137 @@ func trigger(t *testing.T, id string) {
 			fmt.Sprintf("%d actions, %d running", d.Info.NumActions, len(d.Info.RunningWorkflows))
 	})
 	requireTargetMemo(t, d.Info.RecentActions[len(d.Info.RecentActions)-1].StartWorkflowResult)
+}
+
+// A Git host outage is the host's doing, not the repositories': five hourly
+// sweeps against a host that answers every repository 404, 401 or 403 (a
+// proxy, a firewall, a host in trouble) halt at the breaker and strike
+// nobody; once the outage is over, the next sweep collects every one of
+// them. (Before, each sweep counted every repository as gone: after five
+// hours all 50 had left the sweep for good, and no sweep halted.)
+func TestHostOutageStrikesNobody(t *testing.T) {
+	now := sweepClock()
+	o := owner(t)
+	var repos []sweepRepo
+	for i := range 50 {
+		repos = append(repos, sweepRepo{name: fmt.Sprintf("r%02d", i), viewed: ago(day), done: ago(10 * time.Hour), changeAfterDone: true})
+	}
+	ids := setUp(t, now, o, repos)
+	for hour, status := range []int{http.StatusNotFound, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusUnauthorized} {
+		remove := fg.AddFault(forge.Fault{Kind: forge.Git, Status: status}) // the whole host
+		res := runSweep(t, workflows.RecollectionSweepInput{Now: now.Add(time.Duration(hour) * time.Hour)})
+		remove()
+		if !res.Halted || res.Gone != 0 || res.Started != 0 {
+			t.Fatalf("sweep %d of the outage (every repository %d): %+v, want halted by the breaker, nothing gone or started",
+				hour+1, status, res)
+		}
+	}
+	for _, r := range repos {
+		if f := codebase(t, ids[r.name]).ConsecutiveFailures; f != 0 {
+			t.Fatalf("%s has %d failures after the outage, want none", r.name, f)
+		}
+	}
+	before := time.Now()
+	res := runSweep(t, workflows.RecollectionSweepInput{Now: now.Add(5 * time.Hour)})
+	if res.Halted || res.Started != len(repos) {
+		t.Fatalf("sweep after the outage: %+v, want all %d started", res, len(repos))
+	}
+	for _, r := range repos {
+		waitCompleted(t, ids[r.name], before)
+	}
+}
+
+// The sweep's change check covers every branch and tag the scan selects,
+// not only HEAD: a push to a side branch while the default branch stays
+// still is collected, and its secret found. (Before, the check compared
+// HEAD alone: the repository was "unchanged" and the secret never found.)
+func TestSweepCollectsAPushToASideBranch(t *testing.T) {
+	now := sweepClock()
+	o := owner(t)
+	ids := setUp(t, now, o, []sweepRepo{{name: "app", viewed: ago(day), done: ago(7 * time.Hour)}})
+	head := codebase(t, ids["app"]).LastCommitSHA
+	if _, err := fg.Commit(o, "app", "feature", map[string]string{"deploy/ci.env": "GITHUB_TOKEN=" + ghToken + "\n"}, "ci"); err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now()
+	res := runSweep(t, workflows.RecollectionSweepInput{Now: now})
+	if res.Started != 1 || res.Unchanged != 0 {
+		t.Fatalf("sweep after a push to a side branch: %+v, want it started", res)
+	}
+	waitCompleted(t, ids["app"], before)
+	if cb := codebase(t, ids["app"]); cb.LastCommitSHA != head {
+		t.Fatalf("the default branch moved: %s, want %s", cb.LastCommitSHA, head)
+	}
+	found := false
+	for _, f := range findings(t, shard.CodebaseKey(ids["app"])) {
+		found = found || f.Path == "deploy/ci.env"
+	}
+	if !found {
+		t.Fatalf("the secret pushed to the side branch was not found: %v", rules(findings(t, shard.CodebaseKey(ids["app"]))))
+	}
+	// Nothing moved since: the next due sweep finds it unchanged.
+	if res := runSweep(t, workflows.RecollectionSweepInput{Now: now.Add(7 * time.Hour)}); res.Unchanged != 1 || res.Started != 0 {
+		t.Fatalf("sweep with nothing pushed: %+v, want unchanged", res)
+	}
+}
+
+// The sweep starts only while fewer than MaxRunning Collect runs run,
+// counted in the server's visibility store: with collections slowed down
+// by the host, no more than MaxRunning of them ever overlap, and all are
+// collected.
+func TestSweepBoundsRunningCollectionsOnTheServer(t *testing.T) {
+	now := sweepClock()
+	o := owner(t)
+	var repos []sweepRepo
+	for i := range 6 {
+		repos = append(repos, sweepRepo{name: fmt.Sprintf("r%d", i), viewed: ago(day), done: ago(10 * time.Hour), changeAfterDone: true})
+	}
+	ids := setUp(t, now, o, repos)
+	// Every git request of the owner takes a second: a collection makes a
+	// few, so it runs for seconds.
+	defer fg.AddFault(forge.Fault{Kind: forge.Git, Path: "/" + o + "/", Latency: time.Second})()
+	since := time.Now()
+	const maxRunning = 2
+	res := runSweep(t, workflows.RecollectionSweepInput{Now: now, MaxRunning: maxRunning, RunningPoll: time.Second})
+	if res.Started != len(repos) || res.Halted || res.Waits == 0 {
+		t.Fatalf("sweep = %+v, want all %d started after waiting for room", res, len(repos))
+	}
+	type span struct{ start, end time.Time }
+	var spans []span
+	for _, r := range repos {
+		waitCompleted(t, ids[r.name], since)
+		// The run closes just after it records the collection.
+		if err := env.Client.GetWorkflow(context.Background(), workflows.CollectWorkflowID(id(o, r.name)), "").Get(ctxTimeout(t, time.Minute), nil); err != nil {
+			t.Fatal(err)
+		}
+		var runs []*workflowpb.WorkflowExecutionInfo
+		poll.Until(t, r.name+"'s run closed in visibility", time.Minute, func() (bool, string) {
+			resp, err := env.Client.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
+				Query: fmt.Sprintf("WorkflowId = '%s' AND StartTime >= '%s'", workflows.CollectWorkflowID(id(o, r.name)), since.UTC().Format(time.RFC3339Nano))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs = resp.Executions
+			for _, e := range runs {
+				if e.GetCloseTime() == nil {
+					return false, "still open"
+				}
+			}
+			return len(runs) > 0, "no run"
+		})
+		for _, e := range runs {
+			spans = append(spans, span{e.GetStartTime().AsTime(), e.GetCloseTime().AsTime()})
+		}
+	}
+	for _, s := range spans {
+		overlapping := 0
+		for _, o := range spans {
+			if !o.start.After(s.start) && o.end.After(s.start) {
+				overlapping++
+			}
+		}
+		if overlapping > maxRunning {
+			t.Fatalf("%d collections ran at once (at %s), over the bound of %d", overlapping, s.start, maxRunning)
+		}
+	}
 }

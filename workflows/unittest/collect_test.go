@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"gitfleet/internal/domain/shard"
 	"gitfleet/workflows"
@@ -24,6 +25,11 @@ var (
 )
 
 func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
+	return newEnvScanning(t, workflows.ExecuteShardResult{Status: shard.Done})
+}
+
+// newEnvScanning is newEnv whose scans end as scan says.
+func newEnvScanning(t *testing.T, scan workflows.ExecuteShardResult) *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(workflows.Collect)
@@ -34,7 +40,7 @@ func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	// tests see it as a child that succeeds.
 	var a *activities.Activities
 	env.OnActivity(a.CodebaseShard, mock.Anything, mock.Anything).Return(shard.Spec{Key: "codebase:1"}, nil).Maybe()
-	env.OnWorkflow(workflows.ExecuteShard, mock.Anything, mock.Anything).Return(workflows.ExecuteShardResult{Status: shard.Done}, nil).Maybe()
+	env.OnWorkflow(workflows.ExecuteShard, mock.Anything, mock.Anything).Return(scan, nil).Maybe()
 	return env
 }
 
@@ -111,6 +117,8 @@ func TestCollectRaceStartsOverFromTheClone(t *testing.T) {
 	}
 }
 
+// The API's 404 for a known codebase's name asks for proof (ExplainRefusal,
+// by id, with a token that sees the owner) before the codebase goes stale.
 func TestCollectNotFoundMarksStaleAndFailsPermanent(t *testing.T) {
 	env := newEnv(t)
 	var a *activities.Activities
@@ -119,9 +127,10 @@ func TestCollectNotFoundMarksStaleAndFailsPermanent(t *testing.T) {
 	env.OnActivity(a.LookupCodebase, mock.Anything, repo).Return(known, nil)
 	env.OnActivity(a.VerifyCommit, mock.Anything, mock.Anything).Return(false, nil)
 	env.OnActivity(a.LookupRepository, mock.Anything, repo).Return(identity.Repository{}, permanent(errclass.ReasonNotFound)).Once()
-	env.OnActivity(a.MarkStale, mock.Anything, int64(9)).Return(nil).Once()
+	env.OnActivity(a.ExplainRefusal, mock.Anything, repo).Return(workflows.RefusalResult{Refusal: identity.RefusedGone, CodebaseID: 9,
+		Message: "repository github.com/alice/repo no longer exists"}, nil).Once()
 	env.OnActivity(a.FailCollection, mock.Anything, mock.MatchedBy(func(in workflows.FailCollectionInput) bool {
-		return in.Class == string(errclass.Permanent)
+		return in.Class == string(errclass.Permanent) && in.Strike && !in.Cancelled
 	})).Return(nil).Once()
 
 	env.ExecuteWorkflow(workflows.Collect, workflows.CollectInput{Repo: repo})
@@ -194,5 +203,128 @@ func TestCollectRetryableSyncErrorIsRetried(t *testing.T) {
 	}
 	if calls != 3 {
 		t.Errorf("SyncMirror ran %d times, want 3", calls)
+	}
+}
+
+// Only a failure the repository causes counts toward its failures in a row:
+// gone, inaccessible or private (ExplainRefusal's verdicts), corrupt (a
+// parked scan). An expired token, the database, a refusal nobody could
+// explain: recorded, charged to nobody.
+func TestCollectStrikesOnlyTheRepositorysOwnFailures(t *testing.T) {
+	refusedByGit := permanent(errclass.ReasonPermissionDenied)
+	for _, tc := range []struct {
+		name   string
+		setUp  func(env *testsuite.TestWorkflowEnvironment, a *activities.Activities)
+		strike bool
+		parked string // the scan's park reason
+	}{
+		{"gone", func(env *testsuite.TestWorkflowEnvironment, a *activities.Activities) {
+			env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(workflows.SyncMirrorResult{}, refusedByGit)
+			env.OnActivity(a.ExplainRefusal, mock.Anything, repo).Return(workflows.RefusalResult{Refusal: identity.RefusedGone, CodebaseID: 7}, nil)
+		}, true, ""},
+		{"inaccessible", func(env *testsuite.TestWorkflowEnvironment, a *activities.Activities) {
+			env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(workflows.SyncMirrorResult{}, refusedByGit)
+			env.OnActivity(a.ExplainRefusal, mock.Anything, repo).Return(workflows.RefusalResult{Refusal: identity.RefusedInaccessible, CodebaseID: 7}, nil)
+		}, true, ""},
+		{"private", func(env *testsuite.TestWorkflowEnvironment, a *activities.Activities) {
+			env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(workflows.SyncMirrorResult{}, refusedByGit)
+			env.OnActivity(a.ExplainRefusal, mock.Anything, repo).Return(workflows.RefusalResult{Refusal: identity.RefusedPrivate, CodebaseID: 7}, nil)
+		}, true, ""},
+		{"corrupt", func(env *testsuite.TestWorkflowEnvironment, a *activities.Activities) {
+			env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(workflows.SyncMirrorResult{}, permanent(errclass.ReasonCorrupt))
+		}, true, ""},
+		{"refused, the API says public (a proxy)", func(env *testsuite.TestWorkflowEnvironment, a *activities.Activities) {
+			env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(workflows.SyncMirrorResult{}, refusedByGit)
+			env.OnActivity(a.ExplainRefusal, mock.Anything, repo).Return(workflows.RefusalResult{Refusal: identity.RefusedDenied, CodebaseID: 7}, nil)
+		}, false, ""},
+		{"refused, the token expired", func(env *testsuite.TestWorkflowEnvironment, a *activities.Activities) {
+			env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(workflows.SyncMirrorResult{}, refusedByGit)
+			env.OnActivity(a.ExplainRefusal, mock.Anything, repo).Return(workflows.RefusalResult{}, permanent(errclass.ReasonPermissionDenied))
+		}, false, ""},
+		{"the API token expired", func(env *testsuite.TestWorkflowEnvironment, a *activities.Activities) {
+			env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(workflows.SyncMirrorResult{Cloned: repo, Head: "c1"}, nil)
+			env.OnActivity(a.LookupCodebase, mock.Anything, repo).Return(nil, nil)
+			env.OnActivity(a.LookupRepository, mock.Anything, repo).Return(identity.Repository{}, permanent(errclass.ReasonPermissionDenied))
+		}, false, ""},
+		{"the database rejects the write", func(env *testsuite.TestWorkflowEnvironment, a *activities.Activities) {
+			env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(workflows.SyncMirrorResult{Cloned: repo, Head: "c1"}, nil)
+			env.OnActivity(a.LookupCodebase, mock.Anything, repo).Return(nil, permanent("database rejected the statement"))
+		}, false, ""},
+		{name: "a parked scan, out of budget", parked: "too many errors", setUp: func(env *testsuite.TestWorkflowEnvironment, a *activities.Activities) {
+			env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(workflows.SyncMirrorResult{Cloned: repo, Head: "c1"}, nil)
+			env.OnActivity(a.LookupCodebase, mock.Anything, repo).Return(nil, nil)
+			env.OnActivity(a.LookupRepository, mock.Anything, repo).Return(identity.Repository{ExternalID: "1", Owner: "alice", Name: "repo"}, nil)
+			env.OnActivity(a.ApplyIdentity, mock.Anything, mock.Anything).Return(identity.Outcome{Case: identity.CaseNew, CodebaseID: 7}, nil)
+		}},
+		{name: "a parked scan, corrupt", parked: errclass.ReasonCorrupt, strike: true, setUp: func(env *testsuite.TestWorkflowEnvironment, a *activities.Activities) {
+			env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(workflows.SyncMirrorResult{Cloned: repo, Head: "c1"}, nil)
+			env.OnActivity(a.LookupCodebase, mock.Anything, repo).Return(nil, nil)
+			env.OnActivity(a.LookupRepository, mock.Anything, repo).Return(identity.Repository{ExternalID: "1", Owner: "alice", Name: "repo"}, nil)
+			env.OnActivity(a.ApplyIdentity, mock.Anything, mock.Anything).Return(identity.Outcome{Case: identity.CaseNew, CodebaseID: 7}, nil)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newEnv(t)
+			if tc.parked != "" {
+				env = newEnvScanning(t, workflows.ExecuteShardResult{Status: shard.Parked, ParkReason: tc.parked})
+			}
+			var a *activities.Activities
+			tc.setUp(env, a)
+			var recorded []workflows.FailCollectionInput
+			env.OnActivity(a.FailCollection, mock.Anything, mock.Anything).Return(func(_ context.Context, in workflows.FailCollectionInput) error {
+				recorded = append(recorded, in)
+				return nil
+			})
+			env.ExecuteWorkflow(workflows.Collect, workflows.CollectInput{Repo: repo})
+			if env.GetWorkflowError() == nil {
+				t.Fatal("the collection succeeded")
+			}
+			if len(recorded) != 1 || recorded[0].Strike != tc.strike || recorded[0].Cancelled {
+				t.Fatalf("recorded %+v, want one failure with strike %v", recorded, tc.strike)
+			}
+		})
+	}
+}
+
+// A cancelled Collect is a cancel: recorded as cancelled, charged to
+// nobody, and the run ends cancelled — whether the cancel comes while an
+// activity runs or while the collection pauses before resolving again.
+func TestCollectCancelIsACancel(t *testing.T) {
+	for _, during := range []string{"sync", "pause"} {
+		t.Run(during, func(t *testing.T) {
+			env := newEnv(t)
+			var a *activities.Activities
+			syncs := 0
+			env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(func(ctx context.Context, _ repoid.ID) (workflows.SyncMirrorResult, error) {
+				syncs++
+				if during == "sync" {
+					<-ctx.Done() // a long fetch, until the cancel
+					return workflows.SyncMirrorResult{}, ctx.Err()
+				}
+				return workflows.SyncMirrorResult{Cloned: repo, Head: "c1"}, nil
+			})
+			// Resolution races a rename: the collection pauses a second
+			// before syncing again.
+			env.OnWorkflow(workflows.ResolveIdentity, mock.Anything, mock.Anything).Return(workflows.ResolveIdentityResult{},
+				temporal.NewApplicationError("renamed under the clone", string(errclass.Retryable), errclass.ReasonRace))
+			var recorded []workflows.FailCollectionInput
+			env.OnActivity(a.FailCollection, mock.Anything, mock.Anything).Return(func(_ context.Context, in workflows.FailCollectionInput) error {
+				recorded = append(recorded, in)
+				return nil
+			})
+			env.RegisterDelayedCallback(env.CancelWorkflow, 500*time.Millisecond)
+			env.ExecuteWorkflow(workflows.Collect, workflows.CollectInput{Repo: repo})
+			err := env.GetWorkflowError()
+			var canceled *temporal.CanceledError
+			if !errors.As(err, &canceled) {
+				t.Fatalf("error = %v, want the cancel", err)
+			}
+			if len(recorded) != 1 || !recorded[0].Cancelled || recorded[0].Strike {
+				t.Fatalf("recorded %+v, want one cancelled collection, no strike", recorded)
+			}
+			if syncs != 1 {
+				t.Errorf("%d syncs, want 1: nothing runs after the cancel", syncs)
+			}
+		})
 	}
 }

@@ -4,16 +4,16 @@ package blame
 // repository's refs on its host.
 type Check struct {
 	// Failed: the listing failed.
-	Failed bool
+	Failed bool `json:"failed,omitempty"`
 	// Refused: the host refused this repository (404, 401, 403): it is
 	// gone or private — or something between gitfleet and the host (a
 	// proxy, a firewall, the host itself) refuses everything. Any other
 	// failure (a timeout, a 5xx, a TLS or DNS error, an unknown host) is
 	// never the repository's.
-	Refused bool
+	Refused bool `json:"refused,omitempty"`
 	// Cause names the failure (its class and reason): failures with the
 	// same cause are taken for one.
-	Cause string
+	Cause string `json:"cause,omitempty"`
 }
 
 // SharedMin is how many refusals of one cause, in a batch where they are at

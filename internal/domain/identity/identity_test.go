@@ -120,20 +120,26 @@ func TestExplainRefusal(t *testing.T) {
 		name            string
 		byName          *Codebase
 		byID, byNameAPI *Repository
+		seesOwner       bool
 		want            Refusal
 		wantRepo        *Repository
 	}{
-		{"codebase, id unknown", cb, nil, nil, RefusedGone, nil},
-		{"codebase, id unknown, name holds another", cb, nil, other, RefusedGone, nil},
-		{"codebase, renamed", cb, moved, nil, RefusedMoved, moved},
-		{"codebase, private", cb, private, nil, RefusedPrivate, private},
-		{"codebase, public and here", cb, here, nil, RefusedDenied, here},
-		{"no codebase, unknown", nil, nil, nil, RefusedNotFound, nil},
-		{"no codebase, private", nil, nil, private, RefusedPrivate, private},
-		{"no codebase, moved", nil, nil, moved, RefusedMoved, moved},
-		{"no codebase, public", nil, nil, here, RefusedDenied, here},
+		{"codebase, id unknown to a token that sees the owner", cb, nil, nil, true, RefusedGone, nil},
+		{"codebase, id unknown, name holds another", cb, nil, other, true, RefusedGone, nil},
+		// Deleted or made private: without a token that sees the owner's
+		// private repositories, the API's 404 proves nothing.
+		{"codebase, id unknown to a token blind to the owner", cb, nil, nil, false, RefusedInaccessible, nil},
+		{"codebase, id unknown to a blind token, name holds another", cb, nil, other, false, RefusedInaccessible, nil},
+		{"codebase, renamed", cb, moved, nil, false, RefusedMoved, moved},
+		{"codebase, private", cb, private, nil, true, RefusedPrivate, private},
+		{"codebase, public and here", cb, here, nil, false, RefusedDenied, here},
+		{"no codebase, unknown", nil, nil, nil, false, RefusedNotFound, nil},
+		{"no codebase, unknown to a token that sees the owner", nil, nil, nil, true, RefusedNotFound, nil},
+		{"no codebase, private", nil, nil, private, false, RefusedPrivate, private},
+		{"no codebase, moved", nil, nil, moved, false, RefusedMoved, moved},
+		{"no codebase, public", nil, nil, here, false, RefusedDenied, here},
 	} {
-		got, repo := ExplainRefusal("o", "app", tc.byName, tc.byID, tc.byNameAPI)
+		got, repo := ExplainRefusal("o", "app", tc.byName, tc.byID, tc.byNameAPI, tc.seesOwner)
 		if got != tc.want || repo != tc.wantRepo {
 			t.Errorf("%s: %s %+v, want %s %+v", tc.name, got, repo, tc.want, tc.wantRepo)
 		}

@@ -9,13 +9,22 @@ type Refusal string
 
 const (
 	// RefusedGone: the codebase's repository is unknown to the API by id
-	// (and so by name): it no longer exists. Mark the codebase stale.
+	// (and so by name), asked with a token that sees every repository of
+	// its owner, private ones too: it no longer exists. Mark the codebase
+	// stale.
 	RefusedGone Refusal = "gone"
+	// RefusedInaccessible: the codebase's repository is unknown to the API
+	// by id, but the API was asked without a token that sees the owner's
+	// private repositories: it was deleted, or made private, and the
+	// answer cannot tell which. The codebase is kept (inaccessible), never
+	// deleted for it: a repository is often hidden exactly when it leaked.
+	RefusedInaccessible Refusal = "inaccessible"
 	// RefusedMoved: the repository lives under another owner/name now
 	// (the host kept no redirect): collect it there, which resolves as D.
 	RefusedMoved Refusal = "moved"
 	// RefusedPrivate: the API sees the repository and says it is private;
-	// git refuses gitfleet's anonymous fetch.
+	// git refuses gitfleet's anonymous fetch. A codebase is kept
+	// (inaccessible).
 	RefusedPrivate Refusal = "private"
 	// RefusedNotFound: no codebase holds the name and the API does not know
 	// it: it does not exist (or is private and the API has no token).
@@ -30,13 +39,19 @@ const (
 // none), byID the API's answer for that codebase's external id, and
 // byNameAPI its answer for owner/name (nil: 404, or not asked). The id is
 // asked first: it follows renames and transfers, and it alone says whether
-// the codebase's repository still exists. It returns the repository the
-// decision rests on (nil for gone and not found).
-func ExplainRefusal(owner, name string, byName *Codebase, byID, byNameAPI *Repository) (Refusal, *Repository) {
+// the codebase's repository still exists — when seesOwner, the API's token
+// sees every repository of the codebase's owner, so that its 404 is proof;
+// otherwise the repository may as well be private now. It returns the
+// repository the decision rests on (nil for gone, inaccessible and not
+// found).
+func ExplainRefusal(owner, name string, byName *Codebase, byID, byNameAPI *Repository, seesOwner bool) (Refusal, *Repository) {
 	repo := byNameAPI
 	if byName != nil {
-		if byID == nil {
+		if byID == nil && seesOwner {
 			return RefusedGone, nil
+		}
+		if byID == nil {
+			return RefusedInaccessible, nil
 		}
 		repo = byID
 	}

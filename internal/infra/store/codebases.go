@@ -26,7 +26,14 @@ type Codebase struct {
 	LastCheckedAt       *time.Time `json:"lastCheckedAt,omitempty"`
 	ConsecutiveFailures int        `json:"consecutiveFailures"`
 	StaleSince          *time.Time `json:"staleSince,omitempty"`
-	CreatedAt           time.Time  `json:"createdAt"`
+	// InaccessibleSince is since when gitfleet cannot read the repository
+	// (private, or deleted and the API cannot tell): not stale, never
+	// deleted for it.
+	InaccessibleSince *time.Time `json:"inaccessibleSince,omitempty"`
+	// LastRefsDigest names the branches and tags the last completed
+	// collection saw (mirror.RefsDigest).
+	LastRefsDigest string    `json:"lastRefsDigest,omitempty"`
+	CreatedAt      time.Time `json:"createdAt"`
 }
 
 // Repo is the codebase's current host/owner/name.
@@ -42,12 +49,14 @@ func (c *Codebase) Identity() *identity.Codebase {
 }
 
 const codebaseColumns = `id, host, external_repo_id, owner, name, coalesce(default_branch, ''),
-	coalesce(last_commit_sha, ''), last_completed_at, last_viewed_at, last_checked_at, consecutive_failures, stale_since, created_at`
+	coalesce(last_commit_sha, ''), last_completed_at, last_viewed_at, last_checked_at, consecutive_failures, stale_since,
+	inaccessible_since, coalesce(last_refs_digest, ''), created_at`
 
 func scanCodebase(row pgx.Row) (*Codebase, error) {
 	var c Codebase
 	err := row.Scan(&c.ID, &c.Host, &c.ExternalID, &c.Owner, &c.Name, &c.DefaultBranch,
-		&c.LastCommitSHA, &c.LastCompletedAt, &c.LastViewedAt, &c.LastCheckedAt, &c.ConsecutiveFailures, &c.StaleSince, &c.CreatedAt)
+		&c.LastCommitSHA, &c.LastCompletedAt, &c.LastViewedAt, &c.LastCheckedAt, &c.ConsecutiveFailures, &c.StaleSince,
+		&c.InaccessibleSince, &c.LastRefsDigest, &c.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -243,9 +252,11 @@ func write(ctx context.Context, tx pgx.Tx, in ApplyInput, name repoid.ID, d iden
 }
 
 // CompleteCollection records a successful collection: the codebase's last
-// commit (what the next collection verifies by SHA), completion time, and a
-// reset failure streak.
-func (s *Store) CompleteCollection(ctx context.Context, key string, codebaseID int64, commit string, now time.Time) error {
+// commit (what the next collection verifies by SHA), the digest of the
+// branches and tags it saw (what the sweep's change check compares; kept
+// when empty, as runs recorded before it pass none), completion time, a
+// reset failure streak, and a readable repository.
+func (s *Store) CompleteCollection(ctx context.Context, key string, codebaseID int64, commit, refsDigest string, now time.Time) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE collections SET status = 'succeeded', finished_at = $3, commit_sha = nullif($4, '')
 			WHERE key = $1 AND codebase_id = $2 AND status <> 'succeeded'`, key, codebaseID, now, commit)
@@ -253,23 +264,32 @@ func (s *Store) CompleteCollection(ctx context.Context, key string, codebaseID i
 			return err // already completed: an idempotent retry
 		}
 		_, err = tx.Exec(ctx, `UPDATE codebases SET last_commit_sha = coalesce(nullif($2, ''), last_commit_sha),
-			last_completed_at = $3, consecutive_failures = 0, updated_at = $3 WHERE id = $1`, codebaseID, commit, now)
+			last_refs_digest = coalesce(nullif($4, ''), last_refs_digest), inaccessible_since = NULL,
+			last_completed_at = $3, consecutive_failures = 0, updated_at = $3 WHERE id = $1`, codebaseID, commit, now, refsDigest)
 		return err
 	})
 }
 
-// Failure describes a failed collection.
+// Failure describes a collection that failed or was cancelled.
 type Failure struct {
 	Key               string
 	Repo              repoid.ID
 	Class, Message    string
 	WorkflowID, RunID string
-	Now               time.Time
+	// Strike: the failure is the repository's own doing (blame.Strikes)
+	// and lengthens its failure streak; the host's and the
+	// infrastructure's never do.
+	Strike bool
+	// Cancelled: somebody cancelled the collection; it is recorded as
+	// cancelled, not failed, and never strikes.
+	Cancelled bool
+	Now       time.Time
 }
 
-// FailCollection records a failed collection and lengthens the failure
-// streak of the live codebase holding the name (if any), which the
-// re-collection sweep uses to stop trying.
+// FailCollection records a failed (or cancelled) collection and, for a
+// failure of the repository's own doing, lengthens the failure streak of
+// the codebase the collection is about (if any), which the re-collection
+// sweep uses to stop trying.
 func (s *Store) FailCollection(ctx context.Context, f Failure) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		var codebaseID *int64
@@ -288,14 +308,18 @@ func (s *Store) FailCollection(ctx context.Context, f Failure) error {
 		case err != nil:
 			return err
 		}
+		status := "failed"
+		if f.Cancelled {
+			status = "cancelled"
+		}
 		tag, err := tx.Exec(ctx, `INSERT INTO collections (key, codebase_id, host, owner, name, status,
 				error_class, error_message, workflow_id, run_id, started_at, finished_at)
-			VALUES ($1, $2, $3, $4, $5, 'failed', $6, $7, $8, $9, $10, $10)
-			ON CONFLICT (key) DO UPDATE SET status = 'failed', error_class = excluded.error_class,
+			VALUES ($1, $2, $3, $4, $5, $11, $6, $7, $8, $9, $10, $10)
+			ON CONFLICT (key) DO UPDATE SET status = excluded.status, error_class = excluded.error_class,
 				error_message = excluded.error_message, finished_at = excluded.finished_at
 			WHERE collections.status = 'running'`,
-			f.Key, codebaseID, f.Repo.Host, f.Repo.Owner, f.Repo.Name, f.Class, f.Message, f.WorkflowID, f.RunID, f.Now)
-		if err != nil || tag.RowsAffected() == 0 || codebaseID == nil {
+			f.Key, codebaseID, f.Repo.Host, f.Repo.Owner, f.Repo.Name, f.Class, f.Message, f.WorkflowID, f.RunID, f.Now, status)
+		if err != nil || tag.RowsAffected() == 0 || codebaseID == nil || !f.Strike || f.Cancelled {
 			return err
 		}
 		_, err = tx.Exec(ctx, `UPDATE codebases SET consecutive_failures = consecutive_failures + 1, updated_at = $2
@@ -325,6 +349,20 @@ func (s *Store) MarkStaleSince(ctx context.Context, codebaseID int64, now time.T
 		return time.Time{}, fmt.Errorf("codebase %d is not stale after marking it", codebaseID)
 	}
 	return since.UTC(), nil
+}
+
+// MarkInaccessible notes that gitfleet cannot read a codebase's repository
+// any more (private, or deleted and the API cannot tell), unless it is
+// noted already, and returns since when. The codebase stays live: nothing
+// deletes it for this.
+func (s *Store) MarkInaccessible(ctx context.Context, codebaseID int64, now time.Time) (time.Time, error) {
+	var since time.Time
+	err := s.pool.QueryRow(ctx, `UPDATE codebases SET inaccessible_since = coalesce(inaccessible_since, $2), updated_at = $2
+		WHERE id = $1 RETURNING inaccessible_since`, codebaseID, now).Scan(&since)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return time.Time{}, fmt.Errorf("codebase %d does not exist", codebaseID)
+	}
+	return since.UTC(), err
 }
 
 // RecordView notes that a user looked at a codebase's results; views drive

@@ -52,7 +52,7 @@ func (f *fixture) apply(owner, name, ext string, expect int64, verified string) 
 		f.t.Fatalf("ApplyIdentity(%s/%s ext %s): %v", owner, name, ext, err)
 	}
 	if !res.Changed {
-		if err := env.Store.CompleteCollection(context.Background(), in.Key, res.CodebaseID, in.Head, t0); err != nil {
+		if err := env.Store.CompleteCollection(context.Background(), in.Key, res.CodebaseID, in.Head, "", t0); err != nil {
 			f.t.Fatal(err)
 		}
 	}
@@ -227,7 +227,8 @@ func TestFailuresAndViews(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	a := f.apply("o", "r", "1", 0, "")
-	fail := store.Failure{Key: f.host + "/fail1", Repo: f.repo("O", "R"), Class: "Permanent", Message: "boom", WorkflowID: "wf", RunID: "run", Now: t0}
+	fail := store.Failure{Key: f.host + "/fail1", Repo: f.repo("O", "R"), Class: "Permanent", Message: "boom", WorkflowID: "wf", RunID: "run",
+		Strike: true, Now: t0}
 	for range 2 { // a retried activity must not count twice
 		if err := env.Store.FailCollection(ctx, fail); err != nil {
 			t.Fatal(err)
@@ -240,6 +241,34 @@ func TestFailuresAndViews(t *testing.T) {
 	if got := f.get(a.CodebaseID).ConsecutiveFailures; got != 2 {
 		t.Fatalf("consecutive failures = %d, want 2", got)
 	}
+	// The host's and the infrastructure's failures, and a cancel, are
+	// recorded but charge the repository nothing.
+	infra := store.Failure{Key: f.host + "/infra", Repo: f.repo("o", "r"), Class: "Retryable", Message: "database unavailable",
+		WorkflowID: "wf", RunID: "run", Now: t0}
+	cancelled := store.Failure{Key: f.host + "/cancel", Repo: f.repo("o", "r"), Class: "Cancelled", Message: "cancelled",
+		WorkflowID: "wf", RunID: "run", Cancelled: true, Strike: true, Now: t0}
+	for _, x := range []store.Failure{infra, cancelled} {
+		if err := env.Store.FailCollection(ctx, x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := f.get(a.CodebaseID).ConsecutiveFailures; got != 2 {
+		t.Fatalf("consecutive failures = %d after an infrastructure failure and a cancel, want 2", got)
+	}
+	if hist, err := env.Store.Collections(ctx, a.CodebaseID, 2); err != nil || len(hist) != 2 || hist[0].Status != "cancelled" && hist[1].Status != "cancelled" {
+		t.Fatalf("history %+v, %v: want the cancel recorded as cancelled", hist, err)
+	}
+	// An inaccessible repository stays so until a collection completes.
+	since, err := env.Store.MarkInaccessible(ctx, a.CodebaseID, t0)
+	if err != nil || !since.Equal(t0) {
+		t.Fatalf("inaccessible since %v, %v", since, err)
+	}
+	if again, _ := env.Store.MarkInaccessible(ctx, a.CodebaseID, t0.Add(time.Hour)); !again.Equal(t0) {
+		t.Fatalf("marked again: since %v, want %v", again, t0)
+	}
+	if cb := f.get(a.CodebaseID); cb.InaccessibleSince == nil || cb.StaleSince != nil {
+		t.Fatalf("inaccessible codebase: %+v", cb)
+	}
 	f.apply("o", "r", "", a.CodebaseID, f.get(a.CodebaseID).LastCommitSHA)
 	if got := f.get(a.CodebaseID).ConsecutiveFailures; got != 0 {
 		t.Fatalf("consecutive failures after success = %d, want 0", got)
@@ -250,9 +279,12 @@ func TestFailuresAndViews(t *testing.T) {
 	if v := f.get(a.CodebaseID).LastViewedAt; v == nil || !v.Equal(t0) {
 		t.Fatalf("last viewed = %v", v)
 	}
+	if cb := f.get(a.CodebaseID); cb.InaccessibleSince != nil {
+		t.Fatalf("a completed collection left the codebase inaccessible: %+v", cb)
+	}
 	hist, err := env.Store.Collections(ctx, a.CodebaseID, 10)
-	if err != nil || len(hist) != 4 {
-		t.Fatalf("history: %d entries, %v; want 4", len(hist), err)
+	if err != nil || len(hist) != 6 {
+		t.Fatalf("history: %d entries, %v; want 6", len(hist), err)
 	}
 }
 

@@ -21,6 +21,9 @@ type SweepCandidate struct {
 	// ScanPolicy is the rule set of the codebase's last completed scan
 	// ("" when it has none).
 	ScanPolicy string `json:"scanPolicy,omitempty"`
+	// LastRefsDigest names the branches and tags its last completed
+	// collection saw ("" before they were recorded).
+	LastRefsDigest string `json:"lastRefsDigest,omitempty"`
 }
 
 // SweepCursor is where a sweep is: the (last view, id) of the last
@@ -34,7 +37,7 @@ type SweepCursor struct {
 // failures in a row, viewed between $3 and $4, after the cursor ($1, $2) in
 // (last_viewed_at, id) order — the partial index codebases_sweep.
 const SweepCandidatesQuery = `SELECT c.id, c.host, c.owner, c.name, coalesce(c.last_commit_sha, ''), c.last_viewed_at,
-		c.last_completed_at, c.last_checked_at, c.consecutive_failures, coalesce(sc.policy_hash, '')
+		c.last_completed_at, c.last_checked_at, c.consecutive_failures, coalesce(sc.policy_hash, ''), coalesce(c.last_refs_digest, '')
 	FROM codebases c
 	LEFT JOIN shards s ON s.key = 'codebase:' || c.id AND s.status = 'Done'
 	LEFT JOIN shard_receipts r ON r.id = s.checkpoint_receipt_id
@@ -56,7 +59,7 @@ func (s *Store) SweepCandidates(ctx context.Context, after SweepCursor, since, u
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (SweepCandidate, error) {
 		var c SweepCandidate
 		err := row.Scan(&c.ID, &c.Repo.Host, &c.Repo.Owner, &c.Repo.Name, &c.LastCommitSHA, &c.LastViewedAt,
-			&c.LastCompletedAt, &c.LastCheckedAt, &c.ConsecutiveFailures, &c.ScanPolicy)
+			&c.LastCompletedAt, &c.LastCheckedAt, &c.ConsecutiveFailures, &c.ScanPolicy, &c.LastRefsDigest)
 		return c, err
 	})
 }
@@ -81,6 +84,25 @@ func (s *Store) RecordCheckFailure(ctx context.Context, id int64, sweep string, 
 		return false, err
 	}
 	return tag.RowsAffected() > 0, nil
+}
+
+// ControlRepositories lists up to limit live, readable codebases of a host
+// that completed a collection, the most recent first, leaving out those in
+// exclude: repositories known to be there, which a sweep lists to tell a
+// host refusing everything from repositories gone each on its own.
+func (s *Store) ControlRepositories(ctx context.Context, host string, exclude []int64, limit int) ([]repoid.ID, error) {
+	rows, err := s.pool.Query(ctx, `SELECT host, owner, name FROM codebases
+		WHERE host = $1 AND NOT is_stale AND inaccessible_since IS NULL AND last_completed_at IS NOT NULL
+			AND id <> ALL($2) AND consecutive_failures = 0
+		ORDER BY last_completed_at DESC LIMIT $3`, host, exclude, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (repoid.ID, error) {
+		var r repoid.ID
+		err := row.Scan(&r.Host, &r.Owner, &r.Name)
+		return r, err
+	})
 }
 
 // ResetFailures clears the failure streak of the live codebase holding a
