@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"gitfleet/internal/domain/decay"
 	"gitfleet/internal/domain/repoid"
 	"gitfleet/internal/infra/store"
 	"gitfleet/workflows"
@@ -20,7 +21,9 @@ func (a *app) showCmd() *cobra.Command {
 		Short: "Show a repository's identity, status and collection history",
 		Long: `Show prints what gitfleet knows about a repository: its codebase (the
 identity that follows renames and transfers), whether the repository still
-exists, its last collected commit, and its collection history.
+exists — or can no longer be read (inaccessible: made private, or deleted
+without a token that could tell; kept, never deleted automatically) — its
+last collected commit, and its collection history.
 
 Showing counts as a view: repositories people look at are re-collected more often.`,
 		Args: args(cobra.ExactArgs(1)),
@@ -85,8 +88,11 @@ Showing counts as a view: repositories people look at are re-collected more ofte
 }
 
 func status(cb *store.Codebase) string {
-	if cb.StaleSince != nil {
+	switch {
+	case cb.StaleSince != nil:
 		return "repository no longer exists"
+	case cb.InaccessibleSince != nil:
+		return "inaccessible"
 	}
 	return "live"
 }
@@ -94,10 +100,15 @@ func status(cb *store.Codebase) string {
 func (a *app) printShow(cb *store.Codebase, former []repoid.ID, history []store.Collection) {
 	fmt.Fprintf(a.stdout, "%s  (codebase %d, repository id %s)\n", cb.Repo(), cb.ID, cb.ExternalID)
 	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	if cb.StaleSince != nil {
+	switch {
+	case cb.StaleSince != nil:
 		deleted := cb.StaleSince.Add(workflows.StaleRetention)
 		fmt.Fprintf(w, "  status\trepository no longer exists (stale since %s; deleted after %s)\n", when(*cb.StaleSince), when(deleted))
-	} else {
+	case cb.InaccessibleSince != nil:
+		// Often hidden exactly when it leaked: its findings stay.
+		fmt.Fprintf(w, "  status\tinaccessible since %s: gitfleet can no longer read it (made private, or deleted and\n"+
+			"\tthe API cannot tell which); kept with its findings, never deleted automatically\n", when(*cb.InaccessibleSince))
+	default:
 		fmt.Fprintf(w, "  status\tlive\n")
 	}
 	if len(former) > 0 {
@@ -118,7 +129,10 @@ func (a *app) printShow(cb *store.Codebase, former []repoid.ID, history []store.
 	} else {
 		fmt.Fprintf(w, "  last collected\tnever completed\n")
 	}
-	if cb.ConsecutiveFailures > 0 {
+	if cb.ConsecutiveFailures >= decay.MaxFailures {
+		fmt.Fprintf(w, "  failures\t%d in a row: no longer refreshed (starter collect %s brings it back)\n",
+			cb.ConsecutiveFailures, cb.Repo())
+	} else if cb.ConsecutiveFailures > 0 {
 		fmt.Fprintf(w, "  failures\t%d in a row\n", cb.ConsecutiveFailures)
 	}
 	w.Flush()

@@ -273,7 +273,11 @@ func TestShowByAnOldNameAfterARename(t *testing.T) {
 	}
 }
 
-func TestDeletedRepositoryGoesStaleAndShowSaysSo(t *testing.T) {
+// Without a GITHUB_TOKEN (this worker has none) the API cannot tell a
+// deleted repository from a private one: the codebase is inaccessible, not
+// stale, show says so, and stale-cleanup leaves it. (Before, it was stale,
+// and deleted with its findings 30 days later.)
+func TestDeletedRepositoryWithoutATokenIsInaccessibleAndShowSaysSo(t *testing.T) {
 	o, _ := newRepo(t)
 	if _, _, code := starter(t, "collect", o+"/app"); code != 0 {
 		t.Fatal("collect failed")
@@ -282,12 +286,27 @@ func TestDeletedRepositoryGoesStaleAndShowSaysSo(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, errOut, code := starter(t, "collect", o+"/app")
-	if code != exitFailed || !strings.Contains(out, "no longer exists since") {
+	if code != exitFailed || !strings.Contains(out, "can no longer be read") || !strings.Contains(out, "the worker has no GITHUB_TOKEN") {
 		t.Fatalf("collect of a deleted repository: exit %d\n%s%s", code, out, errOut)
 	}
 	out, _, _ = starter(t, "show", o+"/app")
-	if !strings.Contains(out, "repository no longer exists (stale since") {
-		t.Errorf("show of a deleted repository:\n%s", out)
+	if !strings.Contains(out, "inaccessible since") || !strings.Contains(out, "never deleted automatically") {
+		t.Errorf("show of an inaccessible repository:\n%s", out)
+	}
+	out, _, _ = starter(t, "show", "--json", o+"/app")
+	if !strings.Contains(out, `"status": "inaccessible"`) || !strings.Contains(out, `"inaccessibleSince"`) {
+		t.Errorf("show --json of an inaccessible repository:\n%s", out)
+	}
+	cb, _ := env.Store.FindCodebase(context.Background(), mustParse(t, o+"/app"))
+	if _, err := env.Store.Pool().Exec(context.Background(), `UPDATE codebases SET inaccessible_since = now() - interval '40 days'
+		WHERE id = $1`, cb.ID); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := starter(t, "cleanup-stale"); code != 0 {
+		t.Fatalf("cleanup-stale: exit %d\n%s%s", code, out, errOut)
+	}
+	if kept, _ := env.Store.CodebaseByID(context.Background(), cb.ID); kept == nil || kept.StaleSince != nil {
+		t.Fatalf("cleanup-stale removed an inaccessible codebase: %+v", kept)
 	}
 }
 

@@ -23,6 +23,8 @@ type ScheduleConfig struct {
 	ReconcileEvery time.Duration // default 5m
 	// Reconcile tunes the scheduled ReconcileRunners.
 	Reconcile ReconcileRunnersInput
+	// Sweep tunes the scheduled RecollectionSweep (MaxRunning).
+	Sweep RecollectionSweepInput
 }
 
 // Schedules are the schedules gitfleet keeps, by id.
@@ -54,7 +56,7 @@ func Schedules(cfg ScheduleConfig) map[string]client.ScheduleOptions {
 			// retry policy either: a failed sweep waits for the next cycle).
 			Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
 			Action: &client.ScheduleWorkflowAction{
-				ID: SweepScheduleID, Workflow: RecollectionSweep, Args: []any{RecollectionSweepInput{}}, TaskQueue: TaskQueue,
+				ID: SweepScheduleID, Workflow: RecollectionSweep, Args: []any{cfg.Sweep}, TaskQueue: TaskQueue,
 				Memo: map[string]any{"target": "codebases viewed in the last 90 days and due for a refresh"},
 			},
 			Note: "gitfleet: re-collect the repositories people look at, with adaptive decay",

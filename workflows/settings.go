@@ -15,5 +15,6 @@ func PropagationFrom(cfg config.Config) PropagateSnapshotInput {
 // ScheduleConfigFrom is the schedules' configuration.
 func ScheduleConfigFrom(cfg config.Config) ScheduleConfig {
 	return ScheduleConfig{SweepEvery: cfg.SweepEvery, CleanupEvery: cfg.CleanupEvery, ReconcileEvery: cfg.ReconcileEvery,
+		Sweep:     RecollectionSweepInput{MaxRunning: cfg.SweepMaxRunning},
 		Reconcile: ReconcileRunnersInput{OfflineAfter: cfg.RunnerOffline, Queue: cfg.PullQueue}}
 }

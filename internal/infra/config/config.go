@@ -39,6 +39,7 @@ const (
 	EnvSweepEvery        = "GITFLEET_SWEEP_EVERY"
 	EnvCleanupEvery      = "GITFLEET_CLEANUP_EVERY"
 	EnvDecay             = "GITFLEET_DECAY"
+	EnvSweepMaxRunning   = "GITFLEET_SWEEP_MAX_RUNNING"
 	EnvHashKey           = "GITFLEET_FINDING_KEY"
 	EnvTokenKey          = secrets.KeyEnv
 	EnvGitHubConcurrency = "GITFLEET_GITHUB_CONCURRENCY"
@@ -135,6 +136,9 @@ type Config struct {
 	SweepEvery, CleanupEvery time.Duration
 	// Decay is the re-collection decay table.
 	Decay decay.Table
+	// SweepMaxRunning bounds the Collect runs running at once before the
+	// sweep starts more; 0 means the sweep's default.
+	SweepMaxRunning int
 	// Retain is how long the daily cleanup keeps what is no longer current.
 	Retain Retention
 	// HashKey keys the findings' secret hashes; nil means the key the
@@ -355,6 +359,13 @@ func Load(getenv func(string) string) (Config, error) {
 		c.TokenBox = box
 	}
 	c.GitHubConcurrency = 10
+	if v := getenv(EnvSweepMaxRunning); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return Config{}, fmt.Errorf("%s=%q: want a number of collections, at least 1", EnvSweepMaxRunning, v)
+		}
+		c.SweepMaxRunning = n
+	}
 	if v := getenv(EnvGitHubConcurrency); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 100 {

@@ -25,6 +25,7 @@ func Vars() []string {
 		EnvSweepEvery,
 		EnvCleanupEvery,
 		EnvDecay,
+		EnvSweepMaxRunning,
 		EnvHashKey,
 		EnvTokenKey,
 		EnvGitHubConcurrency,

@@ -1,0 +1,25 @@
+package config
+
+import "testing"
+
+func TestSweepMaxRunning(t *testing.T) {
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == EnvSweepMaxRunning {
+				return v
+			}
+			return ""
+		}
+	}
+	if c, err := Load(env("")); err != nil || c.SweepMaxRunning != 0 {
+		t.Fatalf("unset: %d, %v", c.SweepMaxRunning, err)
+	}
+	if c, err := Load(env("250")); err != nil || c.SweepMaxRunning != 250 {
+		t.Fatalf("250: %d, %v", c.SweepMaxRunning, err)
+	}
+	for _, v := range []string{"0", "-3", "x"} {
+		if _, err := Load(env(v)); err == nil {
+			t.Errorf("%s accepted", v)
+		}
+	}
+}
