@@ -94,6 +94,23 @@
 // indexes (shared with the blob readers), and the same walk peaks at about
 // 55 MB.
 //
+// # Limits
+//
+// A repository is data from anyone: gitread bounds what reading one may
+// cost (Limits, SetLimits; docs/architecture.md §11). Every object held in
+// memory — an object read, a delta, its target, every intermediate of a
+// chain, a delta's base — is within Limits.MaxObjectBytes, checked on the
+// headers before anything is inflated or allocated; an Indexer receives no
+// more than Limits.MaxPackBytes and names objects totalling at most 4,096
+// times its pack (a Packs' readers resolve as much at most); objects over
+// 16 MiB are resolved by one goroutine of the process at a time; delta
+// chains end at 10,000 links (a cycle never ends) and trees at 4,096
+// levels (MaxTreeDepth). Data over a bound is an error wrapping ErrLimit
+// (a *LimitError naming the bound): valid Git, perhaps, but more than
+// gitfleet reads. A repository's files are read within it, regular files
+// only (ErrUnsafe otherwise): no symbolic link out of it, no FIFO, no
+// device.
+//
 // Rules: infrastructure (drivers, files, network). It imports no workflow
 // code (go.temporal.io/sdk/workflow, gitfleet/workflows, gitfleet/activities)
 // and nothing from internal/devstack (imports_test.go checks).
