@@ -94,7 +94,7 @@ func ReadRefs(path string) (*RefList, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read refs: %w", err)
 	}
-	defer root.Close()
+	defer root.Close() //nolint:errcheck // read only: nothing to lose
 	l := &RefList{Ignored: map[string]int{}, symbolic: map[string]string{}}
 	refs := map[string]plumbing.Hash{}
 	if err := readPackedRefs(root, refs, l.Ignored); err != nil {
