@@ -59,6 +59,35 @@ func TestReadRefsUnsafe(t *testing.T) {
 		t.Errorf("ignored %v, want 4 unsafe, 1 malformed", refs.Ignored)
 	}
 
+	// refs/heads linked to a directory out of the repository, holding a
+	// ref: not read, ignored and counted.
+	heads := filepath.Join(dir, "refs", "heads")
+	if err := os.Rename(heads, filepath.Join(dir, "heads.away")); err != nil {
+		t.Fatal(err)
+	}
+	away := t.TempDir()
+	if err := os.WriteFile(filepath.Join(away, "main"), []byte(tip.String()+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(away, heads); err != nil {
+		t.Fatal(err)
+	}
+	if refs, err := ReadRefs(dir); err != nil || len(refs.Refs) != 0 || refs.Ignored[IgnoredUnsafeRef] != 1 {
+		t.Errorf("refs/heads linked out: %+v, %v; want nothing read, 1 ignored", refs, err)
+	}
+
+	// refs/ itself linked out: refused.
+	refsDir := filepath.Join(dir, "refs")
+	if err := os.Rename(refsDir, filepath.Join(dir, "refs.away")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(t.TempDir(), refsDir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadRefs(dir); !errors.Is(err, ErrUnsafe) {
+		t.Errorf("refs/ linked out: %v, want ErrUnsafe", err)
+	}
+
 	// A packed-refs file that is a FIFO, or a link out: refused, at once.
 	for _, target := range []string{"", "/dev/zero"} {
 		p := filepath.Join(dir, "packed-refs")

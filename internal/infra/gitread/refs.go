@@ -106,7 +106,7 @@ func ReadRefs(path string) (*RefList, error) {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil // a ref deleted while we walk, or no refs/ at all
 			}
-			return err
+			return unsafeOpen(name, err) // refs/ or a directory of it linked out
 		}
 		if d.IsDir() {
 			return nil
