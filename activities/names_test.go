@@ -2,7 +2,10 @@ package activities_test
 
 import (
 	"reflect"
+	"slices"
 	"testing"
+
+	"go.temporal.io/sdk/activity"
 
 	"gitfleet/activities"
 	"gitfleet/workflows"
@@ -40,3 +43,30 @@ func TestWorkflowsScheduleRegisteredActivities(t *testing.T) {
 		}
 	}
 }
+
+// A runner's admin queue serves exactly the activities the workflows
+// schedule there.
+func TestRunnerAdminQueueServesTheAdminActivities(t *testing.T) {
+	var pulls, admin names
+	activities.RegisterRunner(&pulls, &admin, &activities.Runner{})
+	slices.Sort(admin.got)
+	want := slices.Sorted(slices.Values(workflows.RunnerAdminActivityNames))
+	if !slices.Equal(admin.got, want) {
+		t.Errorf("admin queue serves %v, want %v", admin.got, want)
+	}
+	if len(pulls.structs) != 1 {
+		t.Errorf("pull queue: %d structs registered, want the Runner", len(pulls.structs))
+	}
+}
+
+// names records what is registered.
+type names struct {
+	got     []string
+	structs []any
+}
+
+func (n *names) RegisterActivity(a any) { n.structs = append(n.structs, a) }
+func (n *names) RegisterActivityWithOptions(_ any, o activity.RegisterOptions) {
+	n.got = append(n.got, o.Name)
+}
+func (n *names) RegisterDynamicActivity(any, activity.DynamicRegisterOptions) {}

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/worker"
 	"go.uber.org/zap"
 
 	"gitfleet/internal/domain/snapshot"
@@ -334,6 +335,36 @@ func (r *Runner) ListSnapshotImages(ctx context.Context) ([]snapshot.Held, error
 		out[i] = snapshot.Held{Name: img.Name, Digest: img.Digest}
 	}
 	return out, nil
+}
+
+// ListSnapshotImagesPage lists the images the store holds whose name is
+// after in.After (byte order), at most in.Limit, by name.
+func (r *Runner) ListSnapshotImagesPage(ctx context.Context, in workflows.PageInput) ([]snapshot.Held, error) {
+	images, err := r.Images.Images() // sorted by name
+	if err != nil {
+		return nil, AppError(err)
+	}
+	var out []snapshot.Held
+	for _, img := range images {
+		if img.Name > in.After {
+			out = append(out, snapshot.Held{Name: img.Name, Digest: img.Digest})
+			if len(out) == in.Limit {
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// RegisterRunner registers a runner's activities: every one on its pull
+// queue's worker, and its short work on its store (workflows.
+// RunnerAdminActivityNames) on its admin queue's as well, whose slots no
+// pull or build takes.
+func RegisterRunner(pulls, admin worker.ActivityRegistry, r *Runner) {
+	pulls.RegisterActivity(r)
+	admin.RegisterActivityWithOptions(r.RemoveSnapshotImage, activity.RegisterOptions{Name: "RemoveSnapshotImage"})
+	admin.RegisterActivityWithOptions(r.ListSnapshotImages, activity.RegisterOptions{Name: "ListSnapshotImages"})
+	admin.RegisterActivityWithOptions(r.ListSnapshotImagesPage, activity.RegisterOptions{Name: "ListSnapshotImagesPage"})
 }
 
 func (r *Runner) logger(ctx context.Context) *zap.Logger {

@@ -211,6 +211,83 @@ func (s *Snapshots) ReconcileView(ctx context.Context, in workflows.ReconcileVie
 	return view, AppError(err)
 }
 
+// ReconcileRunnerIDs lists a page of the runners that are not offline, by
+// id (byte order).
+func (s *Snapshots) ReconcileRunnerIDs(ctx context.Context, in workflows.PageInput) (workflows.NamesPage, error) {
+	ids, err := s.Store.ReconcileRunnerIDs(ctx, in.After, in.Limit)
+	return workflows.NamesPage{Names: ids, Done: len(ids) < in.Limit}, AppError(err)
+}
+
+// RunnerRows reads a range of one runner's rows with their snapshots'
+// digests.
+func (s *Snapshots) RunnerRows(ctx context.Context, in workflows.RunnerRowsInput) (workflows.RunnerRowsPage, error) {
+	rows, digests, err := s.Store.RunnerRowsRange(ctx, in.RunnerID, in.After, in.Upto, in.Limit)
+	return workflows.RunnerRowsPage{Rows: rows, Digests: digests}, AppError(err)
+}
+
+// RepullSnapshotRows moves a runner's ready rows whose images are gone
+// back to pulling_snapshot, and returns the snapshots it moved.
+func (s *Snapshots) RepullSnapshotRows(ctx context.Context, in workflows.RepullInput) ([]string, error) {
+	moved, err := s.Store.RepullRows(ctx, in.RunnerID, in.Snapshots, s.now())
+	if len(moved) > 0 {
+		s.logger().Info("snapshot images gone: pulling again", zap.String("runner", in.RunnerID), zap.Strings("snapshots", moved))
+	}
+	return moved, AppError(err)
+}
+
+// RetryDueRows retries, among a page of the rows in error, those whose
+// reason may pass and whose backoff has passed (snapshot.DueForRetry): they
+// go back to pulling_snapshot.
+func (s *Snapshots) RetryDueRows(ctx context.Context, in workflows.RetryDueInput) (workflows.RetryDuePage, error) {
+	page := workflows.RetryDuePage{Next: in.After}
+	rows, err := s.Store.RowsInErrorAfter(ctx, in.After.RunnerID, in.After.Snapshot, in.Limit)
+	if err != nil {
+		return page, AppError(err)
+	}
+	page.Done = len(rows) < in.Limit
+	if len(rows) > 0 {
+		last := rows[len(rows)-1]
+		page.Next = workflows.RowKey{RunnerID: last.RunnerID, Snapshot: last.SnapshotRef}
+	}
+	now := s.now()
+	seen := map[string]bool{}
+	for _, r := range snapshot.DueForRetry(rows, now, in.RetryBase) {
+		changed, err := s.Store.TransitionSnapshotRunner(ctx, r.RunnerID, r.SnapshotRef,
+			[]snapshot.RowState{snapshot.RowError}, snapshot.RowPulling, "", now)
+		if err != nil {
+			return page, AppError(err)
+		}
+		if changed {
+			page.Retried++
+			if !seen[r.SnapshotRef] {
+				seen[r.SnapshotRef] = true
+				page.Snapshots = append(page.Snapshots, r.SnapshotRef)
+			}
+		}
+	}
+	return page, nil
+}
+
+// UnplacedSnapshots lists a page of the snapshots to propagate: active ones
+// an eligible runner has no row for, and those with a row waiting for a
+// pull on an eligible runner.
+func (s *Snapshots) UnplacedSnapshots(ctx context.Context, in workflows.UnplacedInput) (workflows.NamesPage, error) {
+	names, err := s.Store.UnplacedSnapshots(ctx, in.Fresh, in.After, in.Limit)
+	return workflows.NamesPage{Names: names, Done: len(names) < in.Limit}, AppError(err)
+}
+
+// StartPropagations starts or wakes the propagations of the named
+// snapshots; a retry starts them all again, which only wakes the running
+// ones once more.
+func (s *Snapshots) StartPropagations(ctx context.Context, names []string) error {
+	for _, name := range names {
+		if err := s.StartPropagation(ctx, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // StartPropagation starts a snapshot's propagation or wakes the running
 // one.
 func (s *Snapshots) StartPropagation(ctx context.Context, name string) error {

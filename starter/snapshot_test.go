@@ -121,12 +121,16 @@ func startTestRunner(t *testing.T, id string) {
 		t.Fatal(err)
 	}
 	w := worker.New(env.Client, snapshot.TaskQueue(id), worker.Options{DisableWorkflowWorker: true})
-	w.RegisterActivity(&activities.Runner{ID: id, Store: env.Store, Images: images, WorkDir: t.TempDir()})
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
+	admin := worker.New(env.Client, snapshot.AdminTaskQueue(id), worker.Options{DisableWorkflowWorker: true})
+	activities.RegisterRunner(w, admin, &activities.Runner{ID: id, Store: env.Store, Images: images, WorkDir: t.TempDir()})
+	for _, w := range []worker.Worker{w, admin} {
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	t.Cleanup(func() {
 		w.Stop()
+		admin.Stop()
 		peer.Close()
 		_, _ = env.Store.Pool().Exec(context.Background(), `DELETE FROM runners WHERE id = $1`, id)
 	})

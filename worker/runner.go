@@ -123,15 +123,32 @@ func runRunner(rf runnerFlags) error {
 		WorkerStopTimeout:                  cfg.StopTimeout,
 		OnFatalError:                       onFatal,
 	})
-	w.RegisterActivity(&activities.Runner{ID: rf.id, Store: st, Images: images, Hosts: cfg.Hosts, WorkDir: work,
+	// Listings and removals have slots of their own on the admin queue: a
+	// runner whose capacity is taken by pulls still answers them, so their
+	// queue bound tests liveness, not load.
+	admin := worker.New(c, snapshot.AdminTaskQueue(rf.id), worker.Options{
+		MaxConcurrentActivityExecutionSize: adminSlots,
+		DisableWorkflowWorker:              true,
+		WorkerStopTimeout:                  cfg.StopTimeout,
+		OnFatalError:                       onFatal,
+	})
+	activities.RegisterRunner(w, admin, &activities.Runner{ID: rf.id, Store: st, Images: images, Hosts: cfg.Hosts, WorkDir: work,
 		Registry: cfg.Registry, Insecure: cfg.InsecureRegistries, Log: log, Load: &activities.Load{}})
-	log.Info("runner starting", zap.String("taskQueue", snapshot.TaskQueue(rf.id)), zap.String("peerAddr", advertise),
-		zap.Int("capacity", rf.capacity), zap.Int64("storeQuota", quota), zap.String("store", rf.store))
+	log.Info("runner starting", zap.String("taskQueue", snapshot.TaskQueue(rf.id)), zap.String("adminTaskQueue", snapshot.AdminTaskQueue(rf.id)),
+		zap.String("peerAddr", advertise), zap.Int("capacity", rf.capacity), zap.Int64("storeQuota", quota), zap.String("store", rf.store))
+	if err := admin.Start(); err != nil {
+		return err
+	}
+	defer admin.Stop()
 	if err := w.Start(); err != nil {
 		return err
 	}
 	return drain(ctx, stop, w, cfg.StopTimeout, log)
 }
+
+// adminSlots are the runner's slots for listings and removals, beside its
+// --capacity for pulls and builds.
+const adminSlots = 2
 
 // heartbeat keeps the runner's row fresh; a runner that was forgotten
 // registers again.

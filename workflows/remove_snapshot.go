@@ -41,9 +41,13 @@ func RemoveSnapshot(ctx workflow.Context, in RemoveSnapshotInput) (RemoveSnapsho
 	}
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Removing snapshot %s from %d runners", in.Name, len(rows)))
 	queue := PullTiming{Queue: in.Queue}.withDefaults().Queue
+	admin := runnerAdminOptionsV0
+	if workflow.GetVersion(ctx, "runner-admin-queue", workflow.DefaultVersion, 1) >= 1 {
+		admin = runnerAdminOptions
+	}
 	futures := make([]workflow.Future, len(rows))
 	for i, r := range rows {
-		futures[i] = workflow.ExecuteActivity(withOptions(ctx, runnerAdminOptions(r.RunnerID, queue)), activityRemoveSnapshotImage, in.Name)
+		futures[i] = workflow.ExecuteActivity(withOptions(ctx, admin(r.RunnerID, queue)), activityRemoveSnapshotImage, in.Name)
 	}
 	for i, f := range futures {
 		if err := f.Get(ctx, nil); err != nil {
@@ -66,16 +70,4 @@ func RemoveSnapshot(ctx workflow.Context, in RemoveSnapshotInput) (RemoveSnapsho
 			in.Name, out.Removed, out.Waiting))
 	}
 	return out, nil
-}
-
-// runnerAdminOptions: short work on a runner's own store (remove, list),
-// given up when the runner does not pick it up within queue.
-func runnerAdminOptions(runnerID string, queue time.Duration) workflow.ActivityOptions {
-	return workflow.ActivityOptions{
-		TaskQueue:              snapshot.TaskQueue(runnerID),
-		ScheduleToStartTimeout: queue,
-		StartToCloseTimeout:    5 * time.Minute,
-		ScheduleToCloseTimeout: queue + 15*time.Minute,
-		RetryPolicy:            retryPolicy(5),
-	}
 }

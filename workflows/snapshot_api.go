@@ -28,14 +28,22 @@ const (
 	activityFinishSnapshotRemoval  = "FinishSnapshotRemoval"  // name → bool
 	activityMarkRunnersOffline     = "MarkRunnersOffline"     // time.Duration → []string
 	activityForgetRunners          = "ForgetRunners"          // time.Duration → []string
-	activityReconcileView          = "ReconcileView"          // ReconcileViewInput → ReconcileView
+	activityReconcileView          = "ReconcileView"          // ReconcileViewInput → ReconcileView (before "reconcile-paged")
 	activityStartPropagation       = "StartPropagation"       // name
+	activityReconcileRunnerIDs     = "ReconcileRunnerIDs"     // PageInput → NamesPage
+	activityRunnerRows             = "RunnerRows"             // RunnerRowsInput → RunnerRowsPage
+	activityRepullSnapshotRows     = "RepullSnapshotRows"     // RepullInput → []string
+	activityRetryDueRows           = "RetryDueRows"           // RetryDueInput → RetryDuePage
+	activityUnplacedSnapshots      = "UnplacedSnapshots"      // UnplacedInput → NamesPage
+	activityStartPropagations      = "StartPropagations"      // []string
 
 	// A runner's image store (activities.Runner, task queue runner-<id>).
 	activityPullSnapshot        = "PullSnapshot"        // PullInput → PullResult
 	activityBuildSnapshot       = "BuildSnapshot"       // BuildInput → BuildResult
 	activityRemoveSnapshotImage = "RemoveSnapshotImage" // name
-	activityListSnapshotImages  = "ListSnapshotImages"  // → []snapshot.Held
+	activityListSnapshotImages  = "ListSnapshotImages"  // → []snapshot.Held (before "reconcile-paged")
+	// A runner's admin queue (snapshot.AdminTaskQueue) as well.
+	activityListSnapshotImagesPage = "ListSnapshotImagesPage" // PageInput → []snapshot.Held
 )
 
 // SnapshotActivityNames lists the activities on the gitfleet task queue;
@@ -45,10 +53,17 @@ var (
 		activityLoadSnapshot, activityPrepareSnapshotRunners, activityTransitionRow, activityRecordSnapshotImage,
 		activityActivateSnapshot, activitySetSnapshotState, activityAbandonSnapshot, activityMarkSnapshotRemoving,
 		activityDeleteSnapshotRow, activityFinishSnapshotRemoval, activityMarkRunnersOffline, activityForgetRunners,
-		activityReconcileView, activityStartPropagation,
+		activityReconcileView, activityStartPropagation, activityReconcileRunnerIDs, activityRunnerRows,
+		activityRepullSnapshotRows, activityRetryDueRows, activityUnplacedSnapshots, activityStartPropagations,
 	}
 	RunnerActivityNames = []string{
 		activityPullSnapshot, activityBuildSnapshot, activityRemoveSnapshotImage, activityListSnapshotImages,
+		activityListSnapshotImagesPage,
+	}
+	// RunnerAdminActivityNames are the runner's activities also served on
+	// its admin queue, with slots of their own.
+	RunnerAdminActivityNames = []string{
+		activityRemoveSnapshotImage, activityListSnapshotImages, activityListSnapshotImagesPage,
 	}
 )
 
@@ -126,6 +141,65 @@ type RunnerRows struct {
 	Rows   []snapshot.Row  `json:"rows,omitempty"`
 }
 
+// PageInput asks for up to Limit names after After (byte order).
+type PageInput struct {
+	After string `json:"after,omitempty"`
+	Limit int    `json:"limit"`
+}
+
+// NamesPage is a page of names; Done when no more follow.
+type NamesPage struct {
+	Names []string `json:"names,omitempty"`
+	Done  bool     `json:"done"`
+}
+
+// RunnerRowsInput asks for a runner's rows whose snapshot name is after
+// After and, unless Upto is empty, not after Upto: up to Limit, by name.
+type RunnerRowsInput struct {
+	RunnerID string `json:"runnerId"`
+	After    string `json:"after,omitempty"`
+	Upto     string `json:"upto,omitempty"`
+	Limit    int    `json:"limit"`
+}
+
+// RunnerRowsPage is a range of one runner's rows, with the digests of
+// their snapshots by name.
+type RunnerRowsPage struct {
+	Rows    []snapshot.Row    `json:"rows,omitempty"`
+	Digests map[string]string `json:"digests,omitempty"`
+}
+
+// RepullInput asks for a runner's ready rows of Snapshots to go back to
+// pulling_snapshot (their images are gone).
+type RepullInput struct {
+	RunnerID  string   `json:"runnerId"`
+	Snapshots []string `json:"snapshots"`
+}
+
+// RetryDueInput asks to retry the rows in error after After whose backoff
+// has passed (snapshot.DueForRetry), looking at up to Limit rows.
+type RetryDueInput struct {
+	RetryBase time.Duration `json:"retryBase"`
+	After     RowKey        `json:"after"`
+	Limit     int           `json:"limit"`
+}
+
+// RetryDuePage says which snapshots had rows retried among the rows looked
+// at, and where the next page starts.
+type RetryDuePage struct {
+	Retried   int      `json:"retried"`
+	Snapshots []string `json:"snapshots,omitempty"`
+	Next      RowKey   `json:"next"`
+	Done      bool     `json:"done"`
+}
+
+// UnplacedInput asks for the snapshots to propagate after After (see
+// ReconcileView.Unplaced), up to Limit.
+type UnplacedInput struct {
+	Fresh time.Duration `json:"fresh"`
+	PageInput
+}
+
 // PullInput asks a runner to pull a snapshot's image into its store.
 type PullInput struct {
 	Snapshot string `json:"snapshot"`
@@ -198,6 +272,28 @@ func (t PullTiming) withDefaults() PullTiming {
 	def(&t.Heartbeat, 30*time.Second)
 	def(&t.Fresh, 2*time.Minute)
 	return t
+}
+
+// runnerAdminOptions: short work on a runner's own store (remove, list)
+// on its admin queue, whose slots no pull or build takes, so that the
+// queue bound is a test of the runner's liveness, not of its load; given
+// up when the runner does not pick it up within queue.
+func runnerAdminOptions(runnerID string, queue time.Duration) workflow.ActivityOptions {
+	o := runnerAdminOptionsV0(runnerID, queue)
+	o.TaskQueue = snapshot.AdminTaskQueue(runnerID)
+	return o
+}
+
+// runnerAdminOptionsV0: admin work on the runner's pull queue, behind its
+// pulls and builds (before "runner-admin-queue").
+func runnerAdminOptionsV0(runnerID string, queue time.Duration) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		TaskQueue:              snapshot.TaskQueue(runnerID),
+		ScheduleToStartTimeout: queue,
+		StartToCloseTimeout:    5 * time.Minute,
+		ScheduleToCloseTimeout: queue + 15*time.Minute,
+		RetryPolicy:            retryPolicy(5),
+	}
 }
 
 // runnerOptions are the options of an activity on a runner's queue that

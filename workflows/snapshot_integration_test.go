@@ -17,6 +17,7 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
@@ -43,6 +44,10 @@ type testRunner struct {
 type runnerOpts struct {
 	quota    int64
 	registry string // where builds push
+	capacity int    // pulls and builds at once (default 6)
+	// beforeList runs in the runner's ListSnapshotImagesPage before it
+	// lists the store: a race made to happen.
+	beforeList func(context.Context)
 }
 
 func startRunner(t *testing.T, id string, o runnerOpts) *testRunner {
@@ -54,17 +59,31 @@ func startRunner(t *testing.T, id string, o runnerOpts) *testRunner {
 	peer := httptest.NewServer(images.PeerHandler())
 	r := &testRunner{id: id, images: images, load: &activities.Load{}}
 	ctx := context.Background()
-	if err := env.Store.RegisterRunner(ctx, snapshot.Runner{ID: id, PeerAddr: peer.Listener.Addr().String(), Capacity: 6, QuotaBytes: o.quota}); err != nil {
+	if o.capacity == 0 {
+		o.capacity = 6
+	}
+	if err := env.Store.RegisterRunner(ctx, snapshot.Runner{ID: id, PeerAddr: peer.Listener.Addr().String(), Capacity: o.capacity, QuotaBytes: o.quota}); err != nil {
 		t.Fatal(err)
 	}
-	w := worker.New(env.Client, snapshot.TaskQueue(id), worker.Options{MaxConcurrentActivityExecutionSize: 6, DisableWorkflowWorker: true})
-	w.RegisterActivity(&activities.Runner{ID: id, Store: env.Store, Images: images, Hosts: hosts, WorkDir: t.TempDir(),
-		Registry: o.registry, Load: r.load, ProgressEvery: 50 * time.Millisecond})
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
+	w := worker.New(env.Client, snapshot.TaskQueue(id), worker.Options{MaxConcurrentActivityExecutionSize: o.capacity, DisableWorkflowWorker: true})
+	admin := worker.New(env.Client, snapshot.AdminTaskQueue(id), worker.Options{MaxConcurrentActivityExecutionSize: 2, DisableWorkflowWorker: true})
+	runner := &activities.Runner{ID: id, Store: env.Store, Images: images, Hosts: hosts, WorkDir: t.TempDir(),
+		Registry: o.registry, Load: r.load, ProgressEvery: 50 * time.Millisecond}
+	activities.RegisterRunner(w, admin, runner)
+	if o.beforeList != nil {
+		admin.RegisterActivityWithOptions(func(ctx context.Context, in workflows.PageInput) ([]snapshot.Held, error) {
+			o.beforeList(ctx)
+			return runner.ListSnapshotImagesPage(ctx, in)
+		}, activity.RegisterOptions{Name: "ListSnapshotImagesPage", DisableAlreadyRegisteredCheck: true})
+	}
+	for _, w := range []worker.Worker{w, admin} {
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	t.Cleanup(func() {
 		w.Stop()
+		admin.Stop()
 		peer.Close()
 		if _, err := env.Store.Pool().Exec(ctx, `DELETE FROM runners WHERE id = $1`, id); err != nil {
 			t.Error(err)

@@ -31,7 +31,66 @@ type Action struct {
 	Snapshot string `json:"snapshot"`
 }
 
-// Reconcile compares one runner's rows with what its store holds. digests
+// Check is one runner's part of a reconcile over one range of snapshot
+// names, read in the safe order: its rows (Before), then what its store
+// holds (Held), then its rows again (After). Digests are the snapshots'
+// known digests by name.
+type Check struct {
+	Before, After []Row
+	Held          []Held
+	Digests       map[string]string
+}
+
+// Actions says what to fix. The order of the reads is what makes them
+// safe against a pull finishing while the reconcile looks: a row exists
+// before its pull starts, and a pull records its image in the store before
+// its row goes ready. So an image no row accounts for after the listing is
+// an orphan (removed), whereas one listed before its row was read again
+// may belong to a pull that has just finished; and a ready row whose image
+// is missing is pulled again only if it was ready, unchanged (one
+// Version), from before the listing to after it — a row that became ready
+// meanwhile may have recorded its image after the listing. Rows in flight,
+// and their images, are the propagation's and are left alone; a removing
+// row is finished.
+func (c Check) Actions() []Action {
+	holds := map[string]string{}
+	for _, h := range c.Held {
+		holds[h.Name] = h.Digest
+	}
+	before := map[string]Row{}
+	for _, r := range c.Before {
+		before[r.SnapshotRef] = r
+	}
+	var out []Action
+	accounted := map[string]bool{}
+	for _, r := range c.After {
+		accounted[r.SnapshotRef] = true
+		switch r.State {
+		case RowReady:
+			d, has := holds[r.SnapshotRef]
+			if has && (c.Digests[r.SnapshotRef] == "" || d == c.Digests[r.SnapshotRef]) {
+				continue
+			}
+			if b, ok := before[r.SnapshotRef]; ok && b.State == RowReady && b.Version == r.Version {
+				out = append(out, Action{FixRepull, r.SnapshotRef})
+			}
+		case RowRemoving:
+			out = append(out, Action{FixFinishRemoval, r.SnapshotRef})
+		}
+	}
+	for _, h := range c.Held {
+		if !accounted[h.Name] {
+			out = append(out, Action{FixRemoveImage, h.Name})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Snapshot < out[j].Snapshot })
+	return out
+}
+
+// Reconcile compares one runner's rows with what its store holds, the rows
+// read before the listing (reconciles before version 1 of
+// "reconcile-paged"; Check replaces it: an image pulled between the two
+// reads was removed as an orphan while its row went ready). digests
 // are the snapshots' known digests by name (a ready row whose image has
 // another digest is pulled again). Rows in flight are the propagation's
 // business and left alone; so are images whose row is in flight (a pull

@@ -121,6 +121,9 @@ type Row struct {
 	// UpdatedAt is the last state change (progress does not move it): the
 	// pull window is measured from it.
 	UpdatedAt time.Time `json:"updatedAt"`
+	// Version changes with every write of the row: two reads with one
+	// Version saw it unchanged in between.
+	Version int64 `json:"version,omitempty"`
 }
 
 // ErrInvalid marks malformed names and ids.
@@ -151,8 +154,15 @@ func ValidRunnerID(id string) error {
 	return nil
 }
 
-// TaskQueue is the task queue a runner polls.
+// TaskQueue is the task queue a runner polls for pulls and builds.
 func TaskQueue(runnerID string) string { return "runner-" + runnerID }
+
+// AdminTaskQueue is the task queue of a runner's short work on its store
+// (listings, removals), served by slots of its own: a runner busy with
+// pulls still answers it within the queue bound, which then measures the
+// runner's liveness, not its load. Runner ids hold no ':', so no runner's
+// TaskQueue is another's AdminTaskQueue.
+func AdminTaskQueue(runnerID string) string { return "runner-" + runnerID + ":admin" }
 
 // Reasons a row is in error.
 const (

@@ -201,3 +201,41 @@ func TestRetryBackoff(t *testing.T) {
 		}
 	}
 }
+
+// The reconcile's reads race the runners' pulls; Check decides only what
+// the order rows, images, rows proves.
+func TestCheckActsOnlyOnWhatTheReadsProve(t *testing.T) {
+	ready := func(name string, v int64) Row { return Row{SnapshotRef: name, State: RowReady, Version: v} }
+	pulling := func(name string, v int64) Row { return Row{SnapshotRef: name, State: RowPulling, Version: v} }
+	for _, tc := range []struct {
+		name          string
+		before, after []Row
+		held          []Held
+		want          []Action
+	}{
+		{"in agreement", []Row{ready("a", 1)}, []Row{ready("a", 1)}, []Held{{"a", "sha256:a"}}, nil},
+		{"image lost", []Row{ready("a", 1)}, []Row{ready("a", 1)}, nil, []Action{{FixRepull, "a"}}},
+		{"another image under the name", []Row{ready("a", 1)}, []Row{ready("a", 1)}, []Held{{"a", "sha256:x"}}, []Action{{FixRepull, "a"}}},
+		{"orphan image", nil, nil, []Held{{"o", "sha256:o"}}, []Action{{FixRemoveImage, "o"}}},
+		// A snapshot whose row was added, pulled and made ready between
+		// the first read and the listing: its image is not an orphan.
+		{"pulled between the reads", nil, []Row{ready("n", 2)}, []Held{{"n", "sha256:n"}}, nil},
+		// Ready only after the listing: the image may have been recorded
+		// after it, so its absence proves nothing.
+		{"ready after the listing", []Row{pulling("p", 1)}, []Row{ready("p", 2)}, nil, nil},
+		// Ready at both reads but changed in between (pulled again).
+		{"ready again in between", []Row{ready("r", 1)}, []Row{ready("r", 3)}, nil, nil},
+		{"in flight", []Row{pulling("f", 1)}, []Row{pulling("f", 1)}, []Held{{"f", "sha256:f"}}, nil},
+		{"removal left over", []Row{{SnapshotRef: "x", State: RowRemoving}}, []Row{{SnapshotRef: "x", State: RowRemoving}},
+			[]Held{{"x", "sha256:x"}}, []Action{{FixFinishRemoval, "x"}}},
+		{"row gone after the listing", []Row{ready("g", 1)}, nil, []Held{{"g", "sha256:g"}}, []Action{{FixRemoveImage, "g"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Check{Before: tc.before, After: tc.after, Held: tc.held,
+				Digests: map[string]string{"a": "sha256:a", "n": "sha256:n"}}.Actions()
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("Actions = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

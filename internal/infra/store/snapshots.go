@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -257,12 +259,15 @@ func (s *Store) FinishSnapshotRemoval(ctx context.Context, name string) (bool, e
 	return false, err
 }
 
-const rowColumns = `runner_id, snapshot_ref, state, error_reason, bytes_done, bytes_total, source, retries, created_at, updated_at`
+// rowColumns are a row's columns; its version is the row version's xmin,
+// which every write of the row changes.
+const rowColumns = `runner_id, snapshot_ref, state, error_reason, bytes_done, bytes_total, source, retries, created_at, updated_at,
+	xmin::text::bigint`
 
 func scanRow(row pgx.Row) (snapshot.Row, error) {
 	var r snapshot.Row
 	err := row.Scan(&r.RunnerID, &r.SnapshotRef, &r.State, &r.ErrorReason, &r.BytesDone, &r.BytesTotal,
-		&r.Source, &r.Retries, &r.CreatedAt, &r.UpdatedAt)
+		&r.Source, &r.Retries, &r.CreatedAt, &r.UpdatedAt, &r.Version)
 	return r, err
 }
 
@@ -445,4 +450,108 @@ func (s *Store) ReadyRunners(ctx context.Context, ref string) ([]snapshot.Runner
 func (s *Store) RowsInError(ctx context.Context) ([]snapshot.Row, error) {
 	return collectRows(s.pool.Query(ctx, `SELECT `+rowColumns+` FROM snapshot_runners
 		WHERE state = 'error' ORDER BY runner_id, snapshot_ref`))
+}
+
+// The reconcile's pages (architecture §7). Names are compared and ordered
+// byte by byte (COLLATE "C"), as a runner lists its store, whatever the
+// database's collation: a page boundary means the same on both sides.
+
+// ReconcileRunnerIDs lists the runners that are not offline with an id
+// after after, at most limit, by id.
+func (s *Store) ReconcileRunnerIDs(ctx context.Context, after string, limit int) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id FROM runners WHERE state <> 'offline' AND id COLLATE "C" > $1
+		ORDER BY id COLLATE "C" LIMIT $2`, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("runners after %q: %w", after, err)
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// RunnerRowsRange lists a runner's rows whose snapshot name is after after
+// and, unless upto is empty, not after upto, at most limit, by name, with
+// the digests their snapshots have.
+func (s *Store) RunnerRowsRange(ctx context.Context, runnerID, after, upto string, limit int) ([]snapshot.Row, map[string]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+qualified("sr", rowColumns)+`, sn.digest
+		FROM snapshot_runners sr JOIN snapshots sn ON sn.name = sr.snapshot_ref
+		WHERE sr.runner_id = $1 AND sr.snapshot_ref COLLATE "C" > $2 AND ($3 = '' OR sr.snapshot_ref COLLATE "C" <= $3)
+		ORDER BY sr.snapshot_ref COLLATE "C" LIMIT $4`, runnerID, after, upto, limit)
+	if err != nil {
+		return nil, nil, fmt.Errorf("rows of runner %q: %w", runnerID, err)
+	}
+	defer rows.Close()
+	var out []snapshot.Row
+	digests := map[string]string{}
+	for rows.Next() {
+		var r snapshot.Row
+		var digest string
+		if err := rows.Scan(&r.RunnerID, &r.SnapshotRef, &r.State, &r.ErrorReason, &r.BytesDone, &r.BytesTotal,
+			&r.Source, &r.Retries, &r.CreatedAt, &r.UpdatedAt, &r.Version, &digest); err != nil {
+			return nil, nil, fmt.Errorf("rows of runner %q: %w", runnerID, err)
+		}
+		out = append(out, r)
+		if digest != "" {
+			digests[r.SnapshotRef] = digest
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("rows of runner %q: %w", runnerID, err)
+	}
+	return out, digests, nil
+}
+
+// qualified prefixes each of a column list's columns with a table alias.
+func qualified(alias, columns string) string {
+	parts := strings.Split(columns, ",")
+	for i, p := range parts {
+		parts[i] = alias + "." + strings.TrimSpace(p)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// RowsInErrorAfter lists the rows in error after the row (runnerID, ref),
+// at most limit, by runner and snapshot.
+func (s *Store) RowsInErrorAfter(ctx context.Context, runnerID, ref string, limit int) ([]snapshot.Row, error) {
+	return collectRows(s.pool.Query(ctx, `SELECT `+rowColumns+` FROM snapshot_runners
+		WHERE state = 'error' AND (runner_id COLLATE "C", snapshot_ref COLLATE "C") > ($1, $2)
+		ORDER BY runner_id COLLATE "C", snapshot_ref COLLATE "C" LIMIT $3`, runnerID, ref, limit))
+}
+
+// RepullRows moves a runner's ready rows of the named snapshots back to
+// pulling_snapshot (their images are gone) and returns the names it moved.
+func (s *Store) RepullRows(ctx context.Context, runnerID string, refs []string, now time.Time) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `UPDATE snapshot_runners SET state = 'pulling_snapshot', error_reason = '', updated_at = $3
+		WHERE runner_id = $1 AND snapshot_ref = ANY($2) AND state = 'ready' RETURNING snapshot_ref`, runnerID, refs, now)
+	if err != nil {
+		return nil, fmt.Errorf("pull again on runner %q: %w", runnerID, err)
+	}
+	moved, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("pull again on runner %q: %w", runnerID, err)
+	}
+	slices.Sort(moved)
+	return moved, nil
+}
+
+// UnplacedSnapshots lists, after after and at most limit, by name, the
+// snapshots a propagation must look at: active ones some eligible runner
+// (ready, with a heartbeat within fresh of the database's now()) has no
+// row for — a runner that joined since —, and those with a row waiting for
+// a pull on an eligible runner — left while it was draining or briefly
+// silent.
+func (s *Store) UnplacedSnapshots(ctx context.Context, fresh time.Duration, after string, limit int) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `
+		WITH eligible AS (
+			SELECT id FROM runners WHERE state = 'ready' AND last_heartbeat >= now() - $1 * interval '1 microsecond'
+		)
+		SELECT sn.name FROM snapshots sn
+		WHERE sn.name COLLATE "C" > $2 AND (
+			(sn.state = 'active' AND EXISTS (SELECT 1 FROM eligible e WHERE NOT EXISTS (
+				SELECT 1 FROM snapshot_runners sr WHERE sr.runner_id = e.id AND sr.snapshot_ref = sn.name)))
+			OR EXISTS (SELECT 1 FROM snapshot_runners sr JOIN eligible e ON e.id = sr.runner_id
+				WHERE sr.snapshot_ref = sn.name AND sr.state = 'pulling_snapshot'))
+		ORDER BY sn.name COLLATE "C" LIMIT $3`, micros(fresh), after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("snapshots to propagate: %w", err)
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
