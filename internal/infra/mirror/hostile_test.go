@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"gitfleet/internal/devstack/gittest"
 	"gitfleet/internal/infra/errclass"
@@ -135,6 +136,32 @@ func TestSyncRemovesPartialPacks(t *testing.T) {
 	}
 	if left := tempPacks(t, m, url); len(left) > 0 {
 		t.Errorf("left behind: %v", left)
+	}
+}
+
+// Scratch repositories a dead process left under the root's tmp/ (a fetch
+// by SHA, a mirror being created) are removed once a day old, when a
+// Mirrors opens the root; younger ones may be another process's.
+func TestNewRemovesStaleScratch(t *testing.T) {
+	root := t.TempDir()
+	tmp := filepath.Join(root, "tmp")
+	for _, d := range []string{"verify-old", "init-old", "verify-new"} {
+		if err := os.MkdirAll(filepath.Join(tmp, d, "objects", "pack"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-25 * time.Hour)
+	for _, d := range []string{"verify-old", "init-old"} {
+		if err := os.Chtimes(filepath.Join(tmp, d), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := New(root, nil); err != nil {
+		t.Fatal(err)
+	}
+	left, err := os.ReadDir(tmp)
+	if err != nil || len(left) != 1 || left[0].Name() != "verify-new" {
+		t.Fatalf("left %v, %v; want verify-new only", left, err)
 	}
 }
 

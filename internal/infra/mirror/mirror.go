@@ -52,6 +52,9 @@ func New(root string, httpClient *http.Client) (*Mirrors, error) {
 	if err := os.MkdirAll(filepath.Join(root, "tmp"), 0o755); err != nil {
 		return nil, fmt.Errorf("mirror root: %w", err)
 	}
+	if err := removeStaleScratch(filepath.Join(root, "tmp"), time.Now().Add(-staleScratch)); err != nil {
+		return nil, fmt.Errorf("mirror root: %w", err)
+	}
 	if httpClient == nil {
 		httpClient = &http.Client{Timeout: 30 * time.Second}
 	}
@@ -445,6 +448,31 @@ func fetchSHA(ctx context.Context, repo *git.Repository, dir, remoteURL, sha, re
 		return false, nil
 	}
 	return false, fmt.Errorf("fetch %s by SHA: %w", remoteURL, err)
+}
+
+// staleScratch is the age past which a scratch repository under the root's
+// tmp/ (a fetch by SHA, a mirror being created) was left by a process that
+// died: no fetch lasts that long (a Git activity's attempt is bounded to
+// 30 minutes). Other processes may share the root, so younger ones stay.
+const staleScratch = 24 * time.Hour
+
+// removeStaleScratch removes what under dir was last modified before
+// cutoff.
+func removeStaleScratch(dir string, cutoff time.Time) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		fi, err := e.Info()
+		if err != nil || !fi.ModTime().Before(cutoff) {
+			continue // gone meanwhile, or in use
+		}
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // removeTemp removes the temporary files a fetch into the mirror at path
