@@ -162,3 +162,15 @@ func TestClassifyRepositoryReading(t *testing.T) {
 		})
 	}
 }
+
+// The reasons of data over a limit are told apart from the others.
+func TestIsLimit(t *testing.T) {
+	for reason, want := range map[string]bool{
+		ReasonLimit: true, ReasonLimit + ": object size": true, ReasonLimit + ": tree depth": true,
+		ReasonCorrupt: false, "over a limitation": false, ReasonUnsafe: false,
+	} {
+		if IsLimit(reason) != want {
+			t.Errorf("IsLimit(%q) = %t", reason, !want)
+		}
+	}
+}
