@@ -20,10 +20,12 @@ type Limits struct {
 	// MaxObjectBytes bounds every object gitread holds in memory: an
 	// object read (ReadObject; Read within its own limit), a delta's data,
 	// a delta's target (the intermediates of a chain included, whatever
-	// the size of the object read at its top) and the base of a delta. An
-	// object larger than this is still named by an Indexer when it needs
-	// no memory (a whole object hashed as it inflates, which no delta uses
-	// as its base). 0 means DefaultMaxObjectBytes.
+	// the size of the object read at its top) and the base of a delta. A
+	// delta declaring a larger target is refused on that header wherever
+	// it is met (ObjectSize included): it could be neither read nor
+	// indexed. A whole object larger than this is still named by an
+	// Indexer when it needs no memory (hashed as it inflates, no delta's
+	// base), and its size read. 0 means DefaultMaxObjectBytes.
 	MaxObjectBytes int64
 	// MaxPackBytes bounds a pack an Indexer receives (and so the disk a
 	// fetch uses). 0 means DefaultMaxPackBytes.
