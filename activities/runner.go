@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"go.temporal.io/sdk/activity"
@@ -56,6 +58,8 @@ type Runner struct {
 	Stall time.Duration
 	// Load counts the pulls and builds running; nil counts nothing.
 	Load *Load
+	// builds are the build directories in use.
+	builds buildDirs
 }
 
 // Load counts work running at once (a field, not methods of Runner: every
@@ -238,52 +242,160 @@ func (rep *progressReport) stop() {
 // BuildSnapshot builds a snapshot's image from a repository's commit (one
 // layer of its tree on the base image), pushes it to the registry and
 // keeps it in the store.
+//
+// A build has its own budget (workflows.PullTiming.BuildAttempt), and a
+// retried attempt resumes: the commit is fetched into a directory named
+// for the snapshot and commit under WorkDir, kept when the attempt fails
+// for a reason a retry may change — a runner restarted on its store keeps
+// it too (TidyWorkDir) —, and the push skips the blobs the registry has.
 func (r *Runner) BuildSnapshot(ctx context.Context, in workflows.BuildInput) (workflows.BuildResult, error) {
 	defer r.enter()()
 	defer keepAlive(ctx, 5*time.Second)()
+	res, err := r.build(ctx, in)
+	return res, AppError(err)
+}
+
+func (r *Runner) build(ctx context.Context, in workflows.BuildInput) (res workflows.BuildResult, err error) {
 	if r.Registry == "" {
-		return workflows.BuildResult{}, AppError(errclass.Permanentf(errclass.ReasonUnsupported,
-			"runner %s has no registry to push builds to (set GITFLEET_REGISTRY)", r.ID))
+		return res, errclass.Permanentf(errclass.ReasonUnsupported, "runner %s has no registry to push builds to (set GITFLEET_REGISTRY)", r.ID)
 	}
 	host, err := r.Hosts.Lookup(in.Repo.Host)
 	if err != nil {
-		return workflows.BuildResult{}, AppError(errclass.Permanentf(errclass.ReasonInvalidInput, "%v", err))
+		return res, errclass.Permanentf(errclass.ReasonInvalidInput, "%v", err)
 	}
-	tmp, err := os.MkdirTemp(r.WorkDir, "build-")
-	if err != nil {
-		return workflows.BuildResult{}, AppError(err)
+	if len(in.Commit) < 12 {
+		return res, errclass.Permanentf(errclass.ReasonInvalidInput, "%q is not a commit id", in.Commit)
 	}
-	defer os.RemoveAll(tmp)
-	repo, ok, err := mirror.FetchSnapshot(ctx, host.CloneURL(in.Repo.Owner, in.Repo.Name), in.Commit, filepath.Join(tmp, "repo"))
+	dir, release, err := r.buildDir(in)
 	if err != nil {
-		return workflows.BuildResult{}, AppError(err)
+		return res, err
+	}
+	defer func() {
+		// Done, or failed for good: nothing to resume. A damaged fetch is
+		// fetched again.
+		c := errclass.Classify(err)
+		if err == nil || c.Class != errclass.Retryable || c.Reason == ocibuild.ReasonMissingObject || c.Reason == ocibuild.ReasonCorruptObject {
+			os.RemoveAll(dir)
+		}
+		release()
+	}()
+	log := r.logger(ctx).With(zap.String("snapshot", in.Snapshot))
+	repo, ok, err := fetchForBuild(ctx, host.CloneURL(in.Repo.Owner, in.Repo.Name), in.Commit, filepath.Join(dir, "repo"), log)
+	if err != nil {
+		return res, err
 	}
 	if !ok {
-		return workflows.BuildResult{}, AppError(errclass.Permanentf(errclass.ReasonNotFound, "commit %s is not in %s", in.Commit, in.Repo))
+		return res, errclass.Permanentf(errclass.ReasonNotFound, "commit %s is not in %s", in.Commit, in.Repo)
 	}
 	var base v1.Image
 	if in.BaseImage != "" {
 		if base, err = ocibuild.Base(ctx, in.BaseImage, r.nameOptions(in.BaseImage)...); err != nil {
-			return workflows.BuildResult{}, AppError(err)
+			return res, err
 		}
 	}
+	layerDir := filepath.Join(dir, "layer")
 	img, stats, err := ocibuild.Build(ctx, repo, ocibuild.Source{Repo: in.Repo.String(), ExternalID: in.ExternalID, Commit: in.Commit},
-		base, filepath.Join(tmp, "layer"))
+		base, layerDir)
 	if err != nil {
-		return workflows.BuildResult{}, AppError(err)
+		return res, err
 	}
+	defer os.RemoveAll(layerDir) // the spooled layer: a retry builds it again from the fetched commit
 	ref := strings.TrimSuffix(r.Registry, "/") + "/" + in.Snapshot + ":" + in.Commit[:12]
 	digest, err := ocibuild.Push(ctx, ref, img, r.nameOptions(ref)...)
 	if err != nil {
-		return workflows.BuildResult{}, AppError(err)
+		return res, err
 	}
 	if _, err := r.Images.Put(ctx, in.Snapshot, img); err != nil {
-		return workflows.BuildResult{}, AppError(err)
+		return res, err
 	}
 	size, _ := imageSize(img)
-	r.logger(ctx).Info("snapshot built", zap.String("snapshot", in.Snapshot), zap.String("ref", ref), zap.String("digest", digest),
+	log.Info("snapshot built", zap.String("ref", ref), zap.String("digest", digest),
 		zap.Int("files", stats.Files), zap.Int("submodulesSkipped", stats.SubmodulesSkipped))
 	return workflows.BuildResult{ImageRef: ref, Digest: digest, Size: size, Files: stats.Files, SubmodulesSkipped: stats.SubmodulesSkipped}, nil
+}
+
+// buildDir is where a build of in works: named for its snapshot and
+// commit, so that a retried attempt finds what the last one fetched. An
+// attempt still running in this process (one Temporal gave up on, not yet
+// ended) keeps it: the new one works in a fresh directory.
+func (r *Runner) buildDir(in workflows.BuildInput) (string, func(), error) {
+	dir := filepath.Join(r.WorkDir, "build-"+in.Snapshot+"-"+in.Commit[:12])
+	if r.builds.take(dir) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			r.builds.give(dir)
+			return "", nil, err
+		}
+		return dir, func() { r.builds.give(dir) }, nil
+	}
+	tmp, err := os.MkdirTemp(r.WorkDir, "build-")
+	if err != nil {
+		return "", nil, err
+	}
+	return tmp, func() { os.RemoveAll(tmp) }, nil
+}
+
+// fetchForBuild opens the repository an earlier attempt fetched commit
+// into, or fetches it.
+func fetchForBuild(ctx context.Context, url, commit, dir string, log *zap.Logger) (*git.Repository, bool, error) {
+	if repo, err := git.PlainOpen(dir); err == nil {
+		if _, err := repo.CommitObject(plumbing.NewHash(commit)); err == nil {
+			log.Info("build resumes from the commit an earlier attempt fetched")
+			return repo, true, nil
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, false, err
+	}
+	return mirror.FetchSnapshot(ctx, url, commit, dir)
+}
+
+// buildDirs are the build directories in use in this process (the zero
+// value is ready to use).
+type buildDirs struct {
+	mu   sync.Mutex
+	used map[string]bool
+}
+
+func (b *buildDirs) take(dir string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used[dir] {
+		return false
+	}
+	if b.used == nil {
+		b.used = map[string]bool{}
+	}
+	b.used[dir] = true
+	return true
+}
+
+func (b *buildDirs) give(dir string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.used, dir)
+}
+
+// TidyWorkDir prepares a runner's WorkDir at start: a build directory a
+// killed runner left is kept for the build's retry to resume from, unless
+// it is older than keep; anything else is removed.
+func TidyWorkDir(dir string, keep time.Duration) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		info, err := e.Info()
+		if err == nil && e.IsDir() && strings.HasPrefix(e.Name(), "build-") && time.Since(info.ModTime()) < keep {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // nameOptions marks a reference to one of the Insecure registries.

@@ -73,10 +73,9 @@ func runRunner(rf runnerFlags) error {
 		return err
 	}
 	work := filepath.Join(rf.store, "work")
-	if err := os.RemoveAll(work); err != nil { // builds a kill -9 left behind
-		return err
-	}
-	if err := os.MkdirAll(work, 0o755); err != nil {
+	// What a kill -9 left: a build's fetched commit, for its retry to
+	// resume from, unless a day old.
+	if err := activities.TidyWorkDir(work, 24*time.Hour); err != nil {
 		return err
 	}
 	st, err := connectStore(ctx, cfg.DatabaseURL, log, store.MaxConns(config.DatabaseConns(rf.capacity)))

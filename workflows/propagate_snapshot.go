@@ -30,6 +30,8 @@ type PropagateSnapshotInput struct {
 	// RegistrySlots bounds the pulls from the registry while no runner
 	// holds the image (default 1: the registry sends one copy).
 	RegistrySlots int `json:"registrySlots,omitempty"`
+	// Carried is what the runs this one continued did.
+	Carried *PropagateSnapshotResult `json:"carried,omitempty"`
 }
 
 // PropagateSnapshotResult says what a propagation did.
@@ -59,6 +61,11 @@ func PropagateSnapshot(ctx workflow.Context, in PropagateSnapshotInput) (Propaga
 	if in.Fanout <= 0 {
 		p.planner = snapshot.NewPlanner(3, in.RegistrySlots)
 	}
+	if in.Carried != nil {
+		p.res = *in.Carried
+	}
+	continues := workflow.GetVersion(ctx, "propagate-continue-as-new", workflow.DefaultVersion, 1) >= 1
+	p.buildBudget = workflow.GetVersion(ctx, "build-budget", workflow.DefaultVersion, 1) >= 1
 	// A signal asks for one more look after the round in progress; the
 	// signals that started the run are answered by its first round.
 	signals := workflow.GetSignalChannel(ctx, PropagateSignal)
@@ -69,6 +76,16 @@ func PropagateSnapshot(ctx workflow.Context, in PropagateSnapshotInput) (Propaga
 			return p.res, err
 		}
 		more = signals.Len() > 0
+		if more && continues && workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+			// Signals keep coming and the history is long: the next run's
+			// first round answers the signals drained here (one that
+			// arrives meanwhile fails this task, which then drains it too).
+			for signals.ReceiveAsync(nil) {
+			}
+			next := in
+			next.Carried = &p.res
+			return p.res, workflow.NewContinueAsNewError(ctx, PropagateSnapshot, next)
+		}
 	}
 	switch {
 	case p.active:
@@ -90,6 +107,9 @@ type propagation struct {
 	res     PropagateSnapshotResult
 
 	active, removing bool
+	// buildBudget: builds have their own budget and failure reasons
+	// (version 1 of "build-budget").
+	buildBudget bool
 	// permanent is the first failure no retry will change; lastReason the
 	// latest failure of any kind; transient says whether one may change.
 	permanent, lastReason string
@@ -214,10 +234,18 @@ func (p *propagation) build(ctx workflow.Context, row snapshot.Row, runners map[
 		return p.abandon(ctx, err.Error())
 	}
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Building snapshot %s from %s@%.12s on runner %s", p.in.Name, p.snap.Repo, p.snap.Commit, row.RunnerID))
+	opts := p.t.runnerOptions(row.RunnerID, p.t.Window)
+	if p.buildBudget {
+		opts = p.t.buildOptions(row.RunnerID)
+	}
 	var r BuildResult
-	err = workflow.ExecuteActivity(withOptions(ctx, p.t.runnerOptions(row.RunnerID, p.t.Window)), activityBuildSnapshot, BuildInput{
+	err = workflow.ExecuteActivity(withOptions(ctx, opts), activityBuildSnapshot, BuildInput{
 		Snapshot: p.in.Name, Repo: repo, ExternalID: p.snap.ExternalID, Commit: p.snap.Commit, BaseImage: p.snap.BaseImage,
 	}).Get(ctx, &r)
+	if err != nil && p.buildBudget {
+		reason, permanent := buildFailureReason(err)
+		return p.failWith(ctx, key, reason, permanent)
+	}
 	if err != nil {
 		return p.fail(ctx, key, err)
 	}
@@ -259,6 +287,10 @@ func (p *propagation) ready(ctx workflow.Context, key RowKey, from []snapshot.Ro
 // fail records why a pull or build failed on a row.
 func (p *propagation) fail(ctx workflow.Context, key RowKey, err error) error {
 	reason, permanent := failureReason(err)
+	return p.failWith(ctx, key, reason, permanent)
+}
+
+func (p *propagation) failWith(ctx workflow.Context, key RowKey, reason string, permanent bool) error {
 	p.res.Failed++
 	p.lastReason = reason
 	if permanent && p.permanent == "" {
@@ -301,6 +333,18 @@ func (p *propagation) transition(ctx workflow.Context, key RowKey, from []snapsh
 func (p *propagation) setState(ctx workflow.Context, s snapshot.State, reason string) error {
 	return workflow.ExecuteActivity(withOptions(ctx, dbOptions), activitySetSnapshotState,
 		SetSnapshotStateInput{Name: p.in.Name, State: s, Reason: reason}).Get(ctx, nil)
+}
+
+// buildFailureReason is failureReason for a build: marked as a build's
+// (snapshot.BuildFailure: the reconcile retries it a bounded number of
+// times), a timeout being the build's own budget running out.
+func buildFailureReason(err error) (reason string, permanent bool) {
+	reason, permanent = failureReason(err)
+	var timeout *temporal.TimeoutError
+	if errors.As(err, &timeout) && timeout.TimeoutType() != enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START {
+		reason = snapshot.ReasonBuildTimeout
+	}
+	return snapshot.BuildFailure(reason), permanent
 }
 
 // failureReason turns a pull's or build's failure into a row's reason, and

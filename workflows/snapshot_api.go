@@ -258,6 +258,12 @@ type PullTiming struct {
 	// pulls (default 2m, the reconcile's offline threshold: a runner gets
 	// pulls until it is taken offline).
 	Fresh time.Duration `json:"fresh,omitempty"`
+	// BuildAttempt bounds one build attempt (default 1h): a fetch of the
+	// commit and a layer of its whole tree, not a pull.
+	BuildAttempt time.Duration `json:"buildAttempt,omitempty"`
+	// BuildWindow bounds all attempts of a build (default 3h); a retried
+	// attempt resumes from the commit the last one fetched.
+	BuildWindow time.Duration `json:"buildWindow,omitempty"`
 }
 
 func (t PullTiming) withDefaults() PullTiming {
@@ -271,7 +277,17 @@ func (t PullTiming) withDefaults() PullTiming {
 	def(&t.Queue, 2*time.Minute)
 	def(&t.Heartbeat, 30*time.Second)
 	def(&t.Fresh, 2*time.Minute)
+	def(&t.BuildAttempt, time.Hour)
+	def(&t.BuildWindow, 3*time.Hour)
 	return t
+}
+
+// buildOptions are a build's: the runner's queue and heartbeat, its own
+// budget.
+func (t PullTiming) buildOptions(runnerID string) workflow.ActivityOptions {
+	o := t.runnerOptions(runnerID, t.BuildWindow)
+	o.StartToCloseTimeout = t.BuildAttempt
+	return o
 }
 
 // runnerAdminOptions: short work on a runner's own store (remove, list)

@@ -6,14 +6,17 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 
 	"gitfleet/internal/devstack/ociregistry"
+	"gitfleet/internal/devstack/poll"
 	"gitfleet/internal/domain/identity"
 	"gitfleet/internal/domain/snapshot"
 	"gitfleet/internal/infra/ocibuild"
@@ -202,4 +205,101 @@ func compareFiles(got, want map[string]entry) string {
 		b.WriteString("  git archive listed nothing\n")
 	}
 	return b.String()
+}
+
+// A build has its own budget: an hour an attempt by default, not the ten
+// minutes of a pull attempt. Here pulls get a second an attempt and the
+// build needs a few (its base image comes from a slow registry): it
+// completes. Before, the build had the pull's attempt and was cut off on
+// every attempt until its window ended.
+func TestABuildHasItsOwnBudget(t *testing.T) {
+	// 512 KiB of base layer at 128 KiB/s: about 4 s to put in the store.
+	slow := startRegistry(t, ociregistry.Options{BytesPerSecond: 128 << 10})
+	baseRef, _, _ := pushRandom(t, slow, "base/slow", 36, 1, 512<<10)
+	builder := startRunner(t, "budget-a", runnerOpts{registry: slow.Addr() + "/gitfleet"})
+	o := owner(t)
+	createRepo(t, o, "budget")
+	if err := fg.Import(o, "budget", strings.NewReader(buildFixture)); err != nil {
+		t.Fatal(err)
+	}
+	res := mustCollect(t, id(o, "budget"), identity.CaseNew)
+	cb := codebase(t, res.CodebaseID)
+	name := snapName("budget")
+	out, err := propagate(t, snapshot.Snapshot{Name: name, Kind: snapshot.KindRepo, Repo: cb.Repo().String(), CodebaseID: cb.ID,
+		ExternalID: cb.ExternalID, Commit: res.Commit, BaseImage: baseRef},
+		workflows.PullTiming{Attempt: time.Second, Window: 30 * time.Second, Queue: 30 * time.Second, Heartbeat: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Ready != 1 || out.Digest == "" {
+		t.Fatalf("propagation = %+v, want the build ready", out)
+	}
+	requireReady(t, name, out.Digest, builder)
+	recordHistory(t, "propagate-snapshot-build-budget", workflows.PropagateSnapshotWorkflowID(name), "")
+}
+
+// A build whose push fails is retried from the commit its first attempt
+// fetched: the repository is fetched once. Before, every attempt started
+// over in an empty directory.
+func TestARetriedBuildResumesFromTheFetchedCommit(t *testing.T) {
+	// The registry builds push to is down at first.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	builder := startRunner(t, "resume-build", runnerOpts{registry: addr + "/gitfleet"})
+	o := owner(t)
+	createRepo(t, o, "resume")
+	if err := fg.Import(o, "resume", strings.NewReader(buildFixture)); err != nil {
+		t.Fatal(err)
+	}
+	res := mustCollect(t, id(o, "resume"), identity.CaseNew)
+	cb := codebase(t, res.CodebaseID)
+	name := snapName("resume")
+	ctx := context.Background()
+	if _, _, err := env.Store.CreateSnapshot(ctx, snapshot.Snapshot{Name: name, Kind: snapshot.KindRepo, Repo: cb.Repo().String(),
+		CodebaseID: cb.ID, ExternalID: cb.ExternalID, Commit: res.Commit}, time.Now().UTC()); err != nil {
+		t.Fatal(err)
+	}
+	forget(t, name)
+	fetches := func() int {
+		n := 0
+		for _, r := range fg.Requests() {
+			if r.Method == "POST" && strings.Contains(r.Path, o+"/resume") && strings.HasSuffix(r.Path, "git-upload-pack") {
+				n++
+			}
+		}
+		return n
+	}
+	before := fetches()
+	run, err := workflows.StartPropagation(ctx, env.Client, workflows.PropagateSnapshotInput{Name: name, Timing: fast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "a failed build attempt", time.Minute, func() (bool, string) {
+		d, err := env.Client.DescribeWorkflowExecution(ctx, run.GetID(), run.GetRunID())
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, a := range d.GetPendingActivities() {
+			if a.GetActivityType().GetName() == "BuildSnapshot" && a.GetAttempt() >= 2 {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(d.GetPendingActivities())
+	})
+	startRegistry(t, ociregistry.Options{Addr: addr})
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	var out workflows.PropagateSnapshotResult
+	if err := run.Get(wctx, &out); err != nil {
+		t.Fatal(err)
+	}
+	requireReady(t, name, out.Digest, builder)
+	recordHistory(t, "propagate-snapshot-build-resumed", run.GetID(), run.GetRunID())
+	if n := fetches() - before; n != 1 {
+		t.Errorf("the commit was fetched %d times, want once", n)
+	}
 }

@@ -193,6 +193,7 @@ func TestAPullFromAHungPeerFinishesFromTheRegistry(t *testing.T) {
 	if n := asked.Load(); n != 1 {
 		t.Errorf("the hung peer was asked %d times, want once", n)
 	}
+	recordHistory(t, "propagate-snapshot-hung-peer", run.GetID(), run.GetRunID())
 	attempts := pullAttempts(t, run.GetID(), run.GetRunID())
 	if attempts != 1 {
 		t.Errorf("the pull took %d attempts, want 1", attempts)

@@ -124,10 +124,14 @@ func Reconcile(rows []Row, digests map[string]string, held []Held) []Action {
 }
 
 // DueForRetry lists the rows in error for a transient reason whose backoff
-// (RetryAfter with base) has passed at now.
+// (RetryAfter with base) has passed at now; a failed build only until it
+// has been retried MaxBuildRetries times.
 func DueForRetry(rows []Row, now time.Time, base time.Duration) []Row {
 	var out []Row
 	for _, r := range rows {
+		if IsBuildFailure(r.ErrorReason) && r.Retries >= MaxBuildRetries {
+			continue
+		}
 		if r.State == RowError && Transient(r.ErrorReason) && !now.Before(RetryAfter(r, base)) {
 			out = append(out, r)
 		}

@@ -168,18 +168,40 @@ func AdminTaskQueue(runnerID string) string { return "runner-" + runnerID + ":ad
 const (
 	ReasonTimeout = "Timeout while pulling snapshot to runner"
 	ReasonOffline = "runner offline"
+	// ReasonBuildTimeout: a build used up its own budget (an attempt, or
+	// all of them).
+	ReasonBuildTimeout = "Timeout while building snapshot on runner"
 )
 
 // Transient reports whether a row in error for this reason may succeed on
 // its own later (the reconcile retries those with backoff); anything else
-// needs a change by someone (a bigger quota, a fixed image) first.
+// needs a change by someone (a bigger quota, a fixed image) first. A
+// failed build's reason is transient as its cause is, but the reconcile
+// retries it only so many times (DueForRetry).
 func Transient(reason string) bool {
+	reason = strings.TrimPrefix(reason, buildPrefix)
 	switch reason {
-	case ReasonTimeout, ReasonOffline:
+	case ReasonTimeout, ReasonOffline, ReasonBuildTimeout:
 		return true
 	}
 	return strings.HasPrefix(reason, transientPrefix)
 }
+
+// buildPrefix marks the reasons of failed builds.
+const buildPrefix = "build: "
+
+// BuildFailure is the reason of a build that failed for reason.
+func BuildFailure(reason string) string { return buildPrefix + reason }
+
+// IsBuildFailure reports whether a row is in error for a failed build.
+func IsBuildFailure(reason string) bool { return strings.HasPrefix(reason, buildPrefix) }
+
+// MaxBuildRetries bounds the reconcile's retries of a failed build since
+// the row was last ready: a build costs a fetch of the commit and its
+// whole tree, and one that failed this often — most often for its size —
+// waits for an operator (`starter snapshot create` again) instead of
+// running every hour for ever.
+const MaxBuildRetries = 3
 
 // transientPrefix marks reasons of Retryable failures whose retries ran out
 // (network, registry 5xx, corrupt transfers).

@@ -239,3 +239,28 @@ func TestCheckActsOnlyOnWhatTheReadsProve(t *testing.T) {
 		})
 	}
 }
+
+// A failed build is retried by the reconcile as its cause allows, but only
+// MaxBuildRetries times since the row was last ready: then it waits for an
+// operator instead of costing a build every hour for ever.
+func TestFailedBuildsAreRetriedABoundedNumberOfTimes(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		reason  string
+		retries int
+		due     bool
+	}{
+		{BuildFailure(ReasonBuildTimeout), 0, true},
+		{BuildFailure(ReasonBuildTimeout), MaxBuildRetries - 1, true},
+		{BuildFailure(ReasonBuildTimeout), MaxBuildRetries, false},
+		{BuildFailure(TransientReason("fetch: connection reset")), MaxBuildRetries, false},
+		{BuildFailure(ReasonOffline), 1, true},
+		{BuildFailure("commit abc is not in h/o/r"), 0, false},
+		{ReasonTimeout, 20, true}, // a pull: retried for as long as it fails
+	} {
+		r := Row{SnapshotRef: "s", State: RowError, ErrorReason: tc.reason, Retries: tc.retries, UpdatedAt: t0}
+		if got := len(DueForRetry([]Row{r}, t0.Add(2*time.Hour), time.Minute)) == 1; got != tc.due {
+			t.Errorf("%q after %d retries: due = %v, want %v", tc.reason, tc.retries, got, tc.due)
+		}
+	}
+}

@@ -368,10 +368,11 @@ func (s *Store) TransitionSnapshotRunner(ctx context.Context, runnerID, ref stri
 
 // RetrySnapshotRows puts a snapshot's rows in error back to
 // pulling_snapshot, whatever their reason (an operator asking again, e.g.
-// after raising a quota): their window starts again now. It returns how
-// many it moved.
+// after raising a quota): their window starts again now, and their count
+// of automatic retries (which bounds a failed build's) from zero. It
+// returns how many it moved.
 func (s *Store) RetrySnapshotRows(ctx context.Context, ref string, now time.Time) (int, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE snapshot_runners SET state = 'pulling_snapshot', error_reason = '', updated_at = $2
+	tag, err := s.pool.Exec(ctx, `UPDATE snapshot_runners SET state = 'pulling_snapshot', error_reason = '', retries = 0, updated_at = $2
 		WHERE snapshot_ref = $1 AND state = 'error'`, ref, now)
 	if err != nil {
 		return 0, fmt.Errorf("retry the rows of snapshot %q: %w", ref, err)

@@ -898,6 +898,11 @@ func TestRetrySnapshotRowsMovesOnlyRowsInError(t *testing.T) {
 			}
 		}
 	}
+	// c is a build the reconcile gave up retrying.
+	if _, err := env.Store.Pool().Exec(ctx, `UPDATE snapshot_runners SET retries = $3 WHERE runner_id = $1 AND snapshot_ref = $2`,
+		f.id("c"), ref, snapshot.MaxBuildRetries); err != nil {
+		t.Fatal(err)
+	}
 	later := e.Add(time.Hour)
 	n, err := env.Store.RetrySnapshotRows(ctx, ref, later)
 	if err != nil || n != 2 {
@@ -909,8 +914,8 @@ func TestRetrySnapshotRowsMovesOnlyRowsInError(t *testing.T) {
 		if was == snapshot.RowError {
 			want = snapshot.RowPulling
 		}
-		if row.State != want || (was == snapshot.RowError && (row.ErrorReason != "" || !row.UpdatedAt.Equal(later))) {
-			t.Errorf("row on %s = %+v, want %s with no reason, changed at %v", name, row, want, later)
+		if row.State != want || (was == snapshot.RowError && (row.ErrorReason != "" || !row.UpdatedAt.Equal(later) || row.Retries != 0)) {
+			t.Errorf("row on %s = %+v, want %s with no reason and no retries, changed at %v", name, row, want, later)
 		}
 	}
 }
