@@ -66,6 +66,7 @@ func PropagateSnapshot(ctx workflow.Context, in PropagateSnapshotInput) (Propaga
 	}
 	continues := workflow.GetVersion(ctx, "propagate-continue-as-new", workflow.DefaultVersion, 1) >= 1
 	p.buildBudget = workflow.GetVersion(ctx, "build-budget", workflow.DefaultVersion, 1) >= 1
+	p.busyWaits = workflow.GetVersion(ctx, "busy-is-not-offline", workflow.DefaultVersion, 1) >= 1
 	// A signal asks for one more look after the round in progress; the
 	// signals that started the run are answered by its first round.
 	signals := workflow.GetSignalChannel(ctx, PropagateSignal)
@@ -110,6 +111,10 @@ type propagation struct {
 	// buildBudget: builds have their own budget and failure reasons
 	// (version 1 of "build-budget").
 	buildBudget bool
+	// busyWaits: a pull no slot took within the queue bound asks the
+	// runner's admin queue whether it is alive (version 1 of
+	// "busy-is-not-offline").
+	busyWaits bool
 	// permanent is the first failure no retry will change; lastReason the
 	// latest failure of any kind; transient says whether one may change.
 	permanent, lastReason string
@@ -196,7 +201,42 @@ func (p *propagation) pull(ctx workflow.Context, row snapshot.Row, peer string, 
 	if peer != "" {
 		in.Peers = []Peer{{RunnerID: peer, Addr: runners[peer].PeerAddr}}
 	}
-	return workflow.ExecuteActivity(withOptions(ctx, p.t.runnerOptions(row.RunnerID, left)), activityPullSnapshot, in)
+	if !p.busyWaits {
+		return workflow.ExecuteActivity(withOptions(ctx, p.t.runnerOptions(row.RunnerID, left)), activityPullSnapshot, in)
+	}
+	// A pull that no slot took within the queue bound is the runner's
+	// only if the runner is gone: one that answers on its admin queue is
+	// busy with other pulls, and the pull waits for a slot again, within
+	// its window.
+	f, set := workflow.NewFuture(ctx)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var r PullResult
+			err := workflow.ExecuteActivity(withOptions(ctx, p.t.runnerOptions(row.RunnerID, left)), activityPullSnapshot, in).Get(ctx, &r)
+			left = row.UpdatedAt.Add(p.t.Window).Sub(workflow.Now(ctx))
+			if !isScheduleToStart(err) || left <= 0 || !p.alive(ctx, row.RunnerID) {
+				set.Set(r, err)
+				return
+			}
+			workflow.SetCurrentDetails(ctx, fmt.Sprintf("Runner %s is busy: the pull of %s waits for a slot", row.RunnerID, p.in.Name))
+		}
+	})
+	return f
+}
+
+// alive asks a runner's admin queue, whose slots no pull takes, for a
+// sign of life within the queue bound.
+func (p *propagation) alive(ctx workflow.Context, runnerID string) bool {
+	o := runnerAdminOptions(runnerID, p.t.Queue)
+	o.RetryPolicy = retryPolicy(1)
+	return workflow.ExecuteActivity(withOptions(ctx, o), activityListSnapshotImagesPage, PageInput{Limit: 1}).Get(ctx, nil) == nil
+}
+
+// isScheduleToStart reports whether an activity failed because nothing
+// picked it up within its schedule-to-start bound.
+func isScheduleToStart(err error) bool {
+	var timeout *temporal.TimeoutError
+	return errors.As(err, &timeout) && timeout.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START
 }
 
 // finish records one pull's outcome on its row.

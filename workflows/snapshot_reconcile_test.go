@@ -347,3 +347,40 @@ func largestPayload(t *testing.T, workflowID, runID string) (largest, events, ru
 	}
 	return largest, events, runs
 }
+
+// A pull that finds every slot of a live runner taken waits for one: the
+// queue bound ends in "runner offline" only when the runner's admin queue
+// does not answer either. Before, a runner busy with one long pull failed
+// every other pull sent to it as offline.
+func TestAPullToABusyRunnerWaitsForASlot(t *testing.T) {
+	quick := startRegistry(t, ociregistry.Options{})
+	// 512 KiB at 64 KiB/s: the first pull holds the only slot for 8 s.
+	slow := startRegistry(t, ociregistry.Options{BytesPerSecond: 64 << 10})
+	smallRef, smallDigest, _ := pushRandom(t, quick, "snap/wait-small", 37, 1, 32<<10)
+	bigRef, _, _ := pushRandom(t, slow, "snap/wait-big", 38, 1, 512<<10)
+	r := startRunner(t, "wait-a", runnerOpts{capacity: 1})
+	ctx := context.Background()
+	big := snapName("wait-big")
+	if _, _, err := env.Store.CreateSnapshot(ctx, snapshot.Snapshot{Name: big, Kind: snapshot.KindImage, ImageRef: bigRef}, time.Now().UTC()); err != nil {
+		t.Fatal(err)
+	}
+	forget(t, big)
+	if _, err := workflows.StartPropagation(ctx, env.Client, workflows.PropagateSnapshotInput{Name: big,
+		Timing: workflows.PullTiming{Queue: time.Minute, Heartbeat: 10 * time.Second}}); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the long pull running", time.Minute, func() (bool, string) {
+		return r.load.Busy() == 1, fmt.Sprintf("busy %d", r.load.Busy())
+	})
+	small := snapName("wait-small")
+	res, err := propagate(t, snapshot.Snapshot{Name: small, Kind: snapshot.KindImage, ImageRef: smallRef},
+		workflows.PullTiming{Queue: 2 * time.Second, Heartbeat: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recordHistory(t, "propagate-snapshot-busy-runner", workflows.PropagateSnapshotWorkflowID(small), "")
+	if res.Ready != 1 || res.Failed != 0 {
+		t.Errorf("propagation to the busy runner = %+v, want ready once a slot was free", res)
+	}
+	requireReady(t, small, smallDigest, r)
+}
