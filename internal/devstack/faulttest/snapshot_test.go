@@ -511,3 +511,31 @@ func TestSnapshotPeerDiesMidTransfer(t *testing.T) {
 		t.Errorf("the registry sent %d blob bytes, the runner counted %d from it", egress, res.FromRegistry)
 	}
 }
+
+// A runner process whose only slot a long pull holds still answers the
+// reconcile: its listings and removals have their own slots, on its admin
+// queue (runner-ID:admin), so the queue bound tests that it is alive, not
+// that it is idle. Before, the listing queued behind the pull and the
+// runner was reported unreachable.
+func TestSnapshotBusyRunnerAnswersTheReconcile(t *testing.T) {
+	startCentral(t)
+	// 2 MiB at 128 KiB/s: the pull holds the slot for 16 s.
+	reg := startRegistry(t, ociregistry.Options{BytesPerSecond: 128 << 10})
+	img := pushImage(t, reg, "snap/busy", 14, 1, 2<<20)
+	id := "busy-a"
+	startRunner(t, id, t.TempDir(), "--capacity", "1")
+	name := snapName("busy")
+	run := propagate(t, name, img.ref, workflows.PullTiming{Queue: time.Minute, Fresh: time.Minute})
+	waitRow(t, id, name, "the pull under way", func(r snapshot.Row) bool { return r.BytesDone > 0 })
+
+	rec := reconcile(t, workflows.ReconcileRunnersInput{RetryBase: time.Hour, Queue: 3 * time.Second, OfflineAfter: time.Minute})
+	if slices.Contains(rec.Unreachable, id) {
+		t.Errorf("reconcile = %+v: the busy runner was reported unreachable", rec)
+	}
+	if row := rowOf(t, id, name); row.State != snapshot.RowPulling {
+		t.Errorf("row = %+v: the pull ended before the reconcile, which proved nothing", row)
+	}
+	if res := propagationResult(t, run, 2*time.Minute); res.Ready != 1 {
+		t.Errorf("propagation = %+v, want ready", res)
+	}
+}
