@@ -129,7 +129,7 @@ func (r *Runner) PullSnapshot(ctx context.Context, in workflows.PullInput) (work
 	rep := r.reportProgress(ctx, in.Snapshot, earlier.Skipped, log)
 	log.Info("pull started", zap.Int("peers", len(in.Peers)), zap.Strings("skipped", earlier.Skipped), r.busy())
 	res, err := r.Images.Pull(ctx, in.Snapshot, in.Ref, sources, ocistore.PullOptions{Progress: rep.set, Stall: r.stall(ctx)})
-	rep.stop()
+	rep.stop(ctx)
 	if err != nil {
 		log.Warn("pull failed", zap.Error(err))
 		metrics.SnapshotPulls.Inc("failed")
@@ -165,9 +165,15 @@ func (r *Runner) stall(ctx context.Context) time.Duration {
 type progressReport struct {
 	mu     sync.Mutex
 	latest ocistore.Progress
+	// source is the last source that streamed: the row's, kept when the
+	// latest report names none.
+	source string
 	kick   chan struct{}
 	cancel context.CancelFunc
 	done   chan struct{}
+	// write writes a report to the row.
+	write func(context.Context, ocistore.Progress)
+	take  func() ocistore.Progress
 }
 
 // reportProgress starts the reporting of one pull; skipped are the sources
@@ -179,7 +185,7 @@ func (r *Runner) reportProgress(ctx context.Context, snap string, skipped []stri
 	}
 	rep := &progressReport{kick: make(chan struct{}, 1), done: make(chan struct{})}
 	ctx, rep.cancel = context.WithCancel(ctx)
-	take := func() ocistore.Progress {
+	rep.take = func() ocistore.Progress {
 		rep.mu.Lock()
 		defer rep.mu.Unlock()
 		p := rep.latest
@@ -190,6 +196,15 @@ func (r *Runner) reportProgress(ctx context.Context, snap string, skipped []stri
 		}
 		return p
 	}
+	rep.write = func(ctx context.Context, p ocistore.Progress) {
+		rep.mu.Lock()
+		source := rep.source
+		rep.mu.Unlock()
+		if err := r.Store.SetSnapshotRunnerProgress(ctx, r.ID, snap, p.Done, p.Total, source, time.Now().UTC()); err != nil && ctx.Err() == nil {
+			log.Debug("progress not recorded", zap.Error(err))
+		}
+	}
+	take := rep.take
 	go func() {
 		defer close(rep.done)
 		var written time.Time
@@ -212,10 +227,7 @@ func (r *Runner) reportProgress(ctx context.Context, snap string, skipped []stri
 				later = time.After(wait)
 				continue
 			}
-			p := take()
-			if err := r.Store.SetSnapshotRunnerProgress(ctx, r.ID, snap, p.Done, p.Total, p.Source, time.Now().UTC()); err != nil && ctx.Err() == nil {
-				log.Debug("progress not recorded", zap.Error(err))
-			}
+			rep.write(ctx, take())
 			written, pending = time.Now(), false
 		}
 	}()
@@ -226,6 +238,9 @@ func (r *Runner) reportProgress(ctx context.Context, snap string, skipped []stri
 func (rep *progressReport) set(p ocistore.Progress) {
 	rep.mu.Lock()
 	rep.latest = p
+	if p.Source != "" {
+		rep.source = p.Source
+	}
 	rep.mu.Unlock()
 	select {
 	case rep.kick <- struct{}{}:
@@ -233,10 +248,15 @@ func (rep *progressReport) set(p ocistore.Progress) {
 	}
 }
 
-// stop ends the reporting; a row write in progress is cancelled.
-func (rep *progressReport) stop() {
+// stop ends the reporting (a row write in progress is cancelled) and
+// writes the last report to the row, waiting a few seconds at most: the
+// download is over, and the row keeps where it came from.
+func (rep *progressReport) stop(ctx context.Context) {
 	rep.cancel()
 	<-rep.done
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	rep.write(ctx, rep.take())
 }
 
 // BuildSnapshot builds a snapshot's image from a repository's commit (one
