@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -250,21 +251,23 @@ func (s *Snapshots) RetryDueRows(ctx context.Context, in workflows.RetryDueInput
 		page.Next = workflows.RowKey{RunnerID: last.RunnerID, Snapshot: last.SnapshotRef}
 	}
 	now := s.now()
+	due := snapshot.DueForRetry(rows, now, in.RetryBase)
+	if len(due) == 0 {
+		return page, nil
+	}
+	moved, err := s.Store.RetryRowsInError(ctx, due, now)
+	if err != nil {
+		return page, AppError(err)
+	}
+	page.Retried = len(moved)
 	seen := map[string]bool{}
-	for _, r := range snapshot.DueForRetry(rows, now, in.RetryBase) {
-		changed, err := s.Store.TransitionSnapshotRunner(ctx, r.RunnerID, r.SnapshotRef,
-			[]snapshot.RowState{snapshot.RowError}, snapshot.RowPulling, "", now)
-		if err != nil {
-			return page, AppError(err)
-		}
-		if changed {
-			page.Retried++
-			if !seen[r.SnapshotRef] {
-				seen[r.SnapshotRef] = true
-				page.Snapshots = append(page.Snapshots, r.SnapshotRef)
-			}
+	for _, r := range moved {
+		if !seen[r.SnapshotRef] {
+			seen[r.SnapshotRef] = true
+			page.Snapshots = append(page.Snapshots, r.SnapshotRef)
 		}
 	}
+	slices.Sort(page.Snapshots)
 	return page, nil
 }
 

@@ -533,6 +533,26 @@ func (s *Store) RepullRows(ctx context.Context, runnerID string, refs []string, 
 	return moved, nil
 }
 
+// RetryRowsInError moves the given rows, those still in error, back to
+// pulling_snapshot in one statement (a retry: retries + 1, the reason
+// cleared, the state change at now), and returns the rows it moved.
+func (s *Store) RetryRowsInError(ctx context.Context, rows []snapshot.Row, now time.Time) ([]snapshot.Row, error) {
+	runners := make([]string, len(rows))
+	refs := make([]string, len(rows))
+	for i, r := range rows {
+		runners[i], refs[i] = r.RunnerID, r.SnapshotRef
+	}
+	moved, err := collectRows(s.pool.Query(ctx, `UPDATE snapshot_runners sr SET state = 'pulling_snapshot', error_reason = '',
+			retries = sr.retries + 1, updated_at = $3
+		FROM unnest($1::text[], $2::text[]) AS k(runner_id, snapshot_ref)
+		WHERE sr.runner_id = k.runner_id AND sr.snapshot_ref = k.snapshot_ref AND sr.state = 'error'
+		RETURNING `+qualified("sr", rowColumns), runners, refs, now))
+	if err != nil {
+		return nil, fmt.Errorf("retry rows in error: %w", err)
+	}
+	return moved, nil
+}
+
 // UnplacedSnapshots lists, after after and at most limit, by name, the
 // snapshots a propagation must look at: active ones some eligible runner
 // (ready, with a heartbeat within fresh of the database's now()) has no

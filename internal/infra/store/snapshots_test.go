@@ -919,3 +919,30 @@ func TestRetrySnapshotRowsMovesOnlyRowsInError(t *testing.T) {
 		}
 	}
 }
+
+// The reconcile's retries move, in one statement, only the rows still in
+// error, counting a retry.
+func TestRetryRowsInErrorMovesOnlyRowsStillInError(t *testing.T) {
+	ctx := context.Background()
+	f := newFleet(t)
+	e := time.Date(2005, 1, 1, 0, 0, 0, 0, time.UTC)
+	ref := f.snapshot("img", e)
+	a, b := f.register("a", e), f.register("b", e)
+	for _, id := range []string{a, b} {
+		f.row(id, ref, snapshot.RowPulling, e)
+	}
+	if _, err := env.Store.TransitionSnapshotRunner(ctx, a, ref, nil, snapshot.RowError, snapshot.ReasonOffline, e); err != nil {
+		t.Fatal(err)
+	}
+	later := e.Add(time.Hour)
+	moved, err := env.Store.RetryRowsInError(ctx, []snapshot.Row{{RunnerID: a, SnapshotRef: ref}, {RunnerID: b, SnapshotRef: ref}}, later)
+	if err != nil || len(moved) != 1 || moved[0].RunnerID != a {
+		t.Fatalf("RetryRowsInError = %+v, %v; want the row on a", moved, err)
+	}
+	if r := f.getRow(a, ref); r.State != snapshot.RowPulling || r.Retries != 1 || r.ErrorReason != "" || !r.UpdatedAt.Equal(later) {
+		t.Errorf("row on a = %+v, want pulling, 1 retry, changed at %v", r, later)
+	}
+	if r := f.getRow(b, ref); r.State != snapshot.RowPulling || r.Retries != 0 || !r.UpdatedAt.Equal(e) {
+		t.Errorf("row on b = %+v, want left alone", r)
+	}
+}
