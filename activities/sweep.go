@@ -276,17 +276,9 @@ func (s *Sweeps) checkHead(ctx context.Context, r workflows.DueRepo, timeout tim
 const runningCollectsQuery = "WorkflowType = 'Collect' AND ExecutionStatus = 'Running'"
 
 // RunningCollects counts the Collect runs running now, fleet-wide, in
-// Temporal's visibility store, after waiting in.Settle for it to show the
-// runs just started (it is eventually consistent: Elasticsearch shows a run
-// about a second after it starts).
-func (s *Sweeps) RunningCollects(ctx context.Context, in workflows.RunningCollectsInput) (int, error) {
-	if in.Settle > 0 {
-		select {
-		case <-time.After(in.Settle):
-		case <-ctx.Done():
-			return 0, AppError(ctx.Err())
-		}
-	}
+// Temporal's visibility store (eventually consistent: Elasticsearch shows a
+// run about a second after it starts; the sweep allows for it).
+func (s *Sweeps) RunningCollects(ctx context.Context) (int, error) {
 	resp, err := s.Client.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: runningCollectsQuery})
 	if err != nil {
 		return 0, AppError(fmt.Errorf("count the running collections: %w", err))

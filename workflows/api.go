@@ -199,7 +199,7 @@ const (
 	activityCheckHeads      = "CheckHeads"      // CheckHeadsRequest → []HeadOutcome
 	activityStartCollect    = "StartCollect"    // repoid.ID
 	activityStartCollects   = "StartCollects"   // StartCollectsInput → []StartOutcome
-	activityRunningCollects = "RunningCollects" // → how many Collect runs are running
+	activityRunningCollects = "RunningCollects" // → how many Collect runs run now
 
 	// The GitHub cache (activities.GitHub).
 	activityRefreshGitHubCache = "RefreshGitHubCache" // RefreshGitHubCacheInput → RefreshGitHubCacheResult

@@ -69,14 +69,6 @@ type CheckHeadsRequest struct {
 	RemoteTimeout time.Duration `json:"remoteTimeout,omitempty"`
 }
 
-// RunningCollectsInput is RunningCollects' input.
-type RunningCollectsInput struct {
-	// Settle is how long to wait before counting: the sweep has just
-	// started Collects, and Temporal's visibility store, which the count
-	// reads, may not show them yet.
-	Settle time.Duration `json:"settle,omitempty"`
-}
-
 // StartCollectsInput is StartCollects' input: a window of the sweep's
 // changed candidates, started in order, Parallel at a time.
 type StartCollectsInput struct {
@@ -132,9 +124,6 @@ const (
 	DefaultMaxRunning = 100
 	// DefaultRunningPoll is how long a sweep waits for room.
 	DefaultRunningPoll = 30 * time.Second
-	// runningSettle: how long after its starts a sweep lets visibility
-	// catch up before it counts the running Collects again.
-	runningSettle = 2 * time.Second
 	// StartTimeout bounds one start of StartCollects (each attempt).
 	StartTimeout = 20 * time.Second
 )
@@ -350,10 +339,14 @@ func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepRe
 		return stats, workflow.NewContinueAsNewError(ctx, RecollectionSweep, in)
 	}
 
+	// unseen is the window started since the last count: Temporal's
+	// visibility store, which the count reads, is eventually consistent
+	// and may not show those runs yet, so the room left counts them too
+	// (one window less, if it did). After a wait it shows them.
+	unseen := 0
 	for pages := 0; ; {
 		// Start what the page found changed, a window at a time; starts
 		// leave Pending only once they have returned.
-		settle := false // starts went out since the last count
 		for batched && len(in.Pending) > 0 {
 			window := in.StartBatch
 			if bounded {
@@ -361,17 +354,12 @@ func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepRe
 				if full(2) {
 					return handOver()
 				}
-				count := RunningCollectsInput{}
-				if settle {
-					count.Settle = runningSettle
-				}
 				scheduled++
 				var running int
-				err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityRunningCollects, count).Get(ctx, &running)
-				if err != nil {
+				if err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityRunningCollects).Get(ctx, &running); err != nil {
 					return stats, err
 				}
-				if room := in.MaxRunning - running; room < window {
+				if room := in.MaxRunning - running - unseen; room < window {
 					window = room
 				}
 				if window <= 0 {
@@ -382,7 +370,7 @@ func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepRe
 					if err := workflow.Sleep(ctx, in.RunningPoll); err != nil {
 						return stats, err
 					}
-					settle = false
+					unseen = 0
 					continue
 				}
 			} else if full(1) {
@@ -394,7 +382,7 @@ func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepRe
 				}
 				return stats, err
 			}
-			settle = true
+			unseen = window
 			workflow.SetCurrentDetails(ctx, "Sweeping: "+stats.String())
 		}
 		for len(in.Pending) > 0 {

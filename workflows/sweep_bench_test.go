@@ -3,21 +3,28 @@ package workflows_test
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing/transport"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
 	"gitfleet/activities"
 	"gitfleet/internal/domain/repoid"
+	"gitfleet/internal/infra/errclass"
 	"gitfleet/internal/infra/store"
 	"gitfleet/workflows"
 )
@@ -33,9 +40,13 @@ import (
 // with the real StartCollects, a window at a time, through a client that
 // counts the Collect starts instead of making them (on a task queue of the
 // benchmark's own).
+//
+// outage: the same fleet, all due, through an hour-long Git host outage
+// and after it (see benchmarkSweepOutage).
 func BenchmarkSweep(b *testing.B) {
 	b.Run("unchanged", benchmarkSweepUnchanged)
 	b.Run("all-changed", benchmarkSweepAllChanged)
+	b.Run("outage", benchmarkSweepOutage)
 }
 
 func benchmarkSweepUnchanged(b *testing.B) {
@@ -155,14 +166,19 @@ type fixedHead string
 
 func (h fixedHead) RefsDigest(context.Context, string) (string, error) { return string(h), nil }
 
-// startCounter stands in for the Temporal client of StartCollects: it
-// counts the Collect starts of each repository, and those not made as
-// StartCollect makes them (the repository's workflow id, use-existing).
+// startCounter stands in for the Temporal client of StartCollects and
+// RunningCollects: it counts the Collect starts of each repository, and
+// those not made as StartCollect makes them (the repository's workflow id,
+// use-existing). A Collect it started runs for runFor (none, if zero), as
+// its count of running Collects says; peak is the most that ran at once.
 type startCounter struct {
 	client.Client
+	runFor time.Duration
 	mu     sync.Mutex
 	starts map[repoid.ID]int
 	bad    int
+	ends   []time.Time // of the runs, in start order
+	peak   int
 }
 
 func (c *startCounter) ExecuteWorkflow(_ context.Context, o client.StartWorkflowOptions, _ any, args ...any) (client.WorkflowRun, error) {
@@ -173,7 +189,25 @@ func (c *startCounter) ExecuteWorkflow(_ context.Context, o client.StartWorkflow
 	if o.ID != workflows.CollectWorkflowID(in.Repo) || o.WorkflowIDConflictPolicy != enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING {
 		c.bad++
 	}
+	if c.runFor > 0 {
+		c.ends = append(c.ends, time.Now().Add(c.runFor))
+		c.peak = max(c.peak, c.runningLocked())
+	}
 	return nil, nil
+}
+
+func (c *startCounter) runningLocked() int {
+	now := time.Now()
+	// Runs end in start order: the running ones are a suffix.
+	i, _ := slices.BinarySearchFunc(c.ends, now, func(e, t time.Time) int { return e.Compare(t) })
+	c.ends = c.ends[i:]
+	return len(c.ends)
+}
+
+func (c *startCounter) CountWorkflow(context.Context, *workflowservice.CountWorkflowExecutionsRequest) (*workflowservice.CountWorkflowExecutionsResponse, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return &workflowservice.CountWorkflowExecutionsResponse{Count: int64(c.runningLocked())}, nil
 }
 
 func benchmarkSweepAllChanged(b *testing.B) {
@@ -231,6 +265,7 @@ func benchmarkSweepAllChanged(b *testing.B) {
 		w.RegisterActivityWithOptions(sweeps.ListDue, activity.RegisterOptions{Name: "ListDue"})
 		w.RegisterActivityWithOptions(sweeps.CheckHeads, activity.RegisterOptions{Name: "CheckHeads"})
 		w.RegisterActivityWithOptions(sweeps.StartCollects, activity.RegisterOptions{Name: "StartCollects"})
+		w.RegisterActivityWithOptions(sweeps.RunningCollects, activity.RegisterOptions{Name: "RunningCollects"})
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -239,8 +274,10 @@ func benchmarkSweepAllChanged(b *testing.B) {
 
 	b.ResetTimer()
 	begin := time.Now()
+	// The start rate, not the bound on running Collects, is measured here
+	// (the counter's Collects end at once; outage measures the bound).
 	run, err := env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: queue}, workflows.RecollectionSweep,
-		workflows.RecollectionSweepInput{Now: now, StartWindow: benchSweepWindow()})
+		workflows.RecollectionSweepInput{Now: now, StartWindow: benchSweepWindow(), MaxRunning: n + workflows.DefaultStartBatch})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -287,4 +324,182 @@ func benchmarkSweepAllChanged(b *testing.B) {
 	b.ReportMetric(float64(largest), "events/largest-run")
 	b.ReportMetric(float64(res.Runs), "runs")
 	b.ReportMetric(float64(duplicates), "duplicates")
+}
+
+// outageHeads is a Git host in trouble: while fault is set, every listing
+// fails with it (nil: the host is back, and every repository has moved on
+// since its last collection).
+type outageHeads struct {
+	mu    sync.Mutex
+	fault error
+}
+
+func (h *outageHeads) RefsDigest(context.Context, string) (string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.fault != nil {
+		return "", h.fault
+	}
+	return "after-the-outage", nil
+}
+
+func (h *outageHeads) set(err error) {
+	h.mu.Lock()
+	h.fault = err
+	h.mu.Unlock()
+}
+
+// hostFaults are the ways a Git host (or the way to it) fails for every
+// repository at once, as ls-remote reports them.
+var hostFaults = []struct {
+	name string
+	err  error
+}{
+	{"proxy answers 404", fmt.Errorf("list refs: %w", transport.ErrRepositoryNotFound)},
+	{"proxy answers 401", fmt.Errorf("list refs: %w", transport.ErrAuthenticationRequired)},
+	{"proxy answers 403", fmt.Errorf("list refs: %w", transport.ErrAuthorizationFailed)},
+	{"TLS to a plain server", errors.New("list refs: Get \"https://git.example/o/r.git/info/refs\": http: server gave HTTP response to HTTPS client")},
+	{"connection refused", fmt.Errorf("list refs: %w", &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)})},
+	{"unknown host", fmt.Errorf("list refs: %w", &net.DNSError{Err: "no such host", Name: "git.example", IsNotFound: true})},
+	{"503", errclass.Wrap(errclass.Retryable, "server error 503", errors.New("list refs: 503 Service Unavailable"))},
+}
+
+// benchmarkSweepOutage: n codebases (GITFLEET_BENCH_SWEEP_N), all due; the
+// Git host is down for an hour. A sweep every 8 or 9 minutes of it (the
+// schedule runs hourly: more than it would) meets the host failing each
+// way hostFaults lists, for every repository; each halts at the circuit
+// breaker and charges no repository: none has a failure or is excluded
+// from the sweep, none was recorded as checked. The sweep after the outage
+// starts every one of them, once, never more than MaxRunning Collects
+// running at a time (the counter's Collects run for 3 seconds each). Real
+// ListDue, CheckHeads (its control check included), RunningCollects and
+// StartCollects, on a task queue of the benchmark's own.
+func benchmarkSweepOutage(b *testing.B) {
+	n := benchSweepN()
+	ctx := context.Background()
+	scanner, err := activities.NewScanner(ctx, env.Store, "", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := sweepClock()
+	owner := fmt.Sprintf("bench-sweep-outage-%d", now.Unix())
+	start := time.Now()
+	pool := env.Store.Pool()
+	// Views 0–89 days ago, completed 8 days ago (due in every band), scanned
+	// under the current rules.
+	for _, q := range []string{
+		`INSERT INTO codebases (host, external_repo_id, owner, name, last_commit_sha, last_refs_digest, last_viewed_at, last_completed_at)
+		 SELECT $1, $2 || '-' || i, $2, 'r' || i, 'c0ffee', 'before-the-outage', $3::timestamptz - (i % 90) * interval '1 day' - (i % 7) * interval '1 hour',
+			$3::timestamptz - interval '8 days'
+		 FROM generate_series(1, $4) AS i`,
+		`INSERT INTO shards (key, codebase_id, location, status)
+		 SELECT 'codebase:' || id, id, 'http://bench.invalid/' || name, 'Done' FROM codebases WHERE owner = $1`,
+		`INSERT INTO scan_scopes (shard_id, policy_hash) SELECT s.id, $2 FROM shards s
+		 JOIN codebases c ON c.id = s.codebase_id WHERE c.owner = $1`,
+		`INSERT INTO shard_receipts (shard_id, scope_id, fence, complete) SELECT shard_id, id, 1, true FROM scan_scopes
+		 WHERE shard_id IN (SELECT s.id FROM shards s JOIN codebases c ON c.id = s.codebase_id WHERE c.owner = $1)`,
+		`UPDATE shards s SET checkpoint_receipt_id = r.id FROM shard_receipts r WHERE r.shard_id = s.id AND s.key LIKE 'codebase:%'
+		 AND s.codebase_id IN (SELECT id FROM codebases WHERE owner = $1)`,
+		`ANALYZE`,
+	} {
+		var err error
+		switch {
+		case strings.HasPrefix(q, "INSERT INTO codebases"):
+			_, err = pool.Exec(ctx, q, fg.Host(), owner, now, n)
+		case strings.Contains(q, "$2"):
+			_, err = pool.Exec(ctx, q, owner, scanner.Policy())
+		case strings.Contains(q, "$1"):
+			_, err = pool.Exec(ctx, q, owner)
+		default:
+			_, err = pool.Exec(ctx, q)
+		}
+		if err != nil {
+			b.Fatalf("seed: %v\n%s", err, q)
+		}
+	}
+	seeded := time.Since(start)
+
+	const queue = "sweep-bench-outage"
+	const maxRunning = 1000
+	heads := &outageHeads{}
+	counter := &startCounter{starts: map[repoid.ID]int{}, runFor: 3 * time.Second}
+	sweeps := &activities.Sweeps{Store: env.Store, Client: counter, Hosts: hosts, Heads: heads, Policy: scanner.Policy()}
+	stop, err := env.StartWorker(queue, func(w worker.Registry) {
+		workflows.Register(w)
+		w.RegisterActivityWithOptions(sweeps.ListDue, activity.RegisterOptions{Name: "ListDue"})
+		w.RegisterActivityWithOptions(sweeps.CheckHeads, activity.RegisterOptions{Name: "CheckHeads"})
+		w.RegisterActivityWithOptions(sweeps.StartCollects, activity.RegisterOptions{Name: "StartCollects"})
+		w.RegisterActivityWithOptions(sweeps.RunningCollects, activity.RegisterOptions{Name: "RunningCollects"})
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer stop()
+	sweep := func(at time.Time) workflows.SweepResult {
+		run, err := env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: queue}, workflows.RecollectionSweep,
+			workflows.RecollectionSweepInput{Now: at, MaxRunning: maxRunning, RunningPoll: 250 * time.Millisecond})
+		if err != nil {
+			b.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, time.Hour)
+		defer cancel()
+		var res workflows.SweepResult
+		if err := run.Get(wctx, &res); err != nil {
+			b.Fatal(err)
+		}
+		return res
+	}
+	struck := func() (failures, excluded, checked int) {
+		if err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE consecutive_failures > 0),
+				count(*) FILTER (WHERE consecutive_failures >= 5), count(*) FILTER (WHERE last_checked_at IS NOT NULL)
+			FROM codebases WHERE owner = $1`, owner).Scan(&failures, &excluded, &checked); err != nil {
+			b.Fatal(err)
+		}
+		return failures, excluded, checked
+	}
+
+	b.ResetTimer()
+	begin := time.Now()
+	fmt.Printf("\nRecollectionSweep over %d synthetic codebases, all due, through an hour-long Git host outage (seeded in %s)\n",
+		n, seeded.Round(time.Millisecond))
+	for i, f := range hostFaults {
+		heads.set(f.err)
+		at := now.Add(time.Duration(i) * time.Hour / time.Duration(len(hostFaults)))
+		t0 := time.Now()
+		res := sweep(at)
+		failures, excluded, checked := struck()
+		fmt.Printf("  +%-6s %-22s %s (%s)\n", at.Sub(now).Round(time.Minute), f.name, res, time.Since(t0).Round(time.Millisecond))
+		if !res.Halted || res.Gone != 0 || res.Started != 0 || failures != 0 || excluded != 0 || checked != 0 {
+			b.Fatalf("sweep during the outage (%s): %+v; %d codebases with failures, %d excluded, %d recorded as checked; want halted, nobody charged",
+				f.name, res, failures, excluded, checked)
+		}
+	}
+	outage := time.Since(begin)
+	heads.set(nil)
+	t0 := time.Now()
+	res := sweep(now.Add(time.Hour))
+	after := time.Since(t0)
+	b.StopTimer()
+
+	counter.mu.Lock()
+	started, duplicates := 0, 0
+	for _, k := range counter.starts {
+		started += k
+		duplicates += k - 1
+	}
+	distinct, bad, peak := len(counter.starts), counter.bad, counter.peak
+	counter.mu.Unlock()
+	failures, excluded, _ := struck()
+	fmt.Printf("  +1h     the host is back       %s (%s)\n", res, after.Round(time.Millisecond))
+	fmt.Printf("  charged to repositories during the outage: %d failures, %d excluded from the sweep\n", failures, excluded)
+	fmt.Printf("  after it: %d of %d repositories started (duplicates %d), at most %d Collects running (bound %d), %.0f starts/s\n\n",
+		distinct, n, duplicates, peak, maxRunning, float64(started)/after.Seconds())
+	if res.Halted || res.Started != n || started != n || distinct != n || duplicates != 0 || bad != 0 || peak > maxRunning || failures != 0 {
+		b.Errorf("after the outage: %+v, %d starts of %d repositories, %d duplicates, %d not as StartCollect, peak %d running; want all %d started once, at most %d running",
+			res, started, distinct, duplicates, bad, peak, n, maxRunning)
+	}
+	b.ReportMetric(outage.Seconds(), "s/outage-sweeps")
+	b.ReportMetric(after.Seconds(), "s/recovery-sweep")
+	b.ReportMetric(float64(excluded), "excluded")
+	b.ReportMetric(float64(peak), "peak-running")
 }
