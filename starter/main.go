@@ -41,7 +41,7 @@ func main() {
 	err := root.ExecuteContext(ctx)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "starter:", err)
+		fmt.Fprintln(os.Stderr, "starter:", errorLine(err, os.Args[1:]))
 		os.Exit(exitCode(err))
 	}
 }

@@ -97,7 +97,7 @@ func starterIn(t *testing.T, stdin string, args ...string) (stdout, stderr strin
 	defer cancel()
 	err := root.ExecuteContext(ctx)
 	if err != nil {
-		fmt.Fprintln(&errOut, "starter:", err)
+		fmt.Fprintln(&errOut, "starter:", errorLine(err, args))
 	}
 	return out.String(), errOut.String(), exitCode(err)
 }

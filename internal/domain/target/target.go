@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 // SyntheticRefPrefix is where explicit commits are lowered to: a commit
@@ -102,6 +103,12 @@ func Normalize(reqs []Request) (Normalized, error) {
 }
 
 func normalize(r Request) (Target, bool, error) {
+	// Checked before trimming: a path that ends in a newline is another
+	// path, and control characters cannot travel in a workflow id (a gRPC
+	// header) anyway.
+	if strings.IndexFunc(r.Location, unicode.IsControl) >= 0 {
+		return Target{}, false, invalid("the location contains a control character (a newline, a tab, an escape)")
+	}
 	loc := strings.TrimSpace(r.Location)
 	if loc == "" {
 		return Target{}, false, invalid("empty location")

@@ -93,6 +93,9 @@ func TestNormalizeRejects(t *testing.T) {
 		{"path trick", []Request{{Location: "https://h/o/../r"}}, "not a repository path"},
 		{"no path", []Request{{Location: "https://h/"}}, "not a repository path"},
 		{"empty", []Request{{Location: " "}}, "empty"},
+		{"newline in a path", []Request{{Location: "/tmp/a\nb"}}, "control character"},
+		{"trailing newline", []Request{{Location: "/tmp/repo\n"}}, "control character"},
+		{"escape in a URL", []Request{{Location: "https://h/o/r\x1b[31m"}}, "control character"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
