@@ -3,6 +3,7 @@ package gitread
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-billy/v5/osfs"
+	git "github.com/go-git/go-git/v5"
 )
 
 // A repository's files are read within it, whoever wrote them: a local
@@ -22,13 +24,99 @@ import (
 // feed it for ever). go-git, for what gitread leaves to it, gets the same
 // through repoFS.
 
-// gitDir is where a repository's files are: path itself (bare) or its
-// .git directory, which must be a directory, not a link to one.
-func gitDir(path string) string {
-	if fi, err := os.Lstat(filepath.Join(path, ".git")); err == nil && fi.IsDir() {
-		return filepath.Join(path, ".git")
+// gitDir is where a repository's files are: path itself (bare), its .git
+// directory (not a link to one), or, when .git is a file, the repository
+// that file names (see linkedGitDir).
+func gitDir(path string) (string, error) {
+	fi, err := os.Lstat(filepath.Join(path, ".git"))
+	switch {
+	case err != nil:
+		return path, nil
+	case fi.IsDir():
+		return filepath.Join(path, ".git"), nil
+	case fi.Mode().IsRegular():
+		return linkedGitDir(path)
 	}
-	return path
+	return path, nil // a link: not followed, path opens as it is or not at all
+}
+
+// maxGitFileBytes bounds a .git or commondir file: a path and a newline.
+const maxGitFileBytes = 4 << 10
+
+// linkedGitDir resolves the .git file of a linked work tree (`git worktree
+// add`) or a submodule to the repository whose objects and refs it uses.
+// This is the one place gitread leaves a repository's directory on
+// purpose, and it does it once, deliberately:
+//
+//   - .git is a regular file in path ("gitdir: DIR"); DIR may be anywhere,
+//     as git allows (relative to path, or absolute);
+//   - a work tree's DIR holds a commondir file naming its repository
+//     (relative to DIR); DIR must then be that repository's
+//     worktrees/<name>, where git puts it, so a .git file cannot borrow
+//     an unrelated directory's commondir;
+//   - the repository so found (the common directory, or DIR itself for a
+//     submodule or a separated git directory) is then read like any other:
+//     within it, through an os.Root, nothing further followed out of it.
+//
+// What is scanned is what that repository holds (its branches and tags),
+// which is what git in the work tree sees besides the work tree's own
+// HEAD.
+func linkedGitDir(path string) (string, error) {
+	line, err := readSmallFile(path, ".git")
+	if err != nil {
+		return "", err
+	}
+	dir, ok := strings.CutPrefix(line, "gitdir:")
+	if dir = strings.TrimSpace(dir); !ok || dir == "" {
+		return "", fmt.Errorf("%s/.git is a file but not a git link (\"gitdir: …\"): %w", path, git.ErrRepositoryNotExists)
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(path, dir)
+	}
+	dir = filepath.Clean(dir)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("%s/.git names %s, which is not a directory: %w", path, dir, git.ErrRepositoryNotExists)
+	}
+	common, err := readSmallFile(dir, "commondir")
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return dir, nil // a submodule or a separated git directory: DIR is the repository
+	case err != nil:
+		return "", err
+	}
+	common = strings.TrimSpace(common)
+	if !filepath.IsAbs(common) {
+		common = filepath.Join(dir, common)
+	}
+	common = filepath.Clean(common)
+	if filepath.Dir(dir) != filepath.Join(common, "worktrees") {
+		return "", fmt.Errorf("%s/.git names %s, which is not one of the work trees of %s: %w", path, dir, common, ErrUnsafe)
+	}
+	return common, nil
+}
+
+// readSmallFile reads name in dir, a regular file within it, as text: at
+// most maxGitFileBytes, its first line.
+func readSmallFile(dir, name string) (string, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return "", err
+	}
+	defer root.Close() //nolint:errcheck // read only: nothing to lose
+	f, _, err := openFile(root, name)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close() //nolint:errcheck // read only
+	b, err := io.ReadAll(io.LimitReader(f, maxGitFileBytes+1))
+	if err != nil {
+		return "", err
+	}
+	if len(b) > maxGitFileBytes {
+		return "", fmt.Errorf("%s/%s: longer than a git link: %w", dir, name, git.ErrRepositoryNotExists)
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	return first, nil
 }
 
 // openFile opens name (slash-separated, relative to root) for reading: a

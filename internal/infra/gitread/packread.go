@@ -102,12 +102,15 @@ type pack struct {
 // its index is an error wrapping ErrCorrupt. An index whose pack is gone is
 // skipped, as git skips it. Close the Packs when all its readers are done.
 func OpenPacks(repoPath string) (*Packs, error) {
-	ps := &Packs{objects: filepath.Join(gitDir(repoPath), "objects")}
+	dir, err := gitDir(repoPath)
+	if err != nil {
+		return nil, fmt.Errorf("open packs of %s: %w", repoPath, err)
+	}
+	ps := &Packs{objects: filepath.Join(dir, "objects")}
 	ps.pages.max = packResidentBytes
 	if fi, err := os.Lstat(ps.objects); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("open packs of %s: %w (no objects directory)", repoPath, git.ErrRepositoryNotExists)
 	}
-	var err error
 	if ps.root, err = os.OpenRoot(ps.objects); err != nil {
 		return nil, fmt.Errorf("open packs of %s: %w", repoPath, err)
 	}

@@ -67,8 +67,8 @@ func readBlob(s storer.EncodedObjectStorer, h plumbing.Hash, limit int64, buf []
 // given.
 const DefaultObjectCacheBytes = 16 << 20
 
-// Open opens the repository at path (a bare repository, or a work tree with
-// a .git directory) tuned for walking and reading blobs: the pack files stay
+// Open opens the repository at path (a bare repository, a work tree with
+// a .git directory, or a linked work tree's, see linkedGitDir) tuned for walking and reading blobs: the pack files stay
 // open between reads (go-git's PlainOpen reopens a pack for every object,
 // which makes a walk nearly three times slower) and go-git's object cache holds
 // cacheBytes (0: DefaultObjectCacheBytes; PlainOpen's is 96 MiB). Close the
@@ -78,8 +78,12 @@ func Open(path string, cacheBytes int64) (*git.Repository, io.Closer, error) {
 	if cacheBytes <= 0 {
 		cacheBytes = DefaultObjectCacheBytes
 	}
+	dir, err := gitDir(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open %s: %w", path, err)
+	}
 	// Its files are read within it, regular files only (see repoFS).
-	st := filesystem.NewStorageWithOptions(newRepoFS(gitDir(path)), cache.NewObjectLRU(cache.FileSize(cacheBytes)),
+	st := filesystem.NewStorageWithOptions(newRepoFS(dir), cache.NewObjectLRU(cache.FileSize(cacheBytes)),
 		filesystem.Options{KeepDescriptors: true, ExclusiveAccess: true})
 	repo, err := git.Open(st, nil)
 	if err != nil {

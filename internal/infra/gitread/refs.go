@@ -90,7 +90,11 @@ func (l *RefList) Resolve(name string) (plumbing.Hash, bool) {
 // (IgnoredUnsafeRef), and a ref file larger than any git writes is
 // malformed.
 func ReadRefs(path string) (*RefList, error) {
-	root, err := os.OpenRoot(gitDir(path))
+	dir, err := gitDir(path)
+	if err != nil {
+		return nil, fmt.Errorf("read refs: %w", err)
+	}
+	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("read refs: %w", err)
 	}
