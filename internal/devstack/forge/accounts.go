@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -35,6 +36,14 @@ type accounts struct {
 	byToken map[string]*account
 	members map[string]map[string]bool // org (lower) → member logins (lower)
 	access  map[int64]map[string]bool  // private repository id → the only users (lower) who see it
+
+	// GitHub Apps (apps.go).
+	apps          map[int64]*appState
+	installs      map[int64]*installState
+	instTokens    map[string]*instToken
+	nextAppID     int64
+	nextInstallID int64
+	minted        atomic.Int64
 }
 
 func (a *accounts) init() {
@@ -42,6 +51,7 @@ func (a *accounts) init() {
 	a.byToken = map[string]*account{}
 	a.members = map[string]map[string]bool{}
 	a.access = map[int64]map[string]bool{}
+	a.initApps()
 }
 
 const tokenAlphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
@@ -177,8 +187,10 @@ func (f *Forge) touch() { f.changed.Store(time.Now().UTC().Truncate(time.Second)
 
 // caller is who an API or git request acts as.
 type caller struct {
-	admin bool     // Options.Token: sees everything
-	user  *account // a user's token
+	admin bool          // Options.Token: sees everything
+	user  *account      // a user's token
+	app   *appState     // an App's JWT: sees no repository, only its installations
+	inst  *installState // an installation token: what the installation was granted
 }
 
 // member reports whether the caller is a member of org.
@@ -198,6 +210,11 @@ func (f *Forge) member(c caller, org string) bool {
 func (f *Forge) canSee(v repoView, c caller) bool {
 	if !v.Private || c.admin {
 		return true
+	}
+	if c.inst != nil {
+		f.acct.mu.RLock()
+		defer f.acct.mu.RUnlock()
+		return c.inst.grants(v)
 	}
 	if c.user == nil {
 		return false

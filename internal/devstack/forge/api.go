@@ -64,6 +64,13 @@ var apiRoutes = []apiRoute{
 	route("GET", "user/memberships/orgs/{org}", getUserOrgMembership),
 	route("GET", "orgs/{org}", getOrg),
 	route("GET", "orgs/{org}/repos", getOrgRepos),
+	route("GET", "app", getApp),
+	route("GET", "app/installations", getAppInstallations),
+	route("POST", "app/installations/{id}/access_tokens", postAccessToken),
+	route("GET", "orgs/{account}/installation", getAccountInstallation("Organization")),
+	route("GET", "users/{account}/installation", getAccountInstallation("User")),
+	route("GET", "repos/{owner}/{repo}/installation", getRepoInstallation),
+	route("GET", "installation/repositories", getInstallationRepos),
 }
 
 func route(method, pattern string, h func(*apiCall)) apiRoute {
@@ -104,9 +111,9 @@ func (f *Forge) serveAPI(w http.ResponseWriter, r *http.Request, rs rateState) {
 	w.Header().Set("X-GitHub-Request-Id", "FORGE:"+strconv.FormatInt(f.requestIDs.Add(1), 10))
 	w.Header().Set("X-GitHub-Api-Version-Selected", "2022-11-28")
 	c := &apiCall{f: f, w: w, r: r}
-	who, auth := f.checkAuth(r)
+	who, auth, why := f.checkAuthWhy(r)
 	if auth == authBad {
-		c.error(http.StatusUnauthorized, "Bad credentials", docsURL)
+		c.error(http.StatusUnauthorized, why, docsURL)
 		return
 	}
 	c.who, c.authed = who, auth == authOK
@@ -158,23 +165,40 @@ const (
 // that user; Options.Token as an administrator who sees everything. With
 // neither configured, credentials are ignored.
 func (f *Forge) checkAuth(r *http.Request) (caller, authResult) {
+	who, res, _ := f.checkAuthWhy(r)
+	return who, res
+}
+
+// checkAuthWhy is checkAuth with the message a refusal is answered with.
+// An App's JWT (Bearer) acts as the App, an installation token as its
+// installation until it expires.
+func (f *Forge) checkAuthWhy(r *http.Request) (caller, authResult, string) {
 	if r.Header.Get("Authorization") == "" {
-		return caller{}, authNone
+		return caller{}, authNone, ""
 	}
 	cred := credential(r)
 	f.acct.mu.RLock()
 	ac := f.acct.byToken[cred]
-	users := len(f.acct.byToken)
+	users := len(f.acct.byToken) + len(f.acct.apps)
 	f.acct.mu.RUnlock()
 	switch {
 	case ac != nil && cred != "":
-		return caller{user: ac}, authOK
+		return caller{user: ac}, authOK, ""
 	case f.opts.Token != "" && cred != "" && subtle.ConstantTimeCompare([]byte(cred), []byte(f.opts.Token)) == 1:
-		return caller{admin: true}, authOK
+		return caller{admin: true}, authOK, ""
 	case f.opts.Token == "" && users == 0:
-		return caller{}, authNone
+		return caller{}, authNone, ""
+	case looksLikeJWT(cred):
+		a, why := f.checkJWT(cred)
+		if a == nil {
+			return caller{}, authBad, why
+		}
+		return caller{app: a}, authOK, ""
 	}
-	return caller{}, authBad
+	if in, _ := f.installationByToken(cred); in != nil {
+		return caller{inst: in}, authOK, ""
+	}
+	return caller{}, authBad, "Bad credentials"
 }
 
 func (f *Forge) authenticated(r *http.Request) bool {

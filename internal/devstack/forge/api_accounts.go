@@ -43,6 +43,10 @@ func getUser(c *apiCall) {
 		c.json(http.StatusOK, u)
 		return
 	}
+	if c.who.inst != nil || c.who.app != nil {
+		c.error(http.StatusForbidden, "Resource not accessible by integration", "https://docs.github.com/rest/users/users#get-the-authenticated-user")
+		return
+	}
 	if c.who.user == nil {
 		c.error(http.StatusUnauthorized, "Requires authentication", "https://docs.github.com/rest/users/users#get-the-authenticated-user")
 		return

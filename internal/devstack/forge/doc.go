@@ -70,6 +70,19 @@
 //     (AddMember, RemoveMember) who see its private repositories, unless
 //     SetRepoAccess restricts one to named users (collaborators). What a
 //     user does not see answers 404 everywhere.
+//   - GitHub Apps (apps.go: CreateApp, InstallApp, SetInstallationRepos,
+//     Uninstall): an App authenticates with a JWT signed by its RSA key
+//     (RS256, iss its id, exp at most 10 minutes after iat, checked on
+//     Options.Now), finds its installations (GET /app/installations,
+//     /orgs/{org}/installation, /users/{user}/installation,
+//     /repos/{owner}/{repo}/installation) and mints installation access
+//     tokens (POST /app/installations/{id}/access_tokens) that last
+//     Options.TokenLifetime (an hour). A token sees public repositories and
+//     those of its installation's account it was granted (all or a
+//     selection, changed live), in the API and over git; once expired
+//     (ExpireInstallationTokens ends them all) it gets 401 "Bad
+//     credentials"; GET /user answers it 403 "Resource not accessible by
+//     integration".
 //   - Lists paginate as GitHub does: per_page (default 30, at most 100) and
 //     page, with a Link header (next, last, first, prev; absolute URLs that
 //     keep the other parameters). /user/repos takes type, affiliation,

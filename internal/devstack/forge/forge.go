@@ -32,6 +32,12 @@ type Options struct {
 	// RequestLogSize is how many requests Requests() keeps (the most recent
 	// ones). Default 10000.
 	RequestLogSize int
+	// TokenLifetime is how long an App's installation access tokens last.
+	// Default DefaultTokenLifetime (an hour, as on GitHub).
+	TokenLifetime time.Duration
+	// Now is the clock that App JWTs and installation tokens are checked
+	// against; nil means time.Now.
+	Now func() time.Time
 	// Logf, if set, receives diagnostics (git stderr, internal errors).
 	Logf func(format string, args ...any)
 }
