@@ -10,6 +10,7 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -17,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"gitfleet/internal/infra/errclass"
+	"gitfleet/internal/infra/liveness"
 	"gitfleet/internal/infra/mirror"
 	"gitfleet/internal/infra/store"
 	"gitfleet/internal/infra/vcs"
@@ -32,6 +34,9 @@ type Activities struct {
 	Log       *zap.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Liveness bounds the silence of a remote during a fetch (zero:
+	// liveness's defaults, for gitOptions' one-minute heartbeat timeout).
+	Liveness liveness.Bounds
 }
 
 func (a *Activities) now() time.Time {
@@ -66,16 +71,30 @@ func AppError(err error) error {
 	})
 }
 
-// keepAlive heartbeats until the returned stop is called, so a long
-// operation that cannot report progress itself is still seen alive, and a
-// worker that dies is noticed within the heartbeat timeout rather than the
-// start-to-close timeout.
-func keepAlive(ctx context.Context, every time.Duration) (stop func()) {
-	return tick(ctx, every, func() bool {
-		activity.RecordHeartbeat(ctx)
-		return true
-	})
+// watch runs a network operation (a fetch, a build) under
+// liveness.Watch: the activity heartbeats while the operation moves, and
+// stops heartbeating when its remote goes silent, giving the operation up
+// (its context cancelled with a liveness.StallError) once the silence
+// lasts b.Stall — before the heartbeat timeout, so the retry starts on a
+// fresh connection instead of the attempt hanging to its start-to-close.
+// Pass the operation's error through stalled.
+func watch(ctx context.Context, b liveness.Bounds) (context.Context, func()) {
+	return liveness.Watch(ctx, b, func() { activity.RecordHeartbeat(ctx) })
 }
+
+// stalled returns a Retryable error saying so when the watch of opCtx gave
+// the operation up, and err otherwise.
+func stalled(opCtx context.Context, err error) error {
+	var s *liveness.StallError
+	if err != nil && errors.As(context.Cause(opCtx), &s) {
+		return errclass.Wrap(errclass.Retryable, ReasonStalled, s)
+	}
+	return err
+}
+
+// ReasonStalled is the reason of an operation given up because its remote
+// went silent (see watch).
+const ReasonStalled = "remote stalled"
 
 // tick calls fn every interval, in a goroutine, until stop is called, ctx
 // ends or fn returns false.

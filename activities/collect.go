@@ -25,11 +25,12 @@ func (a *Activities) SyncMirror(ctx context.Context, repo repoid.ID) (workflows.
 	if err != nil {
 		return workflows.SyncMirrorResult{}, AppError(errclass.Wrap(errclass.Permanent, errclass.ReasonInvalidInput, err))
 	}
-	defer keepAlive(ctx, 5*time.Second)()
+	fetch, stop := watch(ctx, a.Liveness)
+	defer stop()
 	start := time.Now()
-	remote, err := a.Mirrors.Sync(ctx, host.CloneURL(repo.Owner, repo.Name))
+	remote, err := a.Mirrors.Sync(fetch, host.CloneURL(repo.Owner, repo.Name))
 	if err != nil {
-		return workflows.SyncMirrorResult{}, AppError(err)
+		return workflows.SyncMirrorResult{}, AppError(stalled(fetch, err))
 	}
 	cloned, err := host.RepositoryAt(remote.URL)
 	if err != nil {
@@ -52,17 +53,30 @@ func (a *Activities) LookupCodebase(ctx context.Context, repo repoid.ID) (*ident
 	return cb.Identity(), nil
 }
 
-// VerifyCommit reports whether the remote still has the commit, by fetching
-// it by SHA. It costs no API request.
+// VerifyCommit reports whether the remote still has the commit. It costs
+// no API request and, in the usual case, no Git request either: when the
+// local mirror holds the refs the collection's sync just saw and the
+// commit is reachable from them, the remote has it reachable too. Else
+// (another worker synced, or a force push left the commit unreachable) it
+// fetches the commit by SHA, depth 1, into a scratch repository.
 func (a *Activities) VerifyCommit(ctx context.Context, in workflows.VerifyCommitInput) (bool, error) {
 	host, err := a.Hosts.Lookup(in.Repo.Host)
 	if err != nil {
 		return false, AppError(errclass.Wrap(errclass.Permanent, errclass.ReasonInvalidInput, err))
 	}
-	defer keepAlive(ctx, 5*time.Second)()
-	ok, err := a.Mirrors.HasCommit(ctx, host.CloneURL(in.Repo.Owner, in.Repo.Name), in.SHA)
+	url := host.CloneURL(in.Repo.Owner, in.Repo.Name)
+	held, reachable, err := a.Mirrors.Reaches(ctx, url, in.RefsDigest, in.SHA)
 	if err != nil {
 		return false, AppError(err)
+	}
+	if held && reachable {
+		return true, nil
+	}
+	fetch, stop := watch(ctx, a.Liveness)
+	defer stop()
+	ok, err := a.Mirrors.HasCommit(fetch, url, in.SHA)
+	if err != nil {
+		return false, AppError(stalled(fetch, err))
 	}
 	return ok, nil
 }

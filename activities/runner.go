@@ -21,6 +21,7 @@ import (
 
 	"gitfleet/internal/domain/snapshot"
 	"gitfleet/internal/infra/errclass"
+	"gitfleet/internal/infra/liveness"
 	"gitfleet/internal/infra/metrics"
 	"gitfleet/internal/infra/mirror"
 	"gitfleet/internal/infra/ocibuild"
@@ -270,9 +271,10 @@ func (rep *progressReport) stop(ctx context.Context) {
 // it too (TidyWorkDir) —, and the push skips the blobs the registry has.
 func (r *Runner) BuildSnapshot(ctx context.Context, in workflows.BuildInput) (workflows.BuildResult, error) {
 	defer r.enter()()
-	defer keepAlive(ctx, 5*time.Second)()
-	res, err := r.build(ctx, in)
-	return res, AppError(err)
+	work, stop := watch(ctx, liveness.Bounds{})
+	defer stop()
+	res, err := r.build(work, in)
+	return res, AppError(stalled(work, err))
 }
 
 func (r *Runner) build(ctx context.Context, in workflows.BuildInput) (res workflows.BuildResult, err error) {

@@ -262,6 +262,9 @@ type RefusalResult struct {
 type VerifyCommitInput struct {
 	Repo repoid.ID `json:"repository"`
 	SHA  string    `json:"sha"`
+	// RefsDigest names the refs the collection's sync saw: a mirror that
+	// holds them answers without asking the remote.
+	RefsDigest string `json:"refsDigest,omitempty"`
 }
 
 // ApplyIdentityInput is one collection's observation, to be applied.

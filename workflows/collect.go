@@ -95,6 +95,7 @@ func Collect(ctx workflow.Context, in CollectInput) (CollectResult, error) {
 		err := workflow.ExecuteChildWorkflow(child, ResolveIdentity, ResolveIdentityInput{
 			Key: key, WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,
 			Cloned: synced.Cloned, Head: synced.Head, DefaultBranch: synced.DefaultBranch, ClonedAt: synced.StartedAt,
+			RefsDigest: synced.RefsDigest,
 		}).Get(ctx, &resolved)
 		if err == nil {
 			break

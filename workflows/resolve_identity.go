@@ -27,6 +27,10 @@ type ResolveIdentityInput struct {
 	// ClonedAt is when the sync started (zero in runs recorded before it
 	// was passed).
 	ClonedAt time.Time `json:"clonedAt,omitzero"`
+	// RefsDigest names the branches and tags the sync saw (empty in runs
+	// recorded before it was passed): VerifyCommit answers from a mirror
+	// that holds them.
+	RefsDigest string `json:"refsDigest,omitempty"`
 }
 
 // ResolveIdentityResult is the decision that was applied.
@@ -126,7 +130,7 @@ func verify(ctx workflow.Context, in ResolveIdentityInput, byName *identity.Code
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Verifying %s still has its last collected commit", in.Cloned))
 	var ok bool
 	err := workflow.ExecuteActivity(withOptions(ctx, verifyOptions), activityVerifyCommit, VerifyCommitInput{
-		Repo: in.Cloned, SHA: byName.LastCommitSHA,
+		Repo: in.Cloned, SHA: byName.LastCommitSHA, RefsDigest: in.RefsDigest,
 	}).Get(ctx, &ok)
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("Fetch by SHA failed; asking the API instead", "error", err)

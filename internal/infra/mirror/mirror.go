@@ -310,6 +310,7 @@ func (m *Mirrors) fetchInto(ctx context.Context, path, remoteURL string, head pl
 		Tags:     git.NoTags, // the refspec above already takes them all
 		Force:    true,
 		Prune:    true,
+		Progress: serverProgress,
 	})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return fmt.Errorf("fetch %s: %w", remoteURL, err)
@@ -440,6 +441,7 @@ func fetchSHA(ctx context.Context, repo *git.Repository, dir, remoteURL, sha, re
 		RefSpecs: []config.RefSpec{config.RefSpec(sha + ":" + ref)},
 		Depth:    depth,
 		Tags:     git.NoTags,
+		Progress: serverProgress,
 	})
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):

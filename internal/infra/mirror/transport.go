@@ -133,7 +133,7 @@ func errAdvertisementSize() error {
 // its transports from a process-wide table: no fetch option chooses one.)
 func gitTransport() *http.Client {
 	return &http.Client{
-		Transport:     advertisementLimit{base: http.DefaultTransport.(*http.Transport).Clone()},
+		Transport:     metered{advertisementLimit{base: http.DefaultTransport.(*http.Transport).Clone()}},
 		CheckRedirect: checkRedirect,
 	}
 }
