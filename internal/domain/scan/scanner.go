@@ -86,9 +86,11 @@ type Finding struct {
 	// rule. The same secret has the same hash under the same key, whatever
 	// rule found it.
 	SecretHash string
-	// Preview shows at most 4 characters of the secret (a quarter of it,
-	// rounded down, when it is shorter than 16 characters), "…" and its
-	// length in characters, e.g. "ghp_…(40)". Empty for a path-only rule.
+	// Preview shows a few characters of the secret, never more than a
+	// quarter of it: a secret of 16 characters or more its first 4, "…"
+	// and its length in characters, e.g. "ghp_…(40)"; a shorter one its
+	// first 2 when it has at least 8, else none, and "…", with no length
+	// (see preview). Empty for a path-only rule.
 	Preview string
 	// Decoded is set when the secret was found in decoded text: the
 	// encodings undone, outermost first, e.g. "base64" or "base64/hex".
@@ -138,11 +140,17 @@ type Result struct {
 // Scanner scans blobs with one rule set. It is immutable and safe for
 // concurrent use.
 type Scanner struct {
-	rs     *RuleSet
-	cfg    Config
-	key    []byte
-	policy string
-	pool   sync.Pool // *scratch
+	rs  *RuleSet
+	cfg Config
+	// key is the key given to New; keyVersion its version. hashKey keys
+	// the SecretHashes (key itself at version 1, else derived from key
+	// and the version), nameKey the digests of names (Digest).
+	key        []byte
+	keyVersion int
+	hashKey    []byte
+	nameKey    []byte
+	policy     string
+	pool       sync.Pool // *scratch
 
 	// onRegex, when set (tests only), is called each time a rule's regex runs
 	// on a blob.
@@ -156,23 +164,78 @@ type Scanner struct {
 	onDecode func(kind string, depth int)
 }
 
-// New makes a scanner. hashKey keys the SecretHash of findings; it must be
-// at least MinHashKeyLen bytes and should be a secret of the caller's.
+// New makes a scanner. hashKey keys the SecretHash of findings, as key
+// version 1 (WithKeyVersion); it must be at least MinHashKeyLen bytes and
+// should be a secret of the caller's, kept apart from the hashes.
 func New(rs *RuleSet, cfg Config, hashKey []byte) (*Scanner, error) {
+	return newScanner(rs, cfg, hashKey, 1)
+}
+
+func newScanner(rs *RuleSet, cfg Config, key []byte, version int) (*Scanner, error) {
 	if rs == nil {
 		return nil, errors.New("scan: nil rule set")
 	}
-	if len(hashKey) < MinHashKeyLen {
+	if len(key) < MinHashKeyLen {
 		return nil, fmt.Errorf("scan: the hash key must be at least %d bytes", MinHashKeyLen)
+	}
+	if version < 1 {
+		return nil, fmt.Errorf("scan: key version %d: versions start at 1", version)
 	}
 	if cfg.MaxBlobBytes == 0 {
 		cfg.MaxBlobBytes = DefaultMaxBlobBytes
 	}
 	cfg.DecodeDepth = max(cfg.DecodeDepth, 0)
-	s := &Scanner{rs: rs, cfg: cfg, key: slices.Clone(hashKey)}
-	s.policy = policyHash(rs, cfg, s.key)
+	s := &Scanner{rs: rs, cfg: cfg, key: slices.Clone(key), keyVersion: version}
+	// Version 1 is the key itself, so hashes made before keys had
+	// versions stay valid under the key they were made with; a later
+	// version keys a namespace of its own even if an operator gives it
+	// the same key again.
+	s.hashKey = s.key
+	if version > 1 {
+		s.hashKey = derive(s.key, "gitfleet finding key version "+strconv.Itoa(version))
+	}
+	s.nameKey = derive(s.hashKey, "gitfleet name digest")
+	s.policy = policyHash(rs, cfg, s.hashKey)
 	s.pool.New = func() any { return newScratch(rs) }
 	return s, nil
+}
+
+// derive is a key of its own for one use of key.
+func derive(key []byte, use string) []byte {
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(use))
+	return mac.Sum(nil)
+}
+
+// WithKeyVersion is a scanner like s whose key is version v of the
+// installation's key (v from 1). Each version hashes secrets in a
+// namespace of its own and makes a policy of its own, so a new version
+// starts a new scope: every repository is scanned again, its secrets
+// hashed under the new key.
+func (s *Scanner) WithKeyVersion(v int) (*Scanner, error) {
+	n, err := newScanner(s.rs, s.cfg, s.key, v)
+	if err != nil {
+		return nil, err
+	}
+	n.onRegex, n.wholeBlob, n.onDecode, n.budget = s.onRegex, s.wholeBlob, s.onDecode, s.budget
+	return n, nil
+}
+
+// KeyVersion is the version of the key the SecretHashes are made with.
+func (s *Scanner) KeyVersion() int { return s.keyVersion }
+
+// DigestLen is the length of a Digest in hex digits (128 bits).
+const DigestLen = 32
+
+// Digest names a name the scan met (a path, a ref, a location) in logs
+// and errors without saying it: equal names digest equally, so messages
+// still correlate, and without the installation's key nobody can tell
+// which name it was, not even by digesting common names (an HMAC under a
+// key derived from the hash key, 128 bits).
+func (s *Scanner) Digest(name string) string {
+	mac := hmac.New(sha256.New, s.nameKey)
+	mac.Write([]byte(name))
+	return hex.EncodeToString(mac.Sum(nil))[:DigestLen]
 }
 
 // WithDecodeDepth is a scanner like s that decodes encoded spans this many
@@ -185,9 +248,9 @@ func (s *Scanner) WithDecodeDepth(depth int) *Scanner {
 
 // withConfig is a scanner like s with configuration cfg.
 func (s *Scanner) withConfig(cfg Config) *Scanner {
-	n, err := New(s.rs, cfg, s.key)
+	n, err := newScanner(s.rs, cfg, s.key, s.keyVersion)
 	if err != nil {
-		panic(err) // s was made by New with the same key
+		panic(err) // s was made with the same key and version
 	}
 	n.onRegex, n.wholeBlob, n.onDecode, n.budget = s.onRegex, s.wholeBlob, s.onDecode, s.budget
 	return n
@@ -884,19 +947,39 @@ func (s *Scanner) coveredBySpecific(sc *scratch, content []byte, f rawFinding) b
 
 func (s *Scanner) hashSecret(sc *scratch, secret []byte) string {
 	if sc.mac == nil {
-		sc.mac = hmac.New(sha256.New, s.key)
+		sc.mac = hmac.New(sha256.New, s.hashKey)
 	}
 	sc.mac.Reset()
 	sc.mac.Write(secret)
 	return hex.EncodeToString(sc.mac.Sum(sc.sum[:0]))
 }
 
-// preview shows at most 4 characters of the secret: min(4, n/4) of its n
-// characters (so never all of a short one), non-printable ones as '?', then
-// "…" and n.
+// Short secrets are passwords and the like, the ones that can be guessed:
+// their preview says neither their length nor more than 2 characters, and
+// how many it shows tells only whether they have at least 8.
+const (
+	shortSecret   = 16 // a secret of fewer characters is short
+	longPreview   = 4  // characters a long secret's preview shows
+	shortPreview  = 2  // characters a short secret's preview shows…
+	shortNoPrefix = 8  // …when it has at least this many
+)
+
+// preview shows a few characters of the secret, never more than a quarter
+// of them, non-printable ones as '?': a secret of at least shortSecret
+// characters its first longPreview, "…" and its length ("ghp_…(40)"); a
+// shorter one its first shortPreview when it has at least shortNoPrefix
+// characters, else none, then "…" and no length ("pa…", "…"), so that
+// the preview of a short secret narrows a guess as little as it can and
+// still tells two apart at a glance.
 func preview(secret []byte) string {
 	n := utf8.RuneCount(secret)
-	k := min(4, n/4)
+	k := 0
+	switch {
+	case n >= shortSecret:
+		k = longPreview
+	case n >= shortNoPrefix:
+		k = shortPreview
+	}
 	var b strings.Builder
 	for i := 0; i < k; i++ {
 		r, size := utf8.DecodeRune(secret)
@@ -906,9 +989,12 @@ func preview(secret []byte) string {
 		}
 		b.WriteRune(r)
 	}
-	b.WriteString("…(")
-	b.WriteString(strconv.Itoa(n))
-	b.WriteByte(')')
+	b.WriteString("…")
+	if n >= shortSecret {
+		b.WriteByte('(')
+		b.WriteString(strconv.Itoa(n))
+		b.WriteByte(')')
+	}
 	return b.String()
 }
 

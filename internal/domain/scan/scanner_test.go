@@ -384,27 +384,114 @@ keywords = ["tk_"]
 	}
 }
 
+// A preview shows at most a quarter of a secret, and the length only of a
+// long one: a short secret (a password) gives a guess neither its length
+// nor more than 2 characters, and the characters shown tell only whether
+// it has at least 8.
 func TestPreview(t *testing.T) {
 	for n := 0; n <= 40; n++ {
 		secret := strings.Repeat("s", n)
 		p := preview([]byte(secret))
 		shown, rest, ok := strings.Cut(p, "…")
-		if !ok || rest != fmt.Sprintf("(%d)", n) {
-			t.Errorf("preview(%d) = %q", n, p)
+		if !ok {
+			t.Fatalf("preview(%d) = %q: no ellipsis", n, p)
 		}
-		want := min(4, n/4)
-		if len(shown) != want {
-			t.Errorf("preview of %d characters shows %d, want %d", n, len(shown), want)
+		wantShown, wantRest := 0, ""
+		switch {
+		case n >= 16:
+			wantShown, wantRest = 4, fmt.Sprintf("(%d)", n)
+		case n >= 8:
+			wantShown = 2
+		}
+		if len(shown) != wantShown || rest != wantRest {
+			t.Errorf("preview of %d characters = %q, want %d characters shown and %q after", n, p, wantShown, wantRest)
+		}
+		if 4*len(shown) > n {
+			t.Errorf("preview of %d characters shows %d: more than a quarter", n, len(shown))
 		}
 	}
-	if p := preview([]byte("\x00\nabcdefghijklmnop")); p != "??ab…(18)" {
-		t.Errorf("control characters: %q", p)
-	}
-	if p := preview([]byte("ééééééééééééééééé")); p != "éééé…(17)" {
-		t.Errorf("runes: %q", p)
+	for _, c := range []struct{ secret, want string }{
+		{"\x00\nabcdefghijklmnop", "??ab…(18)"},
+		{"ééééééééééééééééé", "éééé…(17)"},
+		{"hunter2", "…"},
+		{"correct-horse", "co…"},
+		{"\x1b[31mpasswd", "?[…"},
+	} {
+		if p := preview([]byte(c.secret)); p != c.want {
+			t.Errorf("preview(%q) = %q, want %q", c.secret, p, c.want)
+		}
 	}
 	if p := preview([]byte("\xff\xfeabcdefghijklmnop")); !utf8.ValidString(p) {
 		t.Errorf("invalid UTF-8 in preview %q", p)
+	}
+}
+
+// Each key version hashes in a namespace of its own, with a policy (a
+// scope) of its own, even with the same key; version 1 is the key as
+// hashes were made before versions; the same key and version hash the
+// same in every scanner made with them (a restarted worker).
+func TestKeyVersions(t *testing.T) {
+	rs := mustDefault(t)
+	secret := "ghp_" + newGen(7).mixed(36)
+	text := []byte("a=" + secret + "\n")
+	hash := func(s *Scanner) string {
+		t.Helper()
+		r := s.Scan("f", text, "")
+		if len(r.Findings) != 1 {
+			t.Fatalf("%d findings", len(r.Findings))
+		}
+		return r.Findings[0].SecretHash
+	}
+	v1 := newTestScanner(t, rs)
+	v2, err := v1.WithKeyVersion(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := newTestScanner(t, rs).WithKeyVersion(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v1.KeyVersion() != 1 || v2.KeyVersion() != 2 {
+		t.Errorf("versions %d %d", v1.KeyVersion(), v2.KeyVersion())
+	}
+	mac := hmac.New(sha256.New, testKey)
+	mac.Write([]byte(secret))
+	if hash(v1) != hex.EncodeToString(mac.Sum(nil)) {
+		t.Error("version 1 is not the key itself")
+	}
+	if hash(v1) == hash(v2) || v1.Policy() == v2.Policy() {
+		t.Error("versions 1 and 2 of the same key share hashes or a policy")
+	}
+	if hash(v2) != hash(again) || v2.Policy() != again.Policy() || v2.Digest("prod.env") != again.Digest("prod.env") {
+		t.Error("the same key and version hash differently in another scanner")
+	}
+	if v2.WithDecodeDepth(1).KeyVersion() != 2 || v2.WithArchiveDepth(0).KeyVersion() != 2 {
+		t.Error("a derived scanner lost its key version")
+	}
+	if _, err := v1.WithKeyVersion(0); err == nil {
+		t.Error("version 0 accepted")
+	}
+}
+
+// Digests are keyed: no digest of a common name made without the key
+// finds a name, and two installations digest a name differently.
+func TestDigestKeyed(t *testing.T) {
+	rs := mustDefault(t)
+	s := newTestScanner(t, rs)
+	other, err := New(rs, DefaultConfig(), []byte("a-different-key-of-32-bytes-long"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := s.Digest("prod.env")
+	if len(d) != DigestLen || d != s.Digest("prod.env") || d == s.Digest("prod.env2") {
+		t.Errorf("digest %q", d)
+	}
+	if d == other.Digest("prod.env") {
+		t.Error("two keys digest a name the same")
+	}
+	plain := sha256.Sum256([]byte("prod.env"))
+	if strings.HasPrefix(hex.EncodeToString(plain[:]), d[:12]) {
+		t.Error("the digest is an unkeyed hash")
 	}
 }
 
