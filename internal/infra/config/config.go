@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,6 +15,7 @@ import (
 
 	"gitfleet/internal/domain/decay"
 	"gitfleet/internal/infra/gitread"
+	"gitfleet/internal/infra/reach"
 	"gitfleet/internal/infra/secrets"
 	"gitfleet/internal/infra/vcs"
 )
@@ -43,6 +45,9 @@ const (
 	EnvHashKey           = "GITFLEET_FINDING_KEY"
 	EnvTokenKey          = secrets.KeyEnv
 	EnvGitHubConcurrency = "GITFLEET_GITHUB_CONCURRENCY"
+	// Where workers reach on a request's behalf (package reach).
+	EnvAllowedHosts = reach.SettingAllowedHosts
+	EnvLocalRoot    = reach.SettingLocalRoot
 
 	// Retention: how long the daily cleanup keeps what is no longer
 	// current.
@@ -147,6 +152,11 @@ type Config struct {
 	// TokenBox seals and opens users' GitHub tokens; nil when no key is
 	// configured (users cannot be added, caches not refreshed).
 	TokenBox *secrets.Box
+	// AllowedHosts are the hosts Git fetches may reach: the configured
+	// Git hosts and GITFLEET_ALLOWED_HOSTS. LocalRoot is where local scan
+	// targets must lie on a worker ("": none is opened).
+	AllowedHosts reach.Hosts
+	LocalRoot    string
 	// GitHubConcurrency bounds each token's API requests in flight.
 	GitHubConcurrency int
 	// Snapshots: Registry is where runners push builds ("host:port/path").
@@ -358,6 +368,15 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 		c.TokenBox = box
 	}
+	if c.AllowedHosts, err = allowedHosts(hosts, getenv(EnvAllowedHosts)); err != nil {
+		return Config{}, err
+	}
+	if v := getenv(EnvLocalRoot); v != "" {
+		if !filepath.IsAbs(v) {
+			return Config{}, fmt.Errorf("%s=%q: want an absolute directory", EnvLocalRoot, v)
+		}
+		c.LocalRoot = filepath.Clean(v)
+	}
 	c.GitHubConcurrency = 10
 	if v := getenv(EnvSweepMaxRunning); v != "" {
 		n, err := strconv.Atoi(v)
@@ -440,6 +459,21 @@ func Load(getenv func(string) string) (Config, error) {
 		c.MirrorDir = filepath.Join(cache, "gitfleet", "mirrors")
 	}
 	return c, nil
+}
+
+// allowedHosts are the configured Git hosts and those the setting lists.
+func allowedHosts(hosts vcs.Hosts, setting string) (reach.Hosts, error) {
+	var list []string
+	for _, n := range hosts.Names() {
+		h, err := hosts.Lookup(n)
+		if err != nil {
+			return reach.Hosts{}, err
+		}
+		if u, err := url.Parse(h.GitURL); err == nil {
+			list = append(list, u.Hostname())
+		}
+	}
+	return reach.ParseHosts(append(list, strings.Split(setting, ",")...))
 }
 
 // ParseBytes reads a size: a number of bytes, or of KiB, MiB, GiB or TiB

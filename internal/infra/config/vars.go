@@ -29,6 +29,8 @@ func Vars() []string {
 		EnvHashKey,
 		EnvTokenKey,
 		EnvGitHubConcurrency,
+		EnvAllowedHosts,
+		EnvLocalRoot,
 		EnvRetainCollections,
 		EnvRetainReceipts,
 		EnvRetainOldScopes,
