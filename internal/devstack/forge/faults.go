@@ -42,6 +42,15 @@ type Fault struct {
 	// "You have exceeded a secondary rate limit ...".
 	RetryAfter time.Duration
 
+	// Headers are set on the answer this fault gives (any of the above),
+	// e.g. a Retry-After on a 429 or a 502, or X-RateLimit-Remaining: 0 on
+	// a 429.
+	Headers http.Header
+	// Message, if set, is the answer's message, and the answer carries no
+	// documentation link (how GitHub's secondary limits can look: a bare
+	// 403 with Retry-After).
+	Message string
+
 	// Times limits the fault to the next Times matching requests; 0 means
 	// until removed.
 	Times int
@@ -164,6 +173,13 @@ func (f *Forge) applyFaults(w http.ResponseWriter, r *http.Request, kind Kind) b
 	}
 	if answer == nil {
 		return false
+	}
+	for k, vs := range answer.Headers {
+		w.Header()[http.CanonicalHeaderKey(k)] = vs
+	}
+	if answer.Message != "" {
+		writeStatus(w, kind, cmp0(answer.Status, http.StatusForbidden), answer.Message, "")
+		return true
 	}
 	switch {
 	case answer.RateLimit:

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -72,6 +73,13 @@ const (
 	// file reached through a symbolic link that leads out of it, or a
 	// FIFO or device where a file should be.
 	ReasonUnsafe = "unsafe repository"
+	// ReasonUnreachable: the host's name does not resolve or nothing
+	// listens where it points (connection refused). Retryable for a
+	// short while (a DNS blip, a restarting server), since an attempt
+	// fails at once; callers bound how often (activities' unreachable
+	// bound) and then give up Permanent with the cause. Not the
+	// repository's doing: nothing is parked for it.
+	ReasonUnreachable = "host unreachable"
 )
 
 // IsLimit reports whether reason is one of ReasonLimit's.
@@ -172,9 +180,57 @@ func classifyGitHub(err error) *Error {
 	}
 	var resp *github.ErrorResponse
 	if errors.As(err, &resp) && resp.Response != nil {
-		return byStatus(resp.Response.StatusCode)
+		return byResponse(resp.Response, resp.Message)
 	}
 	return nil
+}
+
+// byResponse classifies an HTTP error answer by its status and what it
+// says about when to come back, as GitHub documents it for its rate
+// limits (and HTTP for any 429 or 5xx): a Retry-After on a 403, 429 or
+// 5xx is followed, whatever the body says; a 403 or 429 with
+// X-RateLimit-Remaining 0 waits until X-RateLimit-Reset; a 403 or 429
+// whose message says it is a secondary rate limit, or a 429 that says
+// nothing, waits a minute (GitHub: "wait for at least one minute").
+func byResponse(r *http.Response, message string) *Error {
+	code := r.StatusCode
+	limitable := code == http.StatusForbidden || code == http.StatusTooManyRequests
+	if limitable || code >= 500 {
+		if d, ok := retryAfter(r.Header.Get("Retry-After")); ok {
+			reason := ReasonRateLimited
+			if code >= 500 {
+				reason = fmt.Sprintf("server error %d", code)
+			}
+			return &Error{Class: Retryable, Reason: reason, RetryAfter: d}
+		}
+	}
+	if limitable {
+		if r.Header.Get("X-RateLimit-Remaining") == "0" {
+			if reset, err := strconv.ParseInt(r.Header.Get("X-RateLimit-Reset"), 10, 64); err == nil {
+				return &Error{Class: Retryable, Reason: ReasonRateLimited, RetryAfter: untilReset(time.Unix(reset, 0))}
+			}
+			return &Error{Class: Retryable, Reason: ReasonRateLimited, RetryAfter: time.Minute}
+		}
+		if code == http.StatusTooManyRequests || strings.Contains(strings.ToLower(message), "secondary rate limit") {
+			return &Error{Class: Retryable, Reason: ReasonRateLimited, RetryAfter: time.Minute}
+		}
+	}
+	return byStatus(code)
+}
+
+// retryAfter reads a Retry-After header: seconds, or an HTTP date.
+func retryAfter(v string) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil && secs >= 0 {
+		return max(time.Duration(secs)*time.Second, time.Second), true
+	}
+	if at, err := http.ParseTime(v); err == nil {
+		return max(time.Until(at), time.Second), true
+	}
+	return 0, false
 }
 
 func untilReset(reset time.Time) time.Duration {
@@ -241,7 +297,7 @@ func classifyGit(err error) *Error {
 	if errors.As(err, &unexpected) {
 		var herr *githttp.Err
 		if errors.As(unexpected.Err, &herr) && herr.Response != nil {
-			return byStatus(herr.Response.StatusCode)
+			return byResponse(herr.Response, "")
 		}
 		if unexpected.Err != nil {
 			if c := classify(unexpected.Err); c.Reason != "unclassified" {
@@ -315,10 +371,31 @@ func classifyNetwork(err error) *Error {
 		// Speaking TLS to a plain HTTP server (or the reverse) fails the
 		// same way every time.
 		return &Error{Class: Permanent, Reason: ReasonUnsupported}
+	case isNoSuchHost(err), errors.Is(err, syscall.ECONNREFUSED):
+		return &Error{Class: Retryable, Reason: ReasonUnreachable}
 	case errors.As(err, &nerr),
 		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF),
-		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
 		return &Error{Class: Retryable, Reason: "network"}
 	}
 	return nil
+}
+
+// isNoSuchHost reports a name the resolver says does not exist (not a
+// resolver that timed out or failed: that may pass).
+func isNoSuchHost(err error) bool {
+	var dns *net.DNSError
+	return errors.As(err, &dns) && dns.IsNotFound
+}
+
+// UnreachableCause is what a person needs to read of an unreachable
+// host's error: "no such host" or "connection refused" ("" for others).
+func UnreachableCause(err error) string {
+	switch {
+	case isNoSuchHost(err):
+		return "no such host"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	}
+	return ""
 }

@@ -67,7 +67,9 @@ func TestClassify(t *testing.T) {
 		{"pg admin shutdown", &pgconn.PgError{Code: "57P01"}, Retryable, "database unavailable"},
 		{"pg unique violation", &pgconn.PgError{Code: "23505"}, Permanent, "database rejected the statement"},
 		{"pg undefined table", &pgconn.PgError{Code: "42P01"}, Permanent, "database rejected the statement"},
-		{"connection refused", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, Retryable, "network"},
+		{"connection refused", &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, Retryable, ReasonUnreachable},
+		{"no such host", fmt.Errorf("list refs: %w", &net.OpError{Op: "dial", Err: &net.DNSError{Err: "no such host", Name: "x.invalid", IsNotFound: true}}), Retryable, ReasonUnreachable},
+		{"resolver timed out", &net.OpError{Op: "dial", Err: &net.DNSError{Err: "i/o timeout", Name: "x.example", IsTimeout: true}}, Retryable, "network"},
 		{"reset", fmt.Errorf("read: %w", syscall.ECONNRESET), Retryable, "network"},
 		{"https to an http server", fmt.Errorf("get: %w", errors.New("http: server gave HTTP response to HTTPS client")), Permanent, ReasonUnsupported},
 		{"unknown", errors.New("something odd"), Retryable, "unclassified"},
@@ -97,6 +99,11 @@ func TestRetryAfter(t *testing.T) {
 	got := Classify(&github.RateLimitError{Rate: github.Rate{Reset: github.Timestamp{Time: reset}}, Response: &http.Response{Request: &http.Request{}}}).RetryAfter
 	if got < 85*time.Second || got > 95*time.Second {
 		t.Errorf("primary rate limit RetryAfter = %v, want about 90s", got)
+	}
+	git503 := httpResp(503)
+	git503.Header = http.Header{"Retry-After": []string{"3"}}
+	if c := Classify(plumbing.NewUnexpectedError(&githttp.Err{Response: git503})); c.Class != Retryable || c.RetryAfter != 3*time.Second {
+		t.Errorf("a Git host's 503 with Retry-After: 3: %s after %v, want Retryable after 3s", c.Class, c.RetryAfter)
 	}
 	past := Classify(&github.RateLimitError{Rate: github.Rate{Reset: github.Timestamp{Time: time.Now().Add(-time.Hour)}}, Response: &http.Response{Request: &http.Request{}}}).RetryAfter
 	if past < time.Second {
