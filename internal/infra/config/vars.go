@@ -54,5 +54,8 @@ func Vars() []string {
 		vcs.EnvHost,
 		vcs.EnvGitURL,
 		vcs.EnvAllowPlainHTTPToken,
+		vcs.EnvAppID,
+		vcs.EnvAppKeyFile,
+		vcs.EnvTokensFile,
 	}, TemporalEnvVars...)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/storage"
 	"github.com/go-git/go-git/v5/storage/memory"
 	"github.com/gofrs/flock"
@@ -31,8 +32,9 @@ import (
 
 // Mirrors manages the mirrors under Root.
 type Mirrors struct {
-	root string
-	http *http.Client
+	root  string
+	http  *http.Client
+	creds Credentials // nil: anonymous (SetCredentials)
 
 	mu    sync.Mutex
 	locks map[string]*pathLock
@@ -94,20 +96,26 @@ func canonicalURL(u string) string {
 // origin of remoteURL (see checkRedirect): another is Permanent, found
 // before anything is sent there.
 func (m *Mirrors) Resolve(ctx context.Context, remoteURL string) (string, error) {
-	url, _, err := m.advertise(ctx, remoteURL)
+	var url string
+	err := authed(ctx, m.creds, remoteURL, func(auth *githttp.BasicAuth) error {
+		var err error
+		url, _, err = m.advertise(ctx, remoteURL, auth)
+		return err
+	})
 	return url, err
 }
 
 // advertise asks for the remote's reference advertisement (one request,
 // following redirects) and returns where the repository really lives and
 // its refs, HEAD included; none for an empty repository.
-func (m *Mirrors) advertise(ctx context.Context, remoteURL string) (string, []*plumbing.Reference, error) {
+func (m *Mirrors) advertise(ctx context.Context, remoteURL string, auth *githttp.BasicAuth) (string, []*plumbing.Reference, error) {
 	probe := strings.TrimSuffix(remoteURL, "/") + "/info/refs?service=git-upload-pack"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, probe, nil)
 	if err != nil {
 		return "", nil, errclass.Permanentf(errclass.ReasonInvalidInput, "bad repository URL: %v", err)
 	}
 	req.Header.Set("Git-Protocol", "version=0")
+	auth.SetAuth(req) // nil: anonymous
 	resp, err := m.http.Do(req)
 	if err != nil {
 		var refused *errclass.Error
@@ -196,9 +204,10 @@ func (m *Mirrors) Holds(remoteURL, refsDigest string) bool {
 	return RefsDigest(refs) == refsDigest
 }
 
-// ListRefs lists the remote's refs (git ls-remote), without cloning.
-func ListRefs(ctx context.Context, remoteURL string) ([]*plumbing.Reference, error) {
-	refs, err := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{remoteURL}}).ListContext(ctx, &git.ListOptions{})
+// listRefs lists the remote's refs (git ls-remote), without cloning, with
+// auth (nil: anonymously).
+func listRefs(ctx context.Context, remoteURL string, auth *githttp.BasicAuth) ([]*plumbing.Reference, error) {
+	refs, err := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{remoteURL}}).ListContext(ctx, &git.ListOptions{Auth: method(auth)})
 	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
 		return nil, nil
 	}
@@ -227,10 +236,9 @@ func headOf(refs []*plumbing.Reference) (branch plumbing.ReferenceName, commit s
 	return head.Target(), ""
 }
 
-// Sync brings the mirror of remoteURL up to date with the remote's branches
-// and tags (pruning deleted ones) and reports what HEAD points at.
-func (m *Mirrors) Sync(ctx context.Context, remoteURL string) (Remote, error) {
-	effective, refs, err := m.advertise(ctx, remoteURL)
+// sync is Sync with auth (nil: anonymously).
+func (m *Mirrors) sync(ctx context.Context, remoteURL string, auth *githttp.BasicAuth) (Remote, error) {
+	effective, refs, err := m.advertise(ctx, remoteURL, auth)
 	if err != nil {
 		return Remote{}, err
 	}
@@ -248,7 +256,7 @@ func (m *Mirrors) Sync(ctx context.Context, remoteURL string) (Remote, error) {
 	if err := removeTemp(path); err != nil {
 		return Remote{}, err
 	}
-	if err := m.fetchInto(ctx, path, effective, branch, head); err != nil {
+	if err := m.fetchInto(ctx, path, effective, branch, head, auth); err != nil {
 		if ctx.Err() != nil || !damaged(err) {
 			return Remote{}, err
 		}
@@ -257,7 +265,7 @@ func (m *Mirrors) Sync(ctx context.Context, remoteURL string) (Remote, error) {
 		if rmErr := os.RemoveAll(path); rmErr != nil {
 			return Remote{}, errors.Join(err, rmErr)
 		}
-		if err := m.fetchInto(ctx, path, effective, branch, head); err != nil {
+		if err := m.fetchInto(ctx, path, effective, branch, head, auth); err != nil {
 			if ctx.Err() == nil && damaged(err) && errclass.Classify(err).Reason != "unclassified" {
 				// Damaged again, fetched afresh: the remote's data is.
 				return Remote{}, errclass.Wrap(errclass.Permanent, errclass.ReasonCorrupt, err)
@@ -298,7 +306,7 @@ func (m *Mirrors) Discard(ctx context.Context, remoteURL string) error {
 // (classified as corrupt data: Permanent, once Sync has rebuilt it).
 var errDamaged = fmt.Errorf("mirror is damaged: %w", gitread.ErrCorrupt)
 
-func (m *Mirrors) fetchInto(ctx context.Context, path, remoteURL string, head plumbing.ReferenceName, headCommit string) error {
+func (m *Mirrors) fetchInto(ctx context.Context, path, remoteURL string, head plumbing.ReferenceName, headCommit string, auth *githttp.BasicAuth) error {
 	repo, err := m.open(path)
 	if err != nil {
 		return err
@@ -310,6 +318,7 @@ func (m *Mirrors) fetchInto(ctx context.Context, path, remoteURL string, head pl
 		Tags:     git.NoTags, // the refspec above already takes them all
 		Force:    true,
 		Prune:    true,
+		Auth:     method(auth),
 		Progress: serverProgress,
 	})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
@@ -391,7 +400,13 @@ func (m *Mirrors) HasCommit(ctx context.Context, remoteURL, sha string) (bool, e
 	if err != nil {
 		return false, err
 	}
-	return fetchSHA(ctx, repo, tmp, remoteURL, sha, "refs/gitfleet/verify", 1)
+	var ok bool
+	err = authed(ctx, m.creds, remoteURL, func(auth *githttp.BasicAuth) error {
+		var err error
+		ok, err = fetchSHA(ctx, repo, tmp, remoteURL, sha, "refs/gitfleet/verify", 1, auth)
+		return err
+	})
+	return ok, err
 }
 
 // FetchSnapshot fetches commit sha alone (depth 1: its tree, not its
@@ -405,7 +420,7 @@ func FetchSnapshot(ctx context.Context, remoteURL, sha, dir string) (*git.Reposi
 	if err != nil {
 		return nil, false, err
 	}
-	ok, err := fetchSHA(ctx, repo, dir, remoteURL, sha, "refs/gitfleet/snapshot", 1)
+	ok, err := fetchSHA(ctx, repo, dir, remoteURL, sha, "refs/gitfleet/snapshot", 1, nil)
 	return repo, ok, err
 }
 
@@ -429,18 +444,25 @@ func (m *Mirrors) FetchCommit(ctx context.Context, remoteURL, sha, ref string) (
 	if err != nil {
 		return false, err
 	}
-	return fetchSHA(ctx, repo, path, remoteURL, sha, ref, 0)
+	var ok bool
+	err = authed(ctx, m.creds, remoteURL, func(auth *githttp.BasicAuth) error {
+		var err error
+		ok, err = fetchSHA(ctx, repo, path, remoteURL, sha, ref, 0, auth)
+		return err
+	})
+	return ok, err
 }
 
 // fetchSHA fetches one commit by id into repo (at dir) under ref; depth 0
 // means its whole history. "not our ref" is the remote's definite no.
-func fetchSHA(ctx context.Context, repo *git.Repository, dir, remoteURL, sha, ref string, depth int) (bool, error) {
+func fetchSHA(ctx context.Context, repo *git.Repository, dir, remoteURL, sha, ref string, depth int, auth *githttp.BasicAuth) (bool, error) {
 	rem, _, release := remote(repo, dir, remoteURL)
 	defer release()
 	err := rem.FetchContext(ctx, &git.FetchOptions{
 		RefSpecs: []config.RefSpec{config.RefSpec(sha + ":" + ref)},
 		Depth:    depth,
 		Tags:     git.NoTags,
+		Auth:     method(auth),
 		Progress: serverProgress,
 	})
 	switch {

@@ -58,6 +58,13 @@ func (t apiTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return t.base.RoundTrip(r)
 }
 
+// NewClient is a go-github client for h's API authenticated with token
+// (a user's, an installation's, or an App's JWT), with the transport and
+// redirect policy of every client of this package: see newClient.
+func NewClient(h Host, token string, httpClient *http.Client) (*github.Client, error) {
+	return newClient(h, token, httpClient)
+}
+
 // newClient is a go-github client for h's API authenticated with token.
 // A token never goes to a plain-http API that is not on this machine unless
 // the host allows it explicitly.

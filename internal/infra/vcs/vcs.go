@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gitfleet/internal/domain/identity"
@@ -40,6 +41,14 @@ type Host struct {
 	// AllowPlainHTTPToken lets tokens go to a plain-http API that is not on
 	// this machine (refused otherwise).
 	AllowPlainHTTPToken bool
+	// AppID and AppKeyFile name the GitHub App whose installations read
+	// the host's private repositories (gitcreds); the key is read from the
+	// file, never from the environment.
+	AppID      int64
+	AppKeyFile string
+	// TokensFile names, per owner, the file holding the token that reads
+	// its repositories, for hosts without an App (gitcreds.TokenFile).
+	TokensFile string
 }
 
 // String never prints the token.
@@ -101,6 +110,10 @@ const (
 	EnvToken  = "GITHUB_TOKEN"   // optional
 	EnvHost   = "GITFLEET_HOST"  // optional: the host name users write; default derived from the API URL
 	EnvGitURL = "GITFLEET_GIT_URL"
+	// The credentials that read private repositories (gitcreds).
+	EnvAppID      = "GITFLEET_GITHUB_APP_ID"
+	EnvAppKeyFile = "GITFLEET_GITHUB_APP_KEY_FILE"
+	EnvTokensFile = "GITFLEET_GIT_TOKENS_FILE"
 )
 
 // HostsFromEnv configures one GitHub-compatible host from the environment:
@@ -116,7 +129,15 @@ func HostsFromEnv(getenv func(string) string) (Hosts, error) {
 		return Hosts{}, fmt.Errorf("%s=%q is not a URL", EnvAPIURL, api)
 	}
 	h := Host{Name: getenv(EnvHost), GitURL: getenv(EnvGitURL), APIURL: api, Token: getenv(EnvToken),
-		AllowPlainHTTPToken: getenv(EnvAllowPlainHTTPToken) == "1"}
+		AllowPlainHTTPToken: getenv(EnvAllowPlainHTTPToken) == "1",
+		AppKeyFile: getenv(EnvAppKeyFile), TokensFile: getenv(EnvTokensFile)}
+	if v := getenv(EnvAppID); v != "" {
+		id, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || id <= 0 {
+			return Hosts{}, fmt.Errorf("%s=%q: want the App's numeric id", EnvAppID, v)
+		}
+		h.AppID = id
+	}
 	if strings.EqualFold(u.Host, "api.github.com") {
 		h.Name = cmpOr(h.Name, "github.com")
 		h.GitURL = cmpOr(h.GitURL, "https://github.com/")

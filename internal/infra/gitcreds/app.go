@@ -1,0 +1,302 @@
+package gitcreds
+
+import (
+	"context"
+	"crypto/rsa"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+
+	"gitfleet/internal/infra/errclass"
+	"gitfleet/internal/infra/vcs"
+)
+
+// ErrNotInstalled is the App's answer for an owner it is not installed on.
+var ErrNotInstalled = errors.New("the App is not installed")
+
+// App mints installation access tokens of a GitHub App on one host.
+type App struct {
+	host  vcs.Host
+	id    int64
+	key   *rsa.PrivateKey
+	http  *http.Client
+	now   func() time.Time
+	slots int
+
+	mu     sync.Mutex
+	owners map[string]ownerEntry // lower-cased owner → its installation
+	insts  map[int64]*installation
+}
+
+// ownerEntry caches which installation an owner has (0: none) until
+// checked.
+type ownerEntry struct {
+	id      int64
+	checked time.Time
+}
+
+// installation is one installation's token and rate gate. mu serialises
+// its mints, so a burst of fetches mints one token.
+type installation struct {
+	id      int64
+	account string
+	gate    *gate
+
+	mu      sync.Mutex
+	token   string
+	expires time.Time
+	renewAt time.Time
+}
+
+// How long an owner's installation (or its absence) is trusted before it
+// is asked again: an App installed, removed or reinstalled is seen within
+// this time; a token refused sooner drops it.
+const (
+	ownerTTL   = 10 * time.Minute
+	noOwnerTTL = 30 * time.Second
+	// renewBefore is how long before its expiry a token is replaced (an
+	// hour-long token at 55 minutes); a shorter-lived one at three
+	// quarters of its life.
+	renewBefore = 5 * time.Minute
+)
+
+// AppOptions tunes an App.
+type AppOptions struct {
+	// HTTPClient may be nil.
+	HTTPClient *http.Client
+	// Now is the clock tokens are renewed and JWTs signed on; nil means
+	// time.Now.
+	Now func() time.Time
+	// MaxConcurrent bounds each installation's API requests in flight
+	// (default 10).
+	MaxConcurrent int
+}
+
+// NewApp returns the App id with its private key on host h. A key is
+// sent nowhere, and a token never goes to a plain-http API that is not on
+// this machine (vcs.NewClient refuses it).
+func NewApp(h vcs.Host, id int64, key *rsa.PrivateKey, o AppOptions) (*App, error) {
+	if id <= 0 || key == nil {
+		return nil, errors.New("a GitHub App needs its id and private key")
+	}
+	if _, err := vcs.NewClient(h, "jwt", o.HTTPClient); err != nil {
+		return nil, err
+	}
+	a := &App{host: h, id: id, key: key, http: o.HTTPClient, now: o.Now, slots: o.MaxConcurrent,
+		owners: map[string]ownerEntry{}, insts: map[int64]*installation{}}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	if a.slots <= 0 {
+		a.slots = 10
+	}
+	return a, nil
+}
+
+// Kind names the source in messages.
+func (a *App) Kind() string { return fmt.Sprintf("the GitHub App (id %d)", a.id) }
+
+// asApp is a client authenticated as the App itself.
+func (a *App) asApp() (*github.Client, error) {
+	jwt, err := signJWT(a.key, a.id, a.now())
+	if err != nil {
+		return nil, err
+	}
+	return vcs.NewClient(a.host, jwt, a.http)
+}
+
+// Token returns an installation access token that reads owner's
+// repositories: the cached one, or one minted now when none is left or it
+// expires within renewBefore. An owner without an installation is
+// ErrNotInstalled ("the App is not installed on acme").
+func (a *App) Token(ctx context.Context, owner string) (string, error) {
+	in, err := a.installationOf(ctx, owner)
+	if err != nil {
+		return "", err
+	}
+	return a.tokenOf(ctx, in)
+}
+
+func (a *App) tokenOf(ctx context.Context, in *installation) (string, error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.token != "" && a.now().Before(in.renewAt) {
+		return in.token, nil
+	}
+	c, err := a.asApp()
+	if err != nil {
+		return "", err
+	}
+	var tok *github.InstallationToken
+	err = in.gate.do(ctx, func() (*github.Response, error) {
+		var resp *github.Response
+		var err error
+		tok, resp, err = c.Apps.CreateInstallationToken(ctx, in.id, nil)
+		return resp, err
+	})
+	if err != nil {
+		if c := errclass.Classify(err); c.Reason == errclass.ReasonNotFound {
+			// Removed since it was found: find it again next time.
+			a.forget(in.account)
+			return "", fmt.Errorf("%w on %s", ErrNotInstalled, in.account)
+		}
+		return "", fmt.Errorf("mint a token of the App's installation on %s: %w", in.account, err)
+	}
+	now := a.now()
+	exp := tok.GetExpiresAt().Time
+	if exp.IsZero() || !exp.After(now) {
+		return "", errclass.Wrap(errclass.Retryable, "bad response",
+			fmt.Errorf("the App's installation token for %s expires at %v", in.account, exp))
+	}
+	early := min(renewBefore, exp.Sub(now)/4)
+	in.token, in.expires, in.renewAt = tok.GetToken(), exp, exp.Add(-early)
+	return in.token, nil
+}
+
+// Refused forgets a token the host refused (401: expired early, revoked,
+// the installation suspended): the next Token mints another, and finds
+// the owner's installation again.
+func (a *App) Refused(owner, token string) {
+	a.mu.Lock()
+	e, ok := a.owners[strings.ToLower(owner)]
+	in := a.insts[e.id]
+	a.mu.Unlock()
+	if !ok || in == nil {
+		return
+	}
+	in.mu.Lock()
+	if in.token == token {
+		in.token = ""
+	}
+	in.mu.Unlock()
+	a.forget(owner)
+}
+
+func (a *App) forget(owner string) {
+	a.mu.Lock()
+	delete(a.owners, strings.ToLower(owner))
+	a.mu.Unlock()
+}
+
+// installationOf finds owner's installation, from the cache while it is
+// fresh: GET /users/{owner}/installation, then /orgs/{owner}/installation.
+func (a *App) installationOf(ctx context.Context, owner string) (*installation, error) {
+	k := strings.ToLower(owner)
+	now := a.now()
+	a.mu.Lock()
+	e, ok := a.owners[k]
+	if ok && (e.id != 0 && now.Sub(e.checked) < ownerTTL || e.id == 0 && now.Sub(e.checked) < noOwnerTTL) {
+		in := a.insts[e.id]
+		a.mu.Unlock()
+		if in == nil {
+			return nil, fmt.Errorf("%w on %s", ErrNotInstalled, owner)
+		}
+		return in, nil
+	}
+	a.mu.Unlock()
+	inst, err := a.lookup(ctx, owner)
+	if err != nil && !errors.Is(err, ErrNotInstalled) {
+		return nil, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if inst == nil {
+		a.owners[k] = ownerEntry{checked: now}
+		return nil, err
+	}
+	in := a.insts[inst.GetID()]
+	if in == nil {
+		in = &installation{id: inst.GetID(), account: inst.GetAccount().GetLogin(), gate: newGate(a.slots, a.now)}
+		a.insts[in.id] = in
+	}
+	a.owners[k] = ownerEntry{id: in.id, checked: now}
+	return in, nil
+}
+
+// lookup asks the API for owner's installation (nil and ErrNotInstalled
+// when there is none).
+func (a *App) lookup(ctx context.Context, owner string) (*github.Installation, error) {
+	c, err := a.asApp()
+	if err != nil {
+		return nil, err
+	}
+	for _, find := range []func(context.Context, string) (*github.Installation, *github.Response, error){
+		c.Apps.FindUserInstallation, c.Apps.FindOrganizationInstallation,
+	} {
+		inst, _, err := find(ctx, owner)
+		if err == nil {
+			return inst, nil
+		}
+		if c := errclass.Classify(err); c.Reason != errclass.ReasonNotFound {
+			return nil, fmt.Errorf("find the App's installation on %s: %w", owner, err)
+		}
+	}
+	return nil, fmt.Errorf("%w on %s", ErrNotInstalled, owner)
+}
+
+// SeesAll reports whether owner's installation was granted every
+// repository of owner (not a selection), asked now: then its token's 404
+// for one of them proves it gone.
+func (a *App) SeesAll(ctx context.Context, owner string) (bool, error) {
+	inst, err := a.lookup(ctx, owner)
+	if errors.Is(err, ErrNotInstalled) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return inst.GetRepositorySelection() == "all", nil
+}
+
+// Installations lists the accounts the App is installed on (at most
+// maxInstallations), for finding a repository transferred out of the
+// owner's installation by its id.
+func (a *App) Installations(ctx context.Context) ([]string, error) {
+	c, err := a.asApp()
+	if err != nil {
+		return nil, err
+	}
+	insts, _, err := c.Apps.ListInstallations(ctx, &github.ListOptions{PerPage: maxInstallations})
+	if err != nil {
+		return nil, fmt.Errorf("list the App's installations: %w", err)
+	}
+	out := make([]string, 0, len(insts))
+	for _, in := range insts {
+		out = append(out, in.GetAccount().GetLogin())
+	}
+	return out, nil
+}
+
+// maxInstallations bounds the installations a lookup by id goes through.
+const maxInstallations = 100
+
+// client is an API client acting as owner's installation, behind the
+// installation's rate gate.
+func (a *App) client(ctx context.Context, owner string) (*vcs.GitHub, error) {
+	in, err := a.installationOf(ctx, owner)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := a.tokenOf(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	h := a.host
+	h.Token = tok
+	hc := &http.Client{Timeout: 30 * time.Second}
+	if a.http != nil {
+		cp := *a.http
+		hc = &cp
+	}
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	hc.Transport = gatedTransport{gate: in.gate, base: base}
+	return vcs.NewGitHub(h, hc)
+}

@@ -1,0 +1,301 @@
+package gitcreds
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+
+	"gitfleet/internal/domain/identity"
+	"gitfleet/internal/infra/errclass"
+	"gitfleet/internal/infra/vcs"
+)
+
+// Source answers which token reads an owner's repositories on one host.
+type Source interface {
+	// Token returns it; an error wrapping ErrNotInstalled or ErrNoToken
+	// when the source has none for owner (gitfleet then reads anonymously).
+	Token(ctx context.Context, owner string) (string, error)
+	// Refused tells that the host refused token (401): the next Token
+	// must not return it.
+	Refused(owner, token string)
+	// Kind names the source in messages.
+	Kind() string
+}
+
+// none reports a source's "no token for this owner".
+func none(err error) bool { return errors.Is(err, ErrNotInstalled) || errors.Is(err, ErrNoToken) }
+
+// Set is the worker's credentials: a source per configured host.
+type Set struct {
+	hosts vcs.Hosts
+	by    map[string]Source
+}
+
+// NewSet builds a Set from sources by host name.
+func NewSet(hosts vcs.Hosts, sources map[string]Source) *Set {
+	by := map[string]Source{}
+	for n, s := range sources {
+		by[strings.ToLower(n)] = s
+	}
+	return &Set{hosts: hosts, by: by}
+}
+
+// FromHosts builds the Set the hosts' settings describe (vcs.Host.AppID,
+// AppKeyFile, TokensFile): the App's key is read from its file now, so a
+// worker that cannot read it does not start. A host with both an App and a
+// token file uses the file for owners the App is not installed on.
+func FromHosts(hosts vcs.Hosts, o AppOptions) (*Set, error) {
+	sources := map[string]Source{}
+	for _, n := range hosts.Names() {
+		h, _ := hosts.Lookup(n)
+		var chain []Source
+		if h.AppID != 0 || h.AppKeyFile != "" {
+			if h.AppID == 0 || h.AppKeyFile == "" {
+				return nil, fmt.Errorf("host %s: a GitHub App needs both %s and %s", n, vcs.EnvAppID, vcs.EnvAppKeyFile)
+			}
+			b, err := os.ReadFile(h.AppKeyFile)
+			if err != nil {
+				return nil, fmt.Errorf("host %s: the App's private key: %w", n, err)
+			}
+			key, err := ParseKey(b)
+			if err != nil {
+				return nil, fmt.Errorf("host %s: the App's private key %s: %w", n, h.AppKeyFile, err)
+			}
+			app, err := NewApp(h, h.AppID, key, o)
+			if err != nil {
+				return nil, fmt.Errorf("host %s: %w", n, err)
+			}
+			chain = append(chain, app)
+		}
+		if h.TokensFile != "" {
+			f, err := NewTokenFile(h.TokensFile)
+			if err != nil {
+				return nil, fmt.Errorf("host %s: %w", n, err)
+			}
+			chain = append(chain, f)
+		}
+		switch len(chain) {
+		case 0:
+			continue
+		case 1:
+			sources[n] = chain[0]
+		default:
+			sources[n] = chained(chain)
+		}
+		if err := credentialsSafe(h.GitURL, h.AllowPlainHTTPToken); err != nil {
+			return nil, fmt.Errorf("host %s: %w", n, err)
+		}
+	}
+	return NewSet(hosts, sources), nil
+}
+
+// Empty reports a Set with no source: every read is anonymous.
+func (s *Set) Empty() bool { return s == nil || len(s.by) == 0 }
+
+// Source is host's source, nil when it has none.
+func (s *Set) Source(host string) Source {
+	if s == nil {
+		return nil
+	}
+	return s.by[strings.ToLower(host)]
+}
+
+// locate finds the configured host a remote URL belongs to and the owner
+// it names.
+func (s *Set) locate(remoteURL string) (vcs.Host, string, bool) {
+	for _, n := range s.hosts.Names() {
+		h, _ := s.hosts.Lookup(n)
+		if !strings.HasPrefix(strings.ToLower(remoteURL), strings.ToLower(h.GitURL)) {
+			continue
+		}
+		id, err := h.RepositoryAt(h.GitURL + remoteURL[len(h.GitURL):])
+		if err != nil {
+			return vcs.Host{}, "", false
+		}
+		return h, id.Owner, true
+	}
+	return vcs.Host{}, "", false
+}
+
+// GitToken is the token a Git request to remoteURL authenticates with (the
+// mirror's Credentials): the source's for the owner the URL names, "" for
+// a URL of no configured host, or an owner the source has nothing for
+// (read anonymously). A token goes only over https, or plain http to a
+// loopback address.
+func (s *Set) GitToken(ctx context.Context, remoteURL string) (string, error) {
+	if s.Empty() {
+		return "", nil
+	}
+	h, owner, ok := s.locate(remoteURL)
+	if !ok {
+		return "", nil
+	}
+	src := s.by[h.Name]
+	if src == nil {
+		return "", nil
+	}
+	if err := credentialsSafe(remoteURL, h.AllowPlainHTTPToken); err != nil {
+		return "", err
+	}
+	tok, err := src.Token(ctx, owner)
+	if none(err) {
+		return "", nil
+	}
+	return tok, err
+}
+
+// GitTokenRefused tells the source that the host refused its token.
+func (s *Set) GitTokenRefused(remoteURL, token string) {
+	if s.Empty() {
+		return
+	}
+	if h, owner, ok := s.locate(remoteURL); ok {
+		if src := s.by[h.Name]; src != nil {
+			src.Refused(owner, token)
+		}
+	}
+}
+
+// credentialsSafe refuses plain http that is not to this machine.
+func credentialsSafe(rawURL string, allowPlain bool) error {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return errclass.Permanentf(errclass.ReasonInvalidInput, "bad repository URL")
+	}
+	if strings.EqualFold(u.Scheme, "https") || allowPlain {
+		return nil
+	}
+	host := u.Hostname()
+	if ip := net.ParseIP(host); (ip != nil && ip.IsLoopback()) || host == "localhost" {
+		return nil
+	}
+	return errclass.Permanentf(errclass.ReasonInvalidInput,
+		"refusing to send credentials to %s over plain http (set %s=1 to allow it)", u.Host, vcs.EnvAllowPlainHTTPToken)
+}
+
+// Directory is the API directory that reads owner's repositories on h with
+// the source's token, and nil when the source has none for owner (then the
+// host's own, vcs.NewGitHub, answers). why says, for messages, why there
+// is none ("the App is not installed on acme").
+func (s *Set) Directory(ctx context.Context, h vcs.Host, owner string) (dir vcs.Directory, why string, err error) {
+	src := s.Source(h.Name)
+	if src == nil {
+		return nil, "", nil
+	}
+	return directory(ctx, src, h, owner)
+}
+
+func directory(ctx context.Context, src Source, h vcs.Host, owner string) (vcs.Directory, string, error) {
+	switch src := src.(type) {
+	case *App:
+		c, err := src.client(ctx, owner)
+		if none(err) {
+			return nil, fmt.Sprintf("the GitHub App (id %d) is not installed on %s", src.id, owner), nil
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		return &appDirectory{GitHub: c, app: src, owner: owner}, "", nil
+	case chained:
+		var whys []string
+		for _, s := range src {
+			d, why, err := directory(ctx, s, h, owner)
+			if d != nil || err != nil {
+				return d, "", err
+			}
+			whys = append(whys, why)
+		}
+		return nil, strings.Join(whys, "; "), nil
+	}
+	tok, err := src.Token(ctx, owner)
+	if none(err) {
+		return nil, fmt.Sprintf("%s has no token for %s", src.Kind(), owner), nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	hh := h
+	hh.Token = tok
+	d, err := vcs.NewGitHub(hh, nil)
+	if err != nil {
+		return nil, "", err
+	}
+	return d, "", nil
+}
+
+// appDirectory answers as owner's installation.
+type appDirectory struct {
+	*vcs.GitHub
+	app   *App
+	owner string
+}
+
+// SeesOwner: an installation sees every repository of its account when it
+// was granted all of them; of any other account, only the public ones.
+func (d *appDirectory) SeesOwner(ctx context.Context, owner string) (bool, error) {
+	return d.app.SeesAll(ctx, owner)
+}
+
+// RepositoryByID asks owner's installation, then the App's other ones: a
+// private repository transferred to another account the App is installed
+// on is found where it went.
+func (d *appDirectory) RepositoryByID(ctx context.Context, externalID string) (identity.Repository, error) {
+	r, err := d.GitHub.RepositoryByID(ctx, externalID)
+	if err == nil || errclass.Classify(err).Reason != errclass.ReasonNotFound {
+		return r, err
+	}
+	accounts, lerr := d.app.Installations(ctx)
+	if lerr != nil {
+		return identity.Repository{}, lerr
+	}
+	for _, acc := range accounts {
+		if strings.EqualFold(acc, d.owner) {
+			continue
+		}
+		c, cerr := d.app.client(ctx, acc)
+		if none(cerr) {
+			continue
+		}
+		if cerr != nil {
+			return identity.Repository{}, cerr
+		}
+		r, oerr := c.RepositoryByID(ctx, externalID)
+		if oerr == nil || errclass.Classify(oerr).Reason != errclass.ReasonNotFound {
+			return r, oerr
+		}
+	}
+	return identity.Repository{}, err
+}
+
+// chained asks its sources in order: the first that has a token for the
+// owner answers.
+type chained []Source
+
+func (c chained) Token(ctx context.Context, owner string) (string, error) {
+	var err error
+	for _, s := range c {
+		var tok string
+		if tok, err = s.Token(ctx, owner); !none(err) {
+			return tok, err
+		}
+	}
+	return "", err
+}
+
+func (c chained) Refused(owner, token string) {
+	for _, s := range c {
+		s.Refused(owner, token)
+	}
+}
+
+func (c chained) Kind() string {
+	kinds := make([]string, len(c))
+	for i, s := range c {
+		kinds[i] = s.Kind()
+	}
+	return strings.Join(kinds, " or ")
+}

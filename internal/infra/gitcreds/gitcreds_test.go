@@ -1,0 +1,384 @@
+package gitcreds
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gitfleet/internal/devstack/forge"
+	"gitfleet/internal/infra/errclass"
+	"gitfleet/internal/infra/mirror"
+	"gitfleet/internal/infra/reach"
+	"gitfleet/internal/infra/vcs"
+)
+
+func TestMain(m *testing.M) {
+	// The forge listens on loopback, listed as `starter dev` lists it.
+	h, err := reach.ParseHosts([]string{"127.0.0.1", "::1", "localhost"})
+	if err != nil {
+		panic(err)
+	}
+	reach.SetHosts(h)
+	os.Exit(m.Run())
+}
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// stack is a forge with an organization acme, its private repository
+// acme/vault and public acme/site, and a GitHub App installed on acme
+// (every repository) whose key is in a file, all on one clock.
+type stack struct {
+	f     *forge.Forge
+	clock *clock
+	app   forge.App
+	inst  forge.Installation
+	host  vcs.Host
+	hosts vcs.Hosts
+	key   string // the key file
+}
+
+func newStack(t *testing.T) *stack {
+	t.Helper()
+	c := &clock{t: time.Now()}
+	f, err := forge.Start(forge.Options{Dir: t.TempDir(), Now: c.Now, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if err := f.CreateOrg("acme"); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"vault", "site"} {
+		if _, err := f.CreateRepo("acme", n); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Commit("acme", n, "main", map[string]string{"README.md": n}, "initial"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.SetPrivate("acme", "vault", true); err != nil {
+		t.Fatal(err)
+	}
+	app, err := f.CreateApp("gitfleet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := f.InstallApp(app.ID, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(t.TempDir(), "app.pem")
+	if err := os.WriteFile(key, app.KeyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hosts, err := vcs.HostsFromEnv(func(k string) string {
+		return map[string]string{vcs.EnvAPIURL: f.APIURL(), vcs.EnvAppID: itoa(app.ID), vcs.EnvAppKeyFile: key}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := hosts.Lookup(hosts.Default())
+	return &stack{f: f, clock: c, app: app, inst: inst, host: h, hosts: hosts, key: key}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// rateLimited is GitHub's primary rate-limit answer, resetting at reset.
+func rateLimited(reset time.Time) *http.Response {
+	h := http.Header{}
+	h.Set("X-RateLimit-Remaining", "0")
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))
+	return &http.Response{StatusCode: http.StatusForbidden, Header: h}
+}
+
+func (s *stack) set(t *testing.T) *Set {
+	t.Helper()
+	set, err := FromHosts(s.hosts, AppOptions{Now: s.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+// Installation tokens are minted once and reused, renewed before they
+// expire on the injected clock, minted again when the host refuses one,
+// and an owner without an installation is said so.
+func TestAppTokens(t *testing.T) {
+	s := newStack(t)
+	set := s.set(t)
+	app := set.Source(s.host.Name)
+	ctx := context.Background()
+
+	tok, err := app.Token(ctx, "acme")
+	if err != nil || !strings.HasPrefix(tok, "ghs_") {
+		t.Fatalf("Token = %q, %v", tok, err)
+	}
+	for _, step := range []struct {
+		advance time.Duration
+		same    bool
+		minted  int64
+	}{
+		{0, true, 1},
+		{54 * time.Minute, true, 1},  // 6 minutes left: still good
+		{2 * time.Minute, false, 2},  // 4 minutes left: renewed
+		{30 * time.Minute, true, 2},  // the renewed one lasts its hour
+		{30 * time.Minute, false, 3}, // past it
+	} {
+		s.clock.Add(step.advance)
+		got, err := app.Token(ctx, "ACME")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (got == tok) != step.same || s.f.InstallationTokensMinted() != step.minted {
+			t.Errorf("after %v more: same token %v (want %v), %d minted (want %d)", step.advance, got == tok, step.same,
+				s.f.InstallationTokensMinted(), step.minted)
+		}
+		tok = got
+	}
+	app.Refused("acme", tok)
+	if again, _ := app.Token(ctx, "acme"); again == tok || s.f.InstallationTokensMinted() != 4 {
+		t.Errorf("after Refused: same token %v, %d minted; want a new one", again == tok, s.f.InstallationTokensMinted())
+	}
+
+	_, err = app.Token(ctx, "nobody")
+	if !errors.Is(err, ErrNotInstalled) || !strings.Contains(err.Error(), "the App is not installed on nobody") {
+		t.Errorf("Token(nobody) = %v, want \"the App is not installed on nobody\"", err)
+	}
+	if tok, err := set.GitToken(ctx, s.host.CloneURL("nobody", "x")); tok != "" || err != nil {
+		t.Errorf("GitToken for an owner without installation = %q, %v; want anonymous", tok, err)
+	}
+	if tok, err := set.GitToken(ctx, "https://elsewhere.example/acme/vault.git"); tok != "" || err != nil {
+		t.Errorf("GitToken for another host = %q, %v; want none", tok, err)
+	}
+}
+
+// Mirrors fetch private repositories with the installation token, renew
+// it when the host refuses an expired one mid-way, and leave it nowhere on
+// disk; without credentials the same fetch is refused.
+func TestMirrorWithApp(t *testing.T) {
+	s := newStack(t)
+	set := s.set(t)
+	ctx := context.Background()
+	url := s.host.CloneURL("acme", "vault")
+
+	anon, err := mirror.New(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := anon.Sync(ctx, url); errclass.Classify(err).Reason != errclass.ReasonPermissionDenied {
+		t.Fatalf("anonymous sync of a private repository: %v, want permission denied", err)
+	}
+
+	root := t.TempDir()
+	m, err := mirror.New(root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.SetCredentials(set)
+	r, err := m.Sync(ctx, url)
+	if err != nil || r.Head == "" {
+		t.Fatalf("sync with the App: %+v, %v", r, err)
+	}
+	// The forge ends the token early: the next requests are refused, the
+	// token is dropped and another minted, and the sync goes through.
+	sha, err := s.f.Commit("acme", "vault", "main", map[string]string{"b": "b"}, "second")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.f.ExpireInstallationTokens()
+	if r, err = m.Sync(ctx, url); err != nil || r.Head != sha {
+		t.Fatalf("sync after the token expired: %+v, %v (want head %s)", r, err, sha)
+	}
+	if n := s.f.InstallationTokensMinted(); n != 2 {
+		t.Errorf("%d tokens minted, want 2", n)
+	}
+	s.f.ExpireInstallationTokens()
+	if ok, err := m.HasCommit(ctx, url, sha); !ok || err != nil {
+		t.Errorf("HasCommit with an expired token: %v, %v", ok, err)
+	}
+	s.f.ExpireInstallationTokens()
+	if refs, err := mirror.ListRefsWith(ctx, url, set); err != nil || len(refs) == 0 {
+		t.Errorf("ListRefsWith: %d refs, %v", len(refs), err)
+	}
+	if _, err := mirror.ListRefs(ctx, url); err == nil {
+		t.Errorf("anonymous ListRefs of a private repository succeeded")
+	}
+
+	// No token on disk: the mirror keeps no remote configuration.
+	tok, _ := set.Source(s.host.Name).Token(ctx, "acme")
+	assertNotInTree(t, root, tok, "ghs_")
+}
+
+// assertNotInTree fails when a file under root holds one of needles.
+func assertNotInTree(t *testing.T, root string, needles ...string) {
+	t.Helper()
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, n := range needles {
+			if n != "" && bytes.Contains(b, []byte(n)) {
+				t.Errorf("%s holds %q", p, n[:4])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The installation's directory: it sees every repository of an owner it
+// was granted all of, not one it was granted a selection of; a private
+// repository transferred to another installation's account is found by
+// id there.
+func TestAppDirectory(t *testing.T) {
+	s := newStack(t)
+	set := s.set(t)
+	ctx := context.Background()
+	if err := s.f.CreateOrg("beta"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.f.CreateRepo("beta", "tools"); err != nil {
+		t.Fatal(err)
+	}
+	beta, err := s.f.InstallApp(s.app.ID, "beta", "tools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, why, err := set.Directory(ctx, s.host, "acme")
+	if err != nil || dir == nil || why != "" {
+		t.Fatalf("Directory(acme) = %v, %q, %v", dir, why, err)
+	}
+	vault, err := dir.Repository(ctx, "acme", "vault")
+	if err != nil || !vault.Private {
+		t.Fatalf("private repository through the installation: %+v, %v", vault, err)
+	}
+	for owner, want := range map[string]bool{"acme": true, "beta": false, "nobody": false} {
+		if got, err := dir.SeesOwner(ctx, owner); got != want || err != nil {
+			t.Errorf("SeesOwner(%s) = %v, %v; want %v", owner, got, err, want)
+		}
+	}
+	if err := s.f.Transfer("acme", "vault", "beta"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.f.SetInstallationRepos(beta.ID, "tools", "vault"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := dir.RepositoryByID(ctx, vault.ExternalID)
+	if err != nil || got.Owner != "beta" {
+		t.Errorf("RepositoryByID after a transfer to another installation: %+v, %v", got, err)
+	}
+	_, why, err = set.Directory(ctx, s.host, "nobody")
+	if err != nil || !strings.Contains(why, "is not installed on nobody") {
+		t.Errorf("Directory(nobody): why %q, %v", why, err)
+	}
+}
+
+// A token file names a token per owner and one for the others; its
+// errors never quote a token, even one written where a path belongs.
+func TestTokenFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("acme.tok", "ghp_acmeToken123\n")
+	write("any.tok", "ghp_anyToken456\n")
+	write("tokens", "# owner token-file\nacme acme.tok\n* "+filepath.Join(dir, "any.tok")+"\nbeta ghp_writtenInPlace789\n")
+	f, err := NewTokenFile(filepath.Join(dir, "tokens"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for owner, want := range map[string]string{"ACME": "ghp_acmeToken123", "other": "ghp_anyToken456"} {
+		if got, err := f.Token(ctx, owner); got != want || err != nil {
+			t.Errorf("Token(%s) = %q, %v", owner, got, err)
+		}
+	}
+	_, err = f.Token(ctx, "beta")
+	if err == nil || strings.Contains(err.Error(), "ghp_written") {
+		t.Errorf("Token(beta) = %v: want an error that does not quote the token", err)
+	}
+	write("tokens2", "acme\n")
+	if _, err := NewTokenFile(filepath.Join(dir, "tokens2")); err == nil {
+		t.Errorf("a line without a path was accepted")
+	}
+	write("tokens3", "acme acme.tok\n")
+	f3, _ := NewTokenFile(filepath.Join(dir, "tokens3"))
+	if _, err := f3.Token(ctx, "beta"); !errors.Is(err, ErrNoToken) {
+		t.Errorf("Token for an owner the file does not name: %v, want ErrNoToken", err)
+	}
+}
+
+// Credentials go over https, or plain http to this machine only.
+func TestCredentialsOnlyOverHTTPS(t *testing.T) {
+	for url, ok := range map[string]bool{
+		"https://github.example/acme/x.git": true,
+		"http://127.0.0.1:7480/acme/x.git":  true,
+		"http://localhost:7480/acme/x.git":  true,
+		"http://[::1]:7480/acme/x.git":      true,
+		"http://git.example/acme/x.git":     false,
+		"http://10.0.0.5/acme/x.git":        false,
+	} {
+		if err := credentialsSafe(url, false); (err == nil) != ok {
+			t.Errorf("credentialsSafe(%s) = %v, want ok %v", url, err, ok)
+		}
+	}
+	hosts, err := vcs.HostsFromEnv(func(k string) string {
+		return map[string]string{vcs.EnvAPIURL: "http://git.example/api/v3/", vcs.EnvTokensFile: "/nonexistent"}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := FromHosts(hosts, AppOptions{}); err == nil {
+		t.Errorf("a token file for a plain-http host was accepted")
+	}
+}
+
+// The installation's rate gate: once an answer says the limit is spent,
+// no request goes out until it resets.
+func TestGateHoldsRateLimit(t *testing.T) {
+	c := &clock{t: time.Now()}
+	g := newGate(2, c.Now)
+	leave, err := g.enter(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	leave()
+	g.observe(rateLimited(c.Now().Add(time.Minute)))
+	_, err = g.enter(context.Background())
+	if cl := errclass.Classify(err); cl.Reason != errclass.ReasonRateLimited || cl.RetryAfter < 59*time.Second {
+		t.Errorf("after a rate limit: %v (%+v), want rate limited for a minute", err, cl)
+	}
+	c.Add(time.Minute)
+	if leave, err := g.enter(context.Background()); err != nil {
+		t.Errorf("after the reset: %v", err)
+	} else {
+		leave()
+	}
+}
