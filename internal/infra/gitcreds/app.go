@@ -28,16 +28,14 @@ type App struct {
 	now   func() time.Time
 	slots int
 
-	mu     sync.Mutex
-	owners map[string]ownerEntry // lower-cased owner → its installation
-	insts  map[int64]*installation
-}
+	// listMu serialises listings of the App's installations, so a burst
+	// of fetches after the listing expired lists once.
+	listMu sync.Mutex
 
-// ownerEntry caches which installation an owner has (0: none) until
-// checked.
-type ownerEntry struct {
-	id      int64
-	checked time.Time
+	mu     sync.Mutex
+	owners map[string]int64 // lower-cased account → installation, as last listed
+	listed time.Time        // when (zero: list again)
+	insts  map[int64]*installation
 }
 
 // installation is one installation's token and rate gate. mu serialises
@@ -53,9 +51,12 @@ type installation struct {
 	renewAt time.Time
 }
 
-// How long an owner's installation (or its absence) is trusted before it
-// is asked again: an App installed, removed or reinstalled is seen within
-// this time; a token refused sooner drops it.
+// How long the listing of the App's installations is trusted: an owner
+// found in it for ownerTTL, one missing from it for noOwnerTTL (an App
+// installed since is seen that soon); a token refused, or an installation
+// gone when a token is minted, lists again at once. One listing (GET
+// /app/installations) answers for every owner, so fetches cost no API
+// request of their own.
 const (
 	ownerTTL   = 10 * time.Minute
 	noOwnerTTL = 30 * time.Second
@@ -88,7 +89,7 @@ func NewApp(h vcs.Host, id int64, key *rsa.PrivateKey, o AppOptions) (*App, erro
 		return nil, err
 	}
 	a := &App{host: h, id: id, key: key, http: o.HTTPClient, now: o.Now, slots: o.MaxConcurrent,
-		owners: map[string]ownerEntry{}, insts: map[int64]*installation{}}
+		owners: map[string]int64{}, insts: map[int64]*installation{}}
 	if a.now == nil {
 		a.now = time.Now
 	}
@@ -163,8 +164,8 @@ func (a *App) tokenOf(ctx context.Context, in *installation) (string, error) {
 // the owner's installation again.
 func (a *App) Refused(owner, token string) {
 	a.mu.Lock()
-	e, ok := a.owners[strings.ToLower(owner)]
-	in := a.insts[e.id]
+	id, ok := a.owners[strings.ToLower(owner)]
+	in := a.insts[id]
 	a.mu.Unlock()
 	if !ok || in == nil {
 		return
@@ -177,46 +178,93 @@ func (a *App) Refused(owner, token string) {
 	a.forget(owner)
 }
 
-func (a *App) forget(owner string) {
+// forget makes the next lookup list the installations again.
+func (a *App) forget(string) {
 	a.mu.Lock()
-	delete(a.owners, strings.ToLower(owner))
+	a.listed = time.Time{}
 	a.mu.Unlock()
 }
 
-// installationOf finds owner's installation, from the cache while it is
-// fresh: GET /users/{owner}/installation, then /orgs/{owner}/installation.
+// installationOf finds owner's installation in the listing of the App's
+// installations, listed again once it is too old to trust.
 func (a *App) installationOf(ctx context.Context, owner string) (*installation, error) {
-	k := strings.ToLower(owner)
-	now := a.now()
-	a.mu.Lock()
-	e, ok := a.owners[k]
-	if ok && (e.id != 0 && now.Sub(e.checked) < ownerTTL || e.id == 0 && now.Sub(e.checked) < noOwnerTTL) {
-		in := a.insts[e.id]
-		a.mu.Unlock()
+	if in, known := a.cached(owner); known {
+		return in, nil
+	}
+	if a.fresh(owner) {
+		return nil, fmt.Errorf("%w on %s", ErrNotInstalled, owner)
+	}
+	a.listMu.Lock()
+	defer a.listMu.Unlock()
+	if in, known := a.cached(owner); known || a.fresh(owner) {
 		if in == nil {
 			return nil, fmt.Errorf("%w on %s", ErrNotInstalled, owner)
 		}
 		return in, nil
 	}
-	a.mu.Unlock()
-	inst, err := a.lookup(ctx, owner)
-	if err != nil && !errors.Is(err, ErrNotInstalled) {
+	insts, err := a.list(ctx)
+	if err != nil {
 		return nil, err
 	}
 	a.mu.Lock()
+	a.owners = map[string]int64{}
+	for _, gi := range insts {
+		acc := gi.GetAccount().GetLogin()
+		if a.insts[gi.GetID()] == nil {
+			a.insts[gi.GetID()] = &installation{id: gi.GetID(), account: acc, gate: newGate(a.slots, a.now)}
+		}
+		a.owners[strings.ToLower(acc)] = gi.GetID()
+	}
+	a.listed = a.now()
+	a.mu.Unlock()
+	if in, known := a.cached(owner); known {
+		return in, nil
+	}
+	return nil, fmt.Errorf("%w on %s", ErrNotInstalled, owner)
+}
+
+// cached returns owner's installation from a listing young enough to
+// trust for an owner found in it.
+func (a *App) cached(owner string) (*installation, bool) {
+	a.mu.Lock()
 	defer a.mu.Unlock()
-	if inst == nil {
-		a.owners[k] = ownerEntry{checked: now}
+	id, ok := a.owners[strings.ToLower(owner)]
+	if !ok || a.listed.IsZero() || a.now().Sub(a.listed) >= ownerTTL {
+		return nil, false
+	}
+	return a.insts[id], true
+}
+
+// fresh reports a listing young enough to trust an owner's absence from it.
+func (a *App) fresh(string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return !a.listed.IsZero() && a.now().Sub(a.listed) < noOwnerTTL
+}
+
+// list reads every page of the App's installations.
+func (a *App) list(ctx context.Context) ([]*github.Installation, error) {
+	c, err := a.asApp()
+	if err != nil {
 		return nil, err
 	}
-	in := a.insts[inst.GetID()]
-	if in == nil {
-		in = &installation{id: inst.GetID(), account: inst.GetAccount().GetLogin(), gate: newGate(a.slots, a.now)}
-		a.insts[in.id] = in
+	var out []*github.Installation
+	opt := &github.ListOptions{PerPage: 100}
+	for {
+		page, resp, err := c.Apps.ListInstallations(ctx, opt)
+		if err != nil {
+			return nil, fmt.Errorf("list the App's installations: %w", err)
+		}
+		out = append(out, page...)
+		if resp.NextPage == 0 || len(out) >= maxListed {
+			return out, nil
+		}
+		opt.Page = resp.NextPage
 	}
-	a.owners[k] = ownerEntry{id: in.id, checked: now}
-	return in, nil
 }
+
+// maxListed bounds a listing of installations (an App on 10,000 accounts).
+const maxListed = 10000
 
 // lookup asks the API for owner's installation (nil and ErrNotInstalled
 // when there is none).
@@ -253,17 +301,12 @@ func (a *App) SeesAll(ctx context.Context, owner string) (bool, error) {
 	return inst.GetRepositorySelection() == "all", nil
 }
 
-// Installations lists the accounts the App is installed on (at most
-// maxInstallations), for finding a repository transferred out of the
-// owner's installation by its id.
+// Installations lists the accounts the App is installed on, for finding
+// a repository transferred out of the owner's installation by its id.
 func (a *App) Installations(ctx context.Context) ([]string, error) {
-	c, err := a.asApp()
+	insts, err := a.list(ctx)
 	if err != nil {
 		return nil, err
-	}
-	insts, _, err := c.Apps.ListInstallations(ctx, &github.ListOptions{PerPage: maxInstallations})
-	if err != nil {
-		return nil, fmt.Errorf("list the App's installations: %w", err)
 	}
 	out := make([]string, 0, len(insts))
 	for _, in := range insts {
@@ -271,9 +314,6 @@ func (a *App) Installations(ctx context.Context) ([]string, error) {
 	}
 	return out, nil
 }
-
-// maxInstallations bounds the installations a lookup by id goes through.
-const maxInstallations = 100
 
 // client is an API client acting as owner's installation, behind the
 // installation's rate gate.

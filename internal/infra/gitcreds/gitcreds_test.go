@@ -5,8 +5,8 @@ import (
 	"context"
 	"errors"
 	"io/fs"
-	"os"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -162,6 +162,32 @@ func TestAppTokens(t *testing.T) {
 	_, err = app.Token(ctx, "nobody")
 	if !errors.Is(err, ErrNotInstalled) || !strings.Contains(err.Error(), "the App is not installed on nobody") {
 		t.Errorf("Token(nobody) = %v, want \"the App is not installed on nobody\"", err)
+	}
+	// An App installed since the listing is seen once the absence is no
+	// longer trusted; one removed is found out when a token is minted.
+	if err := s.f.CreateOrg("late"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Token(ctx, "late"); !errors.Is(err, ErrNotInstalled) {
+		t.Fatalf("Token(late) before installing: %v", err)
+	}
+	late, err := s.f.InstallApp(s.app.ID, "late")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Token(ctx, "late"); !errors.Is(err, ErrNotInstalled) {
+		t.Errorf("Token(late) within noOwnerTTL of the listing: %v, want the listing's answer", err)
+	}
+	s.clock.Add(noOwnerTTL)
+	if _, err := app.Token(ctx, "late"); err != nil {
+		t.Errorf("Token(late) once the listing is old: %v", err)
+	}
+	if err := s.f.Uninstall(late.ID); err != nil {
+		t.Fatal(err)
+	}
+	s.clock.Add(time.Hour) // the token is due for renewal
+	if _, err := app.Token(ctx, "late"); !errors.Is(err, ErrNotInstalled) {
+		t.Errorf("Token(late) after Uninstall: %v, want ErrNotInstalled", err)
 	}
 	if tok, err := set.GitToken(ctx, s.host.CloneURL("nobody", "x")); tok != "" || err != nil {
 		t.Errorf("GitToken for an owner without installation = %q, %v; want anonymous", tok, err)
