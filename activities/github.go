@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -90,12 +91,16 @@ func (g *GitHub) RefreshGitHubCache(ctx context.Context, in workflows.RefreshGit
 	if err != nil {
 		return workflows.RefreshGitHubCacheResult{}, AppError(err)
 	}
+	if in.OnlyIfStale && refreshedSince(lists, in.SeenAt) {
+		return workflows.RefreshGitHubCacheResult{Skipped: true}, nil
+	}
 	want := []string{ghaccount.ListOrgs, ghaccount.ListRepos}
 	for l := range lists {
 		if ghaccount.OrgOfList(l) != "" {
 			want = append(want, l)
 		}
 	}
+	slices.Sort(want[2:]) // the same order every time: the same requests
 	stored, err := g.Store.GitHubPages(ctx, u.ID)
 	if err != nil {
 		return workflows.RefreshGitHubCacheResult{}, AppError(err)
@@ -108,9 +113,28 @@ func (g *GitHub) RefreshGitHubCache(ctx context.Context, in workflows.RefreshGit
 		return workflows.RefreshGitHubCacheResult{}, AppError(err)
 	}
 	out := workflows.RefreshGitHubCacheResult{Pages: pages, NotModified: unchanged, Orgs: len(view.Orgs), Repos: len(view.Repos)}
+	for _, l := range view.Missing {
+		out.MissingOrgs = append(out.MissingOrgs, ghaccount.OrgOfList(l))
+	}
 	g.logger(ctx).Info("github cache refreshed", zap.Int64("user", u.ID), zap.Int("pages", out.Pages),
 		zap.Int("notModified", out.NotModified), zap.Int("orgs", out.Orgs), zap.Int("repos", out.Repos))
 	return out, nil
+}
+
+// refreshedSince reports whether the user's cache holds its lists, each
+// refreshed after seen: a refresh that ended after its caller looked.
+func refreshedSince(lists map[string]time.Time, seen time.Time) bool {
+	for _, l := range []string{ghaccount.ListOrgs, ghaccount.ListRepos} {
+		if _, ok := lists[l]; !ok {
+			return false
+		}
+	}
+	for _, at := range lists {
+		if !at.After(seen) { // a list never fetched is the zero time
+			return false
+		}
+	}
+	return true
 }
 
 // ListCachedRepos returns a page of a user's cached repositories of an

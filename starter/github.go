@@ -31,13 +31,13 @@ GitHub is down, reads keep answering from the cache with its age.`,
 // cache is the GitHub cache; refreshes run as the per-user workflow,
 // joined when one is already running.
 func (a *app) cache(st *store.Store) *ghcache.Cache {
-	return &ghcache.Cache{Store: st, Refresh: func(ctx context.Context, u store.User) error {
+	return &ghcache.Cache{Store: st, Refresh: func(ctx context.Context, u store.User, seen time.Time) error {
 		c, err := a.temporal(ctx)
 		if err != nil {
 			return err
 		}
 		defer c.Close()
-		_, err = workflows.RunGitHubCacheRefresh(ctx, c, u.Name, u.ID)
+		_, err = workflows.JoinGitHubCacheRefresh(ctx, c, u.Name, u.ID, seen)
 		return err
 	}}
 }
@@ -143,7 +143,7 @@ func (a *app) githubOrgsCmd() *cobra.Command {
 }
 
 func (a *app) cacheError(err error) error {
-	if errors.Is(err, ghcache.ErrUnknownUser) {
+	if errors.Is(err, ghcache.ErrUnknownUser) || errors.Is(err, ghcache.ErrNoOrganization) {
 		return usageError{err}
 	}
 	return err

@@ -41,8 +41,8 @@ func addGitHubUser(t testing.TB, login string) ghUser {
 }
 
 func ghCache() *ghcache.Cache {
-	return &ghcache.Cache{Store: env.Store, Refresh: func(ctx context.Context, u store.User) error {
-		_, err := workflows.RunGitHubCacheRefresh(ctx, env.Client, u.Name, u.ID)
+	return &ghcache.Cache{Store: env.Store, Refresh: func(ctx context.Context, u store.User, seen time.Time) error {
+		_, err := workflows.JoinGitHubCacheRefresh(ctx, env.Client, u.Name, u.ID, seen)
 		return err
 	}}
 }

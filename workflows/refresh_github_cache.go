@@ -19,6 +19,14 @@ func GitHubCacheRefreshWorkflowID(userName string) string { return "github-cache
 // database and opens it itself.
 type RefreshGitHubCacheInput struct {
 	UserID int64 `json:"userId"`
+	// OnlyIfStale: fetch nothing when every list of the user's cache was
+	// refreshed after SeenAt, the latest refresh the caller saw (zero:
+	// none). A caller that found the cache cold, or asked for a refresh,
+	// is then served by a refresh that ended after it looked: concurrent
+	// callers, in any number of processes, make one refresh, even those
+	// that come after the first run ended.
+	OnlyIfStale bool      `json:"onlyIfStale,omitempty"`
+	SeenAt      time.Time `json:"seenAt,omitzero"`
 }
 
 // RefreshGitHubCacheResult counts what a refresh did.
@@ -27,6 +35,11 @@ type RefreshGitHubCacheResult struct {
 	NotModified int `json:"notModified"`
 	Orgs        int `json:"orgs"`
 	Repos       int `json:"repos"`
+	// Skipped: another refresh had done it (OnlyIfStale).
+	Skipped bool `json:"skipped,omitempty"`
+	// MissingOrgs are organizations asked for by name that GitHub does
+	// not know: dropped from the user's cache.
+	MissingOrgs []string `json:"missingOrgs,omitempty"`
 }
 
 // refreshOptions: a refresh retries GitHub's transient failures a few
@@ -58,13 +71,24 @@ func RefreshGitHubCache(ctx workflow.Context, in RefreshGitHubCacheInput) (Refre
 // RunGitHubCacheRefresh starts a user's cache refresh, or joins the one
 // already running under the user's workflow id, and waits for it.
 func RunGitHubCacheRefresh(ctx context.Context, c client.Client, userName string, userID int64) (RefreshGitHubCacheResult, error) {
+	return runGitHubCacheRefresh(ctx, c, userName, RefreshGitHubCacheInput{UserID: userID})
+}
+
+// JoinGitHubCacheRefresh is RunGitHubCacheRefresh for a caller that saw
+// the user's lists last refreshed at seen (zero: never): a refresh that
+// ended after that serves it, and this one fetches nothing (OnlyIfStale).
+func JoinGitHubCacheRefresh(ctx context.Context, c client.Client, userName string, userID int64, seen time.Time) (RefreshGitHubCacheResult, error) {
+	return runGitHubCacheRefresh(ctx, c, userName, RefreshGitHubCacheInput{UserID: userID, OnlyIfStale: true, SeenAt: seen})
+}
+
+func runGitHubCacheRefresh(ctx context.Context, c client.Client, userName string, in RefreshGitHubCacheInput) (RefreshGitHubCacheResult, error) {
 	var out RefreshGitHubCacheResult
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       GitHubCacheRefreshWorkflowID(userName),
 		TaskQueue:                TaskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		Memo:                     map[string]any{"user": userName},
-	}, RefreshGitHubCache, RefreshGitHubCacheInput{UserID: userID})
+	}, RefreshGitHubCache, in)
 	if err != nil {
 		return out, fmt.Errorf("start the refresh of %s's GitHub cache: %w", userName, err)
 	}

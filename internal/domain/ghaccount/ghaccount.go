@@ -36,6 +36,10 @@ type Repo struct {
 	Archived      bool       `json:"archived"`
 	Fork          bool       `json:"fork"`
 	PushedAt      time.Time  `json:"pushed_at,omitzero"`
+	// ByName: the user sees it only through an organization asked for by
+	// name (OrgList), not in /user/repos: it belongs to that
+	// organization's view, not to the user's list.
+	ByName bool `json:"by_name,omitempty"`
 }
 
 // FullName is owner/name.
@@ -82,6 +86,9 @@ type View struct {
 	// Lists are the lists fetched; Pages the pages they came in.
 	Lists []string
 	Pages []Page
+	// Missing are the lists of organizations asked for by name that do
+	// not exist: dropped from the user's cache.
+	Missing []string
 }
 
 // Merge joins repository lists that may overlap (an organization's
@@ -106,7 +113,9 @@ func Merge(lists ...[]Repo) []Repo {
 
 // Filter selects cached repositories.
 type Filter struct {
-	// Org keeps only repositories owned by this organization (any case).
+	// Org keeps only repositories owned by this organization (any case),
+	// those of its view asked for by name included; without it, the
+	// user's own list (no ByName repository).
 	Org string
 	// IncludeArchived keeps archived repositories too.
 	IncludeArchived bool
@@ -114,7 +123,7 @@ type Filter struct {
 
 // Match reports whether r passes the filter.
 func (f Filter) Match(r Repo) bool {
-	if f.Org != "" && !strings.EqualFold(r.Owner, f.Org) {
+	if f.Org != "" && !strings.EqualFold(r.Owner, f.Org) || f.Org == "" && r.ByName {
 		return false
 	}
 	return f.IncludeArchived || !r.Archived

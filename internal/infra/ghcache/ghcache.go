@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"gitfleet/internal/domain/ghaccount"
+	"gitfleet/internal/infra/errclass"
 	"gitfleet/internal/infra/metrics"
 	"gitfleet/internal/infra/store"
 	"gitfleet/internal/infra/vcs"
@@ -19,8 +20,11 @@ import (
 
 // Refresher refreshes a user's whole cached view (all the lists the user's
 // cache holds), or joins a refresh of it already running, and returns when
-// it is done.
-type Refresher func(ctx context.Context, u store.User) error
+// it is done. seen is the latest refresh of the user's lists the caller
+// saw (zero: none): a refresh that finds every list refreshed after it
+// fetches nothing, since another caller's refresh, in this process or
+// another, did what it would do.
+type Refresher func(ctx context.Context, u store.User, seen time.Time) error
 
 // Cache reads users' GitHub views.
 type Cache struct {
@@ -36,6 +40,11 @@ type Cache struct {
 
 // ErrUnknownUser is returned for a user name nobody added.
 var ErrUnknownUser = errors.New("unknown user")
+
+// ErrNoOrganization is returned for an organization asked for by name
+// that GitHub does not know (a user's login, a typo): it is dropped from
+// the lists the user's cache refreshes.
+var ErrNoOrganization = errors.New("no organization")
 
 // Listing is a read's answer.
 type Listing struct {
@@ -66,18 +75,30 @@ func (c *Cache) Repos(ctx context.Context, userName string, f ghaccount.Filter, 
 		if lists[ghaccount.ListOrgs].IsZero() && !refresh {
 			// Whether the organization is one of the user's is in the
 			// organization list: fetch it first.
-			if lists, err = c.fill(ctx, u); err != nil {
+			if lists, err = c.fill(ctx, u, lists); err != nil {
 				return Listing{}, err
 			}
 		}
 		if !c.member(ctx, u.ID, f.Org) {
-			need = append(need, ghaccount.OrgList(f.Org))
-			if err := c.Store.AskList(ctx, u.ID, ghaccount.OrgList(f.Org)); err != nil {
-				return Listing{}, err
+			list := ghaccount.OrgList(f.Org)
+			need = append(need, list)
+			if _, asked := lists[list]; !asked {
+				if err := c.Store.AskList(ctx, u.ID, list); err != nil {
+					return Listing{}, err
+				}
+				lists[list] = time.Time{}
 			}
 		}
 	}
 	out, err := c.ensure(ctx, u, lists, need, refresh)
+	if err == nil && f.Org != "" && out.RefreshedAt.IsZero() {
+		// A refresh that read the user's lists before this one asked for
+		// the organization's was joined: the next one fetches it.
+		out, err = c.ensure(ctx, u, nil, need, false)
+	}
+	if errors.Is(err, errDropped) {
+		return Listing{}, fmt.Errorf("%w %s", ErrNoOrganization, f.Org)
+	}
 	if err != nil {
 		return Listing{}, err
 	}
@@ -128,10 +149,20 @@ func (c *Cache) member(ctx context.Context, userID int64, org string) bool {
 	return false
 }
 
+// errDropped: a list asked for is no longer in the user's cache after a
+// refresh (the refresh found its organization does not exist).
+var errDropped = errors.New("list dropped by the refresh")
+
 // ensure refreshes when asked or when a needed list was never fetched, and
-// says how old the needed lists are.
+// says how old the needed lists are (lists nil: read them).
 func (c *Cache) ensure(ctx context.Context, u store.User, lists map[string]time.Time, need []string, refresh bool) (Listing, error) {
 	out := Listing{User: u}
+	if lists == nil {
+		var err error
+		if lists, err = c.Store.GitHubLists(ctx, u.ID); err != nil {
+			return Listing{}, err
+		}
+	}
 	missing := false
 	for _, l := range need {
 		if lists[l].IsZero() {
@@ -147,20 +178,25 @@ func (c *Cache) ensure(ctx context.Context, u store.User, lists map[string]time.
 		metrics.GitHubCacheLookups.Inc("hit")
 	}
 	if refresh || missing {
-		var err error
-		lists, err = c.fill(ctx, u)
+		after, err := c.fill(ctx, u, lists)
 		out.Refreshed = err == nil
 		if err != nil {
 			// A cache that has what was asked keeps serving through a
-			// GitHub outage; one that never had it has nothing to serve.
+			// GitHub outage, as old as it was; one that never had it has
+			// nothing to serve.
 			if missing {
 				return Listing{}, err
 			}
 			out.RefreshErr = err
+		} else {
+			lists = after
 		}
 	}
 	for _, l := range need {
-		at := lists[l]
+		at, ok := lists[l]
+		if !ok {
+			return Listing{}, errDropped
+		}
 		if out.RefreshedAt.IsZero() || at.Before(out.RefreshedAt) {
 			out.RefreshedAt = at
 		}
@@ -170,16 +206,22 @@ func (c *Cache) ensure(ctx context.Context, u store.User, lists map[string]time.
 
 // fill runs (or joins) the refresh of a user's view and returns the lists
 // afterwards.
-func (c *Cache) fill(ctx context.Context, u store.User) (map[string]time.Time, error) {
+func (c *Cache) fill(ctx context.Context, u store.User, seenLists map[string]time.Time) (map[string]time.Time, error) {
 	timeout := c.RefreshTimeout
 	if timeout <= 0 {
 		timeout = 10 * time.Minute
+	}
+	var seen time.Time
+	for _, at := range seenLists {
+		if at.After(seen) {
+			seen = at
+		}
 	}
 	ch := c.group.DoChan(strconv.FormatInt(u.ID, 10), func() (any, error) {
 		// No caller owns the shared refresh: it outlives any one of them.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 		defer cancel()
-		return nil, c.Refresh(rctx, u)
+		return nil, c.Refresh(rctx, u, seen)
 	})
 	select {
 	case r := <-ch:
@@ -196,15 +238,25 @@ func (c *Cache) fill(ctx context.Context, u store.User) (map[string]time.Time, e
 // what is stored, parses them and returns the whole view, or an error and
 // nothing. It also says how many pages there were and how many came back
 // unchanged (304).
+//
+// An organization asked for by name that GitHub does not know (404) is
+// left out (View.Missing) instead of failing the refresh: one mistaken
+// --org must not break every later refresh of the user. Its repositories
+// are ByName: the organization's view, not the user's list.
 func Fetch(ctx context.Context, a *vcs.Account, lists []string, stored map[string]ghaccount.Page) (ghaccount.View, int, int, error) {
 	var v ghaccount.View
-	var repoLists [][]ghaccount.Repo
+	var own, byName [][]ghaccount.Repo
 	pages, unchanged := 0, 0
 	for _, list := range lists {
 		endpoint, path := listEndpoint(list)
 		ps, n, err := a.FetchList(ctx, endpoint, path, stored)
+		org := ghaccount.OrgOfList(list)
+		if c := errclass.Classify(err); org != "" && c != nil && c.Class == errclass.Permanent && c.Reason == errclass.ReasonNotFound {
+			v.Missing = append(v.Missing, list)
+			continue
+		}
 		if err != nil {
-			if org := ghaccount.OrgOfList(list); org != "" {
+			if org != "" {
 				return ghaccount.View{}, 0, 0, fmt.Errorf("organization %s: %w", org, err)
 			}
 			return ghaccount.View{}, 0, 0, err
@@ -224,10 +276,20 @@ func Fetch(ctx context.Context, a *vcs.Account, lists []string, stored map[strin
 			if err != nil {
 				return ghaccount.View{}, 0, 0, err
 			}
-			repoLists = append(repoLists, repos)
+			if org == "" {
+				own = append(own, repos)
+				continue
+			}
+			for i := range repos {
+				repos[i].ByName = true
+			}
+			byName = append(byName, repos)
 		}
 	}
-	v.Repos = ghaccount.Merge(repoLists...)
+	// Merge keeps a repository's first occurrence: the user's own lists
+	// first, so one that is both the user's and an asked organization's
+	// stays in the user's list.
+	v.Repos = ghaccount.Merge(append(own, byName...)...)
 	return v, pages, unchanged, nil
 }
 

@@ -40,7 +40,7 @@ type fakeRefresh struct {
 	repos   int
 }
 
-func (f *fakeRefresh) refresh(ctx context.Context, u store.User) error {
+func (f *fakeRefresh) refresh(ctx context.Context, u store.User, _ time.Time) error {
 	f.calls.Add(1)
 	if f.release != nil {
 		<-f.release

@@ -167,7 +167,8 @@ func (s *Store) GitHubPages(ctx context.Context, userID int64) (map[string]ghacc
 // ReplaceGitHubView replaces a user's cached view with a refresh's, in one
 // transaction: the organizations (global rows, updated in place), the
 // user's memberships, repositories, lists and pages. What the refresh did
-// not see is gone.
+// not see is gone, and so are the lists it found missing (v.Missing); a
+// list asked for while it ran stays asked.
 func (s *Store) ReplaceGitHubView(ctx context.Context, userID int64, apiURL string, v ghaccount.View, now time.Time) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		orgs := map[int64]ghaccount.Org{}
@@ -191,7 +192,21 @@ func (s *Store) ReplaceGitHubView(ctx context.Context, userID int64, apiURL stri
 				updated_at = excluded.updated_at`, apiURL, ids, logins, descs, now); err != nil {
 			return err
 		}
+		// Lists asked for while the refresh ran (it did not fetch them, nor
+		// find them missing) stay asked, for the next refresh.
+		rows, err := tx.Query(ctx, `SELECT list FROM user_github_lists
+			WHERE user_id = $1 AND refreshed_at IS NULL AND NOT list = ANY($2::text[])`, userID, append(v.Lists, v.Missing...))
+		if err != nil {
+			return err
+		}
+		asked, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
 		if err := dropView(ctx, tx, userID); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO user_github_lists (user_id, list) SELECT $1, unnest($2::text[])`, userID, asked); err != nil {
 			return err
 		}
 		member := make([]int64, len(v.Orgs))
@@ -206,23 +221,23 @@ func (s *Store) ReplaceGitHubView(ctx context.Context, userID int64, apiURL stri
 		n := len(v.Repos)
 		rid, oid := make([]int64, n), make([]int64, n)
 		owner, name, source, vis, branch := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		archived, fork := make([]bool, n), make([]bool, n)
+		archived, fork, byName := make([]bool, n), make([]bool, n), make([]bool, n)
 		pushed := make([]*time.Time, n)
 		for i, r := range v.Repos {
 			rid[i], oid[i], owner[i], name[i], source[i], vis[i], branch[i] = r.ID, r.OwnerID, r.Owner, r.Name, string(r.Source), r.Visibility, r.DefaultBranch
-			archived[i], fork[i] = r.Archived, r.Fork
+			archived[i], fork[i], byName[i] = r.Archived, r.Fork, r.ByName
 			if !r.PushedAt.IsZero() {
 				pushed[i] = &v.Repos[i].PushedAt
 			}
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO user_github_repositories (user_id, github_repo_id, owner, name, source_type,
-				org_id, visibility, default_branch, archived, fork, pushed_at)
+				org_id, visibility, default_branch, archived, fork, pushed_at, by_name)
 			SELECT $1, t.rid, t.owner, t.name, t.source,
 				(SELECT o.id FROM github_organizations o WHERE o.api_url = $2 AND o.github_org_id = t.oid AND t.source = 'organization'),
-				t.vis, t.branch, t.archived, t.fork, t.pushed
+				t.vis, t.branch, t.archived, t.fork, t.pushed, t.by_name
 			FROM unnest($3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::bool[],
-				$11::bool[], $12::timestamptz[]) AS t(rid, oid, owner, name, source, vis, branch, archived, fork, pushed)`,
-			userID, apiURL, rid, oid, owner, name, source, vis, branch, archived, fork, pushed); err != nil {
+				$11::bool[], $12::timestamptz[], $13::bool[]) AS t(rid, oid, owner, name, source, vis, branch, archived, fork, pushed, by_name)`,
+			userID, apiURL, rid, oid, owner, name, source, vis, branch, archived, fork, pushed, byName); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO user_github_lists (user_id, list, refreshed_at) SELECT $1, unnest($2::text[]), $3`,
@@ -239,14 +254,15 @@ func (s *Store) ReplaceGitHubView(ctx context.Context, userID int64, apiURL stri
 	})
 }
 
-// CachedRepos returns a user's cached repositories that pass the filter,
+// CachedRepos returns a user's cached repositories that pass the filter
+// (without an organization: the user's own list, see ghaccount.Filter),
 // sorted by full name (case-insensitively), those after the full name
 // after, at most limit of them (0: all).
 func (s *Store) CachedRepos(ctx context.Context, userID int64, f ghaccount.Filter, after string, limit int) ([]ghaccount.Repo, error) {
 	rows, err := s.pool.Query(ctx, `SELECT github_repo_id, owner, name, coalesce(o.github_org_id, 0), source_type, visibility,
-			default_branch, archived, fork, coalesce(pushed_at, 'epoch')
+			default_branch, archived, fork, coalesce(pushed_at, 'epoch'), by_name
 		FROM user_github_repositories r LEFT JOIN github_organizations o ON o.id = r.org_id
-		WHERE r.user_id = $1 AND ($2 = '' OR lower(r.owner) = lower($2)) AND ($3 OR NOT r.archived)
+		WHERE r.user_id = $1 AND ($2 = '' AND NOT r.by_name OR lower(r.owner) = lower($2)) AND ($3 OR NOT r.archived)
 			AND lower(r.owner || '/' || r.name) > lower($4)
 		ORDER BY lower(r.owner || '/' || r.name), r.github_repo_id
 		LIMIT nullif($5, 0)`, userID, f.Org, f.IncludeArchived, after, limit)
@@ -256,7 +272,7 @@ func (s *Store) CachedRepos(ctx context.Context, userID int64, f ghaccount.Filte
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (ghaccount.Repo, error) {
 		var r ghaccount.Repo
 		var source string
-		err := row.Scan(&r.ID, &r.Owner, &r.Name, &r.OwnerID, &source, &r.Visibility, &r.DefaultBranch, &r.Archived, &r.Fork, &r.PushedAt)
+		err := row.Scan(&r.ID, &r.Owner, &r.Name, &r.OwnerID, &source, &r.Visibility, &r.DefaultBranch, &r.Archived, &r.Fork, &r.PushedAt, &r.ByName)
 		r.Source = ghaccount.SourceType(source)
 		if r.PushedAt.Unix() == 0 {
 			r.PushedAt = time.Time{}

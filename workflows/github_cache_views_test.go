@@ -1,0 +1,132 @@
+package workflows_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"gitfleet/internal/domain/ghaccount"
+	"gitfleet/internal/infra/ghcache"
+	"gitfleet/internal/infra/store"
+	"gitfleet/workflows"
+)
+
+// An organization asked for by name that is none (a user's login) answers
+// "no organization" for that call and never breaks the user's later
+// refreshes; a cache an older version left asking for one repairs itself.
+// An organization asked for by a non-member is a view of its own: the
+// user's list keeps what /user/repos gives.
+func TestGitHubCacheOrganizationsAskedByName(t *testing.T) {
+	ctx := context.Background()
+	o := owner(t)
+	bob, alice := addGitHubUser(t, o+"-bob"), addGitHubUser(t, o+"-alice")
+	org := o + "-acme"
+	if err := fg.CreateOrg(org); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"api", "site"} {
+		createRepo(t, org, n)
+	}
+	createRepo(t, bob.gh.Login, "dots")
+	c := ghCache()
+
+	_, err := c.Repos(ctx, bob.Name, ghaccount.Filter{Org: alice.gh.Login}, false)
+	if !errors.Is(err, ghcache.ErrNoOrganization) || err.Error() != "no organization "+alice.gh.Login {
+		t.Fatalf("--org %s (a user): %v, want \"no organization %s\"", alice.gh.Login, err, alice.gh.Login)
+	}
+	assertLists(t, bob.ID, ghaccount.ListOrgs, ghaccount.ListRepos)
+	if l, err := c.Repos(ctx, bob.Name, ghaccount.Filter{}, true); err != nil || l.RefreshErr != nil || names(l.Repos) != bob.gh.Login+"/dots" {
+		t.Fatalf("refresh after a missing organization: %q, %v / %v", names(l.Repos), err, l.RefreshErr)
+	}
+	// A cache left asking for it (before this fix) refreshes, and drops it.
+	if err := env.Store.AskList(ctx, bob.ID, ghaccount.OrgList(alice.gh.Login)); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := c.Repos(ctx, bob.Name, ghaccount.Filter{}, true); err != nil || l.RefreshErr != nil {
+		t.Fatalf("refresh of a cache asking for a missing organization: %v / %v", err, l.RefreshErr)
+	}
+	assertLists(t, bob.ID, ghaccount.ListOrgs, ghaccount.ListRepos)
+
+	// The organization's view, asked for by name, and bob's own list.
+	if l, err := c.Repos(ctx, bob.Name, ghaccount.Filter{Org: org}, false); err != nil || names(l.Repos) != fmt.Sprintf("%s/api %s/site", org, org) {
+		t.Fatalf("--org %s: %q, %v", org, names(l.Repos), err)
+	}
+	for _, refresh := range []bool{false, true} {
+		if l, err := c.Repos(ctx, bob.Name, ghaccount.Filter{}, refresh); err != nil || names(l.Repos) != bob.gh.Login+"/dots" {
+			t.Fatalf("bob's list (refresh %t) after asking for %s: %q, %v", refresh, org, names(l.Repos), err)
+		}
+	}
+	if l, err := c.Repos(ctx, bob.Name, ghaccount.Filter{Org: org}, false); err != nil || l.Refreshed || len(l.Repos) != 2 {
+		t.Fatalf("--org %s again: %+v, %v; want the cached view", org, l, err)
+	}
+}
+
+func assertLists(t *testing.T, userID int64, want ...string) {
+	t.Helper()
+	lists, err := env.Store.GitHubLists(context.Background(), userID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lists) != len(want) {
+		t.Fatalf("the user's cache holds lists %v, want %v", lists, want)
+	}
+	for _, l := range want {
+		if _, ok := lists[l]; !ok {
+			t.Fatalf("the user's cache holds lists %v, want %v", lists, want)
+		}
+	}
+}
+
+// A hundred cold callers in as many processes (caches of their own, with
+// nothing shared but Temporal and the database) make one refresh, also
+// those that found the cache cold but asked only after the first refresh
+// had ended.
+func TestGitHubCacheColdCallersAcrossProcessesMakeOneRefresh(t *testing.T) {
+	ctx := context.Background()
+	o := owner(t)
+	u := addGitHubUser(t, o+"-cold")
+	createRepo(t, u.gh.Login, "app")
+	mark := len(fg.Requests())
+	firstDone := make(chan struct{})
+	var once sync.Once
+	const callers = 100
+	var wg sync.WaitGroup
+	errs := make(chan error, callers)
+	for i := range callers {
+		late := i%2 == 1
+		// Each caller a process of its own: its own cache, so no
+		// in-process sharing of the refresh.
+		c := &ghcache.Cache{Store: env.Store, Refresh: func(ctx context.Context, u store.User, seen time.Time) error {
+			if late { // looked before the first refresh ended, asks after
+				<-firstDone
+			}
+			_, err := workflows.JoinGitHubCacheRefresh(ctx, env.Client, u.Name, u.ID, seen)
+			if !late {
+				once.Do(func() { close(firstDone) })
+			}
+			return err
+		}}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l, err := c.Repos(ctx, u.Name, ghaccount.Filter{}, false)
+			if err == nil && len(l.Repos) != 1 {
+				err = fmt.Errorf("%d repositories", len(l.Repos))
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, m := apiCalls(mark, "user/repos"), apiCalls(mark, "user/orgs"); n != 1 || m != 1 {
+		t.Fatalf("%d cold callers made %d /user/repos and %d /user/orgs requests, want one refresh", callers, n, m)
+	}
+}
