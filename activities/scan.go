@@ -129,7 +129,7 @@ func (s *Shards) ScanShard(ctx context.Context, w workflows.ShardWork) (shard.Re
 	if err != nil {
 		c := errclass.Classify(err)
 		log.Warn("scan stopped", zap.String("class", string(c.Class)), zap.String("reason", c.Reason))
-		return shard.Receipt{}, redactedError(err)
+		return shard.Receipt{}, s.redactedError(err)
 	}
 	log.Info("scan finalized", zap.Int64("receipt", r.ID), zap.Bool("complete", r.Complete), zap.Int64("commits", r.Commits),
 		zap.Int64("blobs", r.BlobsScanned), zap.Int64("bytes", r.BytesScanned), zap.Int64("skipped", r.BlobsSkipped),
@@ -165,14 +165,14 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 			}
 		case err == nil && repo.mirror && run != nil && run.openHoles:
 			if derr := s.Mirrors.Discard(ctx, repo.url); derr != nil {
-				log.Warn("mirror with holes not discarded", zap.Error(redactedError(derr)))
+				log.Warn("mirror with holes not discarded", zap.Error(s.redactedError(derr)))
 			}
 		}
 	}()
 
 	loaded := progress.wait(dbWait)
 	defer loaded()
-	scopeID, err := s.Store.Scope(ctx, lease.ShardID, s.Scanner.Policy())
+	scopeID, err := s.Store.KeyedScope(ctx, lease.ShardID, s.Scanner.Policy(), s.Scanner.KeyVersion())
 	if err != nil {
 		return shard.Receipt{}, err
 	}
@@ -361,7 +361,7 @@ func (s *Shards) selectRefs(ctx context.Context, r *repository, sel target.Selec
 		return tips, refs.Ignored, nil
 	}
 	for _, name := range sel.Refs {
-		full, h, err := resolveRef(refs, name)
+		full, h, err := s.resolveRef(refs, name)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -377,7 +377,7 @@ func (s *Shards) selectRefs(ctx context.Context, r *repository, sel target.Selec
 	return tips, refs.Ignored, nil
 }
 
-func resolveRef(refs *gitread.RefList, name string) (string, plumbing.Hash, error) {
+func (s *Shards) resolveRef(refs *gitread.RefList, name string) (string, plumbing.Hash, error) {
 	candidates := []string{name}
 	if !strings.HasPrefix(name, "refs/") {
 		candidates = []string{"refs/heads/" + name, "refs/tags/" + name}
@@ -387,7 +387,7 @@ func resolveRef(refs *gitread.RefList, name string) (string, plumbing.Hash, erro
 			return c, h, nil
 		}
 	}
-	return "", plumbing.ZeroHash, errclass.Permanentf(errclass.ReasonNotFound, "the selected ref does not exist (digest %s)", digest(name))
+	return "", plumbing.ZeroHash, errclass.Permanentf(errclass.ReasonNotFound, "the selected ref does not exist (digest %s)", s.digest(name))
 }
 
 // commit checks that an explicit commit exists and is a commit, fetching it

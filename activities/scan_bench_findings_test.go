@@ -49,12 +49,7 @@ type gitleaksFinding struct {
 // asserts parity.
 func compareFindings(b *testing.B, c corpus, report string, defaultScope, glScope int64) {
 	b.Helper()
-	ctx := context.Background()
-	hashKey, err := env.Store.SecretHashKey(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	theirs, reported := gitleaksFindings(b, report, hashKey)
+	theirs, reported := gitleaksFindings(b, report, testFindingKey.Secret)
 	ours, occurrences := gitfleetFindings(b, glScope)
 	defaults, defaultOccurrences := gitfleetFindings(b, defaultScope)
 

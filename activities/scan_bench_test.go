@@ -130,7 +130,7 @@ func scanHelper(raw string) int {
 		}
 		req.Repo = m.Path(req.Remote)
 	}
-	sc, err := activities.NewScanner(ctx, st, req.Rules, nil)
+	sc, err := activities.NewScanner(req.Rules, testFindingKey)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

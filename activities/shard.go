@@ -2,12 +2,9 @@ package activities
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,7 +12,6 @@ import (
 	"gitfleet/internal/domain/shard"
 	"gitfleet/workflows"
 
-	"github.com/go-git/go-git/v5/plumbing"
 	"go.temporal.io/sdk/activity"
 	"go.uber.org/zap"
 
@@ -96,12 +92,6 @@ func (s *Shards) leaseFor() time.Duration {
 	return time.Minute
 }
 
-// digest names a shard key, location or ref in logs without revealing it.
-func digest(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:6])
-}
-
 func (s *Shards) logger(ctx context.Context, shardID, fence int64) *zap.Logger {
 	l := s.Log
 	if l == nil {
@@ -158,9 +148,9 @@ func (s *Shards) SyncShardMirror(ctx context.Context, w workflows.ShardWork) (st
 		return "", AppError(cause) // the lease was lost
 	}
 	if err != nil {
-		return "", redactedError(err)
+		return "", s.redactedError(err)
 	}
-	return repo.refsDigest, redactedError(repo.Close())
+	return repo.refsDigest, s.redactedError(repo.Close())
 }
 
 // CheckpointShard is outer durability (see store.Checkpoint).
@@ -195,57 +185,6 @@ func (s *Shards) ParkShard(ctx context.Context, in workflows.ParkInput) error {
 	}
 	s.logger(ctx, in.Lease.ShardID, in.Lease.Fence).Warn("shard parked", zap.String("reason", in.Reason))
 	return nil
-}
-
-// NewScanner builds the scanner: the rules of a gitleaks-format file (""
-// means the default rule set) and the key of the findings' keyed hashes
-// (nil means the installation's key, generated once in the database).
-func NewScanner(ctx context.Context, st *store.Store, rulesFile string, key []byte) (*scan.Scanner, error) {
-	var rules *scan.RuleSet
-	var err error
-	if rulesFile != "" {
-		rules, err = scan.LoadFile(rulesFile)
-	} else {
-		rules, err = scan.Default()
-	}
-	if err != nil {
-		return nil, err
-	}
-	if key == nil {
-		if key, err = st.SecretHashKey(ctx); err != nil {
-			return nil, fmt.Errorf("finding hash key: %w", err)
-		}
-	}
-	return scan.New(rules, scan.DefaultConfig(), key)
-}
-
-// redactedError is AppError for the shard activities, whose errors come back
-// from the Git layer naming refs, paths, commits and repository locations:
-// the class and reason are kept; every token that could name scanned
-// content is replaced by a digest, because these messages end up in logs
-// and workflow histories.
-func redactedError(err error) error {
-	if err == nil {
-		return nil
-	}
-	c := errclass.Classify(err)
-	return AppError(&errclass.Error{Class: c.Class, Reason: c.Reason, RetryAfter: c.RetryAfter, Err: errors.New(redact(err.Error()))})
-}
-
-// redact replaces refs, paths, URLs, quoted names and object ids by
-// digests, so equal names still read as equal.
-func redact(msg string) string {
-	fields := strings.Fields(msg)
-	for i, f := range fields {
-		core := strings.Trim(f, `"'(),:;`)
-		if core == "" {
-			continue
-		}
-		if strings.ContainsAny(core, "/\\") || plumbing.IsHash(core) || strings.HasPrefix(strings.TrimLeft(f, "("), `"`) {
-			fields[i] = strings.Replace(f, core, "‹"+digest(core)+"›", 1)
-		}
-	}
-	return strings.Join(fields, " ")
 }
 
 // progress is what a shard activity has done, which its heartbeats report

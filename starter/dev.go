@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -229,6 +230,11 @@ func (a *app) dev(ctx context.Context, o devOptions) (err error) {
 	if _, _, err := a.migrate(ctx, 0); err != nil {
 		return err
 	}
+	// The findings' key, for the worker only: beside the data, never in
+	// the database.
+	if env[config.EnvHashKeyFile], err = a.devFindingKey(ctx, dataDir); err != nil {
+		return err
+	}
 
 	// superviseWorker starts a worker and restarts it (runners on their
 	// stores) when it exits.
@@ -404,6 +410,41 @@ func devTokenKey(dataDir string) (string, error) {
 		return "", fmt.Errorf("write the token key: %w", err)
 	}
 	return key, nil
+}
+
+// devFindingKey returns the file of the dev stack's finding key, made on
+// first use in the data directory (mode 0600): from the key an earlier
+// release kept in the dev database, which then forgets it, so the
+// findings already there keep their hashes; else a new one.
+func (a *app) devFindingKey(ctx context.Context, dataDir string) (string, error) {
+	path := filepath.Join(dataDir, "finding.key")
+	if _, err := config.ReadFindingKeyFile(path); err == nil {
+		return path, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	st, err := a.store(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer st.Close()
+	k := config.NewFindingKey(1)
+	legacy, ok, err := st.LegacyFindingKey(ctx)
+	if err != nil {
+		return "", err
+	}
+	if ok {
+		k.Secret = legacy
+	}
+	if err := writeKeyFile(path, k); err != nil {
+		return "", fmt.Errorf("write the finding key: %w", err)
+	}
+	if ok {
+		if _, err := st.ForgetLegacyFindingKey(ctx, legacy); err != nil {
+			return "", err
+		}
+	}
+	return path, nil
 }
 
 func writeEnvFile(path string, env map[string]string) error {

@@ -56,7 +56,7 @@ func TestMain(m *testing.M) {
 		if err != nil {
 			return nil, err
 		}
-		scanner, err := activities.NewScanner(context.Background(), e.Store, "", nil)
+		scanner, err := activities.NewScanner("", testenv.FindingKey)
 		if err != nil {
 			return nil, err
 		}

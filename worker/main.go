@@ -78,7 +78,9 @@ Configuration comes from the environment:
                        how long the daily cleanup keeps collection history, scan receipts, results under
                        replaced rules, scan requests' results (default 90d, 30d, 7d, 90d; 0 keeps forever)
   GITFLEET_DECAY       decay table, e.g. 7d=6h,14d=12h,30d=24h,60d=3d,90d=7d (the default)
-  GITFLEET_FINDING_KEY key of the findings' secret hashes (default: generated once, kept in the database)
+  GITFLEET_FINDING_KEY_FILE a file that holds the key of the findings' secret hashes ("v1:base64:...",
+                       'starter admin finding-key new'); required, never kept in the database
+  GITFLEET_FINDING_KEY the key itself, instead of a file
   GITFLEET_LOG_LEVEL   debug, info, warn, error (default info)
   GITFLEET_LOG_FORMAT  console or json (default console)
   GITFLEET_REGISTRY    runners: where builds are pushed, host:port/path
@@ -138,6 +140,12 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	// The findings' key is the workers' to hold, never the database's
+	// (architecture §11): without it a worker does not start.
+	findingKey, err := cfg.FindingKey()
+	if err != nil {
+		return err
+	}
 	// Before any repository is read: fetches, scans and builds alike.
 	gitread.SetLimits(cfg.Limits)
 	config.TuneGC(os.Getenv)
@@ -176,12 +184,16 @@ func run() error {
 	if err := waitForSchema(ctx, st, log); err != nil {
 		return err
 	}
+	if _, held, err := st.LegacyFindingKey(ctx); err == nil && held {
+		log.Warn("the database still holds the finding key an earlier release kept there, beside the hashes: " +
+			"once every worker has it, 'starter admin finding-key forget' (after a rotation: --discard)")
+	}
 
 	mirrors, err := mirror.New(cfg.MirrorDir, nil)
 	if err != nil {
 		return err
 	}
-	scanner, err := activities.NewScanner(ctx, st, cfg.RulesFile, cfg.HashKey)
+	scanner, err := activities.NewScanner(cfg.RulesFile, findingKey)
 	if err != nil {
 		return err
 	}

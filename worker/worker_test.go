@@ -62,6 +62,7 @@ func baseEnv(t *testing.T, dbURL string) []string {
 		config.EnvLogFormat+"=json",
 		config.EnvLogLevel+"=info",
 		config.EnvTokenKey+"="+tokenKey,
+		config.EnvHashKey+"="+testenv.FindingKey.Format(),
 		config.EnvMetricsAddr+"=127.0.0.1:0",
 		config.EnvStopTimeout+"=5m",
 	)

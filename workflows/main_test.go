@@ -100,7 +100,7 @@ func TestMain(m *testing.M) {
 		}
 		log := zap.New(zapcore.NewTee(e.Log.Core(), zapcore.NewCore(
 			zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(workerLogs), zap.DebugLevel)))
-		scanner, err := activities.NewScanner(context.Background(), e.Store, "", nil)
+		scanner, err := activities.NewScanner("", testenv.FindingKey)
 		if err != nil {
 			return nil, err
 		}

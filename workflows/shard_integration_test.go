@@ -237,7 +237,7 @@ func TestScanLocalRepositoryWithSelections(t *testing.T) {
 
 func scannerPolicy(t *testing.T) string {
 	t.Helper()
-	s, err := activities.NewScanner(context.Background(), env.Store, "", nil)
+	s, err := activities.NewScanner("", testFindingKey)
 	if err != nil {
 		t.Fatal(err)
 	}

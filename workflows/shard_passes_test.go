@@ -23,7 +23,7 @@ import (
 // soon as a pass has read something new.)
 func TestScanContinuesInPasses(t *testing.T) {
 	const queue = "gitfleet-passes"
-	scanner, err := activities.NewScanner(context.Background(), env.Store, "", nil)
+	scanner, err := activities.NewScanner("", testFindingKey)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func benchmarkSweepUnchanged(b *testing.B) {
 	const n = 100_000
 	ctx := context.Background()
 	const head = "5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed"
-	scanner, err := activities.NewScanner(ctx, env.Store, "", nil)
+	scanner, err := activities.NewScanner("", testFindingKey)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -214,7 +214,7 @@ func benchmarkSweepAllChanged(b *testing.B) {
 	n := benchSweepN()
 	ctx := context.Background()
 	const head = "c0ffeec0ffeec0ffeec0ffeec0ffeec0ffeec0ff"
-	scanner, err := activities.NewScanner(ctx, env.Store, "", nil)
+	scanner, err := activities.NewScanner("", testFindingKey)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -377,7 +377,7 @@ var hostFaults = []struct {
 func benchmarkSweepOutage(b *testing.B) {
 	n := benchSweepN()
 	ctx := context.Background()
-	scanner, err := activities.NewScanner(ctx, env.Store, "", nil)
+	scanner, err := activities.NewScanner("", testFindingKey)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -154,6 +154,7 @@ func launchProc(t testing.TB, name string, args, extraEnv []string) *workerProc 
 		config.EnvShardLease+"=10s",
 		config.EnvScanBatch+"=200",
 		config.EnvTokenKey+"="+tokenKey,
+		config.EnvHashKey+"="+testenv.FindingKey.Format(),
 		config.EnvMetricsAddr+"=off", // many workers on one host
 	)
 	// Later entries win (os/exec keeps the last value of a key).

@@ -43,6 +43,7 @@ const (
 	EnvDecay             = "GITFLEET_DECAY"
 	EnvSweepMaxRunning   = "GITFLEET_SWEEP_MAX_RUNNING"
 	EnvHashKey           = "GITFLEET_FINDING_KEY"
+	EnvHashKeyFile       = "GITFLEET_FINDING_KEY_FILE"
 	EnvTokenKey          = secrets.KeyEnv
 	EnvGitHubConcurrency = "GITFLEET_GITHUB_CONCURRENCY"
 	// Where workers reach on a request's behalf (package reach).
@@ -146,9 +147,11 @@ type Config struct {
 	SweepMaxRunning int
 	// Retain is how long the daily cleanup keeps what is no longer current.
 	Retain Retention
-	// HashKey keys the findings' secret hashes; nil means the key the
-	// database generates once per installation. Secret: never logged.
-	HashKey []byte
+	// HashKeyFile is the file that holds the findings' key, unless
+	// GITFLEET_FINDING_KEY holds it (hashKey: secret, never logged); the
+	// worker reads it with FindingKey.
+	HashKeyFile string
+	hashKey     string
 	// TokenBox seals and opens users' GitHub tokens; nil when no key is
 	// configured (users cannot be added, caches not refreshed).
 	TokenBox *secrets.Box
@@ -355,11 +358,14 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 		c.Decay = t
 	}
-	if k := getenv(EnvHashKey); k != "" {
-		if len(k) < 16 {
-			return Config{}, fmt.Errorf("%s must be at least 16 characters", EnvHashKey)
+	c.hashKey, c.HashKeyFile = getenv(EnvHashKey), getenv(EnvHashKeyFile)
+	if c.hashKey != "" && c.HashKeyFile != "" {
+		return Config{}, fmt.Errorf("%s and %s are both set: set one", EnvHashKey, EnvHashKeyFile)
+	}
+	if c.hashKey != "" {
+		if _, err := ParseFindingKey(c.hashKey); err != nil {
+			return Config{}, fmt.Errorf("%s: %w", EnvHashKey, err)
 		}
-		c.HashKey = []byte(k)
 	}
 	if k := getenv(EnvTokenKey); k != "" {
 		box, err := secrets.ParseKey(k)

@@ -27,6 +27,7 @@ func Vars() []string {
 		EnvDecay,
 		EnvSweepMaxRunning,
 		EnvHashKey,
+		EnvHashKeyFile,
 		EnvTokenKey,
 		EnvGitHubConcurrency,
 		EnvAllowedHosts,

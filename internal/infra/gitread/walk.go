@@ -849,7 +849,9 @@ func (wk *walk) report(h plumbing.Hash, name []byte, mode uint32) error {
 		wk.stats.CorruptBlobs++
 		return wk.missed(h, path, mode, ErrCorrupt)
 	case err != nil:
-		return fmt.Errorf("blob %s at %s in commit %s: %w", h, path, wk.commit, err)
+		// Quoted: a path is one name to whoever redacts the message,
+		// spaces and all.
+		return fmt.Errorf("blob %s at %q in commit %s: %w", h, path, wk.commit, err)
 	}
 	wk.stats.Blobs++
 	wk.stats.BlobBytes += size

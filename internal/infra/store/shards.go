@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -166,12 +165,24 @@ func (s *Store) RenewLease(ctx context.Context, l shard.Lease, leaseFor time.Dur
 	return deadline, err
 }
 
-// Scope returns the scope of a shard under a rule set, creating it if needed.
+// Scope returns the scope of a shard under a policy (the rules, the
+// finding key), creating it if needed, without recording the key's
+// version (see KeyedScope).
 func (s *Store) Scope(ctx context.Context, shardID int64, policyHash string) (int64, error) {
+	return s.KeyedScope(ctx, shardID, policyHash, 0)
+}
+
+// KeyedScope is Scope recording keyVersion, the version of the finding
+// key the policy hashes secrets with (0: not recorded), on the scope
+// whose hashes it makes. A scope made before versions were recorded gets
+// it from the first scan under a key of that policy: the policy holds the
+// key's fingerprint, so it is the same key.
+func (s *Store) KeyedScope(ctx context.Context, shardID int64, policyHash string, keyVersion int) (int64, error) {
 	var id int64
-	err := s.pool.QueryRow(ctx, `INSERT INTO scan_scopes (shard_id, policy_hash) VALUES ($1, $2)
-		ON CONFLICT (shard_id, policy_hash) DO UPDATE SET policy_hash = excluded.policy_hash RETURNING id`,
-		shardID, policyHash).Scan(&id)
+	err := s.pool.QueryRow(ctx, `INSERT INTO scan_scopes (shard_id, policy_hash, key_version) VALUES ($1, $2, NULLIF($3, 0))
+		ON CONFLICT (shard_id, policy_hash) DO UPDATE
+			SET key_version = COALESCE(scan_scopes.key_version, excluded.key_version) RETURNING id`,
+		shardID, policyHash, keyVersion).Scan(&id)
 	return id, err
 }
 
@@ -601,18 +612,4 @@ func (s *Store) Findings(ctx context.Context, shardID int64, limit int) ([]Findi
 		f.BlobHex = fmt.Sprintf("%x", f.Blob)
 		return f, err
 	})
-}
-
-// SecretHashKey returns the installation's key for the findings' keyed
-// hashes, generating it on first use.
-func (s *Store) SecretHashKey(ctx context.Context) ([]byte, error) {
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		return nil, err
-	}
-	if _, err := s.pool.Exec(ctx, `INSERT INTO settings (name, value) VALUES ('finding_hash_key', $1) ON CONFLICT DO NOTHING`, key); err != nil {
-		return nil, err
-	}
-	err := s.pool.QueryRow(ctx, `SELECT value FROM settings WHERE name = 'finding_hash_key'`).Scan(&key)
-	return key, err
 }

@@ -360,14 +360,3 @@ func TestParkAndRearm(t *testing.T) {
 		t.Fatalf("rearm of a Done shard: %+v", c)
 	}
 }
-
-func TestSecretHashKeyIsStable(t *testing.T) {
-	a, err := env.Store.SecretHashKey(context.Background())
-	if err != nil || len(a) != 32 {
-		t.Fatalf("key: %x, %v", a, err)
-	}
-	b, _ := env.Store.SecretHashKey(context.Background())
-	if string(a) != string(b) {
-		t.Fatal("the key changed between calls")
-	}
-}

@@ -1,0 +1,114 @@
+package activities
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"gitfleet/internal/domain/scan"
+	"gitfleet/internal/infra/errclass"
+)
+
+// digest names a shard key, location, ref or path in logs and errors
+// without revealing it: the scanner's keyed digest (scan.Scanner.Digest),
+// so that nobody without the installation's finding key can tell which
+// name it was, not even by digesting common ones ("prod.env", ".env").
+func (s *Shards) digest(name string) string {
+	if s.Scanner != nil {
+		return s.Scanner.Digest(name)
+	}
+	mac := hmac.New(sha256.New, processNameKey)
+	mac.Write([]byte(name))
+	return hex.EncodeToString(mac.Sum(nil))[:scan.DigestLen]
+}
+
+// processNameKey keys the digests of Shards given no scanner (they scan
+// nothing, so no name of theirs needs to correlate across processes).
+var processNameKey = func() []byte {
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		panic(err)
+	}
+	return k
+}()
+
+// redactedError is AppError for the shard activities, whose errors come back
+// from the Git layer naming refs, paths, commits and repository locations:
+// the class and reason are kept; every token that could name scanned
+// content is replaced by a digest, because these messages end up in logs
+// and workflow histories.
+func (s *Shards) redactedError(err error) error {
+	if err == nil {
+		return nil
+	}
+	c := errclass.Classify(err)
+	return AppError(&errclass.Error{Class: c.Class, Reason: c.Reason, RetryAfter: c.RetryAfter, Err: errors.New(redact(err.Error(), s.digest))})
+}
+
+// redact replaces by their digests, so that equal names still read as
+// equal: every quoted string whole (a name as gitread and go-git quote
+// it, %q: spaces and all), and every other word that looks like a name —
+// with a slash or backslash (a path, a ref, a URL), a dot inside (a file
+// at a repository's root, "prod.env", a dotfile, a host), or an object id
+// (16 hex digits or more). Numbers with a unit ("1.5s", "256MiB") and
+// words of the message itself are kept. A name neither quoted nor shaped
+// like one ("Makefile" unquoted) cannot be told from a word: the Git layer
+// quotes the paths it puts in its errors.
+func redact(msg string, digest func(string) string) string {
+	var b strings.Builder
+	for i := 0; i < len(msg); {
+		if msg[i] == ' ' || msg[i] == '\t' || msg[i] == '\n' {
+			b.WriteByte(msg[i])
+			i++
+			continue
+		}
+		// Opening punctuation stays: "(open x", "[x".
+		for i < len(msg) && strings.IndexByte("([{<", msg[i]) >= 0 {
+			b.WriteByte(msg[i])
+			i++
+		}
+		if i < len(msg) && (msg[i] == '"' || msg[i] == '`') {
+			if q, err := strconv.QuotedPrefix(msg[i:]); err == nil {
+				name, _ := strconv.Unquote(q)
+				b.WriteString("‹" + digest(name) + "›")
+				i += len(q)
+				continue
+			}
+		}
+		end := strings.IndexFunc(msg[i:], unicode.IsSpace)
+		if end < 0 {
+			end = len(msg) - i
+		}
+		field := msg[i : i+end]
+		i += end
+		core := strings.Trim(field, `"'()[]{}<>,:;`)
+		if core == "" || !nameLike(core) {
+			b.WriteString(field)
+			continue
+		}
+		b.WriteString(strings.Replace(field, core, "‹"+digest(core)+"›", 1))
+	}
+	return b.String()
+}
+
+var (
+	hexID        = regexp.MustCompile(`^[0-9a-fA-F]{16,}$`)
+	numberOfUnit = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?[a-zA-Zµ]*$`)
+)
+
+// nameLike says whether a word of an error message may be a name.
+func nameLike(w string) bool {
+	switch {
+	case strings.ContainsAny(w, `/\`), hexID.MatchString(w):
+		return true
+	case numberOfUnit.MatchString(w):
+		return false
+	}
+	return strings.Contains(strings.TrimRight(w, "."), ".")
+}
