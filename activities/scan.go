@@ -29,6 +29,7 @@ import (
 	"gitfleet/internal/infra/gitread"
 	"gitfleet/internal/infra/metrics"
 	"gitfleet/internal/infra/mirror"
+	"gitfleet/internal/infra/reach"
 	"gitfleet/internal/infra/store"
 )
 
@@ -68,11 +69,17 @@ func (r *repository) reopen() error {
 // as it is: one sync per job, wherever its activities run.
 func (s *Shards) open(ctx context.Context, spec shard.Spec, refsDigest string, p *progress) (*repository, error) {
 	if spec.Local {
-		repo, closer, err := gitread.Open(spec.Location, walkCacheBytes)
+		// The starter checked the path on its own machine: this one opens
+		// only what lies under its local root (GITFLEET_LOCAL_ROOT).
+		path, err := reach.LocalPath(reach.LocalRoot(), spec.Location)
+		if err != nil {
+			return nil, err
+		}
+		repo, closer, err := gitread.Open(path, walkCacheBytes)
 		if err != nil {
 			return nil, errclass.Wrap(errclass.Permanent, errclass.ReasonNotFound, fmt.Errorf("open the local repository: %w", err))
 		}
-		return &repository{repo: repo, closer: closer, path: spec.Location}, nil
+		return &repository{repo: repo, closer: closer, path: path}, nil
 	}
 	remote := mirror.Remote{URL: spec.Location, RefsDigest: refsDigest}
 	held := s.Mirrors.Holds(spec.Location, refsDigest)

@@ -31,6 +31,7 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
+	testenv.AllowLocal() // the helpers too: they fetch from loopback and scan local paths
 	if req := os.Getenv(helperEnv); req != "" {
 		os.Exit(scanHelper(req))
 	}

@@ -204,6 +204,11 @@ func (a *app) dev(ctx context.Context, o devOptions) (err error) {
 		vcs.EnvHost:         "forge.localhost",
 		config.EnvMirrorDir: filepath.Join(dataDir, "mirrors"),
 		config.EnvRegistry:  reg.Addr() + "/gitfleet",
+		// The demo forge, registry and local repositories are on this
+		// machine: its workers may reach loopback hosts and open local
+		// paths anywhere (production workers neither, §11).
+		config.EnvAllowedHosts: "localhost,127.0.0.1,::1",
+		config.EnvLocalRoot:    string(filepath.Separator),
 	}
 	// Users' GitHub tokens are sealed with a key kept beside the data.
 	if env[config.EnvTokenKey], err = devTokenKey(dataDir); err != nil {
@@ -451,7 +456,7 @@ func writeEnvFile(path string, env map[string]string) error {
 	var b strings.Builder
 	b.WriteString("# Written by 'starter dev': the settings of the running dev stack (it holds a key: keep it private).\n")
 	for _, k := range []string{config.EnvTemporalAddress, config.EnvTemporalUI, config.EnvDatabaseURL, vcs.EnvAPIURL, vcs.EnvHost,
-		config.EnvMirrorDir, config.EnvTokenKey, config.EnvRegistry} {
+		config.EnvMirrorDir, config.EnvTokenKey, config.EnvRegistry, config.EnvAllowedHosts, config.EnvLocalRoot} {
 		fmt.Fprintf(&b, "export %s=%q\n", k, env[k])
 	}
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {

@@ -20,6 +20,7 @@ import (
 	"gitfleet/internal/domain/snapshot"
 	"gitfleet/internal/infra/config"
 	"gitfleet/internal/infra/logging"
+	"gitfleet/internal/infra/reach"
 	"gitfleet/internal/infra/store"
 )
 
@@ -89,6 +90,8 @@ Configuration comes from the environment (the defaults match 'make run'):
 			if err != nil {
 				return usageError{err}
 			}
+			// The pre-checks of scan targets reach what the workers would.
+			reach.SetHosts(cfg.AllowedHosts)
 			a.cfg = cfg
 			return nil
 		},

@@ -26,6 +26,7 @@ import (
 	"gitfleet/internal/infra/logging"
 	"gitfleet/internal/infra/metrics"
 	"gitfleet/internal/infra/mirror"
+	"gitfleet/internal/infra/reach"
 	"gitfleet/internal/infra/store"
 	"gitfleet/workflows"
 )
@@ -67,6 +68,9 @@ Configuration comes from the environment:
   GITFLEET_HOST        the host name users write, when not derived from GITHUB_API_URL
   GITFLEET_GIT_URL     base of clone URLs, when not derived from GITHUB_API_URL
   GITFLEET_MIRROR_DIR  where mirrors live (default: the user cache directory)
+  GITFLEET_ALLOWED_HOSTS hosts fetches may reach besides the Git host: names, addresses, CIDR
+                       ranges, * for any public host (loopback, private, link-local only if listed)
+  GITFLEET_LOCAL_ROOT  the directory local scan targets must lie under (default: none opened)
   GITFLEET_RULES       gitleaks-format rule file (default: the built-in rules)
   GITFLEET_SHARD_LEASE shard lease between renewals (default 1m)
   GITFLEET_SCAN_BATCH  blobs per durable write of a scan (default 2000)
@@ -125,6 +129,10 @@ func loadConfig() (config.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
+	// Before any fetch or scan: where a request may make this process
+	// reach (the hosts its fetches dial, the local paths its scans open).
+	reach.SetHosts(cfg.AllowedHosts)
+	reach.SetLocalRoot(cfg.LocalRoot)
 	switch metricsAddr {
 	case "":
 	case "off", "none", "-":

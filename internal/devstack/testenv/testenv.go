@@ -15,6 +15,7 @@ import (
 	"gitfleet/internal/devstack/pgcluster"
 	"gitfleet/internal/devstack/temporalcli"
 	"gitfleet/internal/infra/logging"
+	"gitfleet/internal/infra/reach"
 	"gitfleet/internal/infra/store"
 )
 
@@ -75,8 +76,22 @@ func run(m *testing.M, env **Env, opts Options, setup func(*Env) (func(), error)
 	return m.Run()
 }
 
+// AllowLocal lets this process's Git fetches reach loopback hosts (the
+// tests' forges and Git servers) and its scans open local repositories
+// anywhere, as `starter dev` lets its workers (architecture §11). Start
+// calls it; a test helper process that runs no Start calls it itself.
+func AllowLocal() {
+	h, err := reach.ParseHosts([]string{"127.0.0.1", "::1", "localhost"})
+	if err != nil {
+		panic(err)
+	}
+	reach.SetHosts(h)
+	reach.SetLocalRoot(string(filepath.Separator))
+}
+
 // Start brings up a database and, if asked, a dev server.
 func Start(ctx context.Context, opts Options) (_ *Env, err error) {
+	AllowLocal()
 	dir, err := os.MkdirTemp("", "gitfleet-test-")
 	if err != nil {
 		return nil, err

@@ -109,6 +109,9 @@ func (m *Mirrors) Resolve(ctx context.Context, remoteURL string) (string, error)
 // following redirects) and returns where the repository really lives and
 // its refs, HEAD included; none for an empty repository.
 func (m *Mirrors) advertise(ctx context.Context, remoteURL string, auth *githttp.BasicAuth) (string, []*plumbing.Reference, error) {
+	if err := checkRemote(remoteURL); err != nil {
+		return "", nil, err
+	}
 	probe := strings.TrimSuffix(remoteURL, "/") + "/info/refs?service=git-upload-pack"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, probe, nil)
 	if err != nil {
@@ -207,6 +210,9 @@ func (m *Mirrors) Holds(remoteURL, refsDigest string) bool {
 // listRefs lists the remote's refs (git ls-remote), without cloning, with
 // auth (nil: anonymously).
 func listRefs(ctx context.Context, remoteURL string, auth *githttp.BasicAuth) ([]*plumbing.Reference, error) {
+	if err := checkRemote(remoteURL); err != nil {
+		return nil, err
+	}
 	refs, err := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{remoteURL}}).ListContext(ctx, &git.ListOptions{Auth: method(auth)})
 	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
 		return nil, nil
@@ -456,6 +462,9 @@ func (m *Mirrors) FetchCommit(ctx context.Context, remoteURL, sha, ref string) (
 // fetchSHA fetches one commit by id into repo (at dir) under ref; depth 0
 // means its whole history. "not our ref" is the remote's definite no.
 func fetchSHA(ctx context.Context, repo *git.Repository, dir, remoteURL, sha, ref string, depth int, auth *githttp.BasicAuth) (bool, error) {
+	if err := checkRemote(remoteURL); err != nil {
+		return false, err
+	}
 	rem, _, release := remote(repo, dir, remoteURL)
 	defer release()
 	err := rem.FetchContext(ctx, &git.FetchOptions{

@@ -12,6 +12,7 @@ import (
 
 	"gitfleet/internal/infra/errclass"
 	"gitfleet/internal/infra/gitread"
+	"gitfleet/internal/infra/reach"
 )
 
 // A remote decides where its redirects lead, so gitfleet follows them
@@ -77,13 +78,14 @@ func redacted(u *url.URL) string {
 }
 
 // withPolicy returns a copy of c (nil: a client with a 30 s timeout) that
-// follows redirects by checkRedirect.
+// follows redirects by checkRedirect and reaches only what reach allows.
 func withPolicy(c *http.Client) *http.Client {
 	var out http.Client
 	if c != nil {
 		out = *c
 	}
 	out.CheckRedirect = checkRedirect
+	out.Transport = reach.Transport(out.Transport)
 	return &out
 }
 
@@ -129,11 +131,12 @@ func errAdvertisementSize() error {
 }
 
 // gitTransport is go-git's HTTP transport for every fetch of the process,
-// with the redirect policy and the advertisement's bound. (go-git takes
-// its transports from a process-wide table: no fetch option chooses one.)
+// with the redirect policy, the advertisement's bound and reach's policy.
+// (go-git takes its transports from a process-wide table: no fetch option
+// chooses one.)
 func gitTransport() *http.Client {
 	return &http.Client{
-		Transport:     metered{advertisementLimit{base: http.DefaultTransport.(*http.Transport).Clone()}},
+		Transport:     metered{advertisementLimit{base: reach.Transport(nil)}},
 		CheckRedirect: checkRedirect,
 	}
 }
