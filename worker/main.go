@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -96,8 +97,9 @@ Configuration comes from the environment:
   GITFLEET_PULL_QUEUE_TIMEOUT   wait for a runner to pick a pull up (default 2m)
   GITFLEET_PULL_FANOUT          pulls one ready runner serves at once (default 3)
   GITFLEET_RECONCILE_EVERY      how often the runner-reconcile schedule fires (default 5m)
-  GITFLEET_ACTIVITY_SLOTS       activity tasks run at once (default 2 x CPUs, at least 4;
-                                a runner: --capacity)
+  GITFLEET_ACTIVITY_SLOTS       Git activity tasks (syncs, scans) run at once (default 2 x CPUs,
+                                at least 4; a runner: --capacity)
+  GITFLEET_CONTROL_SLOTS        other activity tasks (database, API, starts) run at once (default 16)
   GITFLEET_WORKFLOW_SLOTS       workflow tasks run at once (default 2 x CPUs, at least 4)
   GITFLEET_SCAN_PARALLELISM     blobs read and scanned at once, all scans together (default: CPUs)
   GITFLEET_STOP_TIMEOUT         on SIGTERM/SIGINT, how long running activities may finish (default 30s)
@@ -167,7 +169,7 @@ func run() error {
 	defer stop()
 	ctx, onFatal := stopOnFatal(ctx, log)
 
-	st, err := connectStore(ctx, cfg.DatabaseURL, log, store.MaxConns(config.DatabaseConns(cfg.ActivitySlots)))
+	st, err := connectStore(ctx, cfg.DatabaseURL, log, store.MaxConns(config.DatabaseConns(cfg.ActivitySlots)+cfg.ControlSlots))
 	if err != nil {
 		return err
 	}
@@ -211,22 +213,34 @@ func run() error {
 	if cfg.ScanArchiveDepth != nil {
 		scanner = scanner.WithArchiveDepth(*cfg.ScanArchiveDepth)
 	}
+	// Two queues (architecture §2): Git work — syncs and scans that run
+	// for minutes to hours — has slots of its own, so the database
+	// bookkeeping and API requests of every workflow never wait behind it.
 	w := worker.New(c, workflows.TaskQueue, worker.Options{
-		MaxConcurrentActivityExecutionSize:      cfg.ActivitySlots,
+		MaxConcurrentActivityExecutionSize:      cfg.ControlSlots,
 		MaxConcurrentWorkflowTaskExecutionSize:  cfg.WorkflowSlots,
-		MaxConcurrentLocalActivityExecutionSize: cfg.ActivitySlots,
+		MaxConcurrentLocalActivityExecutionSize: cfg.ControlSlots,
 		WorkerStopTimeout:                       cfg.StopTimeout,
 		OnFatalError:                            onFatal,
 	})
+	gitW := worker.New(c, workflows.GitTaskQueue(workflows.TaskQueue), worker.Options{
+		MaxConcurrentActivityExecutionSize: cfg.ActivitySlots,
+		DisableWorkflowWorker:              true,
+		WorkerStopTimeout:                  cfg.StopTimeout,
+		OnFatalError:                       onFatal,
+	})
 	workflows.Register(w)
-	w.RegisterActivity(&activities.Activities{Store: st, Mirrors: mirrors, Hosts: cfg.Hosts, Log: log})
-	w.RegisterActivity(&activities.Shards{Store: st, Mirrors: mirrors, Scanner: scanner, Log: log,
-		LeaseFor: cfg.ShardLease, BatchBlobs: cfg.ScanBatch, ScanSlots: make(chan struct{}, cfg.ScanParallelism)})
-	w.RegisterActivity(&activities.Sweeps{Store: st, Client: c, Hosts: cfg.Hosts,
-		Heads: activities.LsRemote{}, Policy: scanner.Policy(), Decay: cfg.Decay, Log: log})
-	w.RegisterActivity(&activities.GitHub{Store: st, Box: cfg.TokenBox, Hosts: cfg.Hosts, MaxConcurrent: cfg.GitHubConcurrency, Log: log})
-	w.RegisterActivity(&activities.Cleanup{Store: st, Retention: store.Retention(cfg.Retain), Log: log})
-	w.RegisterActivity(&activities.Snapshots{Store: st, Client: c, Propagation: workflows.PropagationFrom(cfg), Log: log})
+	scanSlots := make(chan struct{}, cfg.ScanParallelism) // all scans together, on either queue
+	for _, r := range []worker.Registry{w, gitW} {
+		r.RegisterActivity(&activities.Activities{Store: st, Mirrors: mirrors, Hosts: cfg.Hosts, Log: log})
+		r.RegisterActivity(&activities.Shards{Store: st, Mirrors: mirrors, Scanner: scanner, Log: log,
+			LeaseFor: cfg.ShardLease, BatchBlobs: cfg.ScanBatch, ScanSlots: scanSlots})
+		r.RegisterActivity(&activities.Sweeps{Store: st, Client: c, Hosts: cfg.Hosts,
+			Heads: activities.LsRemote{}, Policy: scanner.Policy(), Decay: cfg.Decay, Log: log})
+		r.RegisterActivity(&activities.GitHub{Store: st, Box: cfg.TokenBox, Hosts: cfg.Hosts, MaxConcurrent: cfg.GitHubConcurrency, Log: log})
+		r.RegisterActivity(&activities.Cleanup{Store: st, Retention: store.Retention(cfg.Retain), Log: log})
+		r.RegisterActivity(&activities.Snapshots{Store: st, Client: c, Propagation: workflows.PropagationFrom(cfg), Log: log})
+	}
 	if err := workflows.EnsureSchedules(ctx, c, workflows.ScheduleConfigFrom(cfg)); err != nil {
 		return err
 	}
@@ -235,13 +249,17 @@ func run() error {
 		zap.String("taskQueue", workflows.TaskQueue), zap.Strings("hosts", cfg.Hosts.Names()),
 		zap.String("policy", scanner.Policy()[:12]), zap.Int("rules", scanner.Rules().Len()),
 		zap.Int("decodeDepth", scanner.Config().DecodeDepth), zap.Int("archiveDepth", scanner.Config().ArchiveDepth),
-		zap.Int("activitySlots", cfg.ActivitySlots),
+		zap.Int("activitySlots", cfg.ActivitySlots), zap.Int("controlSlots", cfg.ControlSlots),
 		zap.Int("workflowSlots", cfg.WorkflowSlots), zap.Int("scanParallelism", cfg.ScanParallelism),
 		zap.Duration("stopTimeout", cfg.StopTimeout))
-	if err := w.Start(); err != nil {
+	if err := gitW.Start(); err != nil {
 		return err
 	}
-	return drain(ctx, stop, w, cfg.StopTimeout, log)
+	if err := w.Start(); err != nil {
+		gitW.Stop()
+		return err
+	}
+	return drain(ctx, stop, cfg.StopTimeout, log, w, gitW)
 }
 
 // stopOnFatal returns a context that ends when the worker reports a fatal
@@ -260,12 +278,16 @@ func stopOnFatal(ctx context.Context, log *zap.Logger) (context.Context, func(er
 // drain waits for SIGTERM or SIGINT, then stops polling and lets running
 // activities finish, up to timeout (then their contexts are cancelled). A
 // second signal ends the process at once.
-func drain(ctx context.Context, stopSignals func(), w worker.Worker, timeout time.Duration, log *zap.Logger) error {
+func drain(ctx context.Context, stopSignals func(), timeout time.Duration, log *zap.Logger, ws ...worker.Worker) error {
 	<-ctx.Done()
 	stopSignals()
 	log.Info("worker draining: polling stopped, running activities may finish", zap.Duration("stopTimeout", timeout))
 	start := time.Now()
-	w.Stop()
+	var wg sync.WaitGroup
+	for _, w := range ws {
+		wg.Go(w.Stop)
+	}
+	wg.Wait()
 	log.Info("worker stopped", zap.Duration("drained", time.Since(start)))
 	if cause := context.Cause(ctx); !errors.Is(cause, context.Canceled) {
 		return cause // a fatal error, not a signal

@@ -142,7 +142,7 @@ func runRunner(rf runnerFlags) error {
 	if err := w.Start(); err != nil {
 		return err
 	}
-	return drain(ctx, stop, w, cfg.StopTimeout, log)
+	return drain(ctx, stop, cfg.StopTimeout, log, w)
 }
 
 // adminSlots are the runner's slots for listings and removals, beside its

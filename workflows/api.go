@@ -25,8 +25,27 @@ import (
 	"gitfleet/internal/infra/errclass"
 )
 
-// TaskQueue is the task queue of gitfleet's workers.
+// TaskQueue is the task queue of gitfleet's workers: workflows, and the
+// activities that keep them going (database bookkeeping, API requests,
+// starts).
 const TaskQueue = "gitfleet"
+
+// GitTaskQueue is the queue of the Git work of workflows running on
+// taskQueue (gitfleet:git for TaskQueue): mirror syncs, fetches by SHA and
+// scans, which take minutes to hours, run there on slots of their own
+// (GITFLEET_ACTIVITY_SLOTS), so that a backlog of them never holds up a
+// workflow's 30-second bookkeeping (GITFLEET_CONTROL_SLOTS).
+func GitTaskQueue(taskQueue string) string { return taskQueue + ":git" }
+
+// gitWork returns ctx with options o for a Git activity, on the Git queue
+// of the workflow's own queue. Runs recorded before the split (version
+// git-task-queue) kept Git work on the workflow's queue.
+func gitWork(ctx workflow.Context, o workflow.ActivityOptions) workflow.Context {
+	if workflow.GetVersion(ctx, "git-task-queue", workflow.DefaultVersion, 1) == 1 {
+		o.TaskQueue = GitTaskQueue(workflow.GetInfo(ctx).TaskQueueName)
+	}
+	return withOptions(ctx, o)
+}
 
 // CollectWorkflowID is the id of the Collect run for a requested repository:
 // case-folded, so that concurrent requests for one name share one run.

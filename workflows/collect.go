@@ -71,7 +71,7 @@ func Collect(ctx workflow.Context, in CollectInput) (CollectResult, error) {
 	for {
 		out.Attempts++
 		workflow.SetCurrentDetails(ctx, fmt.Sprintf("Syncing the mirror of %s (attempt %d)", from, out.Attempts))
-		if err := workflow.ExecuteActivity(withOptions(ctx, gitOptions), activitySyncMirror, from).Get(ctx, &synced); err != nil {
+		if err := workflow.ExecuteActivity(gitWork(ctx, gitOptions), activitySyncMirror, from).Get(ctx, &synced); err != nil {
 			moved, err := refused(ctx, from, err)
 			if moved == nil || out.Attempts >= maxResolveAttempts {
 				if err == nil {

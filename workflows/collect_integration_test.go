@@ -838,7 +838,7 @@ func blindWorker(t *testing.T) string {
 		_, blindErr = env.StartWorker(queue, func(w worker.Registry) {
 			workflows.Register(w)
 			w.RegisterActivity(&activities.Activities{Store: env.Store, Mirrors: mirrors, Hosts: hs})
-		})
+		}, workflows.GitTaskQueue(queue))
 	})
 	if blindErr != nil {
 		t.Fatal(blindErr)

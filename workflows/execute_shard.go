@@ -189,12 +189,12 @@ func executeShard(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResul
 		switch {
 		case !oneSync:
 			enter(PhaseMirrorSync, fmt.Sprintf("shard %d", out.ShardID))
-			err = workflow.ExecuteActivity(withOptions(ctx, gitOptions), activitySyncShardMirror, ShardWork{
+			err = workflow.ExecuteActivity(gitWork(ctx, gitOptions), activitySyncShardMirror, ShardWork{
 				Lease: lease, Spec: in.Spec,
 			}).Get(ctx, nil)
 		case refs == "":
 			enter(PhaseMirrorSync, fmt.Sprintf("shard %d", out.ShardID))
-			err = workflow.ExecuteActivity(withOptions(ctx, gitOptions), activitySyncShardMirror, ShardWork{
+			err = workflow.ExecuteActivity(gitWork(ctx, gitOptions), activitySyncShardMirror, ShardWork{
 				Lease: lease, Spec: in.Spec,
 			}).Get(ctx, &refs)
 		default:
@@ -203,7 +203,7 @@ func executeShard(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResul
 		if err == nil {
 			enter(PhaseExecuting, fmt.Sprintf("shard %d, fence %d", out.ShardID, lease.Fence))
 			var receipt shard.Receipt
-			err = workflow.ExecuteActivity(withOptions(ctx, scanOptions), activityScanShard, ShardWork{
+			err = workflow.ExecuteActivity(gitWork(ctx, scanOptions), activityScanShard, ShardWork{
 				Lease: lease, Spec: in.Spec, MaxDuration: in.MaxDuration, RefsDigest: refs,
 			}).Get(ctx, &receipt)
 			if err == nil {

@@ -53,6 +53,9 @@ const maxApplyRounds = 5
 var verifyOptions = func() workflow.ActivityOptions {
 	o := gitOptions
 	o.ScheduleToCloseTimeout = 10 * time.Minute
+	// Queued behind the Git work of the fleet this long, it gives way to
+	// the API, which answers the same question at once.
+	o.ScheduleToStartTimeout = 5 * time.Minute
 	o.RetryPolicy = retryPolicy(3)
 	return o
 }()
@@ -129,7 +132,7 @@ func verify(ctx workflow.Context, in ResolveIdentityInput, byName *identity.Code
 	}
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Verifying %s still has its last collected commit", in.Cloned))
 	var ok bool
-	err := workflow.ExecuteActivity(withOptions(ctx, verifyOptions), activityVerifyCommit, VerifyCommitInput{
+	err := workflow.ExecuteActivity(gitWork(ctx, verifyOptions), activityVerifyCommit, VerifyCommitInput{
 		Repo: in.Cloned, SHA: byName.LastCommitSHA, RefsDigest: in.RefsDigest,
 	}).Get(ctx, &ok)
 	if err != nil {

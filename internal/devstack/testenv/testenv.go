@@ -170,14 +170,24 @@ func (e *Env) Close() {
 	}
 }
 
-// StartWorker runs an in-process worker on taskQueue with what register
-// registers (the caller's workflows and activities: this package knows
-// none of gitfleet's).
-func (e *Env) StartWorker(taskQueue string, register func(worker.Registry)) (func(), error) {
-	w := worker.New(e.Client, taskQueue, worker.Options{})
-	register(w)
-	if err := w.Start(); err != nil {
-		return nil, err
+// StartWorker runs an in-process worker on taskQueue, and one on each
+// queue of also, with what register registers (the caller's workflows and
+// activities: this package knows none of gitfleet's).
+func (e *Env) StartWorker(taskQueue string, register func(worker.Registry), also ...string) (func(), error) {
+	var started []worker.Worker
+	stop := func() {
+		for _, w := range started {
+			w.Stop()
+		}
 	}
-	return w.Stop, nil
+	for _, q := range append([]string{taskQueue}, also...) {
+		w := worker.New(e.Client, q, worker.Options{})
+		register(w)
+		if err := w.Start(); err != nil {
+			stop()
+			return nil, err
+		}
+		started = append(started, w)
+	}
+	return stop, nil
 }

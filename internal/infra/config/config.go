@@ -70,6 +70,7 @@ const (
 
 	// Workers: bounds, drain and the metrics and health endpoint.
 	EnvActivitySlots   = "GITFLEET_ACTIVITY_SLOTS"
+	EnvControlSlots    = "GITFLEET_CONTROL_SLOTS"
 	EnvWorkflowSlots   = "GITFLEET_WORKFLOW_SLOTS"
 	EnvScanParallelism = "GITFLEET_SCAN_PARALLELISM"
 	EnvStopTimeout     = "GITFLEET_STOP_TIMEOUT"
@@ -182,15 +183,17 @@ type Config struct {
 	// logged.
 	Temporal envconfig.ClientConfigProfile
 
-	// Workers: ActivitySlots and WorkflowSlots bound the activity and
-	// workflow tasks a worker runs at once; ScanParallelism bounds the
+	// Workers: ActivitySlots bounds the Git activity tasks a worker runs at
+	// once (syncs, scans: the Git task queue), ControlSlots the others
+	// (database bookkeeping, API requests, starts: the main task queue),
+	// WorkflowSlots its workflow tasks; ScanParallelism bounds the
 	// blobs its scans read and scan at once, all scans together.
 	// StopTimeout is how long a stopping worker lets running activities
 	// finish. MetricsAddr is where /metrics, /livez and /readyz listen
 	// ("" : nowhere).
-	ActivitySlots, WorkflowSlots, ScanParallelism int
-	StopTimeout                                   time.Duration
-	MetricsAddr                                   string
+	ActivitySlots, ControlSlots, WorkflowSlots, ScanParallelism int
+	StopTimeout                                                 time.Duration
+	MetricsAddr                                                 string
 }
 
 // DatabaseConns sizes a worker's (or runner's) database pool for its
@@ -430,7 +433,7 @@ func Load(getenv func(string) string) (Config, error) {
 		env      string
 		dst      *int
 		def, max int
-	}{{EnvActivitySlots, &c.ActivitySlots, max(4, 2*cpus), 1000}, {EnvWorkflowSlots, &c.WorkflowSlots, max(4, 2*cpus), 1000},
+	}{{EnvActivitySlots, &c.ActivitySlots, max(4, 2*cpus), 1000}, {EnvControlSlots, &c.ControlSlots, 16, 1000}, {EnvWorkflowSlots, &c.WorkflowSlots, max(4, 2*cpus), 1000},
 		{EnvScanParallelism, &c.ScanParallelism, cpus, 256}} {
 		*n.dst = n.def
 		if v := getenv(n.env); v != "" {

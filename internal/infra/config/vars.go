@@ -46,6 +46,7 @@ func Vars() []string {
 		EnvPullFanout,
 		EnvReconcileEvery,
 		EnvActivitySlots,
+		EnvControlSlots,
 		EnvWorkflowSlots,
 		EnvScanParallelism,
 		EnvStopTimeout,
