@@ -18,6 +18,7 @@ import (
 	"gitfleet/internal/domain/archive"
 	"gitfleet/internal/domain/shard"
 	"gitfleet/internal/domain/target"
+	"gitfleet/internal/domain/textsafe"
 	"gitfleet/internal/infra/errclass"
 	"gitfleet/internal/infra/mirror"
 	"gitfleet/internal/infra/store"
@@ -348,7 +349,7 @@ scan target is given as it was scanned, with the same --ref/--commit.`,
 				fmt.Fprintln(w, "RULE\tFIRST SEEN\tCOMMIT\tOCCURRENCES\tSTATUS\tPREVIEW\tSECRET HASH")
 				for _, s := range l.secrets {
 					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.RuleID, location(s.Location), short(s.Commit),
-						count(s.Occurrences, "occurrence", "occurrences"), s.Status, withDecoded(dash(s.Preview), s.Decoded), dash(short(s.SecretHash)))
+						count(s.Occurrences, "occurrence", "occurrences"), s.Status, withDecoded(dash(textsafe.Printable(s.Preview)), s.Decoded), dash(short(s.SecretHash)))
 					for _, o := range s.List {
 						fmt.Fprintf(w, "\t  %s\t%s\t\t%s\t\t\n", location(o.Location), short(o.Commit), o.Status)
 						for _, p := range o.AlsoAt {
@@ -467,11 +468,12 @@ func listFindings(ctx context.Context, st *store.Store, shardID int64, limit int
 }
 
 // location is where a finding is, as gitleaks writes it: a file in an
-// archive after the archive's path and "!".
+// archive after the archive's path and "!". A repository names its
+// files: the bytes a terminal would act on are escaped (§11).
 func location(l store.Location) string {
-	at := l.Path
+	at := textsafe.Printable(l.Path)
 	if l.Archive != "" {
-		at += archive.Separator + l.Archive
+		at += archive.Separator + textsafe.Printable(l.Archive)
 	}
 	if l.Line == 0 { // a path-only rule's finding: the file itself
 		return at
