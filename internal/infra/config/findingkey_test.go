@@ -52,7 +52,7 @@ func TestFindingKeyFormatRoundTrip(t *testing.T) {
 	if err != nil || back.Version != 4 || string(back.Secret) != string(k.Secret) {
 		t.Fatalf("round trip: %v %v", back, err)
 	}
-	if string(NewFindingKey(1).Secret) == string(NewFindingKey(1).Secret) {
+	if a, b := NewFindingKey(1), NewFindingKey(1); string(a.Secret) == string(b.Secret) {
 		t.Error("two new keys are equal")
 	}
 	if s := k.String(); strings.Contains(s, k.Format()[3:]) || s != "finding key v4" {
