@@ -79,7 +79,26 @@ func AppError(err error) error {
 // fresh connection instead of the attempt hanging to its start-to-close.
 // Pass the operation's error through stalled.
 func watch(ctx context.Context, b liveness.Bounds) (context.Context, func()) {
-	return liveness.Watch(ctx, b, func() { activity.RecordHeartbeat(ctx) })
+	return liveness.Watch(ctx, within(ctx, b), func() { activity.RecordHeartbeat(ctx) })
+}
+
+// within fits unset bounds to the activity's heartbeat timeout: a beat
+// every quarter of it, and a stall given up at three quarters, before
+// Temporal gives the attempt up (liveness's defaults, 5 s and 45 s, for a
+// timeout of a minute or more).
+func within(ctx context.Context, b liveness.Bounds) liveness.Bounds {
+	if !activity.IsActivity(ctx) {
+		return b
+	}
+	if hb := activity.GetInfo(ctx).HeartbeatTimeout; hb > 0 {
+		if b.Every <= 0 {
+			b.Every = min(liveness.DefaultEvery, hb/4)
+		}
+		if b.Stall <= 0 {
+			b.Stall = min(liveness.DefaultStall, hb*3/4)
+		}
+	}
+	return b
 }
 
 // stalled returns a Retryable error saying so when the watch of opCtx gave

@@ -27,6 +27,7 @@ import (
 	"gitfleet/internal/domain/target"
 	"gitfleet/internal/infra/errclass"
 	"gitfleet/internal/infra/gitread"
+	"gitfleet/internal/infra/liveness"
 	"gitfleet/internal/infra/metrics"
 	"gitfleet/internal/infra/mirror"
 	"gitfleet/internal/infra/reach"
@@ -84,12 +85,14 @@ func (s *Shards) open(ctx context.Context, spec shard.Spec, refsDigest string, p
 	remote := mirror.Remote{URL: spec.Location, RefsDigest: refsDigest}
 	held := s.Mirrors.Holds(spec.Location, refsDigest)
 	if !held {
-		synced := p.wait(syncWait)
+		// Alive while the fetch moves (each beat a step), given up once the
+		// remote goes silent.
+		fetch, stop := liveness.Watch(ctx, within(ctx, s.Liveness), p.step)
 		var err error
-		remote, err = s.Mirrors.Sync(ctx, spec.Location)
-		synced()
+		remote, err = s.Mirrors.Sync(fetch, spec.Location)
+		stop()
 		if err != nil {
-			return nil, err
+			return nil, stalled(fetch, err)
 		}
 	}
 	repo, closer, err := gitread.Open(s.Mirrors.Path(remote.URL), walkCacheBytes)

@@ -17,6 +17,7 @@ import (
 
 	"gitfleet/internal/domain/scan"
 	"gitfleet/internal/infra/errclass"
+	"gitfleet/internal/infra/liveness"
 	"gitfleet/internal/infra/mirror"
 	"gitfleet/internal/infra/store"
 )
@@ -48,6 +49,9 @@ type Shards struct {
 	// (nil: activity.RecordHeartbeat).
 	HeartbeatEvery time.Duration
 	Heartbeat      func(ctx context.Context, details map[string]int64)
+	// Liveness bounds the silence of a remote during a mirror sync (zero:
+	// fitted to the heartbeat timeout, see within).
+	Liveness liveness.Bounds
 }
 
 // parallelism is how many goroutines one scan runs.
@@ -253,7 +257,7 @@ const (
 	// scan's statements wait behind each other for the shard row: a batch
 	// write and a lease renewal.)
 	dbWait = 5 * time.Minute
-	// syncWait: a mirror sync, as long as its own activity may take.
+	// syncWait: fetching an explicit commit the mirror lacks.
 	syncWait = 30 * time.Minute
 	// presenceWait: reading the tips' trees for the findings.
 	presenceWait = 30 * time.Minute
