@@ -119,9 +119,13 @@ func (s *Shards) open(ctx context.Context, spec shard.Spec, refsDigest string, p
 // attempt it replaces — if still running somewhere — can no longer write.
 func (s *Shards) ScanShard(ctx context.Context, w workflows.ShardWork) (shard.Receipt, error) {
 	lease := w.Lease
+	var carried store.Tally // what the attempts this one retries made durable
 	if !activity.IsActivity(ctx) || activity.GetInfo(ctx).Attempt == 1 {
 		// The attempt may have waited in the queue past the lease.
 		if err := s.renew(ctx, lease); err != nil {
+			return shard.Receipt{}, AppError(err)
+		}
+		if err := s.Store.ResetRunTally(ctx, lease); err != nil {
 			return shard.Receipt{}, AppError(err)
 		}
 	} else {
@@ -147,7 +151,9 @@ func (s *Shards) ScanShard(ctx context.Context, w workflows.ShardWork) (shard.Re
 	return r, nil
 }
 
-func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardWork, log *zap.Logger) (_ shard.Receipt, err error) {
+// scan is one attempt of ScanShard; carried is what the attempts it
+// retries made durable, which its receipt counts too: the scan's totals.
+func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardWork, carried store.Tally, log *zap.Logger) (_ shard.Receipt, err error) {
 	var run *scanRun
 	// The keeper renews the lease and heartbeats; losing the lease cancels
 	// the scan at once.
@@ -295,8 +301,8 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 			zap.Bool("outOfTime", run.counts.OutOfTime), zap.Bool("covered", covered), zap.Int("refsWalked", len(watermarks)))
 	}
 	counts := run.counts
-	counts.Commits, counts.BlobsScanned, counts.BytesScanned = int64(stats.Commits), run.scanned, run.bytes
-	counts.BlobsSkipped, counts.Findings = run.skipped, run.findings
+	counts.Commits, counts.BlobsScanned, counts.BytesScanned = int64(stats.Commits), run.scanned+carried.Scanned, run.bytes+carried.Bytes
+	counts.BlobsSkipped, counts.Findings = run.skipped+carried.Skipped, run.findings+carried.Findings
 	defer progress.wait(presenceWait)()
 	return s.finalize(ctx, repo, packs, tips, store.FinalizeInput{
 		Lease: lease, ScopeID: scopeID, Complete: complete, Covered: covered, Watermarks: watermarks,
@@ -786,7 +792,7 @@ func (r *scanRun) flushBatch(ctx context.Context, batch, again []gitread.Blob, h
 		}
 	}
 
-	var bytes int64
+	var bytes, scanned, skipped int64
 	for i, res := range results {
 		b := todo[i]
 		switch {
@@ -807,12 +813,12 @@ func (r *scanRun) flushBatch(ctx context.Context, batch, again []gitread.Blob, h
 		ops.Findings = append(ops.Findings, res.findings...)
 		bytes += res.bytes
 		if res.skipped {
-			r.skipped++
+			skipped++
 			if res.why != nil {
 				*res.why++
 			}
 		} else {
-			r.scanned++
+			scanned++
 			metrics.BlobsScanned.Inc()
 		}
 		r.partial = r.partial || res.partial
@@ -820,7 +826,8 @@ func (r *scanRun) flushBatch(ctx context.Context, batch, again []gitread.Blob, h
 			r.counts.ArchiveSkips.Add(k.Reason, 1)
 		}
 	}
-	r.bytes += bytes
+	r.bytes, r.scanned, r.skipped = r.bytes+bytes, r.scanned+scanned, r.skipped+skipped
+	ops.Tally = store.Tally{Scanned: scanned, Skipped: skipped, Bytes: bytes}
 	for _, b := range again {
 		if r.wanted[b.Hash] || r.isHole(b.Hash) {
 			ops.Paths = append(ops.Paths, store.BlobPath{Blob: b.Hash[:], Path: b.Path})

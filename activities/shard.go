@@ -52,6 +52,10 @@ type Shards struct {
 	// Liveness bounds the silence of a remote during a mirror sync (zero:
 	// fitted to the heartbeat timeout, see within).
 	Liveness liveness.Bounds
+	// UnreachableWaits pace the retries of a fetch from a host that does
+	// not resolve or refuses connections, and bound them (nil:
+	// DefaultUnreachableWaits; see boundUnreachable).
+	UnreachableWaits []time.Duration
 }
 
 // parallelism is how many goroutines one scan runs.
@@ -152,7 +156,7 @@ func (s *Shards) SyncShardMirror(ctx context.Context, w workflows.ShardWork) (st
 		return "", AppError(cause) // the lease was lost
 	}
 	if err != nil {
-		return "", s.redactedError(err)
+		return "", s.redactedError(boundUnreachable(ctx, s.UnreachableWaits, err))
 	}
 	return repo.refsDigest, s.redactedError(repo.Close())
 }

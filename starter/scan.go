@@ -115,7 +115,10 @@ func (a *app) scan(ctx context.Context, c client.Client, targets []target.Target
 	var results []workflows.ExecuteShardResult
 	for i, run := range runs {
 		var res workflows.ExecuteShardResult
-		if err := run.Get(ctx, &res); err != nil {
+		stop := a.watchAttempts(ctx, c, run.GetID(), run.GetRunID(), targets[i].Location)
+		err := run.Get(ctx, &res)
+		stop()
+		if err != nil {
 			if ctx.Err() != nil {
 				return fmt.Errorf("stopped waiting (the scans go on; see the Web UI): %w", ctx.Err())
 			}
@@ -178,6 +181,11 @@ func (a *app) checkTarget(ctx context.Context, t target.Target) error {
 		return usageError{fmt.Errorf("%s: not found (or private: set GITHUB_TOKEN)", t.Location)}
 	case c.Class == errclass.Permanent:
 		return usageError{fmt.Errorf("%s is not a Git repository URL gitfleet can scan: %v", t.Location, err)}
+	}
+	if cause := errclass.UnreachableCause(err); cause != "" {
+		fmt.Fprintf(a.stderr, "note: cannot reach %s now (%s); the workers try a few more times, for about %s, then give up\n",
+			t.Location, cause, unreachableSpan().Round(time.Second))
+		return nil
 	}
 	fmt.Fprintf(a.stderr, "note: could not reach %s now (%v); the workers will retry\n", t.Location, err)
 	return nil

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"net"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Control characters in a target are bad input (exit 2, nothing started),
@@ -29,5 +31,32 @@ func TestScanRefusesControlCharactersAndShortensLongInput(t *testing.T) {
 				t.Errorf("a control character reached the terminal: %q", errOut)
 			}
 		})
+	}
+}
+
+// unreachableWaits are the test worker's waits between attempts at an
+// unreachable host (the default's take minutes).
+var unreachableWaits = []time.Duration{3 * time.Second, 3 * time.Second}
+
+// A host that refuses connections fails the scan after a bounded number
+// of attempts, with the cause; while it waits the starter says which
+// attempt failed and when the next one is.
+func TestScanOfAnUnreachableHostFailsWithinItsAttempts(t *testing.T) {
+	attemptsEvery = 500 * time.Millisecond
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + l.Addr().String() + "/team/app.git"
+	l.Close() // nothing listens there now: connection refused
+	out, errOut, code := starter(t, "scan", url)
+	for _, want := range []string{"cannot reach", "attempt 1 failed, retrying in", "connection refused",
+		"FAILED", "gave up after 3 attempts: connection refused"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q", want)
+		}
+	}
+	if code != exitFailed || t.Failed() {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
 }

@@ -67,7 +67,8 @@ func TestMain(m *testing.M) {
 			workflows.Register(w)
 			w.RegisterActivity(&activities.Activities{Store: e.Store, Mirrors: mirrors, Hosts: cfg.Hosts, Log: e.Log})
 			w.RegisterActivity(&activities.Cleanup{Store: e.Store, Log: e.Log})
-			w.RegisterActivity(&activities.Shards{Store: e.Store, Mirrors: mirrors, Scanner: scanner, Log: e.Log})
+			w.RegisterActivity(&activities.Shards{Store: e.Store, Mirrors: mirrors, Scanner: scanner, Log: e.Log,
+				UnreachableWaits: unreachableWaits})
 			w.RegisterActivity(&activities.GitHub{Store: e.Store, Box: cfg.TokenBox, Hosts: cfg.Hosts, Log: e.Log})
 			w.RegisterActivity(&activities.Snapshots{Store: e.Store, Client: e.Client, Log: e.Log})
 		}, workflows.GitTaskQueue(workflows.TaskQueue))

@@ -157,8 +157,9 @@ func TestWorkerFaultsMidScan(t *testing.T) {
 	first := startWorker(t)
 
 	ref := targetOf(t, dirs[0])
-	if res := result(t, startScan(t, ref), 3*time.Minute); res.Status != shard.Done {
-		t.Fatalf("reference scan: %+v", res)
+	refRes := result(t, startScan(t, ref), 3*time.Minute)
+	if refRes.Status != shard.Done || refRes.Receipt == nil {
+		t.Fatalf("reference scan: %+v", refRes)
 	}
 	want := findingsOf(t, ref.Key())
 	wantSeen, _ := seenBlobs(t, ref.Key())
@@ -178,6 +179,13 @@ func TestWorkerFaultsMidScan(t *testing.T) {
 		equalFindings(t, findingsOf(t, tg.Key()), want)
 		if seen, receipts := seenBlobs(t, tg.Key()); seen != wantSeen || receipts != 1 {
 			t.Fatalf("%d seen blobs and %d receipts, want %d and 1", seen, receipts, wantSeen)
+		}
+		// The receipt counts the scan, the killed attempt's batches too.
+		got, want := res.Receipt.Counts, refRes.Receipt.Counts
+		if got.BlobsScanned != want.BlobsScanned || got.BytesScanned != want.BytesScanned || got.BlobsSkipped != want.BlobsSkipped ||
+			got.Findings != want.Findings {
+			t.Fatalf("after the kill the scan reports %d blobs (%d bytes, %d skipped), %d new findings; uninterrupted: %d (%d, %d), %d",
+				got.BlobsScanned, got.BytesScanned, got.BlobsSkipped, got.Findings, want.BlobsScanned, want.BytesScanned, want.BlobsSkipped, want.Findings)
 		}
 	})
 

@@ -167,14 +167,17 @@ func (s *Store) RenewLease(ctx context.Context, l shard.Lease, leaseFor time.Dur
 
 // Scope returns the scope of a shard under a policy (the rules, the
 // finding key), creating it if needed, without recording the key's
-// version (see KeyedScope).
+// version (see KeyedScope): tests, on a schema of any age.
 func (s *Store) Scope(ctx context.Context, shardID int64, policyHash string) (int64, error) {
-	return s.KeyedScope(ctx, shardID, policyHash, 0)
+	var id int64
+	err := s.pool.QueryRow(ctx, `INSERT INTO scan_scopes (shard_id, policy_hash) VALUES ($1, $2)
+		ON CONFLICT (shard_id, policy_hash) DO UPDATE SET policy_hash = excluded.policy_hash RETURNING id`,
+		shardID, policyHash).Scan(&id)
+	return id, err
 }
 
 // KeyedScope is Scope recording keyVersion, the version of the finding
-// key the policy hashes secrets with (0: not recorded), on the scope
-// whose hashes it makes. A scope made before versions were recorded gets
+// key the policy hashes secrets with, on the scope whose hashes it makes. A scope made before versions were recorded gets
 // it from the first scan under a key of that policy: the policy holds the
 // key's fingerprint, so it is the same key.
 func (s *Store) KeyedScope(ctx context.Context, shardID int64, policyHash string, keyVersion int) (int64, error) {
@@ -278,6 +281,9 @@ type DataOps struct {
 	// the next run finds unmoved would not know of them: the next presence
 	// is computed afresh for every tip.
 	FilledFindings bool
+	// Tally counts the batch's blobs toward the scan's durable tally
+	// (RunTally); WriteData adds the new secrets it finds.
+	Tally Tally
 }
 
 // Reasons a blob is a hole.
@@ -330,7 +336,12 @@ func (s *Store) WriteData(ctx context.Context, l shard.Lease, scopeID int64, ops
 			return err
 		}
 		var err error
-		n, err = writeData(ctx, tx, scopeID, ops)
+		if n, err = writeData(ctx, tx, scopeID, ops); err != nil {
+			return err
+		}
+		t := ops.Tally
+		_, err = tx.Exec(ctx, `UPDATE shards SET run_scanned = run_scanned + $2, run_skipped = run_skipped + $3,
+			run_bytes = run_bytes + $4, run_findings = run_findings + $5 WHERE id = $1`, l.ShardID, t.Scanned, t.Skipped, t.Bytes, n)
 		return err
 	})
 	return n, err

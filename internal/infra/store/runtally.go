@@ -1,0 +1,31 @@
+package store
+
+import (
+	"context"
+
+	"gitfleet/internal/domain/shard"
+)
+
+// Tally is what a scan's batches made durable: blobs scanned and
+// skipped, their bytes, and the new secrets found (see migration 00029).
+type Tally struct {
+	Scanned, Skipped, Bytes, Findings int64
+}
+
+// ResetRunTally starts a scan's tally afresh: the first attempt of a scan
+// calls it, under its lease.
+func (s *Store) ResetRunTally(ctx context.Context, l shard.Lease) error {
+	_, err := s.pool.Exec(ctx, `UPDATE shards SET run_scanned = 0, run_skipped = 0, run_bytes = 0, run_findings = 0
+		WHERE id = $1 AND fence = $2`, l.ShardID, l.Fence)
+	return err
+}
+
+// RunTally is what the scan's earlier attempts made durable: a retried
+// attempt reads it once it holds the lease (its new fence keeps the
+// attempts it replaces from adding to it).
+func (s *Store) RunTally(ctx context.Context, shardID int64) (Tally, error) {
+	var t Tally
+	err := s.pool.QueryRow(ctx, `SELECT run_scanned, run_skipped, run_bytes, run_findings FROM shards WHERE id = $1`,
+		shardID).Scan(&t.Scanned, &t.Skipped, &t.Bytes, &t.Findings)
+	return t, err
+}
