@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"gitfleet/internal/infra/errclass"
+	"gitfleet/internal/infra/gitcreds"
 	"gitfleet/internal/infra/liveness"
 	"gitfleet/internal/infra/mirror"
 	"gitfleet/internal/infra/store"
@@ -31,7 +32,11 @@ type Activities struct {
 	Hosts   vcs.Hosts
 	// Directory returns the API directory of a host; nil means go-github.
 	Directory func(vcs.Host) (vcs.Directory, error)
-	Log       *zap.Logger
+	// Creds reads private repositories: a GitHub App's installation
+	// tokens or configured tokens, for the API lookups of identity
+	// resolution as for the mirrors' fetches. nil: none.
+	Creds *gitcreds.Set
+	Log   *zap.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Liveness bounds the silence of a remote during a fetch (zero:
@@ -46,11 +51,24 @@ func (a *Activities) now() time.Time {
 	return time.Now().UTC()
 }
 
-func (a *Activities) directory(h vcs.Host) (vcs.Directory, error) {
+// directory is the API directory that answers for owner's repositories:
+// the credentials' (an App's installation on owner, a configured token),
+// else the host's own (GITHUB_TOKEN, or anonymous). why says why the
+// credentials have none for owner ("the GitHub App (id 3) is not installed
+// on acme"); via tells that they answer.
+func (a *Activities) directory(ctx context.Context, h vcs.Host, owner string) (dir vcs.Directory, why string, via bool, err error) {
 	if a.Directory != nil {
-		return a.Directory(h)
+		dir, err = a.Directory(h)
+		return dir, "", false, err
 	}
-	return vcs.NewGitHub(h, nil)
+	if a.Creds.Source(h.Name) != nil {
+		dir, why, err = a.Creds.Directory(ctx, h, owner)
+		if err != nil || dir != nil {
+			return dir, "", dir != nil, err
+		}
+	}
+	dir, err = vcs.NewGitHub(h, nil)
+	return dir, why, false, err
 }
 
 // AppError converts any error into the ApplicationError of its class. The

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"gitfleet/internal/domain/shard"
@@ -17,6 +18,7 @@ import (
 	"gitfleet/internal/infra/errclass"
 	"gitfleet/internal/infra/metrics"
 	"gitfleet/internal/infra/store"
+	"gitfleet/internal/infra/vcs"
 )
 
 // SyncMirror clones or updates the local mirror of a repository.
@@ -87,9 +89,9 @@ func (a *Activities) LookupRepository(ctx context.Context, repo repoid.ID) (iden
 	if err != nil {
 		return identity.Repository{}, AppError(errclass.Wrap(errclass.Permanent, errclass.ReasonInvalidInput, err))
 	}
-	dir, err := a.directory(host)
+	dir, _, _, err := a.directory(ctx, host, repo.Owner)
 	if err != nil {
-		return identity.Repository{}, AppError(errclass.Wrap(errclass.Permanent, errclass.ReasonUnsupported, err))
+		return identity.Repository{}, AppError(err)
 	}
 	r, err := dir.Repository(ctx, repo.Owner, repo.Name)
 	if err != nil {
@@ -111,11 +113,15 @@ func (a *Activities) ExplainRefusal(ctx context.Context, repo repoid.ID) (workfl
 	if err != nil {
 		return workflows.RefusalResult{}, AppError(errclass.Wrap(errclass.Permanent, errclass.ReasonInvalidInput, err))
 	}
-	dir, err := a.directory(host)
-	if err != nil {
-		return workflows.RefusalResult{}, AppError(errclass.Wrap(errclass.Permanent, errclass.ReasonUnsupported, err))
-	}
 	cb, err := a.Store.FindCodebase(ctx, repo)
+	if err != nil {
+		return workflows.RefusalResult{}, AppError(err)
+	}
+	owner := repo.Owner
+	if cb != nil {
+		owner = cb.Owner
+	}
+	dir, why, viaCreds, err := a.directory(ctx, host, owner)
 	if err != nil {
 		return workflows.RefusalResult{}, AppError(err)
 	}
@@ -137,6 +143,13 @@ func (a *Activities) ExplainRefusal(ctx context.Context, repo repoid.ID) (workfl
 		}
 	}
 	refusal, api := identity.ExplainRefusal(repo.Owner, repo.Name, cb.Identity(), byID, byName, seesOwner)
+	if refusal == identity.RefusedPrivate && api != nil && (!strings.EqualFold(api.Owner, repo.Owner) || !strings.EqualFold(api.Name, repo.Name)) &&
+		a.canRead(ctx, host, api.Owner) {
+		// A private repository transferred out of what the credentials of
+		// its old owner read, to an owner whose they read: collect it
+		// there (case D).
+		refusal = identity.RefusedMoved
+	}
 	out := workflows.RefusalResult{Refusal: refusal}
 	if cb != nil {
 		out.CodebaseID = cb.ID
@@ -164,14 +177,26 @@ func (a *Activities) ExplainRefusal(ctx context.Context, repo repoid.ID) (workfl
 		}
 		out.InaccessibleSince = since
 		whose := "the worker has no GITHUB_TOKEN"
-		if host.Token != "" {
+		switch {
+		case why != "":
+			whose = why
+		case viaCreds:
+			whose = fmt.Sprintf("%s does not see every repository of %s", a.Creds.Source(host.Name).Kind(), cb.Owner)
+		case host.Token != "":
 			whose = fmt.Sprintf("the worker's GITHUB_TOKEN does not see %s's private repositories", cb.Owner)
 		}
 		out.Message = fmt.Sprintf("%s can no longer be read since %s: git refuses it and the API does not know repository id %s, "+
 			"deleted or made private (%s, so it cannot tell); codebase %d is kept as inaccessible, never deleted for it",
 			repo, since.Format(time.RFC3339), cb.ExternalID, whose, cb.ID)
 	case identity.RefusedPrivate:
-		out.Message = fmt.Sprintf("%s is private: gitfleet fetches without a token and cannot collect it", repo)
+		switch {
+		case why != "":
+			out.Message = fmt.Sprintf("%s is private and %s: gitfleet cannot collect it", repo, why)
+		case viaCreds:
+			out.Message = fmt.Sprintf("%s is private and git refuses %s: gitfleet cannot collect it", repo, a.Creds.Source(host.Name).Kind())
+		default:
+			out.Message = fmt.Sprintf("%s is private: gitfleet fetches without a token and cannot collect it (install the GitHub App on %s, or configure a token)", repo, owner)
+		}
 		if cb != nil {
 			since, err := a.Store.MarkInaccessible(ctx, cb.ID, a.now())
 			if err != nil {
@@ -181,9 +206,14 @@ func (a *Activities) ExplainRefusal(ctx context.Context, repo repoid.ID) (workfl
 			out.Message += fmt.Sprintf(" (codebase %d is kept as inaccessible since %s)", cb.ID, since.Format(time.RFC3339))
 		}
 	case identity.RefusedNotFound:
-		if host.Token == "" {
+		switch {
+		case why != "":
+			out.Message = fmt.Sprintf("%s: not found (or private: %s)", repo, why)
+		case viaCreds:
+			out.Message = fmt.Sprintf("%s: not found (or private and not granted to %s)", repo, a.Creds.Source(host.Name).Kind())
+		case host.Token == "":
 			out.Message = fmt.Sprintf("%s: not found (or private: set GITHUB_TOKEN)", repo)
-		} else {
+		default:
 			out.Message = fmt.Sprintf("%s: not found (or private and not visible to the worker's GITHUB_TOKEN)", repo)
 		}
 	default:
@@ -192,6 +222,17 @@ func (a *Activities) ExplainRefusal(ctx context.Context, repo repoid.ID) (workfl
 	a.logger(ctx).Info("refused fetch explained", zap.String("repository", repo.String()),
 		zap.String("refusal", string(refusal)), zap.Int64("codebase", out.CodebaseID))
 	return out, nil
+}
+
+// canRead reports whether the credentials have a token for owner's
+// repositories on host.
+func (a *Activities) canRead(ctx context.Context, host vcs.Host, owner string) bool {
+	src := a.Creds.Source(host.Name)
+	if src == nil {
+		return false
+	}
+	tok, err := src.Token(ctx, owner)
+	return err == nil && tok != ""
 }
 
 // found turns the API's 404 into nil.

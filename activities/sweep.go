@@ -32,12 +32,16 @@ type HeadChecker interface {
 	RefsDigest(ctx context.Context, cloneURL string) (string, error)
 }
 
-// LsRemote checks remotes with go-git's reference advertisement.
-type LsRemote struct{}
+// LsRemote checks remotes with go-git's reference advertisement,
+// authenticated as a collection's fetch is (Creds, nil: anonymously), so
+// private repositories stay fresh.
+type LsRemote struct {
+	Creds mirror.Credentials
+}
 
 // RefsDigest lists the remote's refs and digests its branches and tags.
-func (LsRemote) RefsDigest(ctx context.Context, cloneURL string) (string, error) {
-	refs, err := mirror.ListRefs(ctx, cloneURL)
+func (l LsRemote) RefsDigest(ctx context.Context, cloneURL string) (string, error) {
+	refs, err := mirror.ListRefsWith(ctx, cloneURL, l.Creds)
 	if err != nil {
 		return "", err
 	}

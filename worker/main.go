@@ -23,6 +23,7 @@ import (
 
 	"gitfleet/activities"
 	"gitfleet/internal/infra/config"
+	"gitfleet/internal/infra/gitcreds"
 	"gitfleet/internal/infra/gitread"
 	"gitfleet/internal/infra/logging"
 	"gitfleet/internal/infra/metrics"
@@ -68,6 +69,10 @@ Configuration comes from the environment:
   GITHUB_TOKEN         API token (optional; never logged)
   GITFLEET_HOST        the host name users write, when not derived from GITHUB_API_URL
   GITFLEET_GIT_URL     base of clone URLs, when not derived from GITHUB_API_URL
+  GITFLEET_GITHUB_APP_ID, GITFLEET_GITHUB_APP_KEY_FILE
+                       a GitHub App (its id, its private key's file) whose installations read
+                       private repositories: clones, the sweep's checks, identity lookups
+  GITFLEET_GIT_TOKENS_FILE  without an App: a file of "OWNER TOKEN-FILE" lines ("*" any owner)
   GITFLEET_MIRROR_DIR  where mirrors live (default: the user cache directory)
   GITFLEET_ALLOWED_HOSTS hosts fetches may reach besides the Git host: names, addresses, CIDR
                        ranges, * for any public host (loopback, private, link-local only if listed)
@@ -203,6 +208,13 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	// Private repositories (a GitHub App, or configured tokens): fetches,
+	// the sweep's checks and identity lookups read with them.
+	creds, err := gitcreds.FromHosts(cfg.Hosts, gitcreds.AppOptions{MaxConcurrent: cfg.GitHubConcurrency})
+	if err != nil {
+		return err
+	}
+	mirrors.SetCredentials(creds)
 	scanner, err := activities.NewScanner(cfg.RulesFile, findingKey)
 	if err != nil {
 		return err
@@ -232,11 +244,11 @@ func run() error {
 	workflows.Register(w)
 	scanSlots := make(chan struct{}, cfg.ScanParallelism) // all scans together, on either queue
 	for _, r := range []worker.Registry{w, gitW} {
-		r.RegisterActivity(&activities.Activities{Store: st, Mirrors: mirrors, Hosts: cfg.Hosts, Log: log})
+		r.RegisterActivity(&activities.Activities{Store: st, Mirrors: mirrors, Hosts: cfg.Hosts, Creds: creds, Log: log})
 		r.RegisterActivity(&activities.Shards{Store: st, Mirrors: mirrors, Scanner: scanner, Log: log,
 			LeaseFor: cfg.ShardLease, BatchBlobs: cfg.ScanBatch, ScanSlots: scanSlots})
 		r.RegisterActivity(&activities.Sweeps{Store: st, Client: c, Hosts: cfg.Hosts,
-			Heads: activities.LsRemote{}, Policy: scanner.Policy(), Decay: cfg.Decay, Log: log})
+			Heads: activities.LsRemote{Creds: creds}, Policy: scanner.Policy(), Decay: cfg.Decay, Log: log})
 		r.RegisterActivity(&activities.GitHub{Store: st, Box: cfg.TokenBox, Hosts: cfg.Hosts, MaxConcurrent: cfg.GitHubConcurrency, Log: log})
 		r.RegisterActivity(&activities.Cleanup{Store: st, Retention: store.Retention(cfg.Retain), Log: log})
 		r.RegisterActivity(&activities.Snapshots{Store: st, Client: c, Propagation: workflows.PropagationFrom(cfg), Log: log})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"gitfleet/internal/infra/secrets"
@@ -22,6 +23,7 @@ import (
 	"gitfleet/activities"
 	"gitfleet/internal/devstack/forge"
 	"gitfleet/internal/devstack/testenv"
+	"gitfleet/internal/infra/gitcreds"
 	"gitfleet/internal/infra/mirror"
 	"gitfleet/internal/infra/vcs"
 )
@@ -46,7 +48,21 @@ var (
 	// heads answers the sweep's change checks: ls-remote, or a stub that
 	// says "unchanged" for the sweep benchmark.
 	heads = &switchableHeads{}
+	// ghApp is the GitHub App the worker reads private repositories with
+	// (installed by the tests that want it, see installApp), tokensFile
+	// the file of configured tokens (tests add lines), creds the worker's
+	// credentials, appClock the clock of both the forge's App and creds.
+	ghApp      forge.App
+	tokensFile string
+	creds      *gitcreds.Set
+	appClock   = &offsetClock{}
 )
+
+// offsetClock is the real clock moved forward by what tests add.
+type offsetClock struct{ off atomic.Int64 }
+
+func (c *offsetClock) Now() time.Time       { return time.Now().Add(time.Duration(c.off.Load())) }
+func (c *offsetClock) Add(d time.Duration) { c.off.Add(int64(d)) }
 
 type switchableHeads struct {
 	mu   sync.Mutex
@@ -60,7 +76,7 @@ func (h *switchableHeads) RefsDigest(ctx context.Context, url string) (string, e
 	if stub != "" {
 		return stub, nil
 	}
-	return activities.LsRemote{}.RefsDigest(ctx, url)
+	return activities.LsRemote{Creds: creds}.RefsDigest(ctx, url)
 }
 
 // apiToken is the forge's token: the worker authenticates with it, and it
@@ -87,17 +103,33 @@ func (s *syncBuffer) String() string {
 func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, &env, func(e *testenv.Env) (func(), error) {
 		var err error
-		if fg, err = forge.Start(forge.Options{Dir: filepath.Join(e.Dir, "forge"), Token: apiToken}); err != nil {
+		if fg, err = forge.Start(forge.Options{Dir: filepath.Join(e.Dir, "forge"), Token: apiToken, Now: appClock.Now}); err != nil {
 			return nil, err
 		}
-		hosts, err = vcs.NewHosts(vcs.Host{Name: fg.Host(), GitURL: fg.URL(), APIURL: fg.APIURL(), Token: apiToken})
+		if ghApp, err = fg.CreateApp("gitfleet"); err != nil {
+			return nil, err
+		}
+		keyFile, tokens := filepath.Join(e.Dir, "app.pem"), filepath.Join(e.Dir, "tokens")
+		if err := os.WriteFile(keyFile, ghApp.KeyPEM, 0o600); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(tokens, []byte("# owner token-file\n"), 0o600); err != nil {
+			return nil, err
+		}
+		tokensFile = tokens
+		hosts, err = vcs.NewHosts(vcs.Host{Name: fg.Host(), GitURL: fg.URL(), APIURL: fg.APIURL(), Token: apiToken,
+			AppID: ghApp.ID, AppKeyFile: keyFile, TokensFile: tokens})
 		if err != nil {
+			return nil, err
+		}
+		if creds, err = gitcreds.FromHosts(hosts, gitcreds.AppOptions{Now: appClock.Now}); err != nil {
 			return nil, err
 		}
 		mirrors, err := mirror.New(filepath.Join(e.Dir, "mirrors"), nil)
 		if err != nil {
 			return nil, err
 		}
+		mirrors.SetCredentials(creds)
 		log := zap.New(zapcore.NewTee(e.Log.Core(), zapcore.NewCore(
 			zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(workerLogs), zap.DebugLevel)))
 		scanner, err := activities.NewScanner("", testenv.FindingKey)
@@ -111,7 +143,7 @@ func TestMain(m *testing.M) {
 		}
 		stop, err := e.StartWorker(workflows.TaskQueue, func(w worker.Registry) {
 			workflows.Register(w)
-			w.RegisterActivity(&activities.Activities{Store: e.Store, Mirrors: mirrors, Hosts: hosts, Log: log})
+			w.RegisterActivity(&activities.Activities{Store: e.Store, Mirrors: mirrors, Hosts: hosts, Creds: creds, Log: log})
 			w.RegisterActivity(&activities.Cleanup{Store: e.Store, Log: log, Retention: cleanupRetention})
 			w.RegisterActivity(&activities.Shards{Store: e.Store, Mirrors: mirrors, Scanner: scanner, Log: log, BatchBlobs: 50, LeaseFor: 6 * time.Second})
 			w.RegisterActivity(&activities.Sweeps{Store: e.Store, Client: e.Client, Hosts: hosts, Heads: heads,

@@ -44,6 +44,7 @@ type accounts struct {
 	nextAppID     int64
 	nextInstallID int64
 	minted        atomic.Int64
+	everToken     []string // every installation token minted
 }
 
 func (a *accounts) init() {

@@ -189,6 +189,15 @@ func (f *Forge) ExpireInstallationTokens() {
 // InstallationTokensMinted counts the installation tokens minted so far.
 func (f *Forge) InstallationTokensMinted() int64 { return f.acct.minted.Load() }
 
+// InstallationTokens lists every installation token minted so far, expired
+// and revoked ones included, for tests that look for them where they must
+// never be.
+func (f *Forge) InstallationTokens() []string {
+	f.acct.mu.RLock()
+	defer f.acct.mu.RUnlock()
+	return append([]string(nil), f.acct.everToken...)
+}
+
 // selection resolves repository names of account to ids (nil for none).
 func (f *Forge) selection(account string, repos []string) (map[int64]bool, error) {
 	if len(repos) == 0 {
@@ -433,6 +442,7 @@ func postAccessToken(c *apiCall) {
 	tok := newInstallationToken()
 	exp := c.f.now().Add(life).UTC().Truncate(time.Second)
 	c.f.acct.instTokens[tok] = &instToken{inst: in, expires: exp}
+	c.f.acct.everToken = append(c.f.acct.everToken, tok)
 	sel := "all"
 	if in.repos != nil {
 		sel = "selected"

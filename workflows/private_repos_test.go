@@ -1,0 +1,352 @@
+package workflows_test
+
+import (
+	"bytes"
+	"context"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+
+	"gitfleet/internal/devstack/forge"
+	"gitfleet/internal/domain/identity"
+	"gitfleet/internal/domain/shard"
+	"gitfleet/workflows"
+)
+
+// Private repositories on the real stack (Temporal, PostgreSQL, the forge,
+// the worker's activities): the worker reads them through the GitHub App
+// installed on their organization (ghApp) or through a token configured
+// for their owner (tokensFile), never through a user's token; what it
+// cannot read any more is inaccessible, never deleted.
+
+// privateOrg creates an organization with the App installed on it (every
+// repository, or the named ones once they exist: see grant) and moves the
+// credentials' clock past their trust in the App's last listing of its
+// installations, as time would.
+func privateOrg(t *testing.T) (string, forge.Installation) {
+	t.Helper()
+	org := owner(t)
+	if err := fg.CreateOrg(org); err != nil {
+		t.Fatal(err)
+	}
+	inst, err := fg.InstallApp(ghApp.ID, org)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appClock.Add(time.Minute)
+	return org, inst
+}
+
+// privateRepo creates org/name, private, with a GitHub token committed in
+// config/ci.env, and returns its first commit.
+func privateRepo(t *testing.T, org, name string) (forge.Repo, string) {
+	t.Helper()
+	r, _ := createRepo(t, org, name, "README.md")
+	sha := commitFiles(t, org, name, map[string]string{"config/ci.env": "GITHUB_TOKEN=" + ghToken + "\n"})
+	if err := fg.SetPrivate(org, name, true); err != nil {
+		t.Fatal(err)
+	}
+	return r, sha
+}
+
+// mustScanSecret checks that a collection scanned the repository and found
+// the committed token.
+func mustScanSecret(t *testing.T, res workflows.CollectResult) {
+	t.Helper()
+	if res.Scan == nil || res.Scan.Status != shard.Done {
+		t.Fatalf("scan after collect: %+v", res.Scan)
+	}
+	for _, f := range findings(t, shard.CodebaseKey(res.CodebaseID)) {
+		if f.RuleID == "github-pat" && f.Path == "config/ci.env" {
+			return
+		}
+	}
+	t.Fatalf("no github-pat finding in config/ci.env of codebase %d", res.CodebaseID)
+}
+
+// An organization's private repository is collected and scanned through
+// the App's installation; the next collection proves identity with the
+// token and no API request (case B); the sweep's check reads it too.
+func TestPrivateRepositoryThroughApp(t *testing.T) {
+	org, _ := privateOrg(t)
+	_, first := privateRepo(t, org, "vault")
+	res := mustCollect(t, id(org, "vault"), identity.CaseNew)
+	if res.Commit != first {
+		t.Fatalf("collected %s, want %s", res.Commit, first)
+	}
+	mustScanSecret(t, res)
+
+	second := commit(t, org, "vault", "more.txt")
+	apiBefore := apiRequestsFor(org)
+	again := mustCollect(t, id(org, "vault"), identity.CaseSame)
+	if again.CodebaseID != res.CodebaseID || again.Commit != second {
+		t.Fatalf("second collection: %+v", again)
+	}
+	if n := apiRequestsFor(org) - apiBefore; n != 0 {
+		t.Errorf("case B on a private repository made %d API requests naming it, want 0", n)
+	}
+	digest, err := heads.RefsDigest(context.Background(), hosts.Default()+"x") // not a clone URL: anonymous, refused
+	if err == nil {
+		t.Errorf("a check of a URL of no host succeeded: %q", digest)
+	}
+	h, _ := hosts.Lookup(hosts.Default())
+	if _, err := heads.RefsDigest(context.Background(), h.CloneURL(org, "vault")); err != nil {
+		t.Errorf("the sweep's check of a private repository: %v", err)
+	}
+}
+
+// Renamed, transferred to another organization the App is installed on,
+// deleted and re-created: private repositories resolve by id as public
+// ones do (D, D, E).
+func TestPrivateRepositoryIdentity(t *testing.T) {
+	org, _ := privateOrg(t)
+	repo, _ := privateRepo(t, org, "app")
+	first := mustCollect(t, id(org, "app"), identity.CaseNew)
+
+	if err := fg.Rename(org, "app", "service"); err != nil {
+		t.Fatal(err)
+	}
+	renamed := mustCollect(t, id(org, "app"), identity.CaseMoved)
+	if renamed.CodebaseID != first.CodebaseID || renamed.Repository != id(org, "service") {
+		t.Fatalf("rename: %+v", renamed)
+	}
+
+	other, _ := privateOrg(t)
+	if err := fg.Transfer(org, "service", other); err != nil {
+		t.Fatal(err)
+	}
+	moved := mustCollect(t, id(org, "service"), identity.CaseMoved)
+	if moved.CodebaseID != first.CodebaseID || moved.Repository != id(other, "service") {
+		t.Fatalf("transfer: %+v", moved)
+	}
+	if cb := codebase(t, first.CodebaseID); cb.Owner != other || cb.ExternalID != strconv.FormatInt(repo.ID, 10) {
+		t.Fatalf("codebase after the transfer: %+v", cb)
+	}
+
+	if err := fg.Delete(other, "service"); err != nil {
+		t.Fatal(err)
+	}
+	createRepo(t, other, "service", "another.txt") // other commits: the proof by SHA fails
+	if err := fg.SetPrivate(other, "service", true); err != nil {
+		t.Fatal(err)
+	}
+	recreated := mustCollect(t, id(other, "service"), identity.CaseReplaced)
+	if recreated.CodebaseID == first.CodebaseID || recreated.RetiredCodebaseID != first.CodebaseID {
+		t.Fatalf("delete and re-create: %+v", recreated)
+	}
+}
+
+// A public repository made private while the App reads its organization
+// stays collected; one the installation no longer grants is inaccessible
+// (live, kept, not stale), and readable again once it is granted again.
+// An organization without the App is told so.
+func TestPrivateRepositoryAccessRevokedAndRestored(t *testing.T) {
+	org, inst := privateOrg(t)
+	createRepo(t, org, "leaked", "a.txt")
+	createRepo(t, org, "other", "a.txt")
+	first := mustCollect(t, id(org, "leaked"), identity.CaseNew)
+	if err := fg.SetPrivate(org, "leaked", true); err != nil {
+		t.Fatal(err)
+	}
+	commit(t, org, "leaked", "b.txt")
+	mustCollect(t, id(org, "leaked"), identity.CaseSame)
+
+	if err := fg.SetInstallationRepos(inst.ID, "other"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := collect(t, id(org, "leaked"))
+	mustFailPermanent(t, err, "does not see every repository of "+org)
+	cb := codebase(t, first.CodebaseID)
+	if cb.StaleSince != nil || cb.InaccessibleSince == nil {
+		t.Fatalf("codebase the App no longer reads: %+v, want live and inaccessible", cb)
+	}
+
+	if err := fg.SetInstallationRepos(inst.ID, "other", "leaked"); err != nil {
+		t.Fatal(err)
+	}
+	mustCollect(t, id(org, "leaked"), identity.CaseSame)
+	if cb := codebase(t, first.CodebaseID); cb.InaccessibleSince != nil || cb.StaleSince != nil {
+		t.Fatalf("granted again: %+v, want readable", cb)
+	}
+
+	// Uninstalled: anonymous again, and the message says why.
+	if err := fg.Uninstall(inst.ID); err != nil {
+		t.Fatal(err)
+	}
+	appClock.Add(time.Hour) // past the token's renewal and the listing's trust
+	_, err = collect(t, id(org, "leaked"))
+	mustFailPermanent(t, err, "is not installed on "+org)
+	if cb := codebase(t, first.CodebaseID); cb.StaleSince != nil || cb.InaccessibleSince == nil {
+		t.Fatalf("App uninstalled: %+v, want live and inaccessible", cb)
+	}
+}
+
+// Without an App, a token configured for the owner reads its private
+// repositories: collected and scanned.
+func TestPrivateRepositoryThroughConfiguredToken(t *testing.T) {
+	org := owner(t)
+	if err := fg.CreateOrg(org); err != nil {
+		t.Fatal(err)
+	}
+	machine, err := fg.AddUser(org + "-bot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fg.AddMember(org, machine.Login); err != nil {
+		t.Fatal(err)
+	}
+	privateRepo(t, org, "vault")
+	_, err = collect(t, id(org, "vault"))
+	mustFailPermanent(t, err, "the token file has no token for "+org)
+
+	tokFile := filepath.Join(filepath.Dir(tokensFile), org+".token")
+	if err := os.WriteFile(tokFile, []byte(machine.Token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	appendLine(t, tokensFile, org+" "+filepath.Base(tokFile))
+	res := mustCollect(t, id(org, "vault"), identity.CaseNew)
+	mustScanSecret(t, res)
+	assertNoCredentials(t, []string{machine.Token}, res)
+}
+
+var tokensMu sync.Mutex
+
+func appendLine(t *testing.T, path, line string) {
+	t.Helper()
+	tokensMu.Lock()
+	defer tokensMu.Unlock()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(line + "\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Every installation token ends while a collection is under way (the
+// forge answers the next Git request 401): the worker renews it and the
+// collection goes through; and no token, nor the App's key, is anywhere a
+// test can look.
+func TestInstallationTokenExpiresMidCollection(t *testing.T) {
+	org, _ := privateOrg(t)
+	privateRepo(t, org, "vault")
+	mustCollect(t, id(org, "vault"), identity.CaseNew)
+	commitFiles(t, org, "vault", map[string]string{"deploy/aws.txt": "id " + awsKey + "\n"})
+
+	minted := fg.InstallationTokensMinted()
+	var once sync.Once
+	remove := fg.AddFault(forge.Fault{Kind: forge.Git, PathRE: regexp.MustCompile(`^/` + org + `/vault(\.git)?/`),
+		Before: func(*http.Request) { once.Do(fg.ExpireInstallationTokens) }})
+	defer remove()
+	res := mustCollect(t, id(org, "vault"), identity.CaseSame)
+	if res.Scan == nil || res.Scan.Receipt == nil || res.Scan.Receipt.Findings != 1 {
+		t.Fatalf("collection across the expiry: %+v", res.Scan)
+	}
+	if fg.InstallationTokensMinted() == minted {
+		t.Fatalf("no token minted after the expiry")
+	}
+	refused := false
+	for _, r := range fg.Requests() {
+		if r.Kind == forge.Git && strings.HasPrefix(r.Path, "/"+org+"/vault") && r.Status == http.StatusUnauthorized {
+			refused = true
+		}
+	}
+	if !refused {
+		t.Fatalf("the forge never refused the expired token: the test did not expire it mid-collection")
+	}
+	key := string(ghApp.KeyPEM)
+	keyBody := strings.Split(key, "\n")[5] // a line of the key's base64
+	assertNoCredentials(t, append(fg.InstallationTokens(), keyBody), res)
+}
+
+// assertNoCredentials fails when a secret is in the histories of the
+// collection's workflows, the worker's logs, any column of gitfleet's
+// tables, or a file under the mirrors (their Git config included). The
+// worker fetches in-process (go-git): no child process, hence no process
+// argument, ever carries a credential.
+func assertNoCredentials(t *testing.T, secrets []string, res workflows.CollectResult) {
+	t.Helper()
+	check := func(where, text string) {
+		for _, s := range secrets {
+			if s != "" && strings.Contains(text, s) {
+				t.Errorf("%s holds a credential (%s…)", where, s[:4])
+			}
+		}
+	}
+	wid := workflows.CollectOptions(res.Requested).ID
+	for _, w := range []string{wid, wid + "/identity", wid + "/scan"} {
+		it := env.Client.GetWorkflowHistory(context.Background(), w, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		events := 0
+		for it.HasNext() {
+			e, err := it.Next()
+			if err != nil {
+				break // a child this collection did not start
+			}
+			events++
+			check("history of "+w, e.String())
+		}
+		if w == wid && events == 0 {
+			t.Errorf("no history for %s", w)
+		}
+	}
+	check("worker logs", workerLogs.String())
+
+	ctx := context.Background()
+	rows, err := env.Store.Pool().Query(ctx, `SELECT table_name FROM information_schema.tables
+		WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		tables = append(tables, n)
+	}
+	rows.Close()
+	for _, tb := range tables {
+		for _, s := range secrets {
+			var n int
+			if err := env.Store.Pool().QueryRow(ctx, `SELECT count(*) FROM "`+tb+`" t WHERE strpos(t::text, $1) > 0`, s).Scan(&n); err != nil {
+				t.Fatalf("table %s: %v", tb, err)
+			}
+			if n > 0 {
+				t.Errorf("table %s: %d rows hold a credential (%s…)", tb, n, s[:4])
+			}
+		}
+	}
+	err = filepath.WalkDir(filepath.Join(env.Dir, "mirrors"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if fi, _ := d.Info(); fi != nil && fi.Size() > 64<<20 {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil // gone meanwhile
+		}
+		for _, s := range secrets {
+			if s != "" && bytes.Contains(b, []byte(s)) {
+				t.Errorf("mirror file %s holds a credential (%s…)", p, s[:4])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
