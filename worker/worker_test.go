@@ -65,6 +65,7 @@ func baseEnv(t *testing.T, dbURL string) []string {
 		config.EnvHashKey+"="+testenv.FindingKey.Format(),
 		config.EnvMetricsAddr+"=127.0.0.1:0",
 		config.EnvStopTimeout+"=5m",
+		config.EnvLocalRoot+"=/", // the tests' local repositories, wherever their temporary directories are
 	)
 }
 

@@ -156,6 +156,7 @@ func launchProc(t testing.TB, name string, args, extraEnv []string) *workerProc 
 		config.EnvTokenKey+"="+tokenKey,
 		config.EnvHashKey+"="+testenv.FindingKey.Format(),
 		config.EnvMetricsAddr+"=off", // many workers on one host
+		config.EnvLocalRoot+"=/",     // the tests' local repositories, wherever their temporary directories are
 	)
 	// Later entries win (os/exec keeps the last value of a key).
 	cmd.Env = append(cmd.Env, extraEnv...)
