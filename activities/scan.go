@@ -137,13 +137,17 @@ func (s *Shards) ScanShard(ctx context.Context, w workflows.ShardWork) (shard.Re
 			return shard.Receipt{}, AppError(errclass.StaleOwnerf("shard %d is %s (busy=%t)", lease.ShardID, c.Status, c.Busy))
 		}
 		lease = c.Lease
+		// Under the new fence, the attempts replaced add nothing more.
+		if carried, err = s.Store.RunTally(ctx, lease.ShardID); err != nil {
+			return shard.Receipt{}, AppError(err)
+		}
 	}
 	log := s.logger(ctx, lease.ShardID, lease.Fence)
-	r, err := s.scan(ctx, lease, w, log)
+	r, err := s.scan(ctx, lease, w, carried, log)
 	if err != nil {
 		c := errclass.Classify(err)
 		log.Warn("scan stopped", zap.String("class", string(c.Class)), zap.String("reason", c.Reason))
-		return shard.Receipt{}, s.redactedError(err)
+		return shard.Receipt{}, s.redactedError(boundUnreachable(ctx, s.UnreachableWaits, err))
 	}
 	log.Info("scan finalized", zap.Int64("receipt", r.ID), zap.Bool("complete", r.Complete), zap.Int64("commits", r.Commits),
 		zap.Int64("blobs", r.BlobsScanned), zap.Int64("bytes", r.BytesScanned), zap.Int64("skipped", r.BlobsSkipped),
