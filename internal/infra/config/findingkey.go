@@ -72,7 +72,9 @@ func ReadFindingKeyFile(path string) (FindingKey, error) {
 func ParseFindingKey(s string) (FindingKey, error) {
 	s = strings.TrimSpace(s)
 	k := FindingKey{Version: 1}
-	if v, rest, ok := strings.Cut(s, ":"); ok && len(v) > 1 && v[0] == 'v' {
+	// A key set before versions is taken whole, unless it starts like a
+	// version ("v" and digits, then ":").
+	if v, rest, ok := strings.Cut(s, ":"); ok && len(v) > 1 && v[0] == 'v' && strings.Trim(v[1:], "0123456789") == "" {
 		n, err := strconv.Atoi(v[1:])
 		if err != nil || n < 1 || n > 1_000_000 {
 			return FindingKey{}, fmt.Errorf("finding key: version %q: want v1, v2…", v)

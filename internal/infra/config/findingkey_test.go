@@ -25,7 +25,7 @@ func TestParseFindingKey(t *testing.T) {
 		{in: "short", err: "at least 16 bytes"},
 		{in: "v2:short", err: "at least 16 bytes"},
 		{in: "v0:a-key-of-at-least-16-bytes", err: "version"},
-		{in: "vx:a-key-of-at-least-16-bytes", err: "version"},
+		{in: "vault:a-key-set-before-versions", version: 1, secret: "vault:a-key-set-before-versions"},
 		{in: "base64:not base64 at all!!", err: "not base64"},
 		{in: "base64:c2hvcnQ=", err: "at least 16 bytes"},
 	} {
