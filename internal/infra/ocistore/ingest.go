@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sync/atomic"
 	"time"
@@ -39,20 +40,55 @@ type job struct {
 	s        *Store
 	pinned   []string
 	reserved []string
+	// size is what the image declares: manifest, config and layers.
+	size int64
+}
+
+// ReasonImageSize is the reason of an image declaring more than a store
+// takes (Options.MaxImageBytes): one of errclass.IsLimit's.
+const ReasonImageSize = errclass.ReasonLimit + ": image size"
+
+// declared adds up the sizes an image's manifest declares, checking each
+// and every addition: sizes come from registries and peers gitfleet does
+// not control, and a sum that overflowed would pass any quota (three
+// layers of 2^62 bytes add up to a negative number). Nothing the sum
+// reaches is past maxImage, so the quota arithmetic cannot overflow
+// either.
+func (s *Store) declared(what string, blobs []blob) (int64, error) {
+	var total int64
+	for _, b := range blobs {
+		if b.size < 0 {
+			return 0, errclass.Permanentf(errclass.ReasonInvalidInput, "image %s: blob %s declares %d bytes", what, b.digest, b.size)
+		}
+		// total <= maxImage, so maxImage-b.size cannot overflow.
+		if b.size > s.maxImage || total > s.maxImage-b.size {
+			return 0, errclass.Permanentf(ReasonImageSize,
+				"image %s declares more than %d bytes (blob %s: %d bytes), the largest image this runner takes (--max-image-size)",
+				what, s.maxImage, b.digest, b.size)
+		}
+		total += b.size
+	}
+	return total, nil
 }
 
 // begin pins every blob of an image, then checks the quota against what is
 // missing and reserves it. Pinning first means a blob found present here
 // cannot be collected before the index entry that references it is
-// written. what names the image in the quota error.
+// written. what names the image in the errors.
 func (s *Store) begin(what string, blobs []blob) (*job, error) {
+	size, err := s.declared(what, blobs)
+	if err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	j := &job{s: s}
+	j := &job{s: s, size: size}
+	// needed <= size <= maxImage (declared); reservations and usage are
+	// added saturating, so no sum wraps around to let a pull through.
 	var needed, reservedTotal int64
 	var missing []blob
 	for _, r := range s.reserved {
-		reservedTotal += r.size
+		reservedTotal = addSaturating(reservedTotal, r.size)
 	}
 	for _, b := range blobs {
 		s.pins[b.digest]++
@@ -65,8 +101,8 @@ func (s *Store) begin(what string, blobs []blob) (*job, error) {
 			needed += b.size
 		}
 	}
-	inUse := s.usage + reservedTotal
-	if s.quota > 0 && inUse+needed > s.quota {
+	inUse := addSaturating(s.usage, reservedTotal)
+	if s.quota > 0 && (needed > s.quota || inUse > s.quota-needed) {
 		j.endLocked()
 		return nil, errclass.Permanentf("exceeds store quota",
 			"image %s needs %d bytes; runner store quota is %d bytes with %d in use", what, needed, s.quota, inUse)
@@ -81,6 +117,15 @@ func (s *Store) begin(what string, blobs []blob) (*job, error) {
 		j.reserved = append(j.reserved, b.digest)
 	}
 	return j, nil
+}
+
+// addSaturating is a+b for non-negative a and b, or the largest int64
+// where that overflows.
+func addSaturating(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 func (j *job) end() {
@@ -190,6 +235,8 @@ type problem struct {
 	// stalled: the source answered nothing, or sent nothing, for the stall
 	// bound.
 	stalled bool
+	// busy: the source answered 429, too many requests from this client.
+	busy bool
 }
 
 func (p *problem) Error() string {
@@ -220,8 +267,19 @@ func (s *Store) ingest(r io.Reader, b blob, buf []byte, counted func(int64)) err
 	}()
 	h := sha256.New()
 	w := &countingWriter{w: io.MultiWriter(f, h), counted: counted}
-	// One byte beyond the size tells a long body from an exact one.
-	n, err := io.CopyBuffer(w, io.LimitReader(r, b.size+1), buf)
+	// The stream stops at the declared size: nothing past it is written
+	// or counted. One more byte, read aside, tells a long body from an
+	// exact one.
+	n, err := io.CopyBuffer(w, io.LimitReader(r, b.size), buf)
+	if err == nil && n == b.size {
+		var more [1]byte
+		switch m, perr := io.ReadFull(r, more[:]); {
+		case m > 0:
+			return &problem{what: fmt.Sprintf("longer than declared (more than %d bytes)", b.size)}
+		case perr != io.EOF:
+			err = perr
+		}
+	}
 	switch {
 	case err != nil && (errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)):
 		return &problem{what: fmt.Sprintf("truncated (%d of %d bytes)", n, b.size), err: err}
@@ -231,8 +289,6 @@ func (s *Store) ingest(r io.Reader, b blob, buf []byte, counted func(int64)) err
 		return &problem{what: fmt.Sprintf("read failed after %d of %d bytes", n, b.size), err: err}
 	case n < b.size:
 		return &problem{what: fmt.Sprintf("truncated (%d of %d bytes)", n, b.size)}
-	case n > b.size:
-		return &problem{what: fmt.Sprintf("size mismatch (more than %d bytes)", b.size)}
 	case hex.EncodeToString(h.Sum(nil)) != b.hex:
 		return &problem{what: "digest mismatch"}
 	}

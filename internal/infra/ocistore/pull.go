@@ -30,6 +30,9 @@ type Source struct {
 	Registry  string // host[:port] to contact; for a peer its peer address (127.0.0.1:PORT); "" = ref's registry
 	Insecure  bool   // plain HTTP (always for peers)
 	Anonymous bool   // no credentials (peers); otherwise authn.DefaultKeychain
+	// Token is presented to a peer that requires it (PeerAccess.Token),
+	// sent to the source's own host only.
+	Token Token
 }
 
 // Progress reports a pull in flight. Done can step back when a source fails
@@ -192,7 +195,9 @@ func (p *puller) session(ctx context.Context, i int) *session {
 	}
 	ss.repo = reg.Repo(p.parsed.Context().RepositoryStr())
 	auth := authn.Anonymous
-	if !src.Anonymous {
+	if src.Token != "" {
+		auth = &authn.Basic{Username: peerUser, Password: string(src.Token)}
+	} else if !src.Anonymous {
 		if auth, err = authn.DefaultKeychain.Resolve(reg); err != nil {
 			ss.err = err
 			return ss
@@ -205,8 +210,12 @@ func (p *puller) session(ctx context.Context, i int) *session {
 	if err != nil {
 		ss.err = err
 		ss.stalled = hctx.Err() != nil && ctx.Err() == nil
-		if ss.stalled {
+		var terr *transport.Error
+		switch {
+		case ss.stalled:
 			ss.err = &problem{what: fmt.Sprintf("stalled (no answer within %v)", p.stall), err: err, stalled: true}
+		case errors.As(err, &terr) && terr.StatusCode == http.StatusTooManyRequests:
+			ss.err = &problem{what: "busy (HTTP 429)", err: err, busy: true}
 		}
 		return ss
 	}
@@ -233,18 +242,12 @@ func (p *puller) run(ctx context.Context, name string) (PullResult, error) {
 	if err != nil {
 		return PullResult{}, errclass.Permanentf(errclass.ReasonInvalidInput, "pull %s: manifest %s: %v", p.ref, digest, err)
 	}
-	var total int64
-	for _, b := range blobs {
-		total += b.size
-	}
-	total += manifest.size
-	p.res.Digest, p.res.Size = digest, total
-
 	j, err := p.s.begin(p.ref, append(blobs, manifest))
 	if err != nil {
 		return PullResult{}, err
 	}
 	defer j.end()
+	p.res.Digest, p.res.Size = digest, j.size
 
 	p.buf = make([]byte, copyBuffer)
 	// While another pull downloads a blob this one needs, its bytes are
@@ -379,7 +382,7 @@ func (p *puller) manifestFrom(ctx context.Context, i int) ([]byte, types.MediaTy
 	}()
 	var pr *problem
 	switch {
-	case errors.As(err, &pr) && pr.stalled:
+	case errors.As(err, &pr) && (pr.stalled || pr.busy):
 		p.giveUp(i)
 	case err != nil && sctx.Err() != nil && ctx.Err() == nil:
 		p.giveUp(i)
@@ -436,6 +439,8 @@ func (ss *session) manifest(ctx context.Context, ref string) ([]byte, types.Medi
 	switch {
 	case resp.StatusCode == http.StatusNotFound:
 		return nil, "", "", errNotFound
+	case resp.StatusCode == http.StatusTooManyRequests:
+		return nil, "", "", busy(resp)
 	case resp.StatusCode != http.StatusOK:
 		return nil, "", "", fmt.Errorf("HTTP %d", resp.StatusCode)
 	}
@@ -501,7 +506,7 @@ func (p *puller) fetch(ctx context.Context, b blob, f *flight) error {
 		}
 		p.current, p.from = 0, ""
 		var pr *problem
-		if errors.As(err, &pr) && pr.stalled {
+		if errors.As(err, &pr) && (pr.stalled || pr.busy) {
 			p.giveUp(i)
 		}
 		if err == nil {
@@ -519,6 +524,17 @@ func (p *puller) fetch(ctx context.Context, b blob, f *flight) error {
 	}
 	return errclass.Wrap(errclass.Retryable, last,
 		fmt.Errorf("ocistore: pull %s: blob %s: every source failed: %s", p.ref, b.digest, strings.Join(problems, "; ")))
+}
+
+// busy is a source's 429: it limits this client (a peer's PeerAccess), and
+// is given up for the rest of the pull like one that stalls, rather than
+// asked again for every blob; the registry sends what it would have.
+func busy(resp *http.Response) *problem {
+	what := "busy (HTTP 429)"
+	if ra := resp.Header.Get("Retry-After"); ra != "" && len(ra) <= 32 {
+		what = fmt.Sprintf("busy (HTTP 429, retry after %q)", ra)
+	}
+	return &problem{what: what, busy: true}
 }
 
 // shortProblem keeps the reason short: a problem's own words, or the error.
@@ -547,8 +563,15 @@ func (p *puller) fetchFrom(parent context.Context, ss *session, b blob, f *fligh
 		return &problem{what: "request failed", err: err}
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusTooManyRequests {
+		return busy(resp)
+	}
 	if resp.StatusCode != http.StatusOK {
 		return &problem{what: fmt.Sprintf("HTTP %d", resp.StatusCode)}
+	}
+	if resp.ContentLength > b.size {
+		// Refused before a byte is read: ingest would stop at the size.
+		return &problem{what: fmt.Sprintf("longer than declared (%d bytes announced, %d declared)", resp.ContentLength, b.size)}
 	}
 	p.from = ss.src.Name
 	p.report(false)

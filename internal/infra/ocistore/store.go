@@ -52,6 +52,9 @@ func hexOf(digest string) (string, bool) {
 type Store struct {
 	dir   string
 	quota int64
+	// maxImage bounds what one image may declare (manifest, config and
+	// layers), whatever the quota.
+	maxImage int64
 	// client carries every download; the go-containerregistry transport
 	// (auth, scheme) is layered on top per pull and source.
 	client http.RoundTripper
@@ -90,14 +93,44 @@ type Image struct {
 	Size   int64  // manifest, config and layers
 }
 
+// Options bound a store; the zero value means no quota and
+// DefaultMaxImageBytes.
+type Options struct {
+	// Quota is the most bytes of blobs the store may hold (0 = unlimited).
+	Quota int64
+	// MaxImageBytes is the most bytes one image may declare, manifest,
+	// config and layers together (0 = DefaultMaxImageBytes): sizes come
+	// from registries and peers gitfleet does not control, and a manifest
+	// over it is refused before anything is reserved or fetched.
+	MaxImageBytes int64
+}
+
+// DefaultMaxImageBytes is the largest image a store takes unless told
+// otherwise: far above any image a runner should hold, far below what a
+// sum of int64 sizes could overflow to.
+const DefaultMaxImageBytes = 1 << 40
+
 // Open opens (creating if missing) an OCI image layout at dir. quota is
-// the max bytes of blobs the store may hold (0 = unlimited). Leftover
-// temporary files from an interrupted pull are removed; complete blobs are
-// kept, since they only ever appear by rename after verification.
+// the max bytes of blobs the store may hold (0 = unlimited).
 func Open(dir string, quota int64) (*Store, error) {
+	return OpenWith(dir, Options{Quota: quota})
+}
+
+// OpenWith opens (creating if missing) an OCI image layout at dir, bounded
+// by o. Leftover temporary files from an interrupted pull are removed;
+// complete blobs are kept, since they only ever appear by rename after
+// verification.
+func OpenWith(dir string, o Options) (*Store, error) {
+	if o.Quota < 0 || o.MaxImageBytes < 0 {
+		return nil, fmt.Errorf("ocistore: open %s: negative bound %+v", dir, o)
+	}
+	if o.MaxImageBytes == 0 {
+		o.MaxImageBytes = DefaultMaxImageBytes
+	}
 	s := &Store{
 		dir:      dir,
-		quota:    quota,
+		quota:    o.Quota,
+		maxImage: o.MaxImageBytes,
 		stall:    DefaultStall,
 		pins:     map[string]int{},
 		reserved: map[string]*reservation{},
