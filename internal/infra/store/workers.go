@@ -1,0 +1,95 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"gitfleet/internal/domain/placement"
+)
+
+// Worker is a registered worker as `starter worker list` shows it.
+type Worker struct {
+	ID            string
+	State         placement.State
+	LastHeartbeat time.Time
+	// Silent is how long ago its last heartbeat was, by the database's
+	// clock when it was read.
+	Silent      time.Duration
+	Mirrors     int64
+	MirrorBytes int64
+}
+
+// RegisterWorker adds a worker or marks it alive again. A draining worker
+// stays draining: draining is an operator's decision a restart must not
+// undo. Times are the database's clock, as for runners.
+func (s *Store) RegisterWorker(ctx context.Context, id string) error {
+	if err := placement.ValidWorkerID(id); err != nil {
+		return err
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO workers (id) VALUES ($1)
+		ON CONFLICT (id) DO UPDATE SET last_heartbeat = now()`, id)
+	if err != nil {
+		return fmt.Errorf("register worker %q: %w", id, err)
+	}
+	return nil
+}
+
+// HeartbeatWorker records that a worker is alive, with the mirrors it
+// holds.
+func (s *Store) HeartbeatWorker(ctx context.Context, id string, mirrors, bytes int64) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE workers SET last_heartbeat = now(), mirrors = $2, mirror_bytes = $3 WHERE id = $1`,
+		id, mirrors, bytes)
+	if err != nil {
+		return fmt.Errorf("heartbeat of worker %q: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return &notFoundError{fmt.Sprintf("worker %q is not registered", id)}
+	}
+	return nil
+}
+
+// LiveWorkers lists the workers that take repositories: active, with a
+// heartbeat within fresh of the database's now(), by id.
+func (s *Store) LiveWorkers(ctx context.Context, fresh time.Duration) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id FROM workers
+		WHERE state = 'active' AND last_heartbeat >= now() - $1 * interval '1 microsecond' ORDER BY id`, micros(fresh))
+	if err != nil {
+		return nil, fmt.Errorf("live workers: %w", err)
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// Workers lists every registered worker, by id.
+func (s *Store) Workers(ctx context.Context) ([]Worker, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, state, last_heartbeat, extract(epoch FROM now() - last_heartbeat), mirrors, mirror_bytes
+		FROM workers ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("workers: %w", err)
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Worker, error) {
+		var w Worker
+		var silent float64
+		err := row.Scan(&w.ID, &w.State, &w.LastHeartbeat, &silent, &w.Mirrors, &w.MirrorBytes)
+		w.Silent = time.Duration(silent * float64(time.Second))
+		return w, err
+	})
+}
+
+// SetWorkerState drains a worker (its repositories go to their next
+// owners) or makes it take repositories again.
+func (s *Store) SetWorkerState(ctx context.Context, id string, state placement.State) error {
+	if state != placement.Active && state != placement.Draining {
+		return fmt.Errorf("worker state %q: want %s or %s", state, placement.Active, placement.Draining)
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE workers SET state = $2 WHERE id = $1`, id, string(state))
+	if err != nil {
+		return fmt.Errorf("set worker %q %s: %w", id, state, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return &notFoundError{fmt.Sprintf("worker %q is not registered", id)}
+	}
+	return nil
+}
