@@ -298,7 +298,16 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 		}
 	}
 	covered := walkErr == nil && !tainted
-	complete := covered && !holesCut && !run.partial && run.counts.Missing == 0 && run.counts.Corrupt == 0 && run.counts.Unreadable == 0
+	// Blobs earlier runs skipped as oversized are seen: no run reads them
+	// again, and every run says they were never scanned.
+	oversized, err := s.Store.OversizedBlobs(ctx, scopeID)
+	if err != nil {
+		return shard.Receipt{}, err
+	}
+	run.counts.EarlierOversized = max(oversized-run.counts.Oversized, 0)
+	earlierPartial := run.counts.EarlierOversized > 0 && s.Scanner.IsPartial(scan.SkipOversized)
+	complete := covered && !holesCut && !run.partial && !earlierPartial &&
+		run.counts.Missing == 0 && run.counts.Corrupt == 0 && run.counts.Unreadable == 0
 	if !complete {
 		log.Warn("scan partial", zap.Int64("missing", run.counts.Missing), zap.Int64("corrupt", run.counts.Corrupt),
 			zap.Int64("unreadable", run.counts.Unreadable), zap.Int64("oversized", run.counts.Oversized),

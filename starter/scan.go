@@ -207,7 +207,7 @@ func printShard(a *app, location string, res workflows.ExecuteShardResult) {
 			state = "partial: scanning again would skip the same"
 		}
 		fmt.Fprintf(a.stdout, "  scanned   %s, %s (%s), %s skipped; %s\n", count(r.Commits, "commit", "commits"),
-			count(r.BlobsScanned, "blob", "blobs"), bytesHuman(r.BytesScanned), thousands(r.BlobsSkipped), state)
+			count(r.BlobsScanned, "blob", "blobs"), bytesHuman(r.BytesScanned), thousands(r.BlobsSkipped+r.EarlierOversized), state)
 		if why := skipReasons(r.Counts); why != "" {
 			fmt.Fprintf(a.stdout, "  skipped   %s\n", why)
 		}
@@ -218,7 +218,7 @@ func printShard(a *app, location string, res workflows.ExecuteShardResult) {
 			fmt.Fprintf(a.stdout, "  holes     %s unreadable now, tried again by the next scan\n", count(r.Holes, "blob", "blobs"))
 		}
 		if r.Lost > 0 {
-			fmt.Fprintf(a.stdout, "  lost      %s cannot be recovered: missing or damaged in the source\n", count(r.Lost, "blob", "blobs"))
+			fmt.Fprintf(a.stdout, "  lost      %s\n", lostObjects(r.Lost, r.Counts))
 		}
 		fmt.Fprintf(a.stdout, "  findings  %s (secrets first seen by this scan)\n", count(r.Findings, "new finding", "new findings"))
 	}
@@ -236,12 +236,30 @@ func skipReasons(c shard.Counts) string {
 	add(c.Corrupt, "blob with damaged data", "blobs with damaged data")
 	add(c.Unreadable, "unreadable blob", "unreadable blobs")
 	add(c.Oversized, "oversized blob", "oversized blobs")
+	add(c.EarlierOversized, "oversized blob an earlier scan skipped (never scanned)", "oversized blobs earlier scans skipped (never scanned)")
 	add(c.Binary, "binary blob", "binary blobs")
 	if c.OutOfTime {
 		why = append(why, "the time budget ran out")
 	}
 	add(c.RefsIgnored, "ref ignored as git ignores it", "refs ignored as git ignores them")
 	return strings.Join(why, ", ")
+}
+
+// lostObjects says that the holes no scan can fill are the repository's
+// own damage, and that scanning again will not help.
+func lostObjects(n int64, c shard.Counts) string {
+	what := "damaged or missing"
+	switch {
+	case c.Missing == 0 && c.Corrupt+c.Unreadable > 0:
+		what = "damaged"
+	case c.Corrupt+c.Unreadable == 0 && c.Missing > 0:
+		what = "missing"
+	}
+	pronoun := "it"
+	if n != 1 {
+		pronoun = "them"
+	}
+	return fmt.Sprintf("%s %s in the repository; re-scan will not recover %s", count(n, "object", "objects"), what, pronoun)
 }
 
 // archiveSkips says what the scan left out of the archives it opened, and

@@ -63,6 +63,11 @@ type Counts struct {
 	Oversized  int64 `json:"oversized,omitempty"`
 	Binary     int64 `json:"binary,omitempty"`
 	OutOfTime  bool  `json:"outOfTime,omitempty"`
+	// EarlierOversized counts blobs of the scope that earlier runs
+	// skipped as oversized: seen, so no later run reads them, and never
+	// scanned. Every run says so, and none of them is Complete while they
+	// make a run Partial.
+	EarlierOversized int64 `json:"earlierOversized,omitempty"`
 	// RefsIgnored counts refs ignored as git ignores them (an empty or
 	// malformed ref file, an invalid name, a dangling symbolic ref, a junk
 	// line in packed-refs): they name nothing to scan and do not make the

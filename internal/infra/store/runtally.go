@@ -29,3 +29,11 @@ func (s *Store) RunTally(ctx context.Context, shardID int64) (Tally, error) {
 		shardID).Scan(&t.Scanned, &t.Skipped, &t.Bytes, &t.Findings)
 	return t, err
 }
+
+// OversizedBlobs counts the scope's blobs skipped as oversized, by this
+// run or earlier ones (migration 00030 indexes them).
+func (s *Store) OversizedBlobs(ctx context.Context, scopeID int64) (int64, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM seen_blobs WHERE scope_id = $1 AND outcome = 'oversized'`, scopeID).Scan(&n)
+	return n, err
+}
