@@ -17,6 +17,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"gitfleet/internal/devstack/forge"
+	"gitfleet/internal/domain/ghaccount"
 	"gitfleet/internal/domain/identity"
 	"gitfleet/internal/domain/shard"
 	"gitfleet/workflows"
@@ -79,7 +80,11 @@ func mustScanSecret(t *testing.T, res workflows.CollectResult) {
 func TestPrivateRepositoryThroughApp(t *testing.T) {
 	org, _ := privateOrg(t)
 	_, first := privateRepo(t, org, "vault")
-	res := mustCollect(t, id(org, "vault"), identity.CaseNew)
+	res, run, err := collectRun(t, id(org, "vault"))
+	if err != nil || res.Case != identity.CaseNew {
+		t.Fatalf("collect: %+v, %v", res, err)
+	}
+	recordHistory(t, "collect-private-through-app", run.GetID(), run.GetRunID())
 	if res.Commit != first {
 		t.Fatalf("collected %s, want %s", res.Commit, first)
 	}
@@ -284,23 +289,30 @@ func assertNoCredentials(t *testing.T, secrets []string, res workflows.CollectRe
 			}
 		}
 	}
+	// Controls: each place searched holds the repository's owner, so the
+	// search looks where the collection left its traces.
+	control := res.Requested.Owner
 	wid := workflows.CollectOptions(res.Requested).ID
 	for _, w := range []string{wid, wid + "/identity", wid + "/scan"} {
 		it := env.Client.GetWorkflowHistory(context.Background(), w, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		events := 0
+		var all strings.Builder
 		for it.HasNext() {
 			e, err := it.Next()
 			if err != nil {
 				break // a child this collection did not start
 			}
-			events++
-			check("history of "+w, e.String())
+			all.WriteString(e.String())
 		}
-		if w == wid && events == 0 {
-			t.Errorf("no history for %s", w)
+		check("history of "+w, all.String())
+		if w == wid && !strings.Contains(all.String(), control) {
+			t.Errorf("history of %s does not name %s: not the collection's", w, control)
 		}
 	}
-	check("worker logs", workerLogs.String())
+	logs := workerLogs.String()
+	check("worker logs", logs)
+	if !strings.Contains(logs, control) {
+		t.Errorf("worker logs do not name %s", control)
+	}
 
 	ctx := context.Background()
 	rows, err := env.Store.Pool().Query(ctx, `SELECT table_name FROM information_schema.tables
@@ -317,7 +329,13 @@ func assertNoCredentials(t *testing.T, secrets []string, res workflows.CollectRe
 		tables = append(tables, n)
 	}
 	rows.Close()
+	named := 0
 	for _, tb := range tables {
+		var n int
+		if err := env.Store.Pool().QueryRow(ctx, `SELECT count(*) FROM "`+tb+`" t WHERE strpos(t::text, $1) > 0`, control).Scan(&n); err != nil {
+			t.Fatalf("table %s: %v", tb, err)
+		}
+		named += n
 		for _, s := range secrets {
 			var n int
 			if err := env.Store.Pool().QueryRow(ctx, `SELECT count(*) FROM "`+tb+`" t WHERE strpos(t::text, $1) > 0`, s).Scan(&n); err != nil {
@@ -328,10 +346,15 @@ func assertNoCredentials(t *testing.T, secrets []string, res workflows.CollectRe
 			}
 		}
 	}
+	if named == 0 || len(tables) < 10 {
+		t.Errorf("%d rows of %d tables name %s: not gitfleet's tables", named, len(tables), control)
+	}
+	files := 0
 	err = filepath.WalkDir(filepath.Join(env.Dir, "mirrors"), func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
+		files++
 		if fi, _ := d.Info(); fi != nil && fi.Size() > 64<<20 {
 			return nil
 		}
@@ -346,7 +369,49 @@ func assertNoCredentials(t *testing.T, secrets []string, res workflows.CollectRe
 		}
 		return nil
 	})
+	if err != nil || files == 0 {
+		t.Fatalf("mirrors: %d files, %v", files, err)
+	}
+}
+
+// collect --org ORG --user NAME lists through the user's cache and
+// collects through the App: the private repositories the installation was
+// granted are collected and scanned; the one it was not is reported as
+// such (not found to the App), where the user's own token would have read
+// it — users' tokens never clone.
+func TestCollectOrgPrivateThroughApp(t *testing.T) {
+	ctx := context.Background()
+	org, inst := privateOrg(t)
+	u := addGitHubUser(t, org+"-admin")
+	if err := fg.AddMember(org, u.gh.Login); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"api", "web", "hidden"} {
+		privateRepo(t, org, n)
+	}
+	if err := fg.SetInstallationRepos(inst.ID, "api", "web"); err != nil {
+		t.Fatal(err)
+	}
+	// The user sees all three (a member): the cache lists them.
+	if l, err := ghCache().Repos(ctx, u.Name, ghaccount.Filter{Org: org}, false); err != nil || len(l.Repos) != 3 {
+		t.Fatalf("cache: %d repositories, %v", len(l.Repos), err)
+	}
+	run, err := env.Client.ExecuteWorkflow(ctx, orgOptions(u.Name, org), workflows.CollectOrg,
+		workflows.CollectOrgInput{UserID: u.ID, Org: org, Window: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
+	var p workflows.CollectOrgProgress
+	if err := run.Get(ctxTimeout(t, 2*time.Minute), &p); err != nil || !p.Done || p.Listed != 3 || p.Started != 3 {
+		t.Fatalf("CollectOrg: %+v, %v", p, err)
+	}
+	for _, n := range []string{"api", "web"} {
+		var res workflows.CollectResult
+		if err := env.Client.GetWorkflow(ctx, workflows.CollectWorkflowID(id(org, n)), "").Get(ctxTimeout(t, 2*time.Minute), &res); err != nil {
+			t.Fatalf("collect %s: %v", n, err)
+		}
+		mustScanSecret(t, res)
+	}
+	err = env.Client.GetWorkflow(ctx, workflows.CollectWorkflowID(id(org, "hidden")), "").Get(ctxTimeout(t, 2*time.Minute), nil)
+	mustFailPermanent(t, err, "not granted to the GitHub App")
 }
