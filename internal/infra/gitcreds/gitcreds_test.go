@@ -249,6 +249,15 @@ func TestMirrorWithApp(t *testing.T) {
 		t.Errorf("anonymous ListRefs of a private repository succeeded")
 	}
 
+	// A runner's build fetches one commit of the private repository.
+	s.f.ExpireInstallationTokens()
+	if _, ok, err := mirror.FetchSnapshotWith(ctx, url, sha, filepath.Join(t.TempDir(), "build"), set); !ok || err != nil {
+		t.Errorf("FetchSnapshotWith: %v, %v", ok, err)
+	}
+	if _, ok, err := mirror.FetchSnapshot(ctx, url, sha, filepath.Join(t.TempDir(), "build")); ok || err == nil {
+		t.Errorf("anonymous FetchSnapshot of a private repository: %v, %v", ok, err)
+	}
+
 	// No token on disk: the mirror keeps no remote configuration.
 	tok, _ := set.Source(s.host.Name).Token(ctx, "acme")
 	assertNotInTree(t, root, tok, "ghs_")

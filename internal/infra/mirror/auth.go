@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 
+	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+
+	"gitfleet/internal/infra/errclass"
 )
 
 // Credentials gives the token a Git request to a remote authenticates
@@ -102,4 +105,26 @@ func (m *Mirrors) Sync(ctx context.Context, remoteURL string) (Remote, error) {
 		return err
 	})
 	return out, err
+}
+
+// FetchSnapshotWith is FetchSnapshot authenticated with c: a runner's
+// build of a private repository's commit.
+func FetchSnapshotWith(ctx context.Context, remoteURL, sha, dir string, c Credentials) (*git.Repository, bool, error) {
+	if c == nil {
+		return FetchSnapshot(ctx, remoteURL, sha, dir)
+	}
+	if !plumbing.IsHash(sha) {
+		return nil, false, errclass.Permanentf(errclass.ReasonInvalidInput, "%q is not a commit id", sha)
+	}
+	repo, err := git.PlainInit(dir, true)
+	if err != nil {
+		return nil, false, err
+	}
+	var ok bool
+	err = authed(ctx, c, remoteURL, func(auth *githttp.BasicAuth) error {
+		var err error
+		ok, err = fetchSHA(ctx, repo, dir, remoteURL, sha, "refs/gitfleet/snapshot", 1, auth)
+		return err
+	})
+	return repo, ok, err
 }
