@@ -3,6 +3,9 @@ package gitfleet
 import (
 	"context"
 	"maps"
+	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -24,9 +27,13 @@ import (
 // composeSecrets are the variables the compose file requires (${VAR:?...}),
 // with sentinel values the tests look for.
 var composeSecrets = map[string]string{
-	"TEMPORAL_DB_PASSWORD": "temporal-db-sentinel",
-	"GITFLEET_DB_PASSWORD": "gitfleet-db-sentinel",
-	"GITFLEET_TOKEN_KEY":   secrets.NewKey(),
+	"TEMPORAL_DB_PASSWORD":        "temporal-db-sentinel",
+	"GITFLEET_DB_ADMIN_PASSWORD":  "gitfleet-db-admin-sentinel",
+	"GITFLEET_DB_PASSWORD":        "gitfleet-db-sentinel",
+	"GITFLEET_WORKER_DB_PASSWORD": "gitfleet-worker-db-sentinel",
+	"GITFLEET_RUNNER_DB_PASSWORD": "gitfleet-runner-db-sentinel",
+	"GITFLEET_TOKEN_KEY":          secrets.NewKey(),
+	"GITFLEET_FINDING_KEY":        "finding-key-sentinel-0123456789",
 }
 
 // gitfleetServices run gitfleet's binaries and read its configuration.
@@ -36,6 +43,25 @@ var gitfleetServices = []string{"gitfleet-migrate", "worker", "runner", "starter
 // leaves unset, with the reason; "*" is every gitfleet service.
 var unsetOnPurpose = map[string]map[string]string{
 	"GITFLEET_ALLOW_PLAIN_HTTP_TOKEN": {"*": "a production deployment never sends GitHub tokens over plain http"},
+	// Secrets reach a service as files (compose secrets), never in its
+	// environment, and only the services that use them.
+	"GITFLEET_TOKEN_KEY":   {"*": "a secret: GITFLEET_TOKEN_KEY_FILE names its file"},
+	"GITFLEET_FINDING_KEY": {"*": "a secret: GITFLEET_FINDING_KEY_FILE names its file"},
+	"GITHUB_TOKEN":         {"*": "a secret: GITHUB_TOKEN_FILE names its file"},
+	"DATABASE_URL_FILE":    {"*": "the URL names no secret: DATABASE_PASSWORD_FILE gives the role's password"},
+	"GITFLEET_TOKEN_KEY_FILE": {
+		"runner":           "runners seal and open no users' tokens",
+		"gitfleet-migrate": "migrations need no key",
+	},
+	"GITFLEET_FINDING_KEY_FILE": {
+		"runner":           "runners hash no findings",
+		"gitfleet-migrate": "migrations need no key",
+	},
+	"GITHUB_TOKEN_FILE": {
+		"runner":           "runners call no GitHub API",
+		"gitfleet-migrate": "migrations call no GitHub API",
+		"starter":          "the starter calls the API with users' own tokens only",
+	},
 	"GITFLEET_MIRROR_DIR": {
 		"starter":          "the starter keeps no mirrors",
 		"gitfleet-migrate": "migrations keep no mirrors",
@@ -59,7 +85,7 @@ func loadCompose(t *testing.T, env map[string]string) (*types.Project, error) {
 func composeProject(t *testing.T) *types.Project {
 	t.Helper()
 	env := maps.Clone(composeSecrets)
-	env["GITHUB_TOKEN"] = "github-token-sentinel"
+	env[githubToken] = "github-token-sentinel"
 	p, err := loadCompose(t, env)
 	if err != nil {
 		t.Fatalf("docker-compose.yml does not load: %v", err)
@@ -70,7 +96,7 @@ func composeProject(t *testing.T) *types.Project {
 func TestComposeServices(t *testing.T) {
 	p := composeProject(t)
 	for _, name := range []string{"temporal-db", "temporal-schema", "temporal-cli", "temporal", "temporal-setup", "temporal-ui",
-		"gitfleet-db", "gitfleet-migrate", "registry", "worker", "runner", "starter"} {
+		"gitfleet-db", "gitfleet-migrate", "gitfleet-grants", "registry", "worker", "runner", "starter"} {
 		if _, ok := p.Services[name]; !ok {
 			t.Errorf("service %s missing", name)
 		}
@@ -101,13 +127,17 @@ func TestComposeServices(t *testing.T) {
 	}
 }
 
-// A required secret left unset stops the file from loading, with its name.
+// githubToken is the one optional secret.
+const githubToken = "GITHUB_TOKEN"
+
+// A required secret left unset stops the file from loading, with its name
+// (a compose secret's name is its variable's, in lower case).
 func TestComposeRequiresSecrets(t *testing.T) {
 	for name := range composeSecrets {
 		t.Run(name, func(t *testing.T) {
 			env := maps.Clone(composeSecrets)
 			delete(env, name)
-			if _, err := loadCompose(t, env); err == nil || !strings.Contains(err.Error(), name) {
+			if _, err := loadCompose(t, env); err == nil || !strings.Contains(strings.ToLower(err.Error()), strings.ToLower(name)) {
 				t.Errorf("loads without %s (error %v)", name, err)
 			}
 		})
@@ -226,10 +256,11 @@ func TestComposeDependencies(t *testing.T) {
 		{"temporal-ui", false, false, []string{"temporal"}},
 		{"gitfleet-db", true, false, nil},
 		{"gitfleet-migrate", false, true, []string{"gitfleet-db"}},
+		{"gitfleet-grants", false, true, []string{"gitfleet-migrate"}},
 		{"registry", true, false, nil},
-		{"worker", false, false, []string{"temporal", "temporal-setup", "gitfleet-db", "gitfleet-migrate"}},
-		{"runner", false, false, []string{"temporal", "temporal-setup", "gitfleet-db", "gitfleet-migrate", "registry"}},
-		{"starter", false, false, []string{"temporal", "temporal-setup", "gitfleet-db", "gitfleet-migrate"}},
+		{"worker", false, false, []string{"temporal", "temporal-setup", "gitfleet-db", "gitfleet-migrate", "gitfleet-grants"}},
+		{"runner", false, false, []string{"temporal", "temporal-setup", "gitfleet-db", "gitfleet-migrate", "gitfleet-grants", "registry"}},
+		{"starter", false, false, []string{"temporal", "temporal-setup", "gitfleet-db", "gitfleet-migrate", "gitfleet-grants"}},
 	} {
 		s := p.Services[tc.service]
 		if healthy(s) != tc.healthy {
@@ -351,30 +382,49 @@ func TestComposeGitfleetEnvironment(t *testing.T) {
 					t.Errorf("%s is not set (set it, empty for the default, or list it in unsetOnPurpose with a reason)", v)
 				}
 			}
-			for _, k := range []string{"TEMPORAL_ADDRESS", "DATABASE_URL", "GITFLEET_TOKEN_KEY", "GITFLEET_REGISTRY"} {
+			for _, k := range []string{"TEMPORAL_ADDRESS", "DATABASE_URL", "DATABASE_PASSWORD_FILE", "GITFLEET_REGISTRY"} {
 				if v := env[k]; v == nil || *v == "" {
 					t.Errorf("%s is empty", k)
 				}
 			}
-			if db := *env["DATABASE_URL"]; !strings.Contains(db, "@gitfleet-db:") || !strings.Contains(db, composeSecrets["GITFLEET_DB_PASSWORD"]) {
-				t.Errorf("DATABASE_URL %q is not gitfleet's own database with GITFLEET_DB_PASSWORD", db)
+			if db := *env["DATABASE_URL"]; !strings.Contains(db, "@gitfleet-db:") {
+				t.Errorf("DATABASE_URL %q is not gitfleet's own database", db)
 			}
-			for k, want := range map[string]string{"GITFLEET_TOKEN_KEY": composeSecrets["GITFLEET_TOKEN_KEY"], "GITHUB_TOKEN": "github-token-sentinel"} {
-				if v := env[k]; v == nil || *v != want {
-					t.Errorf("%s is not taken from the environment", k)
-				}
-			}
+			// The configuration loads from this environment and the
+			// secrets the service mounts, and finds each secret there.
+			files := mountedSecrets(t, p, name)
 			getenv := func(k string) string {
-				if v := env[k]; v != nil {
-					return *v
+				v := env[k]
+				if v == nil {
+					if k == config.EnvMirrorDir {
+						return t.TempDir() // Load falls back to the user cache directory
+					}
+					return ""
 				}
-				if k == config.EnvMirrorDir {
-					return t.TempDir() // Load falls back to the user cache directory
+				if f, ok := files[*v]; ok {
+					return f
 				}
-				return ""
+				return *v
 			}
-			if _, err := config.Load(getenv); err != nil {
-				t.Errorf("gitfleet's configuration does not load from this environment: %v", err)
+			cfg, err := config.Load(getenv)
+			if err != nil {
+				t.Fatalf("gitfleet's configuration does not load from this environment: %v", err)
+			}
+			role := map[string]string{"gitfleet-migrate": "GITFLEET_DB_PASSWORD", "worker": "GITFLEET_WORKER_DB_PASSWORD",
+				"starter": "GITFLEET_WORKER_DB_PASSWORD", "runner": "GITFLEET_RUNNER_DB_PASSWORD"}[name]
+			if !strings.Contains(cfg.DatabaseURL, ":"+composeSecrets[role]+"@gitfleet-db:") {
+				t.Errorf("DATABASE_URL does not get %s's password", role)
+			}
+			if keys := name == "worker" || name == "starter"; (cfg.TokenBox != nil) != keys {
+				t.Errorf("token key given: %t, want %t", cfg.TokenBox != nil, keys)
+			}
+			if name == "worker" {
+				if k, err := cfg.FindingKey(); err != nil || string(k.Secret) != composeSecrets["GITFLEET_FINDING_KEY"] {
+					t.Errorf("the findings' key: %v", err)
+				}
+				if h, _ := cfg.Hosts.Lookup(cfg.Hosts.Default()); h.Token != "github-token-sentinel" {
+					t.Errorf("GITHUB_TOKEN is not taken from its secret")
+				}
 			}
 		})
 	}
@@ -386,7 +436,9 @@ func TestComposeGitfleetEnvironment(t *testing.T) {
 }
 
 // No secret is written in the file: every password, token or key a service
-// gets is one of the values given in the environment (or empty).
+// gets is one of the values given in the environment (or empty), and
+// gitfleet's services and database get theirs as compose secrets only:
+// none is in their environment, where `docker inspect` shows it.
 func TestComposeSecretsFromEnvironment(t *testing.T) {
 	p := composeProject(t)
 	given := []string{"", "github-token-sentinel"}
@@ -396,9 +448,157 @@ func TestComposeSecretsFromEnvironment(t *testing.T) {
 	secretName := regexp.MustCompile(`PASSWORD|PWD|TOKEN$|_KEY$`)
 	for name, s := range p.Services {
 		for k, v := range s.Environment {
-			if secretName.MatchString(k) && v != nil && !slices.Contains(given, *v) {
+			if secretName.MatchString(k) && !strings.HasSuffix(k, "_FILE") && v != nil && !slices.Contains(given, *v) {
 				t.Errorf("%s: %s = %q is written in the file, not taken from the environment", name, k, *v)
 			}
+			if !strings.HasPrefix(name, "temporal") && v != nil && *v != "" && slices.Contains(given, *v) {
+				t.Errorf("%s: %s holds a secret in the environment", name, k)
+			}
 		}
+	}
+	for name, sec := range p.Secrets {
+		want := strings.ToUpper(name)
+		if _, ok := composeSecrets[want]; !ok && want != githubToken {
+			t.Errorf("secret %s comes from %q, which is not a secret this file documents", name, sec.Environment)
+		}
+		if sec.Environment != want || sec.File != "" {
+			t.Errorf("secret %s: from %q (file %q), want the variable %s", name, sec.Environment, sec.File, want)
+		}
+	}
+}
+
+// mountedSecrets writes the secrets service mounts to files and maps the
+// paths it sees them at (/run/secrets/NAME) to those files.
+func mountedSecrets(t *testing.T, p *types.Project, service string) map[string]string {
+	t.Helper()
+	dir, out := t.TempDir(), map[string]string{}
+	for _, ref := range p.Services[service].Secrets {
+		target := ref.Target
+		if target == "" {
+			target = "/run/secrets/" + ref.Source
+		}
+		f := filepath.Join(dir, ref.Source)
+		if err := os.WriteFile(f, []byte(p.Secrets[ref.Source].Content+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out[target] = f
+	}
+	return out
+}
+
+// secretsFor lists the secrets a service mounts.
+func secretsFor(s types.ServiceConfig) []string {
+	var out []string
+	for _, ref := range s.Secrets {
+		out = append(out, ref.Source)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Least privilege (docs/architecture.md §11): every service gains no
+// privilege and has a memory limit; gitfleet's own drop every capability
+// and write only to their volumes and /tmp; each gets only the secrets it
+// uses and connects to the database as the role made for it (runners
+// cannot read users' tokens: internal/infra/store's TestComposeRoles runs
+// the roles for real); the superuser is the database's alone.
+func TestComposeLeastPrivilege(t *testing.T) {
+	p := composeProject(t)
+	for name, s := range p.Services {
+		if !slices.Contains(s.SecurityOpt, "no-new-privileges:true") {
+			t.Errorf("%s: security_opt %v lacks no-new-privileges:true", name, s.SecurityOpt)
+		}
+		mem := s.MemLimit
+		if s.Deploy != nil && s.Deploy.Resources.Limits != nil && s.Deploy.Resources.Limits.MemoryBytes > 0 {
+			mem = s.Deploy.Resources.Limits.MemoryBytes
+		}
+		if mem <= 0 {
+			t.Errorf("%s: no memory limit", name)
+		}
+	}
+	for _, name := range append([]string{"gitfleet-grants"}, gitfleetServices...) {
+		s := p.Services[name]
+		if !slices.Equal(s.CapDrop, []string{"ALL"}) || len(s.CapAdd) != 0 {
+			t.Errorf("%s: cap_drop %v, cap_add %v; want every capability dropped", name, s.CapDrop, s.CapAdd)
+		}
+		if !s.ReadOnly || !slices.Contains(s.Tmpfs, "/tmp") {
+			t.Errorf("%s: read_only %t, tmpfs %v; want a read-only root with /tmp in memory", name, s.ReadOnly, s.Tmpfs)
+		}
+		if s.Privileged || s.User == "root" || s.User == "0:0" {
+			t.Errorf("%s: privileged %t, user %q", name, s.Privileged, s.User)
+		}
+	}
+	if db := p.Services["gitfleet-db"]; !slices.Equal(db.CapDrop, []string{"ALL"}) {
+		t.Errorf("gitfleet-db: cap_drop %v, want ALL (and only what the entrypoint needs added)", db.CapDrop)
+	}
+
+	// Secrets only where used.
+	for name, want := range map[string][]string{
+		"gitfleet-db":      {"gitfleet_db_admin_password", "gitfleet_db_password", "gitfleet_runner_db_password", "gitfleet_worker_db_password"},
+		"gitfleet-migrate": {"gitfleet_db_password"},
+		"gitfleet-grants":  {"gitfleet_db_password"},
+		"worker":           {"github_token", "gitfleet_finding_key", "gitfleet_token_key", "gitfleet_worker_db_password"},
+		"starter":          {"gitfleet_finding_key", "gitfleet_token_key", "gitfleet_worker_db_password"},
+		"runner":           {"gitfleet_runner_db_password"},
+	} {
+		slices.Sort(want)
+		if got := secretsFor(p.Services[name]); !slices.Equal(got, want) {
+			t.Errorf("%s mounts secrets %v, want %v", name, got, want)
+		}
+	}
+	for name, s := range p.Services {
+		if strings.HasPrefix(name, "temporal") || name == "registry" {
+			if len(s.Secrets) != 0 {
+				t.Errorf("%s mounts gitfleet's secrets %v", name, secretsFor(s))
+			}
+		}
+	}
+
+	// One role per kind of service; the superuser for none of them.
+	for name, role := range map[string]string{"gitfleet-migrate": "gitfleet", "worker": "gitfleet_worker",
+		"starter": "gitfleet_worker", "runner": "gitfleet_runner"} {
+		env := p.Services[name].Environment
+		u, err := url.Parse(*env["DATABASE_URL"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, has := u.User.Password(); has || u.User.Username() != role {
+			t.Errorf("%s: DATABASE_URL connects as %q (password in it: %t), want %s and no password", name, u.User.Username(), has, role)
+		}
+		if f := *env["DATABASE_PASSWORD_FILE"]; f != "/run/secrets/"+role+"_db_password" {
+			t.Errorf("%s: DATABASE_PASSWORD_FILE %q, want %s's secret", name, f, role)
+		}
+	}
+	db := p.Services["gitfleet-db"]
+	if u := *db.Environment["POSTGRES_USER"]; u == "gitfleet" || strings.HasPrefix(u, "gitfleet_") {
+		t.Errorf("gitfleet-db: the superuser is %q, a role gitfleet's services use", u)
+	}
+	if f := db.Environment["POSTGRES_PASSWORD_FILE"]; f == nil || *f != "/run/secrets/gitfleet_db_admin_password" {
+		t.Errorf("gitfleet-db: POSTGRES_PASSWORD_FILE %v, want the admin password's secret", f)
+	}
+	mounts := map[string]string{}
+	for _, name := range []string{"gitfleet-db", "gitfleet-grants"} {
+		for _, v := range p.Services[name].Volumes {
+			if v.Type == types.VolumeTypeBind {
+				mounts[v.Target] = v.Source
+				if _, err := os.Stat(v.Source); err != nil {
+					t.Errorf("%s mounts %s: %v", name, v.Source, err)
+				}
+			}
+		}
+	}
+	for target, want := range map[string]string{
+		"/docker-entrypoint-initdb.d/10-gitfleet-roles.sh": "deploy/gitfleet-db/init-roles.sh",
+		"/etc/gitfleet/roles.sql":                          "deploy/gitfleet-db/roles.sql",
+		"/etc/gitfleet/grants.sql":                         "deploy/gitfleet-db/grants.sql",
+	} {
+		if src := mounts[target]; !strings.HasSuffix(src, want) {
+			t.Errorf("%s is %q, want %s", target, src, want)
+		}
+	}
+	grants := p.Services["gitfleet-grants"]
+	if script := strings.Join(grants.Command, " "); !strings.Contains(script, "psql") || !strings.Contains(script, "/etc/gitfleet/grants.sql") ||
+		*grants.Environment["PGUSER"] != "gitfleet" {
+		t.Errorf("gitfleet-grants: %q as %v, want psql -f /etc/gitfleet/grants.sql as the owner", script, grants.Environment["PGUSER"])
 	}
 }

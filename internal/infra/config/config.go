@@ -262,6 +262,10 @@ func (g getenvLookup) LookupEnv(k string) (string, bool) {
 
 // Load reads the configuration through getenv (os.Getenv in binaries).
 func Load(getenv func(string) string) (Config, error) {
+	getenv, err := withSecretFiles(getenv)
+	if err != nil {
+		return Config{}, err
+	}
 	hosts, err := vcs.HostsFromEnv(getenv)
 	if err != nil {
 		return Config{}, err
@@ -284,6 +288,9 @@ func Load(getenv func(string) string) (Config, error) {
 		LogFormat:       or(getenv(EnvLogFormat), "console"),
 		Hosts:           hosts,
 		RulesFile:       getenv(EnvRules),
+	}
+	if c.DatabaseURL, err = withDatabasePassword(c.DatabaseURL, getenv(EnvDatabasePasswordFile)); err != nil {
+		return Config{}, err
 	}
 	if v := getenv(EnvShardLease); v != "" {
 		d, err := time.ParseDuration(v)

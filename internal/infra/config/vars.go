@@ -59,5 +59,15 @@ func Vars() []string {
 		vcs.EnvAppID,
 		vcs.EnvAppKeyFile,
 		vcs.EnvTokensFile,
-	}, TemporalEnvVars...)
+	}, append(secretFileVars(), TemporalEnvVars...)...)
+}
+
+// secretFileVars are the VAR_FILE settings of SecretFileVars and the
+// database's password file.
+func secretFileVars() []string {
+	var out []string
+	for _, v := range SecretFileVars {
+		out = append(out, FileVar(v))
+	}
+	return append(out, EnvDatabasePasswordFile)
 }

@@ -1,0 +1,18 @@
+-- What gitfleet's roles may do with the tables (roles.sql says who they
+-- are), run by the owner after every `starter migrate` (the compose job
+-- gitfleet-grants): a migration's new table is the workers' at once
+-- (roles.sql's default privileges), and this covers tables made before the
+-- roles existed, in an upgraded installation. Safe to run again.
+--
+-- A runner's queries (store: RegisterRunner, HeartbeatRunner,
+-- SetSnapshotRunnerProgress, the schema check): a new one that touches
+-- another table needs a line here, and roles_test.go runs them under this
+-- role.
+GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO gitfleet_worker;
+GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA public TO gitfleet_worker;
+
+REVOKE ALL ON ALL TABLES IN SCHEMA public FROM gitfleet_runner;
+REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM gitfleet_runner;
+GRANT SELECT ON goose_db_version TO gitfleet_runner;
+GRANT SELECT, INSERT, UPDATE ON runners TO gitfleet_runner;
+GRANT SELECT, UPDATE ON snapshot_runners TO gitfleet_runner;
