@@ -1,0 +1,286 @@
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	gitleaksreport "github.com/zricethezav/gitleaks/v8/report"
+)
+
+const (
+	hash1 = "5f0c7a1e2d3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5"
+	hash2 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+)
+
+var rules = []Rule{
+	{ID: "github-pat", Description: "Uncovered a GitHub Personal Access Token", Tags: []string{"github"}},
+	{ID: "pkcs12-file", Description: "Found a PKCS #12 file"},
+}
+
+// occurrences are one of each kind a report must carry: plain, two
+// occurrences of one secret, in an archive, decoded, path-only, a path
+// needing escapes, suppressed inline and by a .gitleaksignore, resolved,
+// and of a rule the report does not list.
+func occurrences() []Occurrence {
+	return []Occurrence{
+		{Repository: "github.com/acme/api", Link: "https://github.com/acme/api/blob/c1/config/app.env#L3", RuleID: "github-pat",
+			Path: "config/app.env", Line: 3, Commit: "c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1", SecretHash: hash1, Preview: "ghp_…(40)", Status: "present", State: "open"},
+		{Repository: "github.com/acme/api", RuleID: "github-pat", Path: "test/fixtures.go", Line: 12,
+			Commit: "c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2", SecretHash: hash1, Preview: "ghp_…(40)", Status: "removed", State: "revoked", SeenAgain: true},
+		{Repository: "github.com/acme/api", RuleID: "github-pat", Path: "dist/app.jar", Archive: "config/app.env", Line: 1,
+			Commit: "c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3", SecretHash: hash2, Preview: "ghp_…(40)", Decoded: "base64", Status: "unknown"},
+		{Repository: "/srv/repos/tools", RuleID: "pkcs12-file", Path: "keys/my cert:1.p12", Commit: "c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4"},
+		{Repository: "github.com/acme/api", RuleID: "github-pat", Path: "=cmd|' /C calc'!A0", Line: 7, Commit: "c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5",
+			SecretHash: hash2, Preview: "ghp_…(40)", Ignored: "gitleaks:allow"},
+		{Repository: "github.com/acme/api", RuleID: "github-pat", Path: "b.env", Line: 2, Commit: "c6c6c6c6c6c6c6c6c6c6c6c6c6c6c6c6c6c6c6c6",
+			SecretHash: hash2, Preview: "ghp_…(40)", Ignored: ".gitleaksignore", State: "false_positive"},
+		{Repository: "github.com/acme/api", RuleID: "retired-rule", Path: "x", Line: 1, Commit: "c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7", SecretHash: hash1, Preview: "ab…"},
+	}
+}
+
+func write(t *testing.T, format string, os []Occurrence) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	w, ok, err := New(format, &b, Tool{Name: "gitfleet", Version: "test", InformationURI: "https://example.com/gitfleet"}, rules)
+	if !ok || err != nil {
+		t.Fatalf("New(%s): %t %v", format, ok, err)
+	}
+	for _, o := range os {
+		if err := w.Write(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func sarifSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	f, err := os.Open("testdata/sarif-2.1.0-rtm.5.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc, err := jsonschema.UnmarshalJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	if err := c.AddResource("sarif.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile("sarif.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestSARIFIsValidAndOneResultPerOccurrence(t *testing.T) {
+	schema := sarifSchema(t)
+	for _, tt := range []struct {
+		name string
+		in   []Occurrence
+	}{{"every kind", occurrences()}, {"none", nil}} {
+		t.Run(tt.name, func(t *testing.T) {
+			out := write(t, "sarif", tt.in)
+			doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(out))
+			if err != nil {
+				t.Fatalf("not JSON: %v\n%s", err, out)
+			}
+			if err := schema.Validate(doc); err != nil {
+				t.Fatalf("not SARIF 2.1.0: %v\n%s", err, out)
+			}
+			// The schema does reject what is not SARIF: a result at a level
+			// SARIF has not.
+			if bad, _ := jsonschema.UnmarshalJSON(strings.NewReader(strings.Replace(string(out), `"level":"error"`, `"level":"fatal"`, 1))); len(tt.in) > 0 && schema.Validate(bad) == nil {
+				t.Fatal("the schema accepts a level SARIF has not")
+			}
+			var log struct {
+				Version string
+				Runs    []struct {
+					Tool struct {
+						Driver struct {
+							Name  string
+							Rules []struct{ ID string }
+						}
+					}
+					Results []struct {
+						RuleID              string
+						RuleIndex           *int
+						PartialFingerprints map[string]string
+						Locations           []struct {
+							PhysicalLocation struct {
+								ArtifactLocation struct{ URI string }
+								Region           *struct{ StartLine int }
+							}
+						}
+						Suppressions []struct{ Kind, Status, Justification string }
+					}
+				}
+			}
+			if err := json.Unmarshal(out, &log); err != nil {
+				t.Fatal(err)
+			}
+			if log.Version != "2.1.0" || len(log.Runs) != 1 || len(log.Runs[0].Tool.Driver.Rules) != len(rules) {
+				t.Fatalf("one run with the rules as tool.driver.rules:\n%s", out)
+			}
+			res := log.Runs[0].Results
+			if len(res) != len(tt.in) {
+				t.Fatalf("%d results for %d occurrences", len(res), len(tt.in))
+			}
+			for i, o := range tt.in {
+				r := res[i]
+				if r.RuleID != o.RuleID || r.PartialFingerprints[FingerprintKey] != o.SecretFingerprint() {
+					t.Errorf("result %d: %+v", i, r)
+				}
+				if want, ok := rulesByID(rules)[o.RuleID]; ok != (r.RuleIndex != nil) || ok && *r.RuleIndex != want {
+					t.Errorf("result %d: ruleIndex %v", i, r.RuleIndex)
+				}
+				loc := r.Locations[0].PhysicalLocation
+				if (o.Line > 0) != (loc.Region != nil) || loc.Region != nil && loc.Region.StartLine != o.Line {
+					t.Errorf("result %d: region %+v", i, loc.Region)
+				}
+				wantSup := 0
+				if o.Ignored != "" {
+					wantSup++
+				}
+				if o.Resolved() {
+					wantSup++
+				}
+				if len(r.Suppressions) != wantSup {
+					t.Errorf("result %d: suppressions %+v", i, r.Suppressions)
+				}
+			}
+			if len(tt.in) > 0 {
+				if res[0].PartialFingerprints[FingerprintKey] != res[1].PartialFingerprints[FingerprintKey] ||
+					res[0].PartialFingerprints[FingerprintKey] == res[2].PartialFingerprints[FingerprintKey] {
+					t.Error("one fingerprint per secret")
+				}
+				if u := res[3].Locations[0].PhysicalLocation.ArtifactLocation.URI; u != "keys/my%20cert:1.p12" {
+					t.Errorf("uri %q", u)
+				}
+				if u := res[2].Locations[0].PhysicalLocation.ArtifactLocation.URI; u != "dist/app.jar%21config/app.env" && u != "dist/app.jar!config/app.env" {
+					t.Errorf("uri %q", u)
+				}
+			}
+		})
+	}
+}
+
+func TestGitleaksReportDecodesWithGitleaksTypes(t *testing.T) {
+	in := occurrences()
+	out := write(t, "gitleaks", in)
+	var got []gitleaksreport.Finding
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("gitleaks cannot read it: %v\n%s", err, out)
+	}
+	if len(got) != len(in) {
+		t.Fatalf("%d findings for %d occurrences", len(got), len(in))
+	}
+	for i, f := range got {
+		o := in[i]
+		want := gitleaksreport.Finding{RuleID: o.RuleID, StartLine: o.Line, EndLine: o.Line, File: o.File(), Commit: o.Commit,
+			Link: o.Link, Secret: Redacted, Match: Redacted,
+			Fingerprint: o.Commit + ":" + o.File() + ":" + o.RuleID + ":" + itoa(o.Line)}
+		if o.SecretHash == "" {
+			want.Secret, want.Match = "", ""
+		}
+		if f.RuleID != want.RuleID || f.StartLine != want.StartLine || f.EndLine != want.EndLine || f.File != want.File ||
+			f.Commit != want.Commit || f.Link != want.Link || f.Secret != want.Secret || f.Match != want.Match || f.Fingerprint != want.Fingerprint {
+			t.Errorf("finding %d:\n got %+v\nwant %+v", i, f, want)
+		}
+	}
+	if got[0].Description != rules[0].Description || len(got[0].Tags) != 1 || got[0].Tags[0] != "github" {
+		t.Errorf("description and tags from the rule: %+v", got[0])
+	}
+	if out := write(t, "gitleaks", nil); strings.TrimSpace(string(out)) != "[]" {
+		t.Errorf("no findings: %s", out)
+	}
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
+
+func TestCSVHasAHeaderAndARowPerOccurrence(t *testing.T) {
+	in := occurrences()
+	rows, err := csv.NewReader(bytes.NewReader(write(t, "csv", in))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(in)+1 || strings.Join(rows[0], ",") != strings.Join(CSVHeader, ",") {
+		t.Fatalf("rows: %q", rows)
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	for i, o := range in {
+		r := rows[i+1]
+		if r[col["RuleID"]] != o.RuleID || r[col["SecretHash"]] != o.SecretHash || r[col["Ignored"]] != string(o.Ignored) || r[col["State"]] != o.State {
+			t.Errorf("row %d: %q", i, r)
+		}
+	}
+	if f := rows[5][col["File"]]; f != "'=cmd|' /C calc'!A0" {
+		t.Errorf("a formula-like file name is written as text: %q", f)
+	}
+}
+
+// Each writer keeps nothing per occurrence: writing 200,000 takes no more
+// memory than writing one.
+func TestWritersStream(t *testing.T) {
+	for _, format := range Formats {
+		t.Run(format, func(t *testing.T) {
+			w, _, err := New(format, io.Discard, Tool{Name: "gitfleet"}, rules)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := occurrences()[0]
+			heap := func() uint64 {
+				runtime.GC()
+				var m runtime.MemStats
+				runtime.ReadMemStats(&m)
+				return m.HeapAlloc
+			}
+			if err := w.Write(o); err != nil {
+				t.Fatal(err)
+			}
+			before := heap()
+			for range 200_000 {
+				if err := w.Write(o); err != nil {
+					t.Fatal(err)
+				}
+			}
+			after := heap()
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if after > before+1<<20 {
+				t.Errorf("heap grew from %d to %d bytes over 200,000 rows", before, after)
+			}
+		})
+	}
+}
+
+func TestNoSecretInAnyFormat(t *testing.T) {
+	// The writers are never given a secret; what they make of a preview
+	// and a hash must not look like one either (a preview stays a preview).
+	for _, format := range Formats {
+		out := string(write(t, format, occurrences()))
+		if strings.Contains(out, "ghp_0") || !strings.Contains(out, hash1) && format != "gitleaks" {
+			t.Errorf("%s: %s", format, out)
+		}
+	}
+}
