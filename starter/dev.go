@@ -4,6 +4,10 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -26,6 +30,7 @@ import (
 	"gitfleet/internal/devstack/temporalcli"
 	"gitfleet/internal/domain/repoid"
 	"gitfleet/internal/infra/config"
+	"gitfleet/internal/infra/gitcreds"
 	"gitfleet/internal/infra/secrets"
 	"gitfleet/internal/infra/vcs"
 )
@@ -181,6 +186,10 @@ func (a *app) dev(ctx context.Context, o devOptions) (err error) {
 	if err := seedDemo(fg); err != nil {
 		return fmt.Errorf("seed the demo forge: %w", err)
 	}
+	appID, appKey, err := seedDemoApp(fg, dataDir)
+	if err != nil {
+		return fmt.Errorf("the demo forge's GitHub App: %w", err)
+	}
 
 	say("Starting the OCI registry on 127.0.0.1:%d", o.regPort)
 	// The registry's disk store does not create its directory: without it
@@ -209,6 +218,10 @@ func (a *app) dev(ctx context.Context, o devOptions) (err error) {
 		// paths anywhere (production workers neither, §11).
 		config.EnvAllowedHosts: "localhost,127.0.0.1,::1",
 		config.EnvLocalRoot:    string(filepath.Separator),
+		// The demo's GitHub App, installed on acme: the workers read its
+		// private repositories with the App's installation tokens.
+		vcs.EnvAppID:      strconv.FormatInt(appID, 10),
+		vcs.EnvAppKeyFile: appKey,
 	}
 	// Users' GitHub tokens are sealed with a key kept beside the data.
 	if env[config.EnvTokenKey], err = devTokenKey(dataDir); err != nil {
@@ -283,7 +296,8 @@ func (a *app) dev(ctx context.Context, o devOptions) (err error) {
 	fmt.Fprintf(a.stdout, `
 gitfleet is running. Where to look:
   Temporal Web UI   %s/namespaces/%s/workflows
-  demo forge        %s/demo/tools (also demo/hello-world, acme/website)
+  demo forge        %s/demo/tools (also demo/hello-world, acme/website; acme/payments is private,
+                    read through the forge's GitHub App, whose key is <data-dir>/github-app.pem)
   Temporal CLI      %s%s
   logs              Temporal: %s; the worker and runners: above
   environment       source %s   # then, in another terminal:
@@ -373,8 +387,56 @@ func seedDemo(fg *forge.Forge) error {
 	return nil
 }
 
+// seedDemoApp registers the demo's GitHub App on the forge, with a key
+// made on first use in the data directory (mode 0600), installs it on the
+// organization acme, and gives acme a private repository, acme/payments,
+// that only the App's installation reads. It returns the App's id and its
+// key file.
+func seedDemoApp(fg *forge.Forge, dataDir string) (int64, string, error) {
+	path := filepath.Join(dataDir, "github-app.pem")
+	var key *rsa.PrivateKey
+	if b, err := os.ReadFile(path); err == nil {
+		if key, err = gitcreds.ParseKey(b); err != nil {
+			return 0, "", fmt.Errorf("%s: %w", path, err)
+		}
+	} else {
+		if key, err = rsa.GenerateKey(rand.Reader, 2048); err != nil {
+			return 0, "", err
+		}
+		pemBytes := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+		if err := os.WriteFile(path, pemBytes, 0o600); err != nil {
+			return 0, "", fmt.Errorf("write the App's key: %w", err)
+		}
+	}
+	app, err := fg.AddApp("gitfleet-demo", key)
+	if err != nil {
+		return 0, "", err
+	}
+	if err := fg.CreateOrg("acme"); err != nil {
+		return 0, "", err
+	}
+	if _, err := fg.CreateRepo("acme", "payments"); err != nil {
+		return 0, "", err
+	}
+	// A planted (fake) key, built from parts so this file is no finding.
+	if _, err := fg.Commit("acme", "payments", "main", map[string]string{
+		"README.md":     "# payments\n\nacme's private repository, read through the GitHub App.\n",
+		"deploy/ci.env": "AWS_ACCESS_KEY_ID=" + "AKIA" + "DEMO7QX2LMN4ZP5K" + "\n",
+	}, "Initial commit"); err != nil {
+		return 0, "", err
+	}
+	if err := fg.SetPrivate("acme", "payments", true); err != nil {
+		return 0, "", err
+	}
+	if _, err := fg.InstallApp(app.ID, "acme"); err != nil {
+		return 0, "", err
+	}
+	return app.ID, path, nil
+}
+
 // demo collects a repository, renames it on the forge, and collects it under
 // its new name: the second collection finds the same codebase (case D).
+// Then it collects acme's private repository through the GitHub App.
 func (a *app) demo(ctx context.Context, fg *forge.Forge) error {
 	c, err := a.temporal(ctx)
 	if err != nil {
@@ -393,6 +455,10 @@ func (a *app) demo(ctx context.Context, fg *forge.Forge) error {
 	}
 	fmt.Fprintln(a.stdout, "\n==> Demo: demo/hello was renamed to demo/hello-world on the forge; collecting the new name")
 	if err := a.collect(ctx, c, []repoid.ID{{Host: host, Owner: "demo", Name: "hello-world"}}, true); err != nil {
+		return err
+	}
+	fmt.Fprintln(a.stdout, "\n==> Demo: collecting acme/payments, private, through the GitHub App installed on acme")
+	if err := a.collect(ctx, c, []repoid.ID{{Host: host, Owner: "acme", Name: "payments"}}, true); err != nil {
 		return err
 	}
 	fmt.Fprintln(a.stdout, "\n==> Demo: a snapshot of demo/hello-world's collected commit, built on one runner and pulled by the others")
