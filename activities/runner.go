@@ -43,6 +43,9 @@ type Runner struct {
 	// into a scratch repository under WorkDir.
 	Hosts   vcs.Hosts
 	WorkDir string
+	// Creds read a private repository's commit for a build (gitcreds: the
+	// GitHub App's installation, a configured token); nil: anonymously.
+	Creds mirror.Credentials
 	// Registry is where builds are pushed: "host[:port]/path", the image
 	// named <Registry>/<snapshot>:<commit>. Credentials come from the
 	// keychain (docker config, environment), never from workflows.
@@ -302,7 +305,7 @@ func (r *Runner) build(ctx context.Context, in workflows.BuildInput) (res workfl
 		release()
 	}()
 	log := r.logger(ctx).With(zap.String("snapshot", in.Snapshot))
-	repo, ok, err := fetchForBuild(ctx, host.CloneURL(in.Repo.Owner, in.Repo.Name), in.Commit, filepath.Join(dir, "repo"), log)
+	repo, ok, err := fetchForBuild(ctx, host.CloneURL(in.Repo.Owner, in.Repo.Name), in.Commit, filepath.Join(dir, "repo"), r.Creds, log)
 	if err != nil {
 		return res, err
 	}
@@ -358,7 +361,7 @@ func (r *Runner) buildDir(in workflows.BuildInput) (string, func(), error) {
 
 // fetchForBuild opens the repository an earlier attempt fetched commit
 // into, or fetches it.
-func fetchForBuild(ctx context.Context, url, commit, dir string, log *zap.Logger) (*git.Repository, bool, error) {
+func fetchForBuild(ctx context.Context, url, commit, dir string, creds mirror.Credentials, log *zap.Logger) (*git.Repository, bool, error) {
 	if repo, err := git.PlainOpen(dir); err == nil {
 		if _, err := repo.CommitObject(plumbing.NewHash(commit)); err == nil {
 			log.Info("build resumes from the commit an earlier attempt fetched")
@@ -368,7 +371,7 @@ func fetchForBuild(ctx context.Context, url, commit, dir string, log *zap.Logger
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, false, err
 	}
-	return mirror.FetchSnapshot(ctx, url, commit, dir)
+	return mirror.FetchSnapshotWith(ctx, url, commit, dir, creds)
 }
 
 // buildDirs are the build directories in use in this process (the zero

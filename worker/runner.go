@@ -21,6 +21,7 @@ import (
 	"gitfleet/activities"
 	"gitfleet/internal/domain/snapshot"
 	"gitfleet/internal/infra/config"
+	"gitfleet/internal/infra/gitcreds"
 	"gitfleet/internal/infra/logging"
 	"gitfleet/internal/infra/metrics"
 	"gitfleet/internal/infra/ocistore"
@@ -131,7 +132,12 @@ func runRunner(rf runnerFlags) error {
 		WorkerStopTimeout:                  cfg.StopTimeout,
 		OnFatalError:                       onFatal,
 	})
-	activities.RegisterRunner(w, admin, &activities.Runner{ID: rf.id, Store: st, Images: images, Hosts: cfg.Hosts, WorkDir: work,
+	// Builds fetch private repositories' commits as the central workers do.
+	creds, err := gitcreds.FromHosts(cfg.Hosts, gitcreds.AppOptions{MaxConcurrent: cfg.GitHubConcurrency})
+	if err != nil {
+		return err
+	}
+	activities.RegisterRunner(w, admin, &activities.Runner{ID: rf.id, Store: st, Images: images, Hosts: cfg.Hosts, WorkDir: work, Creds: creds,
 		Registry: cfg.Registry, Insecure: cfg.InsecureRegistries, Log: log, Load: &activities.Load{}})
 	log.Info("runner starting", zap.String("taskQueue", snapshot.TaskQueue(rf.id)), zap.String("adminTaskQueue", snapshot.AdminTaskQueue(rf.id)),
 		zap.String("peerAddr", advertise), zap.Int("capacity", rf.capacity), zap.Int64("storeQuota", quota), zap.String("store", rf.store))

@@ -17,9 +17,11 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"gitfleet/internal/devstack/forge"
+	"gitfleet/internal/devstack/ociregistry"
 	"gitfleet/internal/domain/ghaccount"
 	"gitfleet/internal/domain/identity"
 	"gitfleet/internal/domain/shard"
+	"gitfleet/internal/domain/snapshot"
 	"gitfleet/workflows"
 )
 
@@ -414,4 +416,23 @@ func TestCollectOrgPrivateThroughApp(t *testing.T) {
 	}
 	err = env.Client.GetWorkflow(ctx, workflows.CollectWorkflowID(id(org, "hidden")), "").Get(ctxTimeout(t, 2*time.Minute), nil)
 	mustFailPermanent(t, err, "not granted to the GitHub App")
+}
+
+// A snapshot of a private repository's commit: the runner's build fetches
+// it through the App, as the collection did.
+func TestBuildOfAPrivateRepository(t *testing.T) {
+	reg := startRegistry(t, ociregistry.Options{})
+	builder := startRunner(t, "build-private", runnerOpts{registry: reg.Addr() + "/gitfleet"})
+	org, _ := privateOrg(t)
+	privateRepo(t, org, "vault")
+	res := mustCollect(t, id(org, "vault"), identity.CaseNew)
+	cb := codebase(t, res.CodebaseID)
+	fg.ExpireInstallationTokens() // the build renews the token too
+	name := snapName("private")
+	out, err := propagate(t, snapshot.Snapshot{Name: name, Kind: snapshot.KindRepo, Repo: cb.Repo().String(), CodebaseID: cb.ID,
+		ExternalID: cb.ExternalID, Commit: res.Commit}, fast)
+	if err != nil {
+		t.Fatalf("build of a private repository: %v", err)
+	}
+	requireReady(t, name, out.Digest, builder)
 }

@@ -67,7 +67,7 @@ func startRunner(t *testing.T, id string, o runnerOpts) *testRunner {
 	}
 	w := worker.New(env.Client, snapshot.TaskQueue(id), worker.Options{MaxConcurrentActivityExecutionSize: o.capacity, DisableWorkflowWorker: true})
 	admin := worker.New(env.Client, snapshot.AdminTaskQueue(id), worker.Options{MaxConcurrentActivityExecutionSize: 2, DisableWorkflowWorker: true})
-	runner := &activities.Runner{ID: id, Store: env.Store, Images: images, Hosts: hosts, WorkDir: t.TempDir(),
+	runner := &activities.Runner{ID: id, Store: env.Store, Images: images, Hosts: hosts, WorkDir: t.TempDir(), Creds: creds,
 		Registry: o.registry, Load: r.load, ProgressEvery: 50 * time.Millisecond}
 	activities.RegisterRunner(w, admin, runner)
 	if o.beforeList != nil {
