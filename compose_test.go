@@ -34,6 +34,7 @@ var composeSecrets = map[string]string{
 	"GITFLEET_RUNNER_DB_PASSWORD": "gitfleet-runner-db-sentinel",
 	"GITFLEET_TOKEN_KEY":          secrets.NewKey(),
 	"GITFLEET_FINDING_KEY":        "finding-key-sentinel-0123456789",
+	"GITFLEET_PEER_TOKEN":         "peer-token-sentinel-0123456789",
 }
 
 // gitfleetServices run gitfleet's binaries and read its configuration.
@@ -48,7 +49,13 @@ var unsetOnPurpose = map[string]map[string]string{
 	"GITFLEET_TOKEN_KEY":   {"*": "a secret: GITFLEET_TOKEN_KEY_FILE names its file"},
 	"GITFLEET_FINDING_KEY": {"*": "a secret: GITFLEET_FINDING_KEY_FILE names its file"},
 	"GITHUB_TOKEN":         {"*": "a secret: GITHUB_TOKEN_FILE names its file"},
-	"DATABASE_URL_FILE":    {"*": "the URL names no secret: DATABASE_PASSWORD_FILE gives the role's password"},
+	"GITFLEET_PEER_TOKEN":  {"*": "a secret: GITFLEET_PEER_TOKEN_FILE names its file"},
+	"GITFLEET_PEER_TOKEN_FILE": {
+		"worker":           "only runners serve and pull from peers",
+		"starter":          "only runners serve and pull from peers",
+		"gitfleet-migrate": "only runners serve and pull from peers",
+	},
+	"DATABASE_URL_FILE": {"*": "the URL names no secret: DATABASE_PASSWORD_FILE gives the role's password"},
 	"GITFLEET_TOKEN_KEY_FILE": {
 		"runner":           "runners seal and open no users' tokens",
 		"gitfleet-migrate": "migrations need no key",
@@ -539,7 +546,7 @@ func TestComposeLeastPrivilege(t *testing.T) {
 		"gitfleet-grants":  {"gitfleet_db_password"},
 		"worker":           {"github_token", "gitfleet_finding_key", "gitfleet_token_key", "gitfleet_worker_db_password"},
 		"starter":          {"gitfleet_finding_key", "gitfleet_token_key", "gitfleet_worker_db_password"},
-		"runner":           {"gitfleet_runner_db_password"},
+		"runner":           {"gitfleet_peer_token", "gitfleet_runner_db_password"},
 	} {
 		slices.Sort(want)
 		if got := secretsFor(p.Services[name]); !slices.Equal(got, want) {

@@ -52,7 +52,16 @@ type Runner struct {
 	Registry string
 	// Insecure are registry hosts spoken to over plain HTTP.
 	Insecure []string
-	Log      *zap.Logger
+	// Sources are the registries pulls and base images may come from
+	// (architecture §11): the runner pulls with its own credentials, so a
+	// snapshot's requester must not name any registry. The zero value
+	// allows none.
+	Sources snapshot.Sources
+	// PeerToken is presented to peers, whose ports require it
+	// (ocistore.PeerAccess); it comes from the runner's own environment,
+	// never from a workflow.
+	PeerToken ocistore.Token
+	Log       *zap.Logger
 	// ProgressEvery is how often a pull writes its progress to its row
 	// (default 500ms).
 	ProgressEvery time.Duration
@@ -117,6 +126,10 @@ func (r *Runner) PullSnapshot(ctx context.Context, in workflows.PullInput) (work
 	if err != nil {
 		return workflows.PullResult{}, AppError(errclass.Permanentf(errclass.ReasonInvalidInput, "image reference %q: %v", in.Ref, err))
 	}
+	if err := r.allowed("image", ref); err != nil {
+		log.Warn("pull refused", zap.Error(err))
+		return workflows.PullResult{}, AppError(err)
+	}
 	var earlier ocistore.Progress
 	if activity.HasHeartbeatDetails(ctx) {
 		_ = activity.GetHeartbeatDetails(ctx, &earlier) // unreadable details: try every peer
@@ -124,7 +137,7 @@ func (r *Runner) PullSnapshot(ctx context.Context, in workflows.PullInput) (work
 	var sources []ocistore.Source
 	for _, p := range in.Peers {
 		if src := snapshot.PeerSource(p.RunnerID); !slices.Contains(earlier.Skipped, src) {
-			sources = append(sources, ocistore.Source{Name: src, Registry: p.Addr, Insecure: true, Anonymous: true})
+			sources = append(sources, ocistore.Source{Name: src, Registry: p.Addr, Insecure: true, Anonymous: true, Token: r.PeerToken})
 		}
 	}
 	sources = append(sources, ocistore.Source{Name: snapshot.Registry, Registry: ref.Context().RegistryStr(),
@@ -291,6 +304,17 @@ func (r *Runner) build(ctx context.Context, in workflows.BuildInput) (res workfl
 	if len(in.Commit) < 12 {
 		return res, errclass.Permanentf(errclass.ReasonInvalidInput, "%q is not a commit id", in.Commit)
 	}
+	if in.BaseImage != "" {
+		// Before anything is fetched: the runner's credentials go to allowed
+		// registries only.
+		ref, err := name.ParseReference(in.BaseImage, r.nameOptions(in.BaseImage)...)
+		if err != nil {
+			return res, errclass.Permanentf(errclass.ReasonInvalidInput, "base image reference %q: %v", in.BaseImage, err)
+		}
+		if err := r.allowed("base image", ref); err != nil {
+			return res, err
+		}
+	}
 	dir, release, err := r.buildDir(in)
 	if err != nil {
 		return res, err
@@ -419,6 +443,19 @@ func TidyWorkDir(dir string, keep time.Duration) error {
 		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// ReasonSourceNotAllowed is the reason of a pull or build refused for its
+// registry (Sources).
+const ReasonSourceNotAllowed = "source not allowed"
+
+// allowed refuses, Permanent, a reference outside the runner's Sources:
+// before any request, so that the runner's credentials go nowhere else.
+func (r *Runner) allowed(what string, ref name.Reference) error {
+	if err := r.Sources.Check(what, ref.Context().RegistryStr(), ref.Context().RepositoryStr()); err != nil {
+		return errclass.Permanentf(ReasonSourceNotAllowed, "runner %s: %v", r.ID, err)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package activities_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -15,11 +16,15 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"gitfleet/activities"
 	"gitfleet/internal/devstack/ociregistry"
 	"gitfleet/internal/domain/snapshot"
+	"gitfleet/internal/infra/errclass"
 	"gitfleet/internal/infra/ocistore"
 	"gitfleet/workflows"
 )
@@ -72,8 +77,12 @@ func newPullFixture(t *testing.T, o ociregistry.Options, size int64) *pullFixtur
 		_, _ = env.Store.Pool().Exec(ctx, `DELETE FROM runners WHERE id = $1`, id)
 		_, _ = env.Store.Pool().Exec(ctx, `DELETE FROM snapshots WHERE name = $1`, name)
 	})
+	sources, err := snapshot.ParseSources(reg.Addr()+"/gitfleet", "")
+	if err != nil {
+		t.Fatal(err)
+	}
 	return &pullFixture{
-		runner: &activities.Runner{ID: id, Store: env.Store, Images: images, ProgressEvery: 10 * time.Millisecond},
+		runner: &activities.Runner{ID: id, Store: env.Store, Images: images, ProgressEvery: 10 * time.Millisecond, Sources: sources},
 		reg:    reg, snap: name, ref: reg.Ref("snap/pull", digest), digest: digest,
 	}
 }
@@ -241,6 +250,92 @@ func TestRunnerLivenessUsesTheDatabasesClock(t *testing.T) {
 			}
 			if got := slices.Contains(ids, id); got != tc.offline {
 				t.Errorf("marked offline = %v, want %v (%v)", got, tc.offline, ids)
+			}
+		})
+	}
+}
+
+// A runner pulls only from its sources (GITFLEET_REGISTRY and
+// GITFLEET_SNAPSHOT_SOURCES): a snapshot naming another registry is
+// refused, Permanent, before the runner sends it anything — its
+// credentials included. Before, any registry a requester named was asked.
+func TestPullSnapshotRefusesARegistryNotAllowed(t *testing.T) {
+	f := newPullFixture(t, ociregistry.Options{}, 16<<10)
+	var err error
+	if f.runner.Sources, err = snapshot.ParseSources("registry.example:5000/gitfleet", "ghcr.io/acme"); err != nil {
+		t.Fatal(err)
+	}
+	var s testsuite.WorkflowTestSuite
+	ae := s.NewTestActivityEnvironment()
+	ae.RegisterActivity(f.runner)
+	_, err = pullWithin(t, ae, f.runner, workflows.PullInput{Snapshot: f.snap, Ref: f.ref})
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != string(errclass.Permanent) || !strings.Contains(err.Error(), "not an allowed snapshot source") ||
+		!strings.Contains(err.Error(), "registry.example:5000, ghcr.io/acme") {
+		t.Fatalf("pull from a registry not allowed: %v, want Permanent naming the sources", err)
+	}
+	if n := f.reg.ManifestGets() + f.reg.BlobGets(); n != 0 {
+		t.Errorf("the registry got %d requests", n)
+	}
+}
+
+// Peers whose ports require the token get it from the runner's own
+// setting: the pull comes from the peer; the token shows in no log line,
+// heartbeat or result. A runner without it gets the image from the
+// registry instead.
+func TestPullSnapshotPresentsThePeerToken(t *testing.T) {
+	const token = "peer-token-sentinel-7e0b2c"
+	for _, tc := range []struct {
+		name     string
+		token    ocistore.Token
+		fromPeer bool
+	}{
+		{"with the token", token, true},
+		{"without it", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newPullFixture(t, ociregistry.Options{}, 32<<10)
+			holder, err := ocistore.Open(filepath.Join(t.TempDir(), "oci"), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := holder.Pull(context.Background(), f.snap, f.ref, []ocistore.Source{{Name: "registry", Registry: f.reg.Addr(), Insecure: true, Anonymous: true}}, ocistore.PullOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			peer := httptest.NewServer(holder.PeerServer(ocistore.PeerAccess{Token: token}))
+			t.Cleanup(peer.Close)
+			core, logs := observer.New(zap.DebugLevel)
+			f.runner.Log, f.runner.PeerToken = zap.New(core), tc.token
+			var s testsuite.WorkflowTestSuite
+			ae := s.NewTestActivityEnvironment()
+			ae.RegisterActivity(f.runner)
+			var mu sync.Mutex
+			var beats []string
+			ae.SetOnActivityHeartbeatListener(func(_ *activity.Info, details converter.EncodedValues) {
+				var p ocistore.Progress
+				if details.Get(&p) == nil {
+					mu.Lock()
+					beats = append(beats, fmt.Sprintf("%+v", p))
+					mu.Unlock()
+				}
+			})
+			res, err := pullWithin(t, ae, f.runner, workflows.PullInput{Snapshot: f.snap, Ref: f.ref,
+				Peers: []workflows.Peer{{RunnerID: "holder", Addr: strings.TrimPrefix(peer.URL, "http://")}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := res.BySource[snapshot.PeerSource("holder")] == res.Size; got != tc.fromPeer {
+				t.Fatalf("all from the peer: %v (%+v), want %v", got, res.BySource, tc.fromPeer)
+			}
+			var seen strings.Builder
+			for _, e := range logs.All() {
+				fmt.Fprintf(&seen, "%s %v\n", e.Message, e.ContextMap())
+			}
+			mu.Lock()
+			fmt.Fprintf(&seen, "%v %+v", beats, res)
+			mu.Unlock()
+			if strings.Contains(seen.String(), token) {
+				t.Fatalf("the token shows in the logs, heartbeats or result:\n%s", seen.String())
 			}
 		})
 	}

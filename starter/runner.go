@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"gitfleet/internal/domain/snapshot"
+	"gitfleet/internal/domain/textsafe"
 	"gitfleet/internal/infra/store"
 )
 
@@ -79,8 +80,11 @@ func (a *app) runnerListCmd() *cobra.Command {
 				if it.QuotaBytes > 0 {
 					quota = bytesHuman(it.QuotaBytes)
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\t%d ready, %d pulling, %d error\n", it.ID, it.State, ago(it.LastHeartbeat),
-					it.PeerAddr, it.Capacity, quota, it.Ready, it.Pulling, it.Errors)
+				// A runner registers its own address: escaped, as anything
+				// a process other than the starter wrote.
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\t%d ready, %d pulling, %d error\n", textsafe.Printable(it.ID),
+					textsafe.Printable(string(it.State)), ago(it.LastHeartbeat), textsafe.Printable(it.PeerAddr), it.Capacity, quota,
+					it.Ready, it.Pulling, it.Errors)
 			}
 			return w.Flush()
 		},

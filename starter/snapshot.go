@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"gitfleet/internal/domain/snapshot"
+	"gitfleet/internal/domain/textsafe"
 	"gitfleet/internal/infra/store"
 	"gitfleet/workflows"
 )
@@ -70,12 +71,19 @@ func (a *app) snapshotRequest(ctx context.Context, snapName, image, fromRepo, ba
 	if base != "" && fromRepo == "" {
 		return snapshot.Snapshot{}, usageError{errors.New("--base goes with --from-repo")}
 	}
-	for _, ref := range []string{image, base} {
-		if ref == "" {
+	for _, r := range []struct{ what, ref string }{{"image", image}, {"base image", base}} {
+		if r.ref == "" {
 			continue
 		}
-		if _, err := name.ParseReference(ref, name.StrictValidation); err != nil {
-			return snapshot.Snapshot{}, usageError{fmt.Errorf("image reference %q: %v (want host/repository:tag or host/repository@sha256:…)", ref, err)}
+		parsed, err := name.ParseReference(r.ref, name.StrictValidation)
+		if err != nil {
+			return snapshot.Snapshot{}, usageError{fmt.Errorf("image reference %q: %v (want host/repository:tag or host/repository@sha256:…)", r.ref, err)}
+		}
+		// Runners pull with their own credentials and serve what they
+		// pulled: only from the registries the operator allows (they check
+		// again, with their own setting).
+		if err := a.cfg.SnapshotSources.Check(r.what, parsed.Context().RegistryStr(), parsed.Context().RepositoryStr()); err != nil {
+			return snapshot.Snapshot{}, usageError{err}
 		}
 	}
 	if image != "" {
@@ -180,7 +188,7 @@ func (a *app) createSnapshot(ctx context.Context, snap snapshot.Snapshot, wait b
 	close(done)
 	if err != nil {
 		msg, _ := failure(err)
-		return errors.New(msg)
+		return errors.New(textsafe.Printable(msg))
 	}
 	final, err := st.Snapshot(ctx, snap.Name)
 	if err != nil {
@@ -201,14 +209,14 @@ func (a *app) createSnapshot(ctx context.Context, snap snapshot.Snapshot, wait b
 	}
 	fmt.Fprintf(a.stdout, "Snapshot %s is %s on %d of %s\n", snap.Name, final.State, ready, plural(len(rows), "runner", "runners"))
 	if final.Digest != "" {
-		fmt.Fprintf(a.stdout, "  image     %s\n", final.PullRef())
+		fmt.Fprintf(a.stdout, "  image     %s\n", textsafe.Printable(final.PullRef()))
 	}
 	fmt.Fprintf(a.stdout, "  fetched   %s from the registry, %s from peers\n", bytesHuman(res.FromRegistry), bytesHuman(res.FromPeers))
 	if res.Failed > 0 || final.State != snapshot.Active {
 		fmt.Fprintf(a.stdout, "  see       starter snapshot show %s\n", snap.Name)
 	}
 	if final.State != snapshot.Active {
-		return fmt.Errorf("snapshot %s is on no runner: %s", snap.Name, res.Reason)
+		return fmt.Errorf("snapshot %s is on no runner: %s", snap.Name, textsafe.Printable(res.Reason))
 	}
 	return nil
 }
@@ -245,15 +253,16 @@ func (a *app) followProgress(ctx context.Context, st *store.Store, snapName stri
 	}
 }
 
+// source says where a snapshot comes from, escaped for a terminal.
 func source(s snapshot.Snapshot) string {
 	if s.Kind == snapshot.KindRepo {
 		src := "built from " + s.Repo + "@" + short(s.Commit)
 		if s.BaseImage != "" {
 			src += " on " + s.BaseImage
 		}
-		return src
+		return textsafe.Printable(src)
 	}
-	return "image " + s.ImageRef
+	return textsafe.Printable("image " + s.ImageRef)
 }
 
 func (a *app) snapshotListCmd() *cobra.Command {
@@ -380,10 +389,11 @@ func (a *app) printSnapshot(s snapshot.Snapshot, rows []snapshot.Row) error {
 	fmt.Fprintf(a.stdout, "Snapshot %s: %s\n", s.Name, s.State)
 	fmt.Fprintf(a.stdout, "  source    %s\n", source(s))
 	if s.Digest != "" {
-		fmt.Fprintf(a.stdout, "  image     %s\n", s.PullRef())
+		fmt.Fprintf(a.stdout, "  image     %s\n", textsafe.Printable(s.PullRef()))
 	}
 	if s.ErrorReason != "" {
-		fmt.Fprintf(a.stdout, "  reason    %s\n", s.ErrorReason)
+		// Reasons carry what registries and peers answered.
+		fmt.Fprintf(a.stdout, "  reason    %s\n", textsafe.Printable(s.ErrorReason))
 	}
 	fmt.Fprintf(a.stdout, "  created   %s\n", when(s.CreatedAt))
 	if len(rows) == 0 {
@@ -397,7 +407,8 @@ func (a *app) printSnapshot(s snapshot.Snapshot, rows []snapshot.Row) error {
 		if r.BytesTotal > 0 {
 			progress = fmt.Sprintf("%s / %s (%d%%)", bytesHuman(r.BytesDone), bytesHuman(r.BytesTotal), r.BytesDone*100/r.BytesTotal)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.RunnerID, r.State, progress, dash(r.Source), ago(r.UpdatedAt), dash(r.ErrorReason))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", textsafe.Printable(r.RunnerID), textsafe.Printable(string(r.State)), progress,
+			dash(textsafe.Printable(r.Source)), ago(r.UpdatedAt), dash(textsafe.Printable(r.ErrorReason)))
 	}
 	return w.Flush()
 }
@@ -431,7 +442,7 @@ func (a *app) snapshotWhereCmd() *cobra.Command {
 				return a.printJSON(runners)
 			}
 			for _, r := range runners {
-				fmt.Fprintf(a.stdout, "%s\t%s\n", r.ID, r.PeerAddr)
+				fmt.Fprintf(a.stdout, "%s\t%s\n", textsafe.Printable(r.ID), textsafe.Printable(r.PeerAddr))
 			}
 			if len(runners) == 0 {
 				fmt.Fprintf(a.stderr, "No runner holds %s ready.\n", in[0])

@@ -6,16 +6,19 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.temporal.io/sdk/worker"
 
 	"gitfleet/activities"
 	"gitfleet/internal/devstack/ociregistry"
 	"gitfleet/internal/domain/snapshot"
+	"gitfleet/internal/infra/config"
 	"gitfleet/internal/infra/ocistore"
 )
 
 func TestSnapshotAndRunnerCommandsRefuseBadInput(t *testing.T) {
+	withVar(t, config.EnvSnapshotSources, "registry.example")
 	o, _ := newRepo(t) // on the forge, never collected
 	for _, tc := range []struct {
 		args []string
@@ -27,6 +30,13 @@ func TestSnapshotAndRunnerCommandsRefuseBadInput(t *testing.T) {
 		{[]string{"snapshot", "create", "ok", "--image", "a", "--from-repo", "b/c/d"}, "exactly one of --image"},
 		{[]string{"snapshot", "create", "ok", "--image", "127.0.0.1:5000/A B:!!"}, "image reference"},
 		{[]string{"snapshot", "create", "ok", "--image", "x:5000/a:1", "--base", "y/b:1"}, "--base goes with --from-repo"},
+		// Only the build registry and GITFLEET_SNAPSHOT_SOURCES (here:
+		// registry.example) are sources: runners pull with their own
+		// credentials.
+		{[]string{"snapshot", "create", "ok", "--image", "evil.example/a/b:1"}, "image evil.example/a/b: not an allowed snapshot source: runners pull only from registry.example"},
+		{[]string{"snapshot", "create", "ok", "--image", "docker.io/library/b:1"}, "image index.docker.io/library/b: not an allowed snapshot source"},
+		{[]string{"snapshot", "create", "ok", "--from-repo", fg.Host() + "/" + o + "/app", "--base", "evil.example:5000/b:1"},
+			"base image evil.example:5000/b: not an allowed snapshot source"},
 		{[]string{"snapshot", "create", "ok", "--from-repo", fg.Host() + "/" + o + "/app"}, "has not been collected"},
 		{[]string{"snapshot", "create", "ok", "--from-repo", fg.Host() + "/" + o + "/app@abc123"}, "not a commit id"},
 		{[]string{"snapshot", "create", "ok", "--from-repo", "not a repo"}, "invalid"},
@@ -70,7 +80,8 @@ func TestSnapshotLifecycleThroughTheCommandLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	const runnerID = "cli-runner"
-	startTestRunner(t, runnerID)
+	withVar(t, config.EnvSnapshotSources, reg.Addr())
+	startTestRunner(t, runnerID, reg.Addr())
 
 	out, errOut, code := starter(t, "snapshot", "create", "cli-base", "--image", ref)
 	if code != 0 || !strings.Contains(out, "Snapshot cli-base is active on 1 of 1 runner\n") || !strings.Contains(out, digest) {
@@ -108,10 +119,28 @@ func TestSnapshotLifecycleThroughTheCommandLine(t *testing.T) {
 	}
 }
 
+// withVar sets a variable of the starter's environment for the test.
+func withVar(t *testing.T, k, v string) {
+	old, had := vars[k]
+	vars[k] = v
+	t.Cleanup(func() {
+		if had {
+			vars[k] = old
+		} else {
+			delete(vars, k)
+		}
+	})
+}
+
 // startTestRunner runs a runner in this process: a store, a peer server,
-// a worker on its task queue and its row in the runners table.
-func startTestRunner(t *testing.T, id string) {
+// a worker on its task queue and its row in the runners table; it pulls
+// from the sources listed.
+func startTestRunner(t *testing.T, id string, sources string) {
 	t.Helper()
+	allowed, err := snapshot.ParseSources("", sources)
+	if err != nil {
+		t.Fatal(err)
+	}
 	images, err := ocistore.Open(filepath.Join(t.TempDir(), "oci"), 0)
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +151,7 @@ func startTestRunner(t *testing.T, id string) {
 	}
 	w := worker.New(env.Client, snapshot.TaskQueue(id), worker.Options{DisableWorkflowWorker: true})
 	admin := worker.New(env.Client, snapshot.AdminTaskQueue(id), worker.Options{DisableWorkflowWorker: true})
-	activities.RegisterRunner(w, admin, &activities.Runner{ID: id, Store: env.Store, Images: images, WorkDir: t.TempDir()})
+	activities.RegisterRunner(w, admin, &activities.Runner{ID: id, Store: env.Store, Images: images, WorkDir: t.TempDir(), Sources: allowed})
 	for _, w := range []worker.Worker{w, admin} {
 		if err := w.Start(); err != nil {
 			t.Fatal(err)
@@ -134,4 +163,46 @@ func startTestRunner(t *testing.T, id string) {
 		peer.Close()
 		_, _ = env.Store.Pool().Exec(context.Background(), `DELETE FROM runners WHERE id = $1`, id)
 	})
+}
+
+// What registries, peers and runners wrote is printed escaped: a reason
+// holding terminal escape sequences (clear the screen, set the window
+// title, a C1 control) shows as \x1b… text in 'snapshot show' and 'runner
+// list', never as the bytes. Before, they reached the terminal raw.
+func TestSnapshotShowAndRunnerListEscapeTerminalBytes(t *testing.T) {
+	ctx := context.Background()
+	const id, name = "cli-escapes", "cli-escapes"
+	hostile := "pull failed: \x1b[2J\x1b]0;owned\x07\u009b31m gone"
+	if err := env.Store.RegisterRunner(ctx, snapshot.Runner{ID: id, PeerAddr: "127.0.0.1:1\x1b[8m", Capacity: 1}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = env.Store.Pool().Exec(ctx, `DELETE FROM runners WHERE id = $1`, id) })
+	if _, _, err := env.Store.CreateSnapshot(ctx, snapshot.Snapshot{Name: name, Kind: snapshot.KindImage, ImageRef: "127.0.0.1:1/a/b:1"}, time.Now().UTC()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Store.DeleteSnapshot(ctx, name) })
+	if _, _, err := env.Store.InsertSnapshotRunner(ctx, id, name, snapshot.RowPulling, time.Now().UTC()); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Store.SetSnapshotState(ctx, name, snapshot.Error, hostile, time.Now().UTC()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Store.Pool().Exec(ctx, `UPDATE snapshot_runners SET state = 'error', error_reason = $3, source = $4
+		WHERE runner_id = $1 AND snapshot_ref = $2`, id, name, hostile, "peer:\x1b[1A"); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"snapshot", "show", name}, {"runner", "list"}, {"snapshot", "list"}} {
+		out, errOut, code := starter(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d\n%s", args, code, errOut)
+		}
+		if i := strings.IndexFunc(out, func(r rune) bool { return r == 0x1b || r == 0x07 || r == 0x9b }); i >= 0 {
+			t.Errorf("%v prints a control character raw: %q", args, out)
+		}
+		want := map[string]string{"snapshot show": `pull failed: \x1b[2J\x1b]0;owned\x07\u009b31m gone`,
+			"runner list": `127.0.0.1:1\x1b[8m`, "snapshot list": name}[args[0]+" "+args[1]]
+		if !strings.Contains(out, want) {
+			t.Errorf("%v: want %q in\n%s", args, want, out)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -16,7 +17,6 @@ import (
 
 	"go.temporal.io/sdk/worker"
 	"go.uber.org/zap"
-	"golang.org/x/time/rate"
 
 	"gitfleet/activities"
 	"gitfleet/internal/domain/snapshot"
@@ -31,6 +31,20 @@ import (
 type runnerFlags struct {
 	id, store, peerAddr, advertise, quota, peerRate string
 	capacity                                        int
+}
+
+// runnerLimits are the runner's bounds on what others may make it do
+// (architecture §11), flags of their own beside main's.
+var runnerLimits struct {
+	maxImage, peerClientRate string
+	peerClientRequests       int
+}
+
+func init() {
+	flag.StringVar(&runnerLimits.maxImage, "max-image-size", "", "runner mode: the largest image a pull may declare, e.g. 200GiB (default: 1TiB)")
+	flag.IntVar(&runnerLimits.peerClientRequests, "peer-client-requests", 8,
+		"runner mode: requests one client address may have in flight on the peer port (0: unbounded); one more gets 429")
+	flag.StringVar(&runnerLimits.peerClientRate, "peer-client-rate", "", "runner mode: most bytes per second served to one client address, e.g. 50MB (default: unbounded)")
 }
 
 // runRunner runs the worker as a runner (architecture §7): registered in the
@@ -54,6 +68,17 @@ func runRunner(rf runnerFlags) error {
 	if err != nil {
 		return fmt.Errorf("--peer-rate: %w", err)
 	}
+	maxImage, err := parseBytes(runnerLimits.maxImage)
+	if err != nil {
+		return fmt.Errorf("--max-image-size: %w", err)
+	}
+	clientRate, err := parseBytes(runnerLimits.peerClientRate)
+	if err != nil {
+		return fmt.Errorf("--peer-client-rate: %w", err)
+	}
+	if runnerLimits.peerClientRequests < 0 {
+		return fmt.Errorf("--peer-client-requests %d: want 0 (unbounded) or more", runnerLimits.peerClientRequests)
+	}
 	cfg, err := loadConfig()
 	if err != nil {
 		return err
@@ -69,7 +94,7 @@ func runRunner(rf runnerFlags) error {
 	ctx, onFatal := stopOnFatal(ctx, log)
 	defer stop()
 
-	images, err := ocistore.Open(filepath.Join(rf.store, "oci"), quota)
+	images, err := ocistore.OpenWith(filepath.Join(rf.store, "oci"), ocistore.Options{Quota: quota, MaxImageBytes: maxImage})
 	if err != nil {
 		return err
 	}
@@ -103,7 +128,16 @@ func runRunner(rf runnerFlags) error {
 	if err != nil {
 		return fmt.Errorf("--peer-addr: %w", err)
 	}
-	peer := &http.Server{Handler: throttle(images.PeerHandler(), peerRate), ReadHeaderTimeout: 10 * time.Second}
+	// What a runner holds, it pulled with its registry credentials: a port
+	// other hosts reach serves only the fleet's runners (§11). Plain is
+	// for loopback, as `starter dev` binds it.
+	if cfg.PeerToken == "" && !isLoopback(ln.Addr()) {
+		_ = ln.Close()
+		return fmt.Errorf("--peer-addr %s is reachable from other hosts: set %s (or %s), the same on every runner, so that only runners read it",
+			rf.peerAddr, config.EnvPeerToken, config.FileVar(config.EnvPeerToken))
+	}
+	peer := &http.Server{Handler: images.PeerServer(ocistore.PeerAccess{Token: ocistore.Token(cfg.PeerToken),
+		ClientRequests: runnerLimits.peerClientRequests, ClientRate: clientRate, Rate: peerRate}), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = peer.Serve(ln) }()
 	defer peer.Close()
 	advertise := rf.advertise
@@ -138,9 +172,11 @@ func runRunner(rf runnerFlags) error {
 		return err
 	}
 	activities.RegisterRunner(w, admin, &activities.Runner{ID: rf.id, Store: st, Images: images, Hosts: cfg.Hosts, WorkDir: work, Creds: creds,
-		Registry: cfg.Registry, Insecure: cfg.InsecureRegistries, Log: log, Load: &activities.Load{}})
+		Registry: cfg.Registry, Insecure: cfg.InsecureRegistries, Sources: cfg.SnapshotSources, PeerToken: ocistore.Token(cfg.PeerToken),
+		Log: log, Load: &activities.Load{}})
 	log.Info("runner starting", zap.String("taskQueue", snapshot.TaskQueue(rf.id)), zap.String("adminTaskQueue", snapshot.AdminTaskQueue(rf.id)),
-		zap.String("peerAddr", advertise), zap.Int("capacity", rf.capacity), zap.Int64("storeQuota", quota), zap.String("store", rf.store))
+		zap.String("peerAddr", advertise), zap.Bool("peerToken", cfg.PeerToken != ""), zap.Stringer("snapshotSources", cfg.SnapshotSources),
+		zap.Int("capacity", rf.capacity), zap.Int64("storeQuota", quota), zap.String("store", rf.store))
 	if err := admin.Start(); err != nil {
 		return err
 	}
@@ -176,41 +212,11 @@ func heartbeat(ctx context.Context, st *store.Store, self snapshot.Runner, every
 	}
 }
 
-// throttle bounds the bytes per second a handler sends (0: unbounded), so
-// serving peers does not starve the runner's own work.
-func throttle(h http.Handler, bytesPerSecond int64) http.Handler {
-	if bytesPerSecond <= 0 {
-		return h
-	}
-	burst := int(min(bytesPerSecond, 1<<20))
-	lim := rate.NewLimiter(rate.Limit(bytesPerSecond), burst)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(&throttledWriter{ResponseWriter: w, lim: lim, ctx: r.Context(), burst: burst}, r)
-	})
-}
-
-type throttledWriter struct {
-	http.ResponseWriter
-	lim   *rate.Limiter
-	ctx   context.Context
-	burst int
-}
-
-func (w *throttledWriter) Write(p []byte) (int, error) {
-	n := 0
-	for len(p) > 0 {
-		chunk := p[:min(len(p), w.burst)]
-		if err := w.lim.WaitN(w.ctx, len(chunk)); err != nil {
-			return n, err
-		}
-		m, err := w.ResponseWriter.Write(chunk)
-		n += m
-		if err != nil {
-			return n, err
-		}
-		p = p[len(chunk):]
-	}
-	return n, nil
+// isLoopback reports whether a listener's address is reachable from this
+// host only.
+func isLoopback(a net.Addr) bool {
+	t, ok := a.(*net.TCPAddr)
+	return ok && t.IP.IsLoopback()
 }
 
 // parseBytes reads "", "1048576", "100MB", "1.5GiB" (decimal and binary

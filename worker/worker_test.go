@@ -79,7 +79,13 @@ type proc struct {
 
 func startWorker(t *testing.T, extraEnv ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(workerBin)
+	return startWorkerWith(t, nil, extraEnv...)
+}
+
+// startWorkerWith is startWorker with command-line arguments.
+func startWorkerWith(t *testing.T, args []string, extraEnv ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(workerBin, args...)
 	cmd.Env = append(baseEnv(t, env.DatabaseURL), extraEnv...)
 	r, w := io.Pipe()
 	cmd.Stdout, cmd.Stderr = w, w

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -67,8 +69,13 @@ func startRunner(t *testing.T, id string, o runnerOpts) *testRunner {
 	}
 	w := worker.New(env.Client, snapshot.TaskQueue(id), worker.Options{MaxConcurrentActivityExecutionSize: o.capacity, DisableWorkflowWorker: true})
 	admin := worker.New(env.Client, snapshot.AdminTaskQueue(id), worker.Options{MaxConcurrentActivityExecutionSize: 2, DisableWorkflowWorker: true})
+	// The tests' registries listen on loopback, each on a port of its own.
+	sources, err := snapshot.ParseSources(o.registry, "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
 	runner := &activities.Runner{ID: id, Store: env.Store, Images: images, Hosts: hosts, WorkDir: t.TempDir(), Creds: creds,
-		Registry: o.registry, Load: r.load, ProgressEvery: 50 * time.Millisecond}
+		Registry: o.registry, Sources: sources, Load: r.load, ProgressEvery: 50 * time.Millisecond}
 	activities.RegisterRunner(w, admin, runner)
 	if o.beforeList != nil {
 		admin.RegisterActivityWithOptions(func(ctx context.Context, in workflows.PageInput) ([]snapshot.Held, error) {
@@ -505,6 +512,12 @@ func TestBadImagesLeaveNothingBehind(t *testing.T) {
 	}{
 		{"missing", reg.Ref("snap/none", "v1"), "not found"},
 		{"quota", bigRef, "quota"},
+		// Runners pull only from their sources (here 127.0.0.1), before
+		// any request.
+		{"not-allowed", "localhost:1/snap/none:v1", "not an allowed snapshot source"},
+		// Three layers of 2^62 bytes: refused on the manifest, before any
+		// quota arithmetic.
+		{"overflow", hostileManifest(t, reg, "snap/hostile", 1<<62, 1<<62, 1<<62), "the largest image this runner takes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			name := snapName(tc.name)
@@ -584,4 +597,33 @@ func TestReconcileWakesARowLeftWaiting(t *testing.T) {
 	}
 	waitPropagation(t, name)
 	requireReady(t, name, digest, r)
+}
+
+// hostileManifest stores a manifest whose layers declare the given sizes,
+// whatever the small blobs behind them hold, and returns its reference.
+func hostileManifest(t *testing.T, reg *ociregistry.Registry, repo string, sizes ...int64) string {
+	t.Helper()
+	cfg := []byte(`{"architecture":"amd64","os":"linux"}`)
+	cd, err := reg.PushBlob(repo, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := v1.Manifest{SchemaVersion: 2, MediaType: types.OCIManifestSchema1,
+		Config: v1.Descriptor{MediaType: types.OCIConfigJSON, Size: int64(len(cfg)), Digest: v1.Hash{Algorithm: "sha256", Hex: cd[len("sha256:"):]}}}
+	for i, size := range sizes {
+		d, err := reg.PushBlob(repo, fmt.Appendf(nil, "layer %d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Layers = append(m.Layers, v1.Descriptor{MediaType: types.OCIUncompressedLayer, Size: size, Digest: v1.Hash{Algorithm: "sha256", Hex: d[len("sha256:"):]}})
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := reg.Ref(repo, "v1")
+	if _, err := reg.PushRaw(ref, raw); err != nil {
+		t.Fatal(err)
+	}
+	return ref
 }

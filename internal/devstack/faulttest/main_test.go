@@ -106,6 +106,9 @@ func launchRunner(t testing.TB, id, dir string, args ...string) *workerProc {
 	w := launchProc(t, nextName("runner-"+id+"-"), argv, []string{
 		config.EnvRunnerHeartbeat + "=1s",
 		config.EnvLogLevel + "=info",
+		// The tests' registries listen on loopback, each on a port of its
+		// own.
+		config.EnvSnapshotSources + "=127.0.0.1",
 	})
 	t.Cleanup(func() { w.forget(t, id) })
 	return w

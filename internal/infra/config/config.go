@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/contrib/envconfig"
 
 	"gitfleet/internal/domain/decay"
+	"gitfleet/internal/domain/snapshot"
 	"gitfleet/internal/infra/gitread"
 	"gitfleet/internal/infra/reach"
 	"gitfleet/internal/infra/secrets"
@@ -175,6 +176,13 @@ type Config struct {
 	PullAttempt, PullWindow, PullQueue time.Duration
 	PullFanout                         int
 	ReconcileEvery                     time.Duration
+	// SnapshotSources are the registries runners pull snapshot and base
+	// images from: Registry's host and GITFLEET_SNAPSHOT_SOURCES.
+	SnapshotSources snapshot.Sources
+	// PeerToken is the runners' shared secret for their peer ports ("" :
+	// none, for runners on loopback only). Secret: never logged, never in
+	// a workflow's input.
+	PeerToken string
 
 	// Temporal is the SDK's client profile: the TOML file's profile
 	// (TEMPORAL_CONFIG_FILE, TEMPORAL_PROFILE) with the TEMPORAL_*
@@ -413,6 +421,9 @@ func Load(getenv func(string) string) (Config, error) {
 		if h = strings.TrimSpace(h); h != "" {
 			c.InsecureRegistries = append(c.InsecureRegistries, h)
 		}
+	}
+	if err := loadRunnerSettings(&c, getenv); err != nil {
+		return Config{}, err
 	}
 	c.RunnerHeartbeat = 10 * time.Second
 	for _, d := range []struct {

@@ -45,6 +45,8 @@ func Vars() []string {
 		EnvPullQueue,
 		EnvPullFanout,
 		EnvReconcileEvery,
+		EnvSnapshotSources,
+		EnvPeerToken,
 		EnvActivitySlots,
 		EnvControlSlots,
 		EnvWorkflowSlots,
