@@ -24,6 +24,9 @@ import (
 // once none is).
 func (s *Shards) finalize(ctx context.Context, repo *repository, packs *gitread.Packs, tips map[string]plumbing.Hash,
 	in store.FinalizeInput) (shard.Receipt, error) {
+	if err := s.applyIgnore(ctx, repo, tips, &in); err != nil {
+		return shard.Receipt{}, fmt.Errorf("suppressions of the findings: %w", err)
+	}
 	if in.Complete || in.Covered {
 		p, err := s.presence(ctx, repo, packs, in.ScopeID, tips)
 		if err != nil {

@@ -80,6 +80,9 @@ type Occurrence struct {
 	// rename): the same content, the secret at the same line (none for a
 	// path-only rule's finding, which is about its path).
 	AlsoAt []string `json:"alsoAt,omitempty"`
+	// Ignored is why the repository's suppressions apply (see
+	// Finding.Ignored), "" when they do not.
+	Ignored string `json:"ignored,omitempty"`
 	// Cursor is the finding's id: the page order and keyset.
 	Cursor int64 `json:"-"`
 }
@@ -184,7 +187,7 @@ func (s *Store) Occurrences(ctx context.Context, scopeID int64, keys []SecretKey
 			SELECT f.id, f.rule_id, f.secret_hash, f.secret_path, f.path, f.archive, f.line, f.commit_id, f.blob, f.start_offset, f.end_offset, f.preview, f.decoded,
 				CASE WHEN pb.blob IS NOT NULL THEN 'present' WHEN f.id <= (SELECT upto FROM sc) THEN 'removed' ELSE 'unknown' END,
 				ARRAY(SELECT p.path FROM finding_paths p WHERE p.scope_id = f.scope_id AND p.blob = f.blob AND p.path <> f.path
-					AND f.secret_path = '' ORDER BY p.path)
+					AND f.secret_path = '' ORDER BY p.path), f.ignored
 			FROM findings f LEFT JOIN pb ON pb.blob = f.blob
 			WHERE `+filter+` AND f.id > $6
 			ORDER BY f.id LIMIT $7`, scopeID, keys != nil, rules, hashes, files, page.After, page.limit())
@@ -195,7 +198,7 @@ func (s *Store) Occurrences(ctx context.Context, scopeID int64, keys []SecretKey
 			var o Occurrence
 			var blob []byte
 			err := row.Scan(&o.Cursor, &o.RuleID, &o.SecretHash, &o.File, &o.Path, &o.Archive, &o.Line, &o.Commit, &blob, &o.Start, &o.End,
-				&o.Preview, &o.Decoded, &o.Status, &o.AlsoAt)
+				&o.Preview, &o.Decoded, &o.Status, &o.AlsoAt, &o.Ignored)
 			o.BlobHex = fmt.Sprintf("%x", blob)
 			return o, err
 		})

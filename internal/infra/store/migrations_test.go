@@ -127,7 +127,8 @@ func TestMigrationsAreOnline(t *testing.T) {
 					fail("a NO TRANSACTION file runs again after an interruption: CREATE TABLE IF NOT EXISTS")
 				}
 				for _, m := range dml.FindAllStringSubmatch(s, -1) {
-					if f.created[strings.ToLower(m[2])] || strings.EqualFold(m[2], "goose_db_version") {
+					// "DO UPDATE SET" is an INSERT's ON CONFLICT clause, on its own table.
+					if f.created[strings.ToLower(m[2])] || strings.EqualFold(m[2], "goose_db_version") || strings.EqualFold(m[2], "SET") {
 						continue
 					}
 					if !f.noTx || !strings.HasPrefix(up, "DO ") || !strings.Contains(up, "COMMIT") {

@@ -262,6 +262,10 @@ type Finding struct {
 	// holds the secret ("lib/app.jar!config/app.env", see scan.Finding);
 	// empty for a secret in the blob itself.
 	Archive string `json:"archive,omitempty"`
+	// Ignored is why a suppression the repository keeps applies
+	// (suppress.Cause): the scan sets gitleaks:allow, a finalize
+	// .gitleaksignore (migration 00032).
+	Ignored string `json:"ignored,omitempty"`
 }
 
 // DataOps are the data-plane writes of a finalize: deterministically keyed,
@@ -417,29 +421,29 @@ func writeFindings(ctx context.Context, tx pgx.Tx, scopeID int64, findings []Fin
 	}
 	n := len(findings)
 	rule, path, commit, hash, preview, decoded := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	archive := make([]string, n)
+	archive, ignored := make([]string, n), make([]string, n)
 	blob := make([][]byte, n)
 	start, end, line := make([]int32, n), make([]int32, n), make([]int32, n)
 	for i, f := range findings {
 		rule[i], blob[i], path[i], commit[i], hash[i], preview[i], decoded[i] = f.RuleID, f.Blob, f.Path, f.Commit, f.SecretHash, f.Preview, f.Decoded
-		start[i], end[i], line[i], archive[i] = int32(f.Start), int32(f.End), int32(f.Line), f.Archive
+		start[i], end[i], line[i], archive[i], ignored[i] = int32(f.Start), int32(f.End), int32(f.Line), f.Archive, f.Ignored
 	}
 	// New secrets: the main query reads the table as it was before the
 	// insert of its WITH, so a pair counts only if no earlier row has it.
 	var secrets int64
 	err := tx.QueryRow(ctx, `WITH ins AS (
 			INSERT INTO findings (scope_id, rule_id, blob, start_offset, end_offset, line, path, commit_id, secret_hash, preview, decoded, archive,
-				secret_path)
-			SELECT $1, r, b, s, e, l, p, c, h, v, d, a, `+secretPath+`
-			FROM unnest($2::text[], $3::bytea[], $4::int[], $5::int[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[])
-				WITH ORDINALITY AS t(r, b, s, e, l, p, c, h, v, d, a, n)
+				secret_path, ignored)
+			SELECT $1, r, b, s, e, l, p, c, h, v, d, a, `+secretPath+`, i
+			FROM unnest($2::text[], $3::bytea[], $4::int[], $5::int[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[])
+				WITH ORDINALITY AS t(r, b, s, e, l, p, c, h, v, d, a, i, n)
 			ORDER BY n
 			ON CONFLICT DO NOTHING
 			RETURNING rule_id, secret_hash, secret_path)
 		SELECT count(*) FROM (SELECT DISTINCT rule_id, secret_hash, secret_path FROM ins) AS n
 		WHERE NOT EXISTS (SELECT 1 FROM findings f WHERE f.scope_id = $1 AND f.rule_id = n.rule_id
 			AND f.secret_hash = n.secret_hash AND f.secret_path = n.secret_path)`,
-		scopeID, rule, blob, start, end, line, path, commit, hash, preview, decoded, archive).Scan(&secrets)
+		scopeID, rule, blob, start, end, line, path, commit, hash, preview, decoded, archive, ignored).Scan(&secrets)
 	return secrets, err
 }
 

@@ -1,0 +1,352 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The fleet view reads secrets (migration 00033), one row per secret of a
+// scope kept by the findings' inserts, of each shard's newest scope: no
+// query groups the findings themselves, so a page or a summary of a
+// million occurrences reads indexes (BenchmarkFleetFindings).
+
+// FleetFilter selects secrets of the fleet. Its zero value selects every
+// secret no suppression applies to.
+type FleetFilter struct {
+	// ShardID: one shard's secrets (0: every shard's).
+	ShardID int64
+	// Repo is a glob on the repository's host/owner/name (a scan target's
+	// location), case-insensitive: * any run of characters, ? one.
+	Repo string
+	// Rules: secrets of these rules only (nil: every rule).
+	Rules []string
+	// States: open, resolved (any reason), or reasons (nil: any state).
+	States []string
+	// Presence: present, removed or unknown only ("": any).
+	Presence PresenceStatus
+	// Since: first seen at or after.
+	Since time.Time
+	// Decoded: only secrets found in decoded text (true) or only those
+	// found as written (false).
+	Decoded *bool
+	// SeenAgain: only resolved secrets met in a new blob since.
+	SeenAgain bool
+	// Ignored: also the secrets every occurrence of which is suppressed
+	// by the repository (.gitleaksignore, gitleaks:allow); IgnoredOnly:
+	// those alone.
+	Ignored, IgnoredOnly bool
+}
+
+// FleetSecret is a secret of the fleet: where it is, where first and last
+// seen, and its triage state.
+type FleetSecret struct {
+	Secret
+	Repository string `json:"repository"`
+	// Subject is the shard's key, which triage keys the secret by.
+	Subject string    `json:"-"`
+	ShardID int64     `json:"shard"`
+	ScopeID int64     `json:"-"`
+	FirstAt time.Time `json:"firstSeenAt"`
+	// Ignored is the suppression every occurrence has ("" when one has
+	// none); IgnoredOccurrences counts those with one.
+	Ignored            string `json:"ignored,omitempty"`
+	IgnoredOccurrences int64  `json:"ignoredOccurrences,omitempty"`
+	// State is open or a reason; StateBy, StateAt and Comment the last
+	// change (none while it was never resolved).
+	State     string     `json:"state"`
+	StateBy   string     `json:"stateBy,omitempty"`
+	StateAt   *time.Time `json:"stateAt,omitempty"`
+	Comment   string     `json:"comment,omitempty"`
+	SeenAgain bool       `json:"seenAgainAfterResolution,omitempty"`
+}
+
+// Fragments of the fleet queries over x (secrets), sc (its scope), sh (its
+// shard), cb (its codebase, if any), st (its triage state, if any).
+const (
+	fleetFrom = `secrets x
+		JOIN scan_scopes sc ON sc.id = x.scope_id
+		JOIN shards sh ON sh.id = sc.shard_id
+		LEFT JOIN codebases cb ON cb.id = sh.codebase_id
+		LEFT JOIN secret_states st ON st.subject = sh.key AND st.rule_id = x.rule_id AND st.secret_hash = x.secret_hash
+			AND st.secret_path = x.secret_path`
+	// The newest scope of a shard that is not being purged.
+	fleetLatest = `NOT EXISTS (SELECT 1 FROM scan_scopes n WHERE n.shard_id = sc.shard_id AND n.id > sc.id) AND sh.key NOT LIKE 'purge:%'`
+	fleetRepo   = `CASE WHEN cb.id IS NULL THEN sh.location ELSE cb.host || '/' || cb.owner || '/' || cb.name END`
+	fleetState  = `coalesce(st.state, 'open')`
+	// The occurrences of x.
+	fleetOccurrences = `findings o WHERE o.scope_id = x.scope_id AND o.rule_id = x.rule_id AND o.secret_hash = x.secret_hash
+		AND o.secret_path = x.secret_path`
+	fleetSeenAgain = `(st.state IS NOT NULL AND st.state <> 'open' AND EXISTS (SELECT 1 FROM ` + fleetOccurrences + `
+		AND o.blob <> ALL (st.known_blobs)))`
+	fleetPresence = `CASE WHEN EXISTS (SELECT 1 FROM ` + fleetOccurrences + ` AND EXISTS (SELECT 1 FROM finding_presence p
+			WHERE p.scope_id = o.scope_id AND p.blob = o.blob)) THEN 'present'
+		WHEN x.last_id <= sc.presence_upto THEN 'removed' ELSE 'unknown' END`
+)
+
+// where is the filter's condition and its arguments, numbered from the
+// first.
+func (f FleetFilter) where(args []any) (string, []any) {
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	conds := []string{fleetLatest}
+	if f.ShardID != 0 {
+		conds = append(conds, "sc.shard_id = "+arg(f.ShardID))
+	}
+	if f.Repo != "" {
+		conds = append(conds, "lower("+fleetRepo+") LIKE "+arg(globLike(strings.ToLower(f.Repo)))+` ESCAPE '\'`)
+	}
+	if f.Rules != nil {
+		conds = append(conds, "x.rule_id = ANY("+arg(f.Rules)+"::text[])")
+	}
+	if f.States != nil {
+		states, resolved := []string{}, false
+		for _, s := range f.States {
+			if s == "resolved" {
+				resolved = true
+			} else {
+				states = append(states, s)
+			}
+		}
+		c := fleetState + " = ANY(" + arg(states) + "::text[])"
+		if resolved {
+			c = "(" + c + " OR " + fleetState + " <> 'open')"
+		}
+		conds = append(conds, c)
+	}
+	if f.Presence != "" {
+		conds = append(conds, "("+fleetPresence+") = "+arg(string(f.Presence)))
+	}
+	if !f.Since.IsZero() {
+		conds = append(conds, "x.first_at >= "+arg(f.Since))
+	}
+	if f.Decoded != nil {
+		op := "="
+		if *f.Decoded {
+			op = "<>"
+		}
+		conds = append(conds, "(SELECT d.decoded FROM findings d WHERE d.id = x.first_id) "+op+" ''")
+	}
+	if f.SeenAgain {
+		conds = append(conds, fleetSeenAgain)
+	}
+	switch {
+	case f.IgnoredOnly:
+		conds = append(conds, "x.ignored <> ''")
+	case !f.Ignored:
+		conds = append(conds, "x.ignored = ''")
+	}
+	return strings.Join(conds, " AND "), args
+}
+
+// globLike is a glob as a LIKE pattern: * any run, ? one character, the
+// rest literal.
+func globLike(glob string) string {
+	var b strings.Builder
+	for _, r := range glob {
+		switch r {
+		case '*':
+			b.WriteByte('%')
+		case '?':
+			b.WriteByte('_')
+		case '%', '_', '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// FleetSecrets lists the secrets f selects, newest first (by their first
+// occurrence), a page at a time: page.After is the Cursor of the last
+// secret of the page before (0: from the newest), at most page.Limit of
+// them (0: all).
+func (s *Store) FleetSecrets(ctx context.Context, f FleetFilter, page Page) ([]FleetSecret, error) {
+	where, args := f.where(nil)
+	args = append(args, page.After, page.limit())
+	n := len(args)
+	rows, err := s.pool.Query(ctx, `SELECT x.first_id, x.scope_id, sc.shard_id, sh.key, `+fleetRepo+`, x.rule_id, x.secret_hash, x.secret_path,
+			x.first_at, x.ignored, (SELECT count(*) FROM `+fleetOccurrences+`),
+			(SELECT count(*) FROM `+fleetOccurrences+` AND o.ignored <> ''), `+fleetPresence+`,
+			fi.path, fi.archive, fi.line, fi.commit_id, fi.preview, fi.decoded, la.path, la.archive, la.line, la.commit_id,
+			`+fleetState+`, coalesce(st.actor, ''), st.changed_at, coalesce(st.comment, ''), `+fleetSeenAgain+`
+		FROM `+fleetFrom+`
+			JOIN findings fi ON fi.id = x.first_id JOIN findings la ON la.id = x.last_id
+		WHERE `+where+fmt.Sprintf(` AND ($%d = 0 OR x.first_id < $%d)
+		ORDER BY x.first_id DESC LIMIT $%d`, n-1, n-1, n), args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (FleetSecret, error) {
+		var x FleetSecret
+		err := row.Scan(&x.Cursor, &x.ScopeID, &x.ShardID, &x.Subject, &x.Repository, &x.RuleID, &x.SecretHash, &x.File,
+			&x.FirstAt, &x.Ignored, &x.Occurrences, &x.IgnoredOccurrences, &x.Status,
+			&x.Path, &x.Archive, &x.Line, &x.Commit, &x.Preview, &x.Decoded, &x.Last.Path, &x.Last.Archive, &x.Last.Line, &x.Last.Commit,
+			&x.State, &x.StateBy, &x.StateAt, &x.Comment, &x.SeenAgain)
+		return x, err
+	})
+}
+
+// Count is a name and how many.
+type Count struct {
+	Name  string `json:"name"`
+	Count int64  `json:"count"`
+}
+
+// FleetSummary counts the secrets f selects.
+type FleetSummary struct {
+	Secrets int64 `json:"secrets"`
+	// ByState counts by triage state (open and each reason).
+	ByState []Count `json:"byState"`
+	// SeenAgain: resolved secrets met in a new blob since.
+	SeenAgain int64 `json:"seenAgainAfterResolution"`
+	// Ignored: secrets every occurrence of which is suppressed, which f
+	// left out unless it asked for them.
+	Ignored int64 `json:"ignored"`
+	// ByFamily and ByRepository are the top counts, largest first.
+	ByFamily     []Count `json:"byFamily"`
+	ByRepository []Count `json:"byRepository"`
+	// Repositories counts those with a secret.
+	Repositories int64 `json:"repositories"`
+}
+
+// ruleFamily is the family of a rule: its id up to the first '-'
+// (github-pat, github-oauth → github), gitfleet's own rules' after the
+// "gitfleet-" prefix.
+const ruleFamily = `split_part(regexp_replace(x.rule_id, '^gitfleet-', ''), '-', 1)`
+
+// Summary counts the secrets f selects by state, rule family and
+// repository (the top of each), in one snapshot.
+func (s *Store) Summary(ctx context.Context, f FleetFilter, top int) (FleetSummary, error) {
+	out := FleetSummary{ByState: []Count{}, ByFamily: []Count{}, ByRepository: []Count{}}
+	ignoredToo := f
+	ignoredToo.Ignored, ignoredToo.IgnoredOnly = true, false
+	where, args := ignoredToo.where(nil)
+	args = append(args, top, f.Ignored || f.IgnoredOnly, f.IgnoredOnly)
+	n := len(args)
+	shown := fmt.Sprintf(`($%d OR ignored = '') AND (NOT $%d OR ignored <> '')`, n-1, n)
+	err := s.readTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `WITH base AS MATERIALIZED (
+				SELECT sc.shard_id, x.ignored, `+ruleFamily+` AS family, `+fleetState+` AS state,
+					CASE WHEN st.state IS NOT NULL AND st.state <> 'open' THEN `+fleetSeenAgain+` ELSE false END AS seen_again
+				FROM `+fleetFrom+` WHERE `+where+`),
+			shown AS (SELECT * FROM base WHERE `+shown+`),
+			totals AS (SELECT 'total' AS k, '' AS name, count(*) AS n FROM shown
+				UNION ALL SELECT 'ignored', '', count(*) FROM base WHERE ignored <> ''
+				UNION ALL SELECT 'seen', '', count(*) FROM shown WHERE seen_again
+				UNION ALL SELECT 'repositories', '', count(DISTINCT shard_id) FROM shown),
+			states AS (SELECT 'state' AS k, state AS name, count(*) AS n FROM shown GROUP BY state),
+			families AS (SELECT 'family' AS k, family AS name, count(*) AS n FROM shown GROUP BY family ORDER BY 3 DESC, 2 LIMIT $`+fmt.Sprint(n-2)+`),
+			repos AS (SELECT shard_id, count(*) AS n FROM shown GROUP BY shard_id ORDER BY 2 DESC, 1 LIMIT $`+fmt.Sprint(n-2)+`)
+			SELECT k, name, n FROM totals
+			UNION ALL SELECT k, name, n FROM states
+			UNION ALL SELECT k, name, n FROM families
+			UNION ALL SELECT 'repo', (SELECT CASE WHEN cb.id IS NULL THEN sh.location ELSE cb.host || '/' || cb.owner || '/' || cb.name END
+				FROM shards sh LEFT JOIN codebases cb ON cb.id = sh.codebase_id WHERE sh.id = r.shard_id), r.n FROM repos r`, args...)
+		if err != nil {
+			return err
+		}
+		var k, name string
+		var c int64
+		_, err = pgx.ForEachRow(rows, []any{&k, &name, &c}, func() error {
+			switch k {
+			case "total":
+				out.Secrets = c
+			case "ignored":
+				out.Ignored = c
+			case "seen":
+				out.SeenAgain = c
+			case "repositories":
+				out.Repositories = c
+			case "state":
+				out.ByState = append(out.ByState, Count{name, c})
+			case "family":
+				out.ByFamily = append(out.ByFamily, Count{name, c})
+			case "repo":
+				out.ByRepository = append(out.ByRepository, Count{name, c})
+			}
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return out, err
+	}
+	// States in the order triage names them, none left out.
+	byState := map[string]int64{}
+	for _, c := range out.ByState {
+		byState[c.Name] = c.Count
+	}
+	out.ByState = out.ByState[:0]
+	for _, st := range append([]string{StateOpen}, Reasons...) {
+		out.ByState = append(out.ByState, Count{st, byState[st]})
+	}
+	return out, nil
+}
+
+// ApplyIgnore marks the scope's findings that fingerprints (gitleaks'
+// forms, from the .gitleaksignore files of the scanned tips) name as
+// ignored by .gitleaksignore, and clears the mark of those they no longer
+// name; a finding an inline gitleaks:allow suppresses keeps that cause.
+// It returns how many findings the files suppress.
+func (s *Store) ApplyIgnore(ctx context.Context, scopeID int64, fingerprints []string) (int64, error) {
+	const file = `(CASE WHEN archive = '' THEN path ELSE path || '!' || archive END) || ':' || rule_id || ':' || line`
+	named := `(` + file + ` = ANY($2::text[]) OR commit_id || ':' || ` + file + ` = ANY($2::text[]))`
+	var n int64
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		if fingerprints == nil {
+			fingerprints = []string{}
+		}
+		rows, err := tx.Query(ctx, `UPDATE findings SET ignored = '' WHERE scope_id = $1 AND ignored = '.gitleaksignore' AND NOT `+named+`
+			RETURNING rule_id, secret_hash, secret_path`, scopeID, fingerprints)
+		if err != nil {
+			return err
+		}
+		changed, err := collectKeys(rows)
+		if err != nil {
+			return err
+		}
+		if len(fingerprints) > 0 {
+			rows, err := tx.Query(ctx, `UPDATE findings SET ignored = '.gitleaksignore' WHERE scope_id = $1 AND ignored = '' AND `+named+`
+				RETURNING rule_id, secret_hash, secret_path`, scopeID, fingerprints)
+			if err != nil {
+				return err
+			}
+			set, err := collectKeys(rows)
+			if err != nil {
+				return err
+			}
+			changed = append(changed, set...)
+		}
+		if len(changed) > 0 {
+			rules, hashes, paths := make([]string, len(changed)), make([]string, len(changed)), make([]string, len(changed))
+			for i, k := range changed {
+				rules[i], hashes[i], paths[i] = k.RuleID, k.SecretHash, k.File
+			}
+			if _, err := tx.Exec(ctx, `UPDATE secrets x SET ignored = coalesce((SELECT CASE WHEN bool_and(o.ignored <> '') THEN min(o.ignored) ELSE '' END
+					FROM `+fleetOccurrences+`), '')
+				WHERE x.scope_id = $1 AND (x.rule_id, x.secret_hash, x.secret_path) IN
+					(SELECT DISTINCT r, h, p FROM unnest($2::text[], $3::text[], $4::text[]) AS k(r, h, p))`,
+				scopeID, rules, hashes, paths); err != nil {
+				return err
+			}
+		}
+		return tx.QueryRow(ctx, `SELECT count(*) FROM findings WHERE scope_id = $1 AND ignored = '.gitleaksignore'`, scopeID).Scan(&n)
+	})
+	return n, err
+}
+
+func collectKeys(rows pgx.Rows) ([]SecretKey, error) {
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (SecretKey, error) {
+		var k SecretKey
+		err := row.Scan(&k.RuleID, &k.SecretHash, &k.File)
+		return k, err
+	})
+}
