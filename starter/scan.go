@@ -118,6 +118,9 @@ func (a *app) scan(ctx context.Context, c client.Client, targets []target.Target
 		stop := a.watchAttempts(ctx, c, run.GetID(), run.GetRunID(), targets[i].Location)
 		err := run.Get(ctx, &res)
 		stop()
+		if parked, ok := workflows.ParkedResult(err); ok { // a parked shard fails its run
+			res, err = parked, nil
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return fmt.Errorf("stopped waiting (the scans go on; see the Web UI): %w", ctx.Err())

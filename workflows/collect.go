@@ -194,7 +194,11 @@ func scanCodebase(ctx workflow.Context, out *CollectResult, refsDigest string) e
 	})
 	var res ExecuteShardResult
 	if err := workflow.ExecuteChildWorkflow(child, ExecuteShard, ExecuteShardInput{Spec: spec, RefsDigest: refsDigest}).Get(ctx, &res); err != nil {
-		return err
+		parked, ok := ParkedResult(err) // a child that parked fails its run
+		if !ok {
+			return err
+		}
+		res = parked
 	}
 	out.Scan = &res
 	if res.Status == shard.Parked {

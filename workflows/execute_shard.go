@@ -110,9 +110,12 @@ var (
 // scans every blob it has not seen, finalizes findings and watermarks
 // atomically, and only then checkpoints (architecture §4).
 //
-// How it ended is in SAOutcome and the memo: a parked shard completes the
-// run (its result says Parked), which the Web UI would show as a plain
-// success otherwise.
+// How it ended is in SAOutcome and the memo. A parked shard fails the run
+// (non-retryable, Permanent, its message the reason, the result in its
+// details: see ParkedResult), so that `temporal workflow list` and the Web
+// UI show it failed where people look; a partial scan completes (the next
+// continues it). Runs recorded before parkedFailsChange complete with a
+// Parked result.
 func ExecuteShard(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResult, error) {
 	out, err := executeShard(ctx, in)
 	switch {
@@ -120,13 +123,37 @@ func ExecuteShard(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResul
 	case err != nil:
 		setOutcome(ctx, OutcomeFailed, message(err))
 	case out.Status == shard.Parked:
-		setOutcome(ctx, OutcomeParked, fmt.Sprintf("shard %d parked: %s", out.ShardID, out.ParkReason))
+		msg := fmt.Sprintf("shard %d parked: %s", out.ShardID, out.ParkReason)
+		setOutcome(ctx, OutcomeParked, msg)
+		if workflow.GetVersion(ctx, parkedFailsChange, workflow.DefaultVersion, 1) == 1 {
+			return out, temporal.NewApplicationErrorWithOptions(msg, string(errclass.Permanent), temporal.ApplicationErrorOptions{
+				NonRetryable: true, Details: []any{out.ParkReason, out},
+			})
+		}
 	case out.Status == shard.Active:
 		setOutcome(ctx, OutcomeActive, fmt.Sprintf("shard %d: the next scan continues%s", out.ShardID, holesNote(out.Receipt)))
 	default:
 		setOutcome(ctx, OutcomeDone, fmt.Sprintf("shard %d is %s%s", out.ShardID, out.Status, holesNote(out.Receipt)))
 	}
 	return out, err
+}
+
+// parkedFailsChange: the runs in which a parked shard fails the run.
+const parkedFailsChange = "parked-fails-run"
+
+// ParkedResult is the result of an ExecuteShard run that failed because it
+// parked its shard (see ExecuteShard), found in the run's error.
+func ParkedResult(err error) (ExecuteShardResult, bool) {
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != string(errclass.Permanent) || !app.HasDetails() {
+		return ExecuteShardResult{}, false
+	}
+	var reason string
+	var out ExecuteShardResult
+	if app.Details(&reason, &out) != nil || out.Status != shard.Parked {
+		return ExecuteShardResult{}, false
+	}
+	return out, true
 }
 
 // holesNote says what a run could not read: honestly, when it cannot be

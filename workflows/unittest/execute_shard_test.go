@@ -2,6 +2,7 @@ package unittest
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -103,10 +104,7 @@ func TestExecuteShardPermanentParks(t *testing.T) {
 	env.OnActivity(a.SyncShardMirror, mock.Anything, mock.Anything).Return("", permanentOf(errclass.Permanent, errclass.ReasonPermissionDenied)).Once()
 	env.OnActivity(a.ParkShard, mock.Anything, workflows.ParkInput{Lease: claim(1).Lease, Reason: errclass.ReasonPermissionDenied}).Return(nil).Once()
 	env.ExecuteWorkflow(workflows.ExecuteShard, workflows.ExecuteShardInput{Spec: shard.Spec{Key: "k"}})
-	var res workflows.ExecuteShardResult
-	if err := env.GetWorkflowResult(&res); err != nil {
-		t.Fatal(err)
-	}
+	res := parkedResult(t, env)
 	if res.Status != shard.Parked || res.ParkReason != errclass.ReasonPermissionDenied {
 		t.Fatalf("result = %+v", res)
 	}
@@ -119,10 +117,7 @@ func TestExecuteShardNotActiveDoesNothing(t *testing.T) {
 	env, a := newShardEnv(t)
 	env.OnActivity(a.AcquireShard, mock.Anything, mock.Anything).Return(workflows.Claim{Status: shard.Parked, ParkReason: "not found"}, nil).Once()
 	env.ExecuteWorkflow(workflows.ExecuteShard, workflows.ExecuteShardInput{Spec: shard.Spec{Key: "k"}})
-	var res workflows.ExecuteShardResult
-	if err := env.GetWorkflowResult(&res); err != nil {
-		t.Fatal(err)
-	}
+	res := parkedResult(t, env)
 	if res.Status != shard.Parked || res.Owners != 0 {
 		t.Fatalf("result = %+v", res)
 	}
@@ -179,9 +174,8 @@ func TestExecuteShardRepositoryReasonsPark(t *testing.T) {
 		env.OnActivity(a.SyncShardMirror, mock.Anything, mock.Anything).Return("", permanentOf(errclass.Permanent, reason)).Once()
 		env.OnActivity(a.ParkShard, mock.Anything, workflows.ParkInput{Lease: claim(1).Lease, Reason: reason}).Return(nil).Once()
 		env.ExecuteWorkflow(workflows.ExecuteShard, workflows.ExecuteShardInput{Spec: shard.Spec{Key: "k"}})
-		var res workflows.ExecuteShardResult
-		if err := env.GetWorkflowResult(&res); err != nil || res.Status != shard.Parked || res.ParkReason != reason {
-			t.Fatalf("%s: %+v, %v; want parked for it", reason, res, err)
+		if res := parkedResult(t, env); res.Status != shard.Parked || res.ParkReason != reason {
+			t.Fatalf("%s: %+v; want parked for it", reason, res)
 		}
 	}
 }
@@ -228,4 +222,20 @@ func TestExecuteShardContinuesInPasses(t *testing.T) {
 		t.Fatalf("run with the request's budget: %+v, %v; want one pass, Active", one, err)
 	}
 	env.AssertExpectations(t)
+}
+
+// parkedResult is the result of a run that parked its shard: the run
+// fails, Permanent, with the reason as its message and the result in its
+// details (workflows.ParkedResult).
+func parkedResult(t *testing.T, env *testsuite.TestWorkflowEnvironment) workflows.ExecuteShardResult {
+	t.Helper()
+	err := env.GetWorkflowError()
+	res, ok := workflows.ParkedResult(err)
+	if !ok {
+		t.Fatalf("a run that parked its shard ended with %v, want a failure carrying the result", err)
+	}
+	if want := fmt.Sprintf("shard %d parked: %s", res.ShardID, res.ParkReason); !strings.Contains(err.Error(), want) {
+		t.Fatalf("the run's failure says %q, want %q", err, want)
+	}
+	return res
 }
