@@ -240,9 +240,10 @@ func (d *appDirectory) SeesOwner(ctx context.Context, owner string) (bool, error
 	return d.app.SeesAll(ctx, owner)
 }
 
-// RepositoryByID asks owner's installation, then the App's other ones: a
-// private repository transferred to another account the App is installed
-// on is found where it went.
+// RepositoryByID asks owner's installation, then the App's other ones (at
+// most maxTransferLookups of them: each costs a token): a private
+// repository transferred to another account the App is installed on is
+// found where it went.
 func (d *appDirectory) RepositoryByID(ctx context.Context, externalID string) (identity.Repository, error) {
 	r, err := d.GitHub.RepositoryByID(ctx, externalID)
 	if err == nil || errclass.Classify(err).Reason != errclass.ReasonNotFound {
@@ -252,9 +253,13 @@ func (d *appDirectory) RepositoryByID(ctx context.Context, externalID string) (i
 	if lerr != nil {
 		return identity.Repository{}, lerr
 	}
+	asked := 0
 	for _, acc := range accounts {
 		if strings.EqualFold(acc, d.owner) {
 			continue
+		}
+		if asked++; asked > maxTransferLookups {
+			break
 		}
 		c, cerr := d.app.client(ctx, acc)
 		if none(cerr) {
@@ -270,6 +275,9 @@ func (d *appDirectory) RepositoryByID(ctx context.Context, externalID string) (i
 	}
 	return identity.Repository{}, err
 }
+
+// maxTransferLookups bounds the other installations a lookup by id asks.
+const maxTransferLookups = 20
 
 // chained asks its sources in order: the first that has a token for the
 // owner answers.
