@@ -252,6 +252,7 @@ func TestInstallationTokenExpiresMidCollection(t *testing.T) {
 	commitFiles(t, org, "vault", map[string]string{"deploy/aws.txt": "id " + awsKey + "\n"})
 
 	minted := fg.InstallationTokensMinted()
+	appClock.Add(2 * time.Minute) // a token ends early, not as soon as minted
 	var once sync.Once
 	remove := fg.AddFault(forge.Fault{Kind: forge.Git, PathRE: regexp.MustCompile(`^/` + org + `/vault(\.git)?/`),
 		Before: func(*http.Request) { once.Do(fg.ExpireInstallationTokens) }})
@@ -427,6 +428,7 @@ func TestBuildOfAPrivateRepository(t *testing.T) {
 	privateRepo(t, org, "vault")
 	res := mustCollect(t, id(org, "vault"), identity.CaseNew)
 	cb := codebase(t, res.CodebaseID)
+	appClock.Add(2 * time.Minute)
 	fg.ExpireInstallationTokens() // the build renews the token too
 	name := snapName("private")
 	out, err := propagate(t, snapshot.Snapshot{Name: name, Kind: snapshot.KindRepo, Repo: cb.Repo().String(), CodebaseID: cb.ID,

@@ -49,6 +49,7 @@ type installation struct {
 	token   string
 	expires time.Time
 	renewAt time.Time
+	minted  time.Time
 }
 
 // How long the listing of the App's installations is trusted: an owner
@@ -155,13 +156,15 @@ func (a *App) tokenOf(ctx context.Context, in *installation) (string, error) {
 			fmt.Errorf("the App's installation token for %s expires at %v", in.account, exp))
 	}
 	early := min(renewBefore, exp.Sub(now)/4)
-	in.token, in.expires, in.renewAt = tok.GetToken(), exp, exp.Add(-early)
+	in.token, in.expires, in.renewAt, in.minted = tok.GetToken(), exp, exp.Add(-early), now
 	return in.token, nil
 }
 
 // Refused forgets a token the host refused (401: expired early, revoked,
 // the installation suspended): the next Token mints another, and finds
-// the owner's installation again.
+// the owner's installation again. A token minted within freshToken is
+// kept: its refusal is not its age (a proxy, a host answering 401 to
+// everything), and minting more would not help.
 func (a *App) Refused(owner, token string) {
 	a.mu.Lock()
 	id, ok := a.owners[strings.ToLower(owner)]
@@ -171,12 +174,18 @@ func (a *App) Refused(owner, token string) {
 		return
 	}
 	in.mu.Lock()
-	if in.token == token {
+	drop := in.token == token && a.now().Sub(in.minted) >= freshToken
+	if drop {
 		in.token = ""
 	}
 	in.mu.Unlock()
-	a.forget(owner)
+	if drop {
+		a.forget(owner)
+	}
 }
+
+// freshToken is how young a refused token is kept.
+const freshToken = time.Minute
 
 // forget makes the next lookup list the installations again.
 func (a *App) forget(string) {

@@ -154,10 +154,18 @@ func TestAppTokens(t *testing.T) {
 		}
 		tok = got
 	}
+	s.clock.Add(freshToken)
 	app.Refused("acme", tok)
 	if again, _ := app.Token(ctx, "acme"); again == tok || s.f.InstallationTokensMinted() != 4 {
 		t.Errorf("after Refused: same token %v, %d minted; want a new one", again == tok, s.f.InstallationTokensMinted())
 	}
+	// A token refused as soon as it is minted is kept: not its age.
+	fresh, _ := app.Token(ctx, "acme")
+	app.Refused("acme", fresh)
+	if again, _ := app.Token(ctx, "acme"); again != fresh || s.f.InstallationTokensMinted() != 4 {
+		t.Errorf("a fresh token refused: replaced %v, %d minted; want it kept", again != fresh, s.f.InstallationTokensMinted())
+	}
+	s.clock.Add(freshToken)
 
 	_, err = app.Token(ctx, "nobody")
 	if !errors.Is(err, ErrNotInstalled) || !strings.Contains(err.Error(), "the App is not installed on nobody") {
@@ -230,6 +238,7 @@ func TestMirrorWithApp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.clock.Add(freshToken) // tokens end early, not as soon as minted
 	s.f.ExpireInstallationTokens()
 	if r, err = m.Sync(ctx, url); err != nil || r.Head != sha {
 		t.Fatalf("sync after the token expired: %+v, %v (want head %s)", r, err, sha)
@@ -237,10 +246,12 @@ func TestMirrorWithApp(t *testing.T) {
 	if n := s.f.InstallationTokensMinted(); n != 2 {
 		t.Errorf("%d tokens minted, want 2", n)
 	}
+	s.clock.Add(freshToken)
 	s.f.ExpireInstallationTokens()
 	if ok, err := m.HasCommit(ctx, url, sha); !ok || err != nil {
 		t.Errorf("HasCommit with an expired token: %v, %v", ok, err)
 	}
+	s.clock.Add(freshToken)
 	s.f.ExpireInstallationTokens()
 	if refs, err := mirror.ListRefsWith(ctx, url, set); err != nil || len(refs) == 0 {
 		t.Errorf("ListRefsWith: %d refs, %v", len(refs), err)
@@ -250,6 +261,7 @@ func TestMirrorWithApp(t *testing.T) {
 	}
 
 	// A runner's build fetches one commit of the private repository.
+	s.clock.Add(freshToken)
 	s.f.ExpireInstallationTokens()
 	if _, ok, err := mirror.FetchSnapshotWith(ctx, url, sha, filepath.Join(t.TempDir(), "build"), set); !ok || err != nil {
 		t.Errorf("FetchSnapshotWith: %v, %v", ok, err)
