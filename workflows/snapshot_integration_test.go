@@ -19,6 +19,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -58,7 +59,8 @@ func startRunner(t *testing.T, id string, o runnerOpts) *testRunner {
 	if err != nil {
 		t.Fatal(err)
 	}
-	peer := httptest.NewServer(images.PeerHandler())
+	// Peer ports as in production: only runners with the token read them.
+	peer := httptest.NewServer(images.PeerServer(ocistore.PeerAccess{Token: peerToken}))
 	r := &testRunner{id: id, images: images, load: &activities.Load{}}
 	ctx := context.Background()
 	if o.capacity == 0 {
@@ -75,7 +77,7 @@ func startRunner(t *testing.T, id string, o runnerOpts) *testRunner {
 		t.Fatal(err)
 	}
 	runner := &activities.Runner{ID: id, Store: env.Store, Images: images, Hosts: hosts, WorkDir: t.TempDir(), Creds: creds,
-		Registry: o.registry, Sources: sources, Load: r.load, ProgressEvery: 50 * time.Millisecond}
+		Registry: o.registry, Sources: sources, PeerToken: peerToken, Load: r.load, ProgressEvery: 50 * time.Millisecond}
 	activities.RegisterRunner(w, admin, runner)
 	if o.beforeList != nil {
 		admin.RegisterActivityWithOptions(func(ctx context.Context, in workflows.PageInput) ([]snapshot.Held, error) {
@@ -98,6 +100,9 @@ func startRunner(t *testing.T, id string, o runnerOpts) *testRunner {
 	})
 	return r
 }
+
+// peerToken is the test fleet's peer token: it must appear in no history.
+const peerToken = "peer-token-sentinel-5d2f9a71"
 
 func startRegistry(t *testing.T, o ociregistry.Options) *ociregistry.Registry {
 	t.Helper()
@@ -293,6 +298,18 @@ func TestPropagateToThreeRunnersOnceEvenWhenAskedTwice(t *testing.T) {
 	}
 	requireReady(t, name, digest, runners...)
 	recordHistory(t, "propagate-snapshot-three-runners", runs[0].GetID(), runs[0].GetRunID())
+	// Runners present the peer token from their own setting: no workflow
+	// carries it.
+	it := env.Client.GetWorkflowHistory(ctx, runs[0].GetID(), runs[0].GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(e.String(), peerToken) {
+			t.Errorf("event %d (%s) holds the peer token", e.GetEventId(), e.GetEventType())
+		}
+	}
 	got, err := env.Store.Snapshot(ctx, name)
 	if err != nil || got.State != snapshot.Active || got.Digest != digest {
 		t.Errorf("snapshot = %+v, %v; want active with digest %s", got, err, digest)

@@ -235,8 +235,9 @@ type problem struct {
 	// stalled: the source answered nothing, or sent nothing, for the stall
 	// bound.
 	stalled bool
-	// busy: the source answered 429, too many requests from this client.
-	busy bool
+	// refused: the source refuses this client, for now (429: too many
+	// requests from it) or for the pull (401: not the fleet's token).
+	refused bool
 }
 
 func (p *problem) Error() string {

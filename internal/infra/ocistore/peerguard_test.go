@@ -51,9 +51,20 @@ func TestPeerPortRequiresTheToken(t *testing.T) {
 			s := newStore(t, 0)
 			peer := peerSource("holder", addr)
 			peer.Token = tc.token
-			res := pull(t, s, "guarded", ref, peer, registrySource(r))
+			var skipped []string
+			res, err := s.Pull(context.Background(), "guarded", ref, []Source{peer, registrySource(r)}, PullOptions{Progress: func(p Progress) {
+				skipped = p.Skipped
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
 			if got := res.BySource["peer:holder"] == res.Size; got != tc.fromPeer {
 				t.Fatalf("from the peer: %v (%+v), want %v", got, res.BySource, tc.fromPeer)
+			}
+			// A peer that refuses this runner is left for the whole pull,
+			// not asked again for every blob.
+			if got := slices.Contains(skipped, "peer:holder"); got == tc.fromPeer {
+				t.Errorf("skipped %v: the peer given up = %v, want %v", skipped, got, !tc.fromPeer)
 			}
 			if printed := fmt.Sprintf("%v %+v %#v", peer, peer, peer); strings.Contains(printed, string(token)) && tc.token == token {
 				t.Fatalf("a printed Source shows the token: %s", printed)

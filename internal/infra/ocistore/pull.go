@@ -215,7 +215,7 @@ func (p *puller) session(ctx context.Context, i int) *session {
 		case ss.stalled:
 			ss.err = &problem{what: fmt.Sprintf("stalled (no answer within %v)", p.stall), err: err, stalled: true}
 		case errors.As(err, &terr) && terr.StatusCode == http.StatusTooManyRequests:
-			ss.err = &problem{what: "busy (HTTP 429)", err: err, busy: true}
+			ss.err = &problem{what: "busy (HTTP 429)", err: err, refused: true}
 		}
 		return ss
 	}
@@ -382,7 +382,7 @@ func (p *puller) manifestFrom(ctx context.Context, i int) ([]byte, types.MediaTy
 	}()
 	var pr *problem
 	switch {
-	case errors.As(err, &pr) && (pr.stalled || pr.busy):
+	case errors.As(err, &pr) && (pr.stalled || pr.refused):
 		p.giveUp(i)
 	case err != nil && sctx.Err() != nil && ctx.Err() == nil:
 		p.giveUp(i)
@@ -439,8 +439,8 @@ func (ss *session) manifest(ctx context.Context, ref string) ([]byte, types.Medi
 	switch {
 	case resp.StatusCode == http.StatusNotFound:
 		return nil, "", "", errNotFound
-	case resp.StatusCode == http.StatusTooManyRequests:
-		return nil, "", "", busy(resp)
+	case refusal(resp) != nil:
+		return nil, "", "", refusal(resp)
 	case resp.StatusCode != http.StatusOK:
 		return nil, "", "", fmt.Errorf("HTTP %d", resp.StatusCode)
 	}
@@ -506,7 +506,7 @@ func (p *puller) fetch(ctx context.Context, b blob, f *flight) error {
 		}
 		p.current, p.from = 0, ""
 		var pr *problem
-		if errors.As(err, &pr) && (pr.stalled || pr.busy) {
+		if errors.As(err, &pr) && (pr.stalled || pr.refused) {
 			p.giveUp(i)
 		}
 		if err == nil {
@@ -526,15 +526,23 @@ func (p *puller) fetch(ctx context.Context, b blob, f *flight) error {
 		fmt.Errorf("ocistore: pull %s: blob %s: every source failed: %s", p.ref, b.digest, strings.Join(problems, "; ")))
 }
 
-// busy is a source's 429: it limits this client (a peer's PeerAccess), and
-// is given up for the rest of the pull like one that stalls, rather than
-// asked again for every blob; the registry sends what it would have.
-func busy(resp *http.Response) *problem {
-	what := "busy (HTTP 429)"
-	if ra := resp.Header.Get("Retry-After"); ra != "" && len(ra) <= 32 {
-		what = fmt.Sprintf("busy (HTTP 429, retry after %q)", ra)
+// refusal is the problem of a source that refuses this client: 429, its
+// limit on this client's requests (a peer's PeerAccess), or 401, a peer
+// whose token this runner does not have. Either is given up for the rest
+// of the pull like a source that stalls, rather than asked again for every
+// blob (the last source, the registry, never is); nil for other answers.
+func refusal(resp *http.Response) *problem {
+	switch resp.StatusCode {
+	case http.StatusTooManyRequests:
+		what := "busy (HTTP 429)"
+		if ra := resp.Header.Get("Retry-After"); ra != "" && len(ra) <= 32 {
+			what = fmt.Sprintf("busy (HTTP 429, retry after %q)", ra)
+		}
+		return &problem{what: what, refused: true}
+	case http.StatusUnauthorized:
+		return &problem{what: "unauthorized (HTTP 401)", refused: true}
 	}
-	return &problem{what: what, busy: true}
+	return nil
 }
 
 // shortProblem keeps the reason short: a problem's own words, or the error.
@@ -563,8 +571,8 @@ func (p *puller) fetchFrom(parent context.Context, ss *session, b blob, f *fligh
 		return &problem{what: "request failed", err: err}
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusTooManyRequests {
-		return busy(resp)
+	if pr := refusal(resp); pr != nil {
+		return pr
 	}
 	if resp.StatusCode != http.StatusOK {
 		return &problem{what: fmt.Sprintf("HTTP %d", resp.StatusCode)}
