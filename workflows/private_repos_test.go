@@ -438,3 +438,31 @@ func TestBuildOfAPrivateRepository(t *testing.T) {
 	}
 	requireReady(t, name, out.Digest, builder)
 }
+
+// The sweep's change check reads private repositories through the App as
+// collections do: the one pushed to since its collection is collected
+// again, the other is unchanged, and neither check fails.
+func TestSweepKeepsPrivateRepositoriesFresh(t *testing.T) {
+	now := sweepClock()
+	org, _ := privateOrg(t)
+	ids := map[string]int64{}
+	for _, n := range []string{"pushed", "quiet"} {
+		privateRepo(t, org, n)
+		res := mustCollect(t, id(org, n), identity.CaseNew)
+		ids[n] = res.CodebaseID
+		if _, err := env.Store.Pool().Exec(context.Background(), `UPDATE codebases SET last_viewed_at = $2,
+			last_completed_at = $3 WHERE id = $1`, res.CodebaseID, now.Add(-day), now.Add(-7*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit(t, org, "pushed", "b.txt")
+	before := time.Now()
+	res := runSweep(t, workflows.RecollectionSweepInput{Now: now})
+	if res.Due != 2 || res.Started != 1 || res.Unchanged != 1 || res.Failed != 0 || res.Halted {
+		t.Fatalf("sweep = %+v, want 2 due, 1 started, 1 unchanged, no failure", res)
+	}
+	waitCompleted(t, ids["pushed"], before)
+	if collectedSince(t, ids["quiet"], before) {
+		t.Errorf("the unchanged private repository was collected again")
+	}
+}
