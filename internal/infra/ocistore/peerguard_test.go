@@ -1,6 +1,7 @@
 package ocistore
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // servePeer serves s's peer port behind a, its handler wrapped by wrap
@@ -177,4 +179,41 @@ func TestPeerPortLimitsRequestsPerClient(t *testing.T) {
 	if res.BySource["registry"] != res.Size || !slices.Contains(skipped, "peer:busy") {
 		t.Fatalf("pull from a busy peer: %+v, skipped %v; want everything from the registry, the peer skipped", res.BySource, skipped)
 	}
+}
+
+// Bytes a second are metered per client address and for all together: a
+// response stops where its bucket is empty and the wait would outlast the
+// request (rate.Limiter refuses at once rather than sleep past a
+// deadline), so what each client got shows whose bucket it drew from.
+func TestPeerPortMetersBytesPerClient(t *testing.T) {
+	const rate = 1 << 10 // a second of it is the burst: 1 KiB
+	body := bytes.Repeat([]byte("z"), 64<<10)
+	next := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(body) })
+	serve := func(g *peerGuard, addr string) int {
+		ctx, cancel := context.WithTimeout(context.Background(), 900*time.Millisecond)
+		defer cancel()
+		req := httptest.NewRequestWithContext(ctx, http.MethodGet, "http://peer/v2/x/blobs/y", nil)
+		req.RemoteAddr = addr + ":40000"
+		rec := httptest.NewRecorder()
+		g.ServeHTTP(rec, req)
+		return rec.Body.Len()
+	}
+	t.Run("per client", func(t *testing.T) {
+		g := guard(PeerAccess{ClientRate: rate}, next)
+		a1, a2, b := serve(g, "10.0.0.1"), serve(g, "10.0.0.1"), serve(g, "10.0.0.2")
+		if a1 != rate || a2 != 0 || b != rate {
+			t.Fatalf("sent %d then %d bytes to one client, %d to another; want %d, 0 (its bucket is empty), %d (a bucket of its own)", a1, a2, b, rate, rate)
+		}
+	})
+	t.Run("all clients", func(t *testing.T) {
+		g := guard(PeerAccess{Rate: rate}, next)
+		if a, b := serve(g, "10.0.0.1"), serve(g, "10.0.0.2"); a != rate || b != 0 {
+			t.Fatalf("sent %d and %d bytes to two clients; want %d and 0 (one bucket for all)", a, b, rate)
+		}
+	})
+	t.Run("unbounded", func(t *testing.T) {
+		if n := serve(guard(PeerAccess{}, next), "10.0.0.1"); n != len(body) {
+			t.Fatalf("sent %d bytes, want all %d", n, len(body))
+		}
+	})
 }
