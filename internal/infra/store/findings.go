@@ -104,8 +104,10 @@ func (p Page) limit() any {
 // SecretPage is a page of secrets and the totals of the scope.
 type SecretPage struct {
 	Secrets []Secret
-	// Total secrets and occurrences of the scope.
-	Total, TotalOccurrences int64
+	// Total secrets and occurrences of the scope, but for the secrets the
+	// repository's suppressions apply to at every occurrence (.gitleaksignore,
+	// gitleaks:allow), which are left out and counted in Ignored.
+	Total, TotalOccurrences, Ignored int64
 }
 
 // OccurrencePage is a page of occurrences and how many match in all.
@@ -134,9 +136,11 @@ const presenceCTE = `sc AS (SELECT presence_upto AS upto FROM scan_scopes WHERE 
 func (s *Store) Secrets(ctx context.Context, scopeID int64, page Page) (SecretPage, error) {
 	var out SecretPage
 	err := s.readTx(ctx, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, `SELECT count(*), coalesce(sum(n), 0)::bigint
-			FROM (SELECT count(*) AS n FROM findings WHERE scope_id = $1 GROUP BY rule_id, secret_hash, secret_path) AS g`,
-			scopeID).Scan(&out.Total, &out.TotalOccurrences); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT count(*) FILTER (WHERE NOT ign), coalesce(sum(n) FILTER (WHERE NOT ign), 0)::bigint,
+				count(*) FILTER (WHERE ign)
+			FROM (SELECT count(*) AS n, bool_and(ignored <> '') AS ign FROM findings WHERE scope_id = $1
+				GROUP BY rule_id, secret_hash, secret_path) AS g`,
+			scopeID).Scan(&out.Total, &out.TotalOccurrences, &out.Ignored); err != nil {
 			return err
 		}
 		rows, err := tx.Query(ctx, `WITH `+presenceCTE+`,
@@ -145,7 +149,7 @@ func (s *Store) Secrets(ctx context.Context, scopeID int64, page Page) (SecretPa
 				FROM findings f LEFT JOIN pb ON pb.blob = f.blob
 				WHERE f.scope_id = $1
 				GROUP BY f.rule_id, f.secret_hash, f.secret_path
-				HAVING min(f.id) > $2
+				HAVING min(f.id) > $2 AND NOT bool_and(f.ignored <> '')
 				ORDER BY first_id LIMIT $3)
 			SELECT g.first_id, g.rule_id, g.secret_hash, g.secret_path, g.n,
 				CASE WHEN g.present THEN 'present' WHEN g.last_id <= (SELECT upto FROM sc) THEN 'removed' ELSE 'unknown' END,

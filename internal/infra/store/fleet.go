@@ -24,6 +24,8 @@ type FleetFilter struct {
 	Repo string
 	// Rules: secrets of these rules only (nil: every rule).
 	Rules []string
+	// SecretHash: this secret only ("": any).
+	SecretHash string
 	// States: open, resolved (any reason), or reasons (nil: any state).
 	States []string
 	// Presence: present, removed or unknown only ("": any).
@@ -103,6 +105,9 @@ func (f FleetFilter) where(args []any) (string, []any) {
 	}
 	if f.Rules != nil {
 		conds = append(conds, "x.rule_id = ANY("+arg(f.Rules)+"::text[])")
+	}
+	if f.SecretHash != "" {
+		conds = append(conds, "x.secret_hash = "+arg(f.SecretHash))
 	}
 	if f.States != nil {
 		states, resolved := []string{}, false

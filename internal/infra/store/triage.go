@@ -124,3 +124,36 @@ func (s *Store) SecretHistory(ctx context.Context, subject string, key SecretKey
 		return c, err
 	})
 }
+
+// Triage is where a secret stands in triage.
+type Triage struct {
+	State     string
+	SeenAgain bool
+}
+
+// SecretStates are the triage states of keys, secrets of subject found
+// in scope; a secret never resolved is open.
+func (s *Store) SecretStates(ctx context.Context, subject string, scopeID int64, keys []SecretKey) (map[SecretKey]Triage, error) {
+	out := make(map[SecretKey]Triage, len(keys))
+	rules, hashes, paths := make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		out[k] = Triage{State: StateOpen}
+		rules[i], hashes[i], paths[i] = k.RuleID, k.SecretHash, k.File
+	}
+	rows, err := s.pool.Query(ctx, `SELECT st.rule_id, st.secret_hash, st.secret_path, st.state,
+			st.state <> 'open' AND EXISTS (SELECT 1 FROM findings o WHERE o.scope_id = $2 AND o.rule_id = st.rule_id
+				AND o.secret_hash = st.secret_hash AND o.secret_path = st.secret_path AND o.blob <> ALL (st.known_blobs))
+		FROM secret_states st JOIN unnest($3::text[], $4::text[], $5::text[]) AS k(r, h, p)
+			ON st.rule_id = k.r AND st.secret_hash = k.h AND st.secret_path = k.p
+		WHERE st.subject = $1`, subject, scopeID, rules, hashes, paths)
+	if err != nil {
+		return nil, err
+	}
+	var k SecretKey
+	var t Triage
+	_, err = pgx.ForEachRow(rows, []any{&k.RuleID, &k.SecretHash, &k.File, &t.State, &t.SeenAgain}, func() error {
+		out[k] = t
+		return nil
+	})
+	return out, err
+}
