@@ -280,9 +280,9 @@ func TestInstallationTokenExpiresMidCollection(t *testing.T) {
 
 // assertNoCredentials fails when a secret is in the histories of the
 // collection's workflows, the worker's logs, any column of gitfleet's
-// tables, or a file under the mirrors (their Git config included). The
-// worker fetches in-process (go-git): no child process, hence no process
-// argument, ever carries a credential.
+// tables, a file under the mirrors (their Git config included), or the
+// arguments of any process on the machine (the worker fetches in-process,
+// with go-git: no git child is ever given one).
 func assertNoCredentials(t *testing.T, secrets []string, res workflows.CollectResult) {
 	t.Helper()
 	check := func(where, text string) {
@@ -374,6 +374,15 @@ func assertNoCredentials(t *testing.T, secrets []string, res workflows.CollectRe
 	})
 	if err != nil || files == 0 {
 		t.Fatalf("mirrors: %d files, %v", files, err)
+	}
+	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	if len(cmdlines) == 0 {
+		t.Fatal("no process arguments to look at (/proc)")
+	}
+	for _, p := range cmdlines {
+		if b, err := os.ReadFile(p); err == nil {
+			check("process arguments "+p, string(b))
+		}
 	}
 }
 
