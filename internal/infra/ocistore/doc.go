@@ -22,9 +22,23 @@
 // error is Retryable and its reason names the last problem. Layers are
 // never held in memory: a pull uses one 256 KiB buffer.
 //
-// Errors follow errclass: the quota ("exceeds store quota") and an image no
-// source knows (errclass.ReasonNotFound) are Permanent, a bad reference is
-// ReasonInvalidInput, anything else is Retryable.
+// A manifest's sizes are its source's word: each, and every addition of
+// them, is checked against Options.MaxImageBytes before anything is
+// reserved or fetched, and a blob streams up to its declared size and no
+// further ("longer than declared" leaves that source for the blob). A
+// source that refuses this client (429, 401) is given up like one that
+// stalls.
+//
+// Errors follow errclass: the quota ("exceeds store quota"), an image
+// declaring too much (ReasonImageSize) and an image no source knows
+// (errclass.ReasonNotFound) are Permanent, a bad reference or a negative
+// size is ReasonInvalidInput, anything else is Retryable.
+//
+// # Serving
+//
+// PeerHandler serves the store read-only over the OCI distribution API;
+// PeerServer puts it behind a PeerAccess: a shared token (Token, which
+// never prints) and limits per client address and in all.
 //
 // # Concurrency
 //
