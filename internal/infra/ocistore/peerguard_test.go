@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -216,4 +217,46 @@ func TestPeerPortMetersBytesPerClient(t *testing.T) {
 			t.Fatalf("sent %d bytes, want all %d", n, len(body))
 		}
 	})
+}
+
+// The peer token goes to the peer's own address only: a peer that
+// redirects its blobs elsewhere has them fetched there without it.
+func TestPeerTokenStaysWithThePeer(t *testing.T) {
+	const token = Token("peer-token-sentinel-93b1")
+	r := startRegistry(t)
+	holder := newStore(t, 0)
+	_, digest, _ := pushImage(t, r, "snapshots/redirected", "v1", layer(t, 23, 0, 16*kb))
+	ref := r.Ref("snapshots/redirected", digest)
+	pull(t, holder, "redirected", ref, registrySource(r))
+	var mu sync.Mutex
+	var seen []string // Authorization headers elsewhere received
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		mu.Lock()
+		seen = append(seen, req.Header.Get("Authorization"))
+		mu.Unlock()
+		holder.PeerHandler().ServeHTTP(w, req)
+	}))
+	t.Cleanup(elsewhere.Close)
+	addr := servePeer(t, holder, PeerAccess{Token: token}, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if strings.Contains(req.URL.Path, "/blobs/") {
+				http.Redirect(w, req, elsewhere.URL+req.URL.Path, http.StatusTemporaryRedirect)
+				return
+			}
+			h.ServeHTTP(w, req)
+		})
+	})
+	peer := peerSource("holder", addr)
+	peer.Token = token
+	pull(t, newStore(t, 0), "redirected", ref, peer, registrySource(r))
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) == 0 {
+		t.Fatal("the redirect was not followed")
+	}
+	for _, a := range seen {
+		if a != "" {
+			t.Errorf("the peer's token went to the host it redirected to: %q", a)
+		}
+	}
 }
