@@ -145,7 +145,30 @@ func (s *Set) GitToken(ctx context.Context, remoteURL string) (string, error) {
 	if none(err) {
 		return "", nil
 	}
-	return tok, err
+	if err != nil {
+		return "", credentialsError(src, owner, err)
+	}
+	return tok, nil
+}
+
+// ReasonCredentials is the reason of a failure to get a token: the App's
+// key refused, its API down, a token file unreadable. It is gitfleet's
+// failure, not the repository's: neither a refusal that the API is asked
+// to explain nor a strike against the repository (§2).
+const ReasonCredentials = "credentials"
+
+// credentialsError keeps a transient failure Retryable (with its delay)
+// and makes any other Permanent, both of reason ReasonCredentials: a 401
+// or 404 from the App's endpoints must not read as git refusing the
+// repository.
+func credentialsError(src Source, owner string, err error) error {
+	c := errclass.Classify(err)
+	class := errclass.Permanent
+	if c.Class == errclass.Retryable && c.Reason != "unclassified" {
+		class = errclass.Retryable
+	}
+	return &errclass.Error{Class: class, Reason: ReasonCredentials, RetryAfter: c.RetryAfter,
+		Err: fmt.Errorf("%s cannot give a token for %s: %w", src.Kind(), owner, err)}
 }
 
 // GitTokenRefused tells the source that the host refused its token.

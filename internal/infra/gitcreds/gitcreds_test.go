@@ -275,6 +275,34 @@ func TestMirrorWithApp(t *testing.T) {
 	assertNotInTree(t, root, tok, "ghs_")
 }
 
+// An App whose key the host refuses fails the fetch as the credentials'
+// failure (Permanent, ReasonCredentials), never as git refusing the
+// repository, which would be asked about and charged to it.
+func TestMisconfiguredApp(t *testing.T) {
+	s := newStack(t)
+	other, err := s.f.CreateApp("other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(s.key, other.KeyPEM, 0o600); err != nil { // the wrong key
+		t.Fatal(err)
+	}
+	set := s.set(t)
+	m, err := mirror.New(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.SetCredentials(set)
+	_, err = m.Sync(context.Background(), s.host.CloneURL("acme", "vault"))
+	c := errclass.Classify(err)
+	if c.Class != errclass.Permanent || c.Reason != ReasonCredentials || !strings.Contains(err.Error(), "the GitHub App (id 1)") {
+		t.Fatalf("sync with a refused App key: %v (%s/%s), want Permanent %q", err, c.Class, c.Reason, ReasonCredentials)
+	}
+	if n := s.f.GitRequests(); n != 0 {
+		t.Errorf("%d Git requests sent without a token", n)
+	}
+}
+
 // assertNotInTree fails when a file under root holds one of needles.
 func assertNotInTree(t *testing.T, root string, needles ...string) {
 	t.Helper()
