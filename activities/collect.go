@@ -32,7 +32,7 @@ func (a *Activities) SyncMirror(ctx context.Context, repo repoid.ID) (workflows.
 	start := time.Now()
 	remote, err := a.Mirrors.Sync(fetch, host.CloneURL(repo.Owner, repo.Name))
 	if err != nil {
-		return workflows.SyncMirrorResult{}, AppError(stalled(fetch, err))
+		return workflows.SyncMirrorResult{}, AppError(boundUnreachable(ctx, nil, stalled(fetch, err)))
 	}
 	cloned, err := host.RepositoryAt(remote.URL)
 	if err != nil {
@@ -78,7 +78,7 @@ func (a *Activities) VerifyCommit(ctx context.Context, in workflows.VerifyCommit
 	defer stop()
 	ok, err := a.Mirrors.HasCommit(fetch, url, in.SHA)
 	if err != nil {
-		return false, AppError(stalled(fetch, err))
+		return false, AppError(boundUnreachable(ctx, nil, stalled(fetch, err)))
 	}
 	return ok, nil
 }
@@ -95,7 +95,7 @@ func (a *Activities) LookupRepository(ctx context.Context, repo repoid.ID) (iden
 	}
 	r, err := dir.Repository(ctx, repo.Owner, repo.Name)
 	if err != nil {
-		return identity.Repository{}, AppError(err)
+		return identity.Repository{}, AppError(boundUnreachable(ctx, nil, err))
 	}
 	return r, nil
 }

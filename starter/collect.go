@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -100,7 +101,21 @@ func (a *app) collectOrg(ctx context.Context, user, org string, archived, wait b
 		fmt.Fprintf(a.stdout, "Collecting %s: %s in %s's GitHub cache (%s)\n  workflow  %s\n  web ui    %s\n",
 			org, plural(len(l.Repos), "repository", "repositories"), user, l.Age(time.Now()), id, a.uiLink(id, run.GetRunID()))
 	}
+	host, ok := a.cfg.Hosts.ByAPIURL(l.User.APIURL)
+	if !ok {
+		return fmt.Errorf("user %s belongs to %s, which is not configured here", user, l.User.APIURL)
+	}
+	repos := make([]repoid.ID, len(l.Repos))
+	for i, r := range l.Repos {
+		repos[i] = repoid.ID{Host: host.Name, Owner: r.Owner, Name: r.Name}
+	}
 	if !wait {
+		if !a.json {
+			fmt.Fprintf(a.stdout, "Started: the collections start in windows and go on without this command. Follow them with\n"+
+				"  temporal workflow list --query 'WorkflowType=\"Collect\" AND WorkflowId STARTS_WITH \"collect:%s/%s/\"'\n"+
+				"or run this command again without --no-wait: it joins the collections running and waits for them.\n",
+				host.Name, strings.ToLower(org))
+		}
 		return nil
 	}
 	done := make(chan error, 1)
@@ -116,12 +131,19 @@ func (a *app) collectOrg(ctx context.Context, user, org string, archived, wait b
 				msg, _ := failure(err)
 				return fmt.Errorf("collection of %s: %s", org, msg)
 			}
-			if a.json {
-				return a.printJSON(res)
+			if !a.json {
+				fmt.Fprintf(a.stdout, "Started: %s; waiting for the collections\n", res)
 			}
-			fmt.Fprintf(a.stdout, "Done: %s\n", res)
-			if res.Failed > 0 {
-				return fmt.Errorf("%s of %s failed to start", plural(res.Failed, "collection", "collections"), org)
+			tally, err := a.waitCollections(ctx, c, repos)
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return a.printJSON(orgOutcome{CollectOrgProgress: res, Outcomes: tally})
+			}
+			fmt.Fprintf(a.stdout, "Done: %s of %s: %s\n", plural(tally.total(), "collection", "collections"), org, tally)
+			if bad := tally.Failed + tally.Parked + tally.Cancelled + res.Failed; bad > 0 {
+				return fmt.Errorf("%s of %s did not collect", plural(bad, "repository", "repositories"), org)
 			}
 			return nil
 		case <-tick.C:
@@ -138,6 +160,94 @@ func (a *app) collectOrg(ctx context.Context, user, org string, archived, wait b
 			return fmt.Errorf("stopped waiting (the collection goes on; see the Web UI): %w", ctx.Err())
 		}
 	}
+}
+
+// orgTally counts how an organization's collections ended.
+type orgTally struct {
+	Collected int `json:"collected"`
+	Failed    int `json:"failed"`
+	Parked    int `json:"parked"`
+	Cancelled int `json:"cancelled"`
+}
+
+func (t orgTally) total() int { return t.Collected + t.Failed + t.Parked + t.Cancelled }
+
+func (t orgTally) String() string {
+	return fmt.Sprintf("%d collected, %d failed, %d parked, %d cancelled", t.Collected, t.Failed, t.Parked, t.Cancelled)
+}
+
+type orgOutcome struct {
+	workflows.CollectOrgProgress
+	Outcomes orgTally `json:"outcomes"`
+}
+
+// waitCollections waits for the Collect of each repository (the latest
+// run under its id: the one CollectOrg started or joined), saying how
+// many ended and how, as they end, and naming each that did not collect.
+func (a *app) waitCollections(ctx context.Context, c client.Client, repos []repoid.ID) (orgTally, error) {
+	type ended struct {
+		repo repoid.ID
+		err  error
+	}
+	results := make(chan ended)
+	next := make(chan repoid.ID)
+	const waiters = 8 // each waits on one run at a time: a long poll, no load
+	for range min(waiters, len(repos)) {
+		go func() {
+			for r := range next {
+				var res workflows.CollectResult
+				err := c.GetWorkflow(ctx, workflows.CollectWorkflowID(r), "").Get(ctx, &res)
+				select {
+				case results <- ended{r, err}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	go func() {
+		defer close(next)
+		for _, r := range repos {
+			select {
+			case next <- r:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var t orgTally
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	told := ""
+	for t.total() < len(repos) {
+		select {
+		case e := <-results:
+			var app *temporal.ApplicationError
+			switch {
+			case e.err == nil:
+				t.Collected++
+				continue
+			case temporal.IsCanceledError(e.err):
+				t.Cancelled++
+			case errors.As(e.err, &app) && strings.Contains(app.Message(), "is parked"):
+				t.Parked++
+			default:
+				t.Failed++
+			}
+			if !a.json {
+				msg, class := failure(e.err)
+				fmt.Fprintf(a.stdout, "  FAILED    %s (%s): %s\n", e.repo, class, msg)
+			}
+		case <-tick.C:
+			if line := fmt.Sprintf("%d of %d done: %s", t.total(), len(repos), t); !a.json && line != told {
+				told = line
+				fmt.Fprintf(a.stdout, "  waiting   %s\n", line)
+			}
+		case <-ctx.Done():
+			return t, fmt.Errorf("stopped waiting after %d of %d collections (they go on; see the Web UI): %w", t.total(), len(repos), ctx.Err())
+		}
+	}
+	return t, nil
 }
 
 type collectOutcome struct {
@@ -176,7 +286,10 @@ func (a *app) collect(ctx context.Context, c client.Client, repos []repoid.ID, w
 	for i, run := range runs {
 		o := collectOutcome{WorkflowID: run.GetID(), RunID: run.GetRunID(), WebUI: a.uiLink(run.GetID(), run.GetRunID())}
 		var res workflows.CollectResult
-		if err := run.Get(ctx, &res); err != nil {
+		stop := a.watchAttempts(ctx, c, run.GetID(), run.GetRunID(), repos[i].String())
+		err := run.Get(ctx, &res)
+		stop()
+		if err != nil {
 			if ctx.Err() != nil {
 				return fmt.Errorf("stopped waiting (the collections go on; see the Web UI): %w", ctx.Err())
 			}

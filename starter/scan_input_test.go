@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"gitfleet/activities"
 )
 
 // Control characters in a target are bad input (exit 2, nothing started),
@@ -54,6 +56,36 @@ func TestScanOfAnUnreachableHostFailsWithinItsAttempts(t *testing.T) {
 		"FAILED", "gave up after 3 attempts: connection refused"} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr lacks %q", want)
+		}
+	}
+	if code != exitFailed || t.Failed() {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// The test worker's collections give an unreachable host up as soon as
+// its scans do.
+func init() { activities.DefaultUnreachableWaits = unreachableWaits }
+
+// A collection while the Git host and the API are down (nothing listens
+// where they were) is bounded: it says each failed attempt while it waits,
+// then fails with the cause.
+func TestCollectWhileTheHostIsDownIsBounded(t *testing.T) {
+	attemptsEvery = 500 * time.Millisecond
+	o, _ := newRepo(t)
+	up, err := fg.GoDown()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := up(); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	out, errOut, code := starter(t, "collect", o+"/app")
+	for _, want := range []string{"SyncMirror attempt 1 failed, retrying in", "connection refused", "FAILED", "gave up after 3 attempts"} {
+		if !strings.Contains(out+errOut, want) {
+			t.Errorf("output lacks %q", want)
 		}
 	}
 	if code != exitFailed || t.Failed() {

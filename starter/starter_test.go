@@ -70,6 +70,7 @@ func TestMain(m *testing.M) {
 			w.RegisterActivity(&activities.Shards{Store: e.Store, Mirrors: mirrors, Scanner: scanner, Log: e.Log,
 				UnreachableWaits: unreachableWaits})
 			w.RegisterActivity(&activities.GitHub{Store: e.Store, Box: cfg.TokenBox, Hosts: cfg.Hosts, Log: e.Log})
+			w.RegisterActivity(&activities.Sweeps{Store: e.Store, Client: e.Client, Hosts: cfg.Hosts, Log: e.Log}) // collect --org starts Collects
 			w.RegisterActivity(&activities.Snapshots{Store: e.Store, Client: e.Client, Log: e.Log})
 		}, workflows.GitTaskQueue(workflows.TaskQueue))
 		if err != nil {

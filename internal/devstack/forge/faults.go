@@ -1,6 +1,7 @@
 package forge
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -247,4 +248,34 @@ func cmp0(v, def int) int {
 		return def
 	}
 	return v
+}
+
+// GoDown takes the whole forge off the network, API and Git alike, as a
+// host that is down: nothing listens at its address (connections are
+// refused) and open connections are cut. The returned up serves again at
+// the same address. Tests that use it must not run in parallel with
+// others of the same forge.
+func (f *Forge) GoDown() (up func() error, err error) {
+	if f.srv == nil {
+		return nil, errors.New("forge: not started")
+	}
+	addr := f.ln.Addr().String()
+	if err := f.srv.Close(); err != nil {
+		return nil, err
+	}
+	return func() error {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("forge: listen again: %w", err)
+		}
+		f.ln = ln
+		f.srv = &http.Server{Handler: f.handler, ReadHeaderTimeout: 30 * time.Second}
+		srv := f.srv
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				f.logf("forge: serve: %v", err)
+			}
+		}()
+		return nil
+	}, nil
 }
