@@ -46,8 +46,12 @@ type found struct {
 func (a *app) findSecret(ctx context.Context, args []string, s secretArgs) (*found, error) {
 	prefix := strings.ToLower(args[1])
 	if len(prefix) < minPrefix || strings.Trim(prefix, hexDigits) != "" {
-		return nil, usageError{fmt.Errorf("%q is not the start of a secret hash: %d or more hex digits, as findings prints them",
-			textsafe.Printable(shorten(args[1])), minPrefix)}
+		arg := args[1]
+		if len(arg) > maxEcho {
+			arg = shorten(arg)
+		}
+		return nil, usageError{fmt.Errorf("%s is not the start of a secret hash: %d or more hex digits, as findings prints them",
+			textsafe.Printable(arg), minPrefix)}
 	}
 	st, err := a.store(ctx)
 	if err != nil {
