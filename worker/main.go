@@ -95,6 +95,10 @@ Configuration comes from the environment:
   GITFLEET_LOG_FORMAT  console or json (default console)
   GITFLEET_REGISTRY    runners: where builds are pushed, host:port/path
   GITFLEET_INSECURE_REGISTRIES  runners: registries (host:port, comma-separated) spoken to over plain HTTP
+  GITFLEET_SNAPSHOT_SOURCES     runners: registries (host[:port][/path], comma-separated) snapshots and base
+                                images may come from, besides GITFLEET_REGISTRY's host
+  GITFLEET_PEER_TOKEN           runners: the fleet's token for the peer ports, required off loopback (never
+                                logged; GITFLEET_PEER_TOKEN_FILE: a file holding it)
   GITFLEET_RUNNER_HEARTBEAT     runners: heartbeat interval (default 10s)
   GITFLEET_RUNNER_OFFLINE_AFTER a runner silent this long is offline (default 2m)
   GITFLEET_PULL_ATTEMPT_TIMEOUT one pull attempt (default 10m)
