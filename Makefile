@@ -14,11 +14,14 @@ all: build
 
 ## build: compile the production binaries bin/worker and bin/starter
 build:
+	@echo "Building bin/worker and bin/starter: the first build compiles every dependency (a few minutes"
+	@echo "on a fresh machine, with no output meanwhile); later builds take seconds"
 	$(GO) build -o bin/ ./worker ./starter
 
 ## build-dev: bin/starter-dev, the starter with `starter dev` (the dev stack:
 ## Temporal dev server, private PostgreSQL, demo forge) built in
 build-dev:
+	@echo "Building bin/starter-dev (the dev stack: Temporal dev server, PostgreSQL, demo forge and registry)"
 	$(GO) build -tags devstack -o bin/starter-dev ./starter
 
 ## temporal-cli: install the pinned Temporal CLI (dev server + Web UI) if missing

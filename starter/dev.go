@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -256,20 +257,33 @@ func (a *app) dev(ctx context.Context, o devOptions) (err error) {
 
 	// superviseWorker starts a worker and restarts it (runners on their
 	// stores) when it exits.
+	// Their output goes to a log file each (dataDir/logs), appended to
+	// across restarts, so the terminal keeps the demo's story and errors.
+	var logs []*os.File
+	defer func() {
+		for _, l := range logs {
+			_ = l.Close()
+		}
+	}()
 	superviseWorker := func(what string, args ...string) (*supervise.Child, error) {
-		w, err := startWorker(ctx, a, env, what, args...)
+		log, logPath, err := childLog(dataDir, what)
 		if err != nil {
 			return nil, err
 		}
-		return sup.Add(ctx, what, "its output above (stderr)", w, func(ctx context.Context) (supervise.Process, error) {
-			w, err := startWorker(ctx, a, env, what, args...)
+		logs = append(logs, log)
+		w, err := startWorker(ctx, a, env, log, what, args...)
+		if err != nil {
+			return nil, fmt.Errorf("%w (its log: %s)", err, logPath)
+		}
+		return sup.Add(ctx, what, logPath, w, func(ctx context.Context) (supervise.Process, error) {
+			w, err := startWorker(ctx, a, env, log, what, args...)
 			if err != nil {
 				return nil, err
 			}
 			return w, nil
 		}), nil
 	}
-	say("Starting the worker")
+	say("Starting the worker and %d runners; their logs: %s", o.runners, filepath.Join(dataDir, "logs"))
 	worker, err := superviseWorker("the worker", "--metrics-addr", devMetricsAddr(0))
 	if err != nil {
 		return err
@@ -287,7 +301,13 @@ func (a *app) dev(ctx context.Context, o devOptions) (err error) {
 	}
 
 	if o.demo {
+		if note := demoContinues(dataDir); note != "" {
+			say("%s", note)
+		}
 		if err := a.demo(ctx, fg); err != nil {
+			return err
+		}
+		if err := markDemoRan(dataDir); err != nil {
 			return err
 		}
 	}
@@ -299,7 +319,7 @@ gitfleet is running. Where to look:
   demo forge        %s/demo/tools (also demo/hello-world, acme/website; acme/payments is private,
                     read through the forge's GitHub App, whose key is <data-dir>/github-app.pem)
   Temporal CLI      %s%s
-  logs              Temporal: %s; the worker and runners: above
+  logs              Temporal: %s; the worker and runners: %s
   environment       source %s   # then, in another terminal:
                     bin/starter collect demo/tools
                     bin/starter show %s/demo/hello-world
@@ -310,7 +330,7 @@ gitfleet is running. Where to look:
                     %s workflow list --query "GitfleetCase = 'D'"
 
 Press Ctrl-C to stop everything.
-`, ts.UIURL(), cfg.Namespace, fg.URL(), temporalPath, temporalNote, temporalLog, envFile, host, temporalCmd)
+`, ts.UIURL(), cfg.Namespace, fg.URL(), temporalPath, temporalNote, temporalLog, filepath.Join(dataDir, "logs", "*.log"), envFile, host, temporalCmd)
 	<-ctx.Done()
 	fmt.Fprintln(a.stdout, "\n==> Stopping")
 	return nil
@@ -563,7 +583,7 @@ func (w *workerProc) Stop() error {
 
 // startWorker runs the worker binary that sits next to this one, with
 // args (runner mode) or without.
-func startWorker(ctx context.Context, a *app, env map[string]string, what string, args ...string) (*workerProc, error) {
+func startWorker(ctx context.Context, a *app, env map[string]string, log io.Writer, what string, args ...string) (*workerProc, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -577,7 +597,7 @@ func startWorker(ctx context.Context, a *app, env map[string]string, what string
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	cmd.Stdout, cmd.Stderr = a.stderr, a.stderr
+	cmd.Stdout, cmd.Stderr = log, log
 	proc, err := childproc.Start(cmd, syscall.SIGTERM)
 	if err != nil {
 		return nil, err
