@@ -42,6 +42,9 @@ type Activities struct {
 	// Liveness bounds the silence of a remote during a fetch (zero:
 	// liveness's defaults, for gitOptions' one-minute heartbeat timeout).
 	Liveness liveness.Bounds
+	// WorkerOffline is how long a silent worker keeps its repositories
+	// (zero: DefaultWorkerOffline).
+	WorkerOffline time.Duration
 }
 
 func (a *Activities) now() time.Time {

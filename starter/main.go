@@ -101,7 +101,7 @@ Configuration comes from the environment (the defaults match 'make run'):
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.PersistentFlags().BoolVar(&a.json, "json", false, "print JSON instead of text")
 	root.AddCommand(a.collectCmd(), a.showCmd(), a.scanCmd(), a.findingsCmd(), a.schedulesCmd(), a.migrateCmd(), a.cleanupCmd(),
-		a.usersCmd(), a.githubCmd(), a.snapshotCmd(), a.runnerCmd(), a.devCmd(), a.rulesCmd(), a.setupCmd(),
+		a.usersCmd(), a.githubCmd(), a.snapshotCmd(), a.runnerCmd(), a.workerCmd(), a.devCmd(), a.rulesCmd(), a.setupCmd(),
 		a.shardCmd(), a.reposCmd(), a.adminCmd())
 	return root
 }

@@ -109,6 +109,10 @@ Configuration comes from the environment:
   GITFLEET_ACTIVITY_SLOTS       Git activity tasks (syncs, scans) run at once (default 2 x CPUs,
                                 at least 4; a runner: --capacity)
   GITFLEET_CONTROL_SLOTS        other activity tasks (database, API, starts) run at once (default 16)
+  GITFLEET_WORKER_ID            this worker's name: its row and its task queue gitfleet:git:<id>;
+                                keep it with the mirror directory (default: the host name)
+  GITFLEET_WORKER_OFFLINE_AFTER a worker silent this long hands its repositories on (default 1m)
+  GITFLEET_MIRROR_QUOTA         bytes the mirrors may hold, least recently used evicted (default: no bound)
   GITFLEET_WORKFLOW_SLOTS       workflow tasks run at once (default 2 x CPUs, at least 4)
   GITFLEET_SCAN_PARALLELISM     blobs read and scanned at once, all scans together (default: CPUs)
   GITFLEET_STOP_TIMEOUT         on SIGTERM/SIGINT, how long running activities may finish (default 30s)
@@ -229,6 +233,7 @@ func run() error {
 	if cfg.ScanArchiveDepth != nil {
 		scanner = scanner.WithArchiveDepth(*cfg.ScanArchiveDepth)
 	}
+	scanSlots := make(chan struct{}, cfg.ScanParallelism) // all scans together, on either queue
 	// Two queues (architecture §2): Git work — syncs and scans that run
 	// for minutes to hours — has slots of its own, so the database
 	// bookkeeping and API requests of every workflow never wait behind it.
@@ -239,16 +244,24 @@ func run() error {
 		WorkerStopTimeout:                       cfg.StopTimeout,
 		OnFatalError:                            onFatal,
 	})
-	gitW := worker.New(c, workflows.GitTaskQueue(workflows.TaskQueue), worker.Options{
+	// The Git work of the repositories this worker owns comes to its own
+	// queue (§2, "Repository affinity"); the shared Git queue serves runs
+	// from before, and runs while no worker had registered.
+	ownW := worker.New(c, workflows.WorkerGitQueue(workflows.TaskQueue, cfg.Fleet.WorkerID), worker.Options{
 		MaxConcurrentActivityExecutionSize: cfg.ActivitySlots,
 		DisableWorkflowWorker:              true,
 		WorkerStopTimeout:                  cfg.StopTimeout,
 		OnFatalError:                       onFatal,
 	})
+	gitW := worker.New(c, workflows.GitTaskQueue(workflows.TaskQueue), worker.Options{
+		MaxConcurrentActivityExecutionSize: max(1, cfg.ActivitySlots/4),
+		DisableWorkflowWorker:              true,
+		WorkerStopTimeout:                  cfg.StopTimeout,
+		OnFatalError:                       onFatal,
+	})
 	workflows.Register(w)
-	scanSlots := make(chan struct{}, cfg.ScanParallelism) // all scans together, on either queue
-	for _, r := range []worker.Registry{w, gitW} {
-		r.RegisterActivity(&activities.Activities{Store: st, Mirrors: mirrors, Hosts: cfg.Hosts, Creds: creds, Log: log})
+	for _, r := range []worker.Registry{w, ownW, gitW} {
+		r.RegisterActivity(&activities.Activities{Store: st, Mirrors: mirrors, Hosts: cfg.Hosts, WorkerOffline: cfg.Fleet.WorkerOffline, Creds: creds, Log: log})
 		r.RegisterActivity(&activities.Shards{Store: st, Mirrors: mirrors, Scanner: scanner, Log: log,
 			LeaseFor: cfg.ShardLease, BatchBlobs: cfg.ScanBatch, ScanSlots: scanSlots})
 		r.RegisterActivity(&activities.Sweeps{Store: st, Client: c, Hosts: cfg.Hosts,
@@ -262,20 +275,25 @@ func run() error {
 	}
 
 	log.Info("worker starting", zap.String("temporal", cfg.TemporalAddress), zap.String("namespace", cfg.Namespace),
-		zap.String("taskQueue", workflows.TaskQueue), zap.Strings("hosts", cfg.Hosts.Names()),
+		zap.String("taskQueue", workflows.TaskQueue), zap.String("workerId", cfg.Fleet.WorkerID), zap.Strings("hosts", cfg.Hosts.Names()),
 		zap.String("policy", scanner.Policy()[:12]), zap.Int("rules", scanner.Rules().Len()),
 		zap.Int("decodeDepth", scanner.Config().DecodeDepth), zap.Int("archiveDepth", scanner.Config().ArchiveDepth),
 		zap.Int("activitySlots", cfg.ActivitySlots), zap.Int("controlSlots", cfg.ControlSlots),
 		zap.Int("workflowSlots", cfg.WorkflowSlots), zap.Int("scanParallelism", cfg.ScanParallelism),
 		zap.Duration("stopTimeout", cfg.StopTimeout))
-	if err := gitW.Start(); err != nil {
+	for i, x := range []worker.Worker{ownW, gitW, w} {
+		if err := x.Start(); err != nil {
+			for _, started := range []worker.Worker{ownW, gitW, w}[:i] {
+				started.Stop()
+			}
+			return err
+		}
+	}
+	// Registered once its queue is polled: work placed on it is taken.
+	if err := joinFleet(ctx, st, cfg.Fleet, mirrors, log); err != nil {
 		return err
 	}
-	if err := w.Start(); err != nil {
-		gitW.Stop()
-		return err
-	}
-	return drain(ctx, stop, cfg.StopTimeout, log, w, gitW)
+	return drain(ctx, stop, cfg.StopTimeout, log, w, ownW, gitW)
 }
 
 // stopOnFatal returns a context that ends when the worker reports a fatal

@@ -204,6 +204,7 @@ const (
 	activityDeleteStaleCodebases = "DeleteStaleCodebases" // max age → count
 	activityCodebaseShard        = "CodebaseShard"        // codebase id → shard.Spec
 	activityExplainRefusal       = "ExplainRefusal"       // repoid.ID → RefusalResult
+	activityPlaceGitWork         = "PlaceGitWork"         // PlaceGitWorkInput → task queue
 
 	// Shard execution (activities.Shards).
 	activityEnsureShard     = "EnsureShard"     // shard.Spec → shard id
@@ -233,7 +234,7 @@ const (
 var ActivityNames = []string{
 	activitySyncMirror, activityLookupCodebase, activityVerifyCommit, activityLookupRepository, activityApplyIdentity,
 	activityMarkStale, activityCompleteCollection, activityFailCollection, activityResetFailures,
-	activityDeleteStaleCodebases, activityCodebaseShard, activityExplainRefusal,
+	activityDeleteStaleCodebases, activityCodebaseShard, activityExplainRefusal, activityPlaceGitWork,
 	activityEnsureShard, activityAcquireShard, activitySyncShardMirror, activityScanShard, activityCheckpointShard,
 	activityParkShard,
 	activityListDue, activityCheckHeads, activityStartCollect, activityStartCollects, activityRunningCollects,

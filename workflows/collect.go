@@ -21,6 +21,9 @@ type CollectInput struct {
 	Repo repoid.ID `json:"repository"`
 	// Trigger says who asked: "manual" (a user) or "sweep" (the schedule).
 	Trigger string `json:"trigger,omitempty"`
+	// PlaceWait bounds how long the repository's Git work waits for its
+	// worker before it is placed again (zero: DefaultPlaceWait).
+	PlaceWait time.Duration `json:"placeWait,omitempty"`
 }
 
 // CollectResult is what a collection found.
@@ -68,10 +71,11 @@ func Collect(ctx workflow.Context, in CollectInput) (CollectResult, error) {
 	// Where the repository is fetched from: the request, unless the API
 	// said it moved after git refused the name.
 	from := in.Repo
+	place := GitPlace{Repo: &in.Repo, Wait: in.PlaceWait}
 	for {
 		out.Attempts++
 		workflow.SetCurrentDetails(ctx, fmt.Sprintf("Syncing the mirror of %s (attempt %d)", from, out.Attempts))
-		if err := workflow.ExecuteActivity(gitWork(ctx, gitOptions), activitySyncMirror, from).Get(ctx, &synced); err != nil {
+		if err := runGit(ctx, &place, gitOptions, activitySyncMirror, from, &synced); err != nil {
 			moved, err := refused(ctx, from, err)
 			if moved == nil || out.Attempts >= maxResolveAttempts {
 				if err == nil {
@@ -82,6 +86,7 @@ func Collect(ctx workflow.Context, in CollectInput) (CollectResult, error) {
 			}
 			workflow.GetLogger(ctx).Info("Git refused the name; the API says the repository moved", "from", from, "to", *moved)
 			from = *moved
+			place = GitPlace{Repo: moved, Wait: in.PlaceWait}
 			continue
 		}
 		out.Commit, out.DefaultBranch, out.Empty = synced.Head, synced.DefaultBranch, synced.Empty
@@ -95,7 +100,7 @@ func Collect(ctx workflow.Context, in CollectInput) (CollectResult, error) {
 		err := workflow.ExecuteChildWorkflow(child, ResolveIdentity, ResolveIdentityInput{
 			Key: key, WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,
 			Cloned: synced.Cloned, Head: synced.Head, DefaultBranch: synced.DefaultBranch, ClonedAt: synced.StartedAt,
-			RefsDigest: synced.RefsDigest,
+			RefsDigest: synced.RefsDigest, Place: place,
 		}).Get(ctx, &resolved)
 		if err == nil {
 			break
@@ -118,7 +123,7 @@ func Collect(ctx workflow.Context, in CollectInput) (CollectResult, error) {
 
 	// Runs recorded before collections scanned for secrets replay without it.
 	if v := workflow.GetVersion(ctx, "scan-after-identity", workflow.DefaultVersion, 1); v == 1 && !out.Empty {
-		if err := scanCodebase(ctx, &out, synced.RefsDigest); err != nil {
+		if err := scanCodebase(ctx, &out, synced.RefsDigest, place); err != nil {
 			return out, fail(ctx, key, in.Repo, "scan", err)
 		}
 	}
@@ -180,9 +185,10 @@ func refused(ctx workflow.Context, repo repoid.ID, err error) (*repoid.ID, error
 }
 
 // scanCodebase runs the codebase's shard (ExecuteShard, a child) after its
-// identity is settled, on the mirror the collection synced (refsDigest). A
+// identity is settled, on the mirror the collection synced (refsDigest),
+// on the worker that synced it (place). A
 // parked shard fails the collection as Permanent.
-func scanCodebase(ctx workflow.Context, out *CollectResult, refsDigest string) error {
+func scanCodebase(ctx workflow.Context, out *CollectResult, refsDigest string, place GitPlace) error {
 	var spec shard.Spec
 	if err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityCodebaseShard, out.CodebaseID).Get(ctx, &spec); err != nil {
 		return err
@@ -193,7 +199,7 @@ func scanCodebase(ctx workflow.Context, out *CollectResult, refsDigest string) e
 		Memo:       map[string]any{"repository": out.Requested.String(), "target": spec.Target.Location},
 	})
 	var res ExecuteShardResult
-	if err := workflow.ExecuteChildWorkflow(child, ExecuteShard, ExecuteShardInput{Spec: spec, RefsDigest: refsDigest}).Get(ctx, &res); err != nil {
+	if err := workflow.ExecuteChildWorkflow(child, ExecuteShard, ExecuteShardInput{Spec: spec, RefsDigest: refsDigest, Place: place}).Get(ctx, &res); err != nil {
 		parked, ok := ParkedResult(err) // a child that parked fails its run
 		if !ok {
 			return err

@@ -45,6 +45,10 @@ type ExecuteShardInput struct {
 	// saw (a Collect syncs before it resolves identity); "" means this run
 	// syncs the mirror itself.
 	RefsDigest string `json:"refsDigest,omitempty"`
+	// Place is where the job that started this run synced the mirror (a
+	// Collect's worker): the scan runs there. Empty: placed by the
+	// target's location.
+	Place GitPlace `json:"place,omitzero"`
 }
 
 // ExecuteShardResult is the shard's state after the run.
@@ -195,6 +199,10 @@ func executeShard(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResul
 	// budget ("too many errors"), and end with the first pass.
 	failureModel := workflow.GetVersion(ctx, "shard-failure-model", workflow.DefaultVersion, 1) == 1
 	lost := 0 // leases lost to another owner
+	place := in.Place
+	if place.Repo == nil && place.Location == "" {
+		place.Location = in.Spec.Target.Location
+	}
 
 	for (failureModel && lost < maxOwners) || (!failureModel && out.Owners < maxOwners) {
 		var claim Claim
@@ -216,23 +224,19 @@ func executeShard(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResul
 		switch {
 		case !oneSync:
 			enter(PhaseMirrorSync, fmt.Sprintf("shard %d", out.ShardID))
-			err = workflow.ExecuteActivity(gitWork(ctx, gitOptions), activitySyncShardMirror, ShardWork{
-				Lease: lease, Spec: in.Spec,
-			}).Get(ctx, nil)
+			err = runGit(ctx, &place, gitOptions, activitySyncShardMirror, ShardWork{Lease: lease, Spec: in.Spec}, nil)
 		case refs == "":
 			enter(PhaseMirrorSync, fmt.Sprintf("shard %d", out.ShardID))
-			err = workflow.ExecuteActivity(gitWork(ctx, gitOptions), activitySyncShardMirror, ShardWork{
-				Lease: lease, Spec: in.Spec,
-			}).Get(ctx, &refs)
+			err = runGit(ctx, &place, gitOptions, activitySyncShardMirror, ShardWork{Lease: lease, Spec: in.Spec}, &refs)
 		default:
 			enter(PhaseMirrorSync, fmt.Sprintf("shard %d: the mirror was synced by this job", out.ShardID))
 		}
 		if err == nil {
 			enter(PhaseExecuting, fmt.Sprintf("shard %d, fence %d", out.ShardID, lease.Fence))
 			var receipt shard.Receipt
-			err = workflow.ExecuteActivity(gitWork(ctx, scanOptions), activityScanShard, ShardWork{
+			err = runGit(ctx, &place, scanOptions, activityScanShard, ShardWork{
 				Lease: lease, Spec: in.Spec, MaxDuration: in.MaxDuration, RefsDigest: refs,
-			}).Get(ctx, &receipt)
+			}, &receipt)
 			if err == nil {
 				out.Receipt = &receipt
 				// A retried scan attempt fences off the one it replaces: the

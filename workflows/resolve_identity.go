@@ -31,6 +31,9 @@ type ResolveIdentityInput struct {
 	// recorded before it was passed): VerifyCommit answers from a mirror
 	// that holds them.
 	RefsDigest string `json:"refsDigest,omitempty"`
+	// Place is where the sync ran: VerifyCommit runs there, on the mirror
+	// the sync left (empty in runs recorded before: placed anew).
+	Place GitPlace `json:"place,omitzero"`
 }
 
 // ResolveIdentityResult is the decision that was applied.
@@ -132,9 +135,13 @@ func verify(ctx workflow.Context, in ResolveIdentityInput, byName *identity.Code
 	}
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Verifying %s still has its last collected commit", in.Cloned))
 	var ok bool
-	err := workflow.ExecuteActivity(gitWork(ctx, verifyOptions), activityVerifyCommit, VerifyCommitInput{
+	place := in.Place
+	if place.Repo == nil && place.Location == "" {
+		place.Repo = &in.Cloned
+	}
+	err := runGit(ctx, &place, verifyOptions, activityVerifyCommit, VerifyCommitInput{
 		Repo: in.Cloned, SHA: byName.LastCommitSHA, RefsDigest: in.RefsDigest,
-	}).Get(ctx, &ok)
+	}, &ok)
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("Fetch by SHA failed; asking the API instead", "error", err)
 		return ""

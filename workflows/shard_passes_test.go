@@ -31,6 +31,7 @@ func TestScanContinuesInPasses(t *testing.T) {
 		workflows.Register(w)
 		w.RegisterActivity(&activities.Shards{Store: env.Store, Scanner: scanner, BatchBlobs: 20, LeaseFor: 6 * time.Second,
 			Budget: time.Nanosecond})
+		w.RegisterActivity(&activities.Activities{Store: env.Store}) // PlaceGitWork
 	}, workflows.GitTaskQueue(queue))
 	if err != nil {
 		t.Fatal(err)

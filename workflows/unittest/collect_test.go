@@ -40,6 +40,7 @@ func newEnvScanning(t *testing.T, scan workflows.ExecuteShardResult) *testsuite.
 	// tests see it as a child that succeeds.
 	var a *activities.Activities
 	env.OnActivity(a.CodebaseShard, mock.Anything, mock.Anything).Return(shard.Spec{Key: "codebase:1"}, nil).Maybe()
+	env.OnActivity(a.PlaceGitWork, mock.Anything, mock.Anything).Return(workflows.GitTaskQueue(workflows.TaskQueue), nil).Maybe()
 	env.OnWorkflow(workflows.ExecuteShard, mock.Anything, mock.Anything).Return(scan, nil).Maybe()
 	return env
 }

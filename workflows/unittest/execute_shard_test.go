@@ -26,8 +26,11 @@ func newShardEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *activities.
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(workflows.ExecuteShard)
 	env.RegisterActivity(&activities.Shards{})
+	env.RegisterActivity(&activities.Activities{})
 	var a *activities.Shards
 	env.OnActivity(a.EnsureShard, mock.Anything, mock.Anything).Return(int64(42), nil)
+	var placer *activities.Activities
+	env.OnActivity(placer.PlaceGitWork, mock.Anything, mock.Anything).Return(workflows.GitTaskQueue(workflows.TaskQueue), nil).Maybe()
 	return env, a
 }
 
@@ -238,4 +241,34 @@ func parkedResult(t *testing.T, env *testsuite.TestWorkflowEnvironment) workflow
 		t.Fatalf("the run's failure says %q, want %q", err, want)
 	}
 	return res
+}
+
+// Git work its owner does not take within the bound is placed again: the
+// scan that waited on a worker that went quiet runs on the next.
+func TestExecuteShardPlacesGitWorkAgain(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(workflows.ExecuteShard)
+	env.RegisterActivity(&activities.Shards{})
+	env.RegisterActivity(&activities.Activities{})
+	var a *activities.Shards
+	var placer *activities.Activities
+	env.OnActivity(a.EnsureShard, mock.Anything, mock.Anything).Return(int64(42), nil)
+	env.OnActivity(placer.PlaceGitWork, mock.Anything, mock.Anything).Return(workflows.WorkerGitQueue(workflows.TaskQueue, "w2"), nil).Once()
+	env.OnActivity(a.AcquireShard, mock.Anything, mock.Anything).Return(claim(3), nil).Once()
+	env.OnActivity(a.ScanShard, mock.Anything, mock.Anything).
+		Return(shard.Receipt{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)).Once()
+	env.OnActivity(a.ScanShard, mock.Anything, mock.Anything).Return(shard.Receipt{ID: 9, ShardID: 42, Fence: 3, Complete: true}, nil).Once()
+	env.OnActivity(a.CheckpointShard, mock.Anything, mock.Anything).Return(shard.Done, nil).Once()
+	// Placed on w1 by the job that synced (a Collect), which then went quiet.
+	env.ExecuteWorkflow(workflows.ExecuteShard, workflows.ExecuteShardInput{Spec: shard.Spec{Key: "k"}, RefsDigest: "d1",
+		Place: workflows.GitPlace{Location: "https://github.com/acme/app", Queue: workflows.WorkerGitQueue(workflows.TaskQueue, "w1")}})
+	var res workflows.ExecuteShardResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != shard.Done || res.Receipt == nil {
+		t.Fatalf("result = %+v", res)
+	}
+	env.AssertExpectations(t)
 }

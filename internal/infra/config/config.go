@@ -117,6 +117,7 @@ type Config struct {
 	UIURL           string
 	DatabaseURL     string
 	MirrorDir       string
+	Fleet           Fleet
 	LogLevel        string
 	LogFormat       string
 	Hosts           vcs.Hosts
@@ -478,6 +479,11 @@ func Load(getenv func(string) string) (Config, error) {
 	default:
 		c.MetricsAddr = v
 	}
+	fleet, err := loadFleet(getenv)
+	if err != nil {
+		return Config{}, err
+	}
+	c.Fleet = fleet
 	if c.MirrorDir == "" {
 		cache, err := os.UserCacheDir()
 		if err != nil {

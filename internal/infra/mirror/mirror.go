@@ -204,7 +204,11 @@ func (m *Mirrors) Holds(remoteURL, refsDigest string) bool {
 	}
 	var refs []*plumbing.Reference
 	_ = iter.ForEach(func(r *plumbing.Reference) error { refs = append(refs, r); return nil })
-	return RefsDigest(refs) == refsDigest
+	if RefsDigest(refs) != refsDigest {
+		return false
+	}
+	touch(m.Path(remoteURL))
+	return true
 }
 
 // listRefs lists the remote's refs (git ls-remote), without cloning, with
@@ -279,6 +283,7 @@ func (m *Mirrors) sync(ctx context.Context, remoteURL string, auth *githttp.Basi
 			return Remote{}, err
 		}
 	}
+	touch(path)
 	return out, nil
 }
 

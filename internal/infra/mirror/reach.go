@@ -39,6 +39,7 @@ func (m *Mirrors) Reaches(ctx context.Context, remoteURL, refsDigest, sha string
 	if RefsDigest(tips) != refsDigest {
 		return false, false, nil
 	}
+	touch(path)
 	st, release := withPackWriter(repo.Storer, path)
 	defer release()
 	want := plumbing.NewHash(sha)

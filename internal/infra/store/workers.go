@@ -12,7 +12,9 @@ import (
 
 // Worker is a registered worker as `starter worker list` shows it.
 type Worker struct {
-	ID            string
+	ID string
+	// TaskQueue is the workflows' queue it serves.
+	TaskQueue     string
 	State         placement.State
 	LastHeartbeat time.Time
 	// Silent is how long ago its last heartbeat was, by the database's
@@ -25,12 +27,12 @@ type Worker struct {
 // RegisterWorker adds a worker or marks it alive again. A draining worker
 // stays draining: draining is an operator's decision a restart must not
 // undo. Times are the database's clock, as for runners.
-func (s *Store) RegisterWorker(ctx context.Context, id string) error {
+func (s *Store) RegisterWorker(ctx context.Context, id, taskQueue string) error {
 	if err := placement.ValidWorkerID(id); err != nil {
 		return err
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO workers (id) VALUES ($1)
-		ON CONFLICT (id) DO UPDATE SET last_heartbeat = now()`, id)
+	_, err := s.pool.Exec(ctx, `INSERT INTO workers (id, task_queue) VALUES ($1, $2)
+		ON CONFLICT (id) DO UPDATE SET last_heartbeat = now(), task_queue = excluded.task_queue`, id, taskQueue)
 	if err != nil {
 		return fmt.Errorf("register worker %q: %w", id, err)
 	}
@@ -51,11 +53,13 @@ func (s *Store) HeartbeatWorker(ctx context.Context, id string, mirrors, bytes i
 	return nil
 }
 
-// LiveWorkers lists the workers that take repositories: active, with a
-// heartbeat within fresh of the database's now(), by id.
-func (s *Store) LiveWorkers(ctx context.Context, fresh time.Duration) ([]string, error) {
+// LiveWorkers lists the workers that take repositories of the workflows
+// on taskQueue: active, with a heartbeat within fresh of the database's
+// now(), by id.
+func (s *Store) LiveWorkers(ctx context.Context, taskQueue string, fresh time.Duration) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `SELECT id FROM workers
-		WHERE state = 'active' AND last_heartbeat >= now() - $1 * interval '1 microsecond' ORDER BY id`, micros(fresh))
+		WHERE task_queue = $1 AND state = 'active' AND last_heartbeat >= now() - $2 * interval '1 microsecond' ORDER BY id`,
+		taskQueue, micros(fresh))
 	if err != nil {
 		return nil, fmt.Errorf("live workers: %w", err)
 	}
@@ -64,7 +68,7 @@ func (s *Store) LiveWorkers(ctx context.Context, fresh time.Duration) ([]string,
 
 // Workers lists every registered worker, by id.
 func (s *Store) Workers(ctx context.Context) ([]Worker, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, state, last_heartbeat, extract(epoch FROM now() - last_heartbeat), mirrors, mirror_bytes
+	rows, err := s.pool.Query(ctx, `SELECT id, task_queue, state, last_heartbeat, extract(epoch FROM now() - last_heartbeat), mirrors, mirror_bytes
 		FROM workers ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("workers: %w", err)
@@ -72,7 +76,7 @@ func (s *Store) Workers(ctx context.Context) ([]Worker, error) {
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Worker, error) {
 		var w Worker
 		var silent float64
-		err := row.Scan(&w.ID, &w.State, &w.LastHeartbeat, &silent, &w.Mirrors, &w.MirrorBytes)
+		err := row.Scan(&w.ID, &w.TaskQueue, &w.State, &w.LastHeartbeat, &silent, &w.Mirrors, &w.MirrorBytes)
 		w.Silent = time.Duration(silent * float64(time.Second))
 		return w, err
 	})

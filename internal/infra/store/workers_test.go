@@ -26,16 +26,20 @@ func TestWorkerLifecycle(t *testing.T) {
 	}
 	live := func(fresh time.Duration) []string {
 		t.Helper()
-		ids, err := env.Store.LiveWorkers(ctx, fresh)
+		ids, err := env.Store.LiveWorkers(ctx, "gitfleet", fresh)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return f.own(ids)
 	}
 	for _, name := range []string{"a", "b", "c"} {
-		if err := env.Store.RegisterWorker(ctx, f.id(name)); err != nil {
+		if err := env.Store.RegisterWorker(ctx, f.id(name), "gitfleet"); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// Another deployment's worker, on another queue, owns nothing here.
+	if err := env.Store.RegisterWorker(ctx, f.id("elsewhere"), "other"); err != nil {
+		t.Fatal(err)
 	}
 	beat("c", 5*time.Minute)
 	if got := live(time.Minute); !slices.Equal(got, []string{"a", "b"}) {
@@ -47,7 +51,7 @@ func TestWorkerLifecycle(t *testing.T) {
 	if err := env.Store.SetWorkerState(ctx, f.id("a"), placement.Draining); err != nil {
 		t.Fatal(err)
 	}
-	if err := env.Store.RegisterWorker(ctx, f.id("a")); err != nil { // a restart
+	if err := env.Store.RegisterWorker(ctx, f.id("a"), "gitfleet"); err != nil { // a restart
 		t.Fatal(err)
 	}
 	if got := live(time.Minute); !slices.Equal(got, []string{"b", "c"}) {
@@ -75,7 +79,7 @@ func TestWorkerLifecycle(t *testing.T) {
 	if err := env.Store.HeartbeatWorker(ctx, f.id("nobody"), 0, 0); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("heartbeat of an unknown worker = %v, want not found", err)
 	}
-	if err := env.Store.RegisterWorker(ctx, "bad id!"); err == nil {
+	if err := env.Store.RegisterWorker(ctx, "bad id!", "gitfleet"); err == nil {
 		t.Fatal("a worker id with a space and '!' was registered")
 	}
 }

@@ -8,6 +8,8 @@
 SET lock_timeout = '5s';
 CREATE TABLE IF NOT EXISTS workers (
     id             text PRIMARY KEY,
+    -- the workflows' task queue it serves (its own is <task_queue>:git:<id>)
+    task_queue     text NOT NULL DEFAULT 'gitfleet',
     state          text NOT NULL DEFAULT 'active' CHECK (state IN ('active', 'draining')),
     last_heartbeat timestamptz NOT NULL DEFAULT now(),
     registered_at  timestamptz NOT NULL DEFAULT now(),

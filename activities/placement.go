@@ -1,0 +1,50 @@
+package activities
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"gitfleet/internal/domain/placement"
+	"gitfleet/workflows"
+)
+
+// DefaultWorkerOffline is how long a worker may stay silent and still own
+// repositories (GITFLEET_WORKER_OFFLINE_AFTER): six of its heartbeats.
+const DefaultWorkerOffline = time.Minute
+
+// PlaceGitWork names the task queue of the worker that owns a
+// repository's Git work (placement.Owner over the live workers: active,
+// heard of within WorkerOffline by the database's clock), or the shared
+// Git queue when no worker has registered (in-process test workers).
+func (a *Activities) PlaceGitWork(ctx context.Context, in workflows.PlaceGitWorkInput) (string, error) {
+	live, err := a.Store.LiveWorkers(ctx, in.TaskQueue, a.workerOffline())
+	if err != nil {
+		return "", AppError(err)
+	}
+	owner := placement.Owner(a.placeKey(in), live)
+	if owner == "" {
+		return workflows.GitTaskQueue(in.TaskQueue), nil
+	}
+	return workflows.WorkerGitQueue(in.TaskQueue, owner), nil
+}
+
+// placeKey names a repository the same way whoever asks: a collection's
+// repository by the URL it is cloned from, which is a codebase shard's
+// location too, so its collection and its scan land on one worker.
+func (a *Activities) placeKey(in workflows.PlaceGitWorkInput) string {
+	if in.Repo == nil {
+		return strings.ToLower(in.Location)
+	}
+	if h, err := a.Hosts.Lookup(in.Repo.Host); err == nil {
+		return strings.ToLower(h.CloneURL(in.Repo.Owner, in.Repo.Name))
+	}
+	return strings.ToLower(in.Repo.String())
+}
+
+func (a *Activities) workerOffline() time.Duration {
+	if a.WorkerOffline > 0 {
+		return a.WorkerOffline
+	}
+	return DefaultWorkerOffline
+}

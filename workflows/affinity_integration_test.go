@@ -1,0 +1,173 @@
+package workflows_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"gitfleet/activities"
+	"gitfleet/internal/devstack/testenv"
+	"gitfleet/internal/domain/identity"
+	"gitfleet/internal/domain/placement"
+	"gitfleet/internal/domain/repoid"
+	"gitfleet/internal/infra/mirror"
+	"gitfleet/workflows"
+)
+
+// fleetWorker is one worker of a small fleet in this process: its own
+// mirror directory, polling its own Git queue.
+type fleetWorker struct {
+	id      string
+	mirrors *mirror.Mirrors
+	w       worker.Worker
+}
+
+// A repository's Git work runs on the worker that owns it: collected and
+// re-collected with its scans, each repository is mirrored once, on its
+// owner; a worker that stops taking work while its Git work waits in its
+// queue hands it to the next owner once it is silent, within the bound.
+func TestRepositoryAffinity(t *testing.T) {
+	ctx := context.Background()
+	o := owner(t)
+	queue := "gitfleet-affinity-" + o
+	scanner, err := activities.NewScanner("", testenv.FindingKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	control, err := env.StartWorker(queue, func(w worker.Registry) {
+		workflows.Register(w)
+		w.RegisterActivity(&activities.Activities{Store: env.Store, Hosts: hosts, WorkerOffline: time.Hour})
+		w.RegisterActivity(&activities.Shards{Store: env.Store, Scanner: scanner})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer control()
+	fleet := map[string]*fleetWorker{}
+	var ids []string
+	for i := range 3 {
+		fw := &fleetWorker{id: fmt.Sprintf("%s-w%d", o, i)}
+		if fw.mirrors, err = mirror.New(filepath.Join(t.TempDir(), fw.id), nil); err != nil {
+			t.Fatal(err)
+		}
+		fw.w = worker.New(env.Client, workflows.WorkerGitQueue(queue, fw.id), worker.Options{DisableWorkflowWorker: true})
+		fw.w.RegisterActivity(&activities.Activities{Store: env.Store, Hosts: hosts, Mirrors: fw.mirrors})
+		fw.w.RegisterActivity(&activities.Shards{Store: env.Store, Mirrors: fw.mirrors, Scanner: scanner, BatchBlobs: 50})
+		if err := fw.w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer fw.w.Stop()
+		if err := env.Store.RegisterWorker(ctx, fw.id, queue); err != nil {
+			t.Fatal(err)
+		}
+		fleet[fw.id] = fw
+		ids = append(ids, fw.id)
+	}
+	collect := func(r repoid.ID) (workflows.CollectResult, client.WorkflowRun) {
+		t.Helper()
+		opts := workflows.CollectOptions(r)
+		opts.TaskQueue = queue
+		run, err := env.Client.ExecuteWorkflow(ctx, opts, workflows.Collect,
+			workflows.CollectInput{Repo: r, Trigger: "manual", PlaceWait: 3 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		var res workflows.CollectResult
+		if err := run.Get(wctx, &res); err != nil {
+			for _, wid := range []string{run.GetID(), run.GetID() + "/identity", run.GetID() + "/scan"} {
+				if d, derr := env.Client.DescribeWorkflowExecution(ctx, wid, ""); derr == nil {
+					for _, pa := range d.GetPendingActivities() {
+						t.Logf("%s: pending %s attempt %d state %s last failure %v", wid, pa.GetActivityType().GetName(), pa.GetAttempt(), pa.GetState(), pa.GetLastFailure())
+					}
+				}
+			}
+			t.Fatalf("collect %s: %v", r, err)
+		}
+		return res, run
+	}
+	// holders lists the workers holding a mirror of r.
+	holders := func(r repoid.ID) []string {
+		var out []string
+		url := fg.CloneURL(r.Owner, r.Name)
+		for _, id := range ids {
+			if _, err := os.Stat(fleet[id].mirrors.Path(url)); err == nil {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	var repos []repoid.ID
+	for i := range 9 {
+		name := fmt.Sprintf("app%d", i)
+		createRepo(t, o, name, "README.md")
+		repos = append(repos, id(o, name))
+	}
+	ownerOf := func(r repoid.ID, live []string) string {
+		return placement.Owner(strings.ToLower(fg.CloneURL(r.Owner, r.Name)), live)
+	}
+	for round := range 2 {
+		for _, r := range repos {
+			commitFiles(t, o, r.Name, map[string]string{fmt.Sprintf("round%d.txt", round): "x\n"})
+			res, _ := collect(r)
+			if res.Scan == nil || res.Scan.Receipt == nil {
+				t.Fatalf("round %d, %s: no scan (%+v)", round, r, res)
+			}
+			if got, want := holders(r), ownerOf(r, ids); len(got) != 1 || got[0] != want {
+				t.Fatalf("round %d: %s is mirrored on %v, want its owner %s only", round, r, got, want)
+			}
+		}
+	}
+
+	// The owner of repos[0] stops taking work but still heartbeats: its
+	// Git work waits in its queue. Once it is silent past the offline
+	// bound, the work is placed again, on the next owner.
+	r := repos[0]
+	gone := ownerOf(r, ids)
+	fleet[gone].w.Stop()
+	commitFiles(t, o, r.Name, map[string]string{"after.txt": "x\n"})
+	opts := workflows.CollectOptions(r)
+	opts.TaskQueue = queue
+	run, err := env.Client.ExecuteWorkflow(ctx, opts, workflows.Collect, workflows.CollectInput{Repo: r, Trigger: "manual", PlaceWait: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Store.Pool().Exec(ctx, `UPDATE workers SET last_heartbeat = now() - interval '2 hours' WHERE id = $1`, gone); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	var res workflows.CollectResult
+	if err := run.Get(wctx, &res); err != nil || res.Case != identity.CaseSame {
+		t.Fatalf("collect with its owner gone: %+v, %v", res, err)
+	}
+	recordHistory(t, "collect-owner-changed", run.GetID(), run.GetRunID())
+	var live []string
+	for _, id := range ids {
+		if id != gone {
+			live = append(live, id)
+		}
+	}
+	next := ownerOf(r, live)
+	if next != placement.Rank(strings.ToLower(fg.CloneURL(r.Owner, r.Name)), ids)[1] {
+		t.Fatalf("next owner %s is not second in rank", next)
+	}
+	if got := holders(r); len(got) != 2 || !slices.Contains(got, next) || !slices.Contains(got, gone) {
+		t.Fatalf("after the owner went, %s is mirrored on %v, want %s (the old mirror stays on %s)", r, got, next, gone)
+	}
+	// The others stayed where they were: only the gone worker's moved.
+	for _, r := range repos[1:] {
+		if ownerOf(r, ids) != gone && ownerOf(r, live) != ownerOf(r, ids) {
+			t.Fatalf("%s moved although its owner is alive", r)
+		}
+	}
+}
