@@ -145,6 +145,7 @@ type tipTrees struct {
 	// memo is, per tree read, the wanted blobs under it (sorted).
 	memo  map[memoKey][]plumbing.Hash
 	reads int
+	depth int // of the tree being read below the tip's root
 }
 
 // memoKey is a tree read for the paths under a directory (nil: all).
@@ -246,7 +247,14 @@ func (t *tipTrees) tree(h plumbing.Hash, raw []byte, dir *pathNode) ([]plumbing.
 					continue
 				}
 			}
+			// The walk refused trees nested deeper; a tip read here is
+			// bounded the same way, never recursing to Go's stack limit.
+			if t.depth == gitread.MaxTreeDepth {
+				return nil, &gitread.LimitError{What: "tree depth", Detail: fmt.Sprintf("trees nested deeper than %d below a tip", gitread.MaxTreeDepth)}
+			}
+			t.depth++
 			under, err := t.tree(e, nil, sub)
+			t.depth--
 			if err != nil {
 				return nil, err
 			}
