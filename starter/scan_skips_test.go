@@ -81,3 +81,20 @@ func TestScanOfADamagedRepositorySaysRescanWillNotRecoverIt(t *testing.T) {
 		}
 	}
 }
+
+// A linked work tree (`git worktree add`) is scanned as its repository:
+// what git in it reads, gitfleet scans.
+func TestScanOfALinkedWorktree(t *testing.T) {
+	dir, git := gitRepo(t)
+	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git("add", ".")
+	git("commit", "-q", "-m", "add")
+	tree := filepath.Join(t.TempDir(), "feature")
+	git("worktree", "add", "-q", "-b", "feature", tree)
+	out, errOut, code := starter(t, "scan", tree)
+	if code != 0 || !strings.Contains(out, "1 blob") || !strings.Contains(out, "; complete") {
+		t.Fatalf("scan of a linked work tree: exit %d\n%s%s", code, out, errOut)
+	}
+}
