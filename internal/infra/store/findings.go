@@ -342,6 +342,13 @@ func writePresence(ctx context.Context, tx pgx.Tx, scopeID int64, p Presence) er
 		ON CONFLICT DO NOTHING`, scopeID, rowRefs, rowBlobs); err != nil {
 		return err
 	}
-	_, err := tx.Exec(ctx, `UPDATE scan_scopes SET presence_upto = $2 WHERE id = $1`, scopeID, p.UpTo)
+	if _, err := tx.Exec(ctx, `UPDATE scan_scopes SET presence_upto = $2 WHERE id = $1`, scopeID, p.UpTo); err != nil {
+		return err
+	}
+	// The fleet view reads presence from secrets (migration 00033).
+	_, err := tx.Exec(ctx, `UPDATE secrets x SET present = NOT x.present WHERE x.scope_id = $1
+		AND x.present <> ((SELECT 1 FROM findings o WHERE o.scope_id = x.scope_id AND o.rule_id = x.rule_id
+			AND o.secret_hash = x.secret_hash AND o.secret_path = x.secret_path
+			AND EXISTS (SELECT 1 FROM finding_presence p WHERE p.scope_id = o.scope_id AND p.blob = o.blob) LIMIT 1) IS NOT NULL)`, scopeID)
 	return err
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -82,11 +83,14 @@ const (
 	// The occurrences of x.
 	fleetOccurrences = `findings o WHERE o.scope_id = x.scope_id AND o.rule_id = x.rule_id AND o.secret_hash = x.secret_hash
 		AND o.secret_path = x.secret_path`
-	fleetSeenAgain = `(st.state IS NOT NULL AND st.state <> 'open' AND EXISTS (SELECT 1 FROM ` + fleetOccurrences + `
-		AND o.blob <> ALL (st.known_blobs)))`
-	fleetPresence = `CASE WHEN EXISTS (SELECT 1 FROM ` + fleetOccurrences + ` AND EXISTS (SELECT 1 FROM finding_presence p
-			WHERE p.scope_id = o.scope_id AND p.blob = o.blob)) THEN 'present'
-		WHEN x.last_id <= sc.presence_upto THEN 'removed' ELSE 'unknown' END`
+	// A scalar subquery with LIMIT, not EXISTS: the planner may run an
+	// EXISTS as one hashed pass over every finding, where a page needs a
+	// probe per row.
+	fleetSeenAgain = `(st.state IS NOT NULL AND st.state <> 'open' AND (SELECT 1 FROM ` + fleetOccurrences + `
+		AND o.blob <> ALL (st.known_blobs) LIMIT 1) IS NOT NULL)`
+	// secrets.present is kept by each presence computation (and the
+	// inserts' trigger).
+	fleetPresence = `CASE WHEN x.present THEN 'present' WHEN x.last_id <= sc.presence_upto THEN 'removed' ELSE 'unknown' END`
 )
 
 // where is the filter's condition and its arguments, numbered from the
@@ -124,8 +128,12 @@ func (f FleetFilter) where(args []any) (string, []any) {
 		}
 		conds = append(conds, c)
 	}
-	if f.Presence != "" {
-		conds = append(conds, "("+fleetPresence+") = "+arg(string(f.Presence)))
+	switch f.Presence {
+	case "":
+	case Present:
+		conds = append(conds, "x.present")
+	default:
+		conds = append(conds, "NOT x.present AND ("+fleetPresence+") = "+arg(string(f.Presence)))
 	}
 	if !f.Since.IsZero() {
 		conds = append(conds, "x.first_at >= "+arg(f.Since))
@@ -147,6 +155,22 @@ func (f FleetFilter) where(args []any) (string, []any) {
 		conds = append(conds, "x.ignored = ''")
 	}
 	return strings.Join(conds, " AND "), args
+}
+
+// listSQL is FleetSecrets' query.
+func (f FleetFilter) listSQL(page Page) (string, []any) {
+	where, args := f.where(nil)
+	args = append(args, page.After, page.limit())
+	n := len(args)
+	return `SELECT x.first_id, x.scope_id, sc.shard_id, sh.key, ` + fleetRepo + `, x.rule_id, x.secret_hash, x.secret_path,
+			x.first_at, x.ignored, (SELECT count(*) FROM ` + fleetOccurrences + `),
+			(SELECT count(*) FROM ` + fleetOccurrences + ` AND o.ignored <> ''), ` + fleetPresence + `,
+			fi.path, fi.archive, fi.line, fi.commit_id, fi.preview, fi.decoded, la.path, la.archive, la.line, la.commit_id,
+			` + fleetState + `, coalesce(st.actor, ''), st.changed_at, coalesce(st.comment, ''), ` + fleetSeenAgain + `
+		FROM ` + fleetFrom + `
+			JOIN findings fi ON fi.id = x.first_id JOIN findings la ON la.id = x.last_id
+		WHERE ` + where + fmt.Sprintf(` AND ($%d = 0 OR x.first_id < $%d)
+		ORDER BY x.first_id DESC LIMIT $%d`, n-1, n-1, n), args
 }
 
 // globLike is a glob as a LIKE pattern: * any run, ? one character, the
@@ -174,18 +198,8 @@ func globLike(glob string) string {
 // secret of the page before (0: from the newest), at most page.Limit of
 // them (0: all).
 func (s *Store) FleetSecrets(ctx context.Context, f FleetFilter, page Page) ([]FleetSecret, error) {
-	where, args := f.where(nil)
-	args = append(args, page.After, page.limit())
-	n := len(args)
-	rows, err := s.pool.Query(ctx, `SELECT x.first_id, x.scope_id, sc.shard_id, sh.key, `+fleetRepo+`, x.rule_id, x.secret_hash, x.secret_path,
-			x.first_at, x.ignored, (SELECT count(*) FROM `+fleetOccurrences+`),
-			(SELECT count(*) FROM `+fleetOccurrences+` AND o.ignored <> ''), `+fleetPresence+`,
-			fi.path, fi.archive, fi.line, fi.commit_id, fi.preview, fi.decoded, la.path, la.archive, la.line, la.commit_id,
-			`+fleetState+`, coalesce(st.actor, ''), st.changed_at, coalesce(st.comment, ''), `+fleetSeenAgain+`
-		FROM `+fleetFrom+`
-			JOIN findings fi ON fi.id = x.first_id JOIN findings la ON la.id = x.last_id
-		WHERE `+where+fmt.Sprintf(` AND ($%d = 0 OR x.first_id < $%d)
-		ORDER BY x.first_id DESC LIMIT $%d`, n-1, n-1, n), args...)
+	sql, args := f.listSQL(page)
+	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -222,39 +236,27 @@ type FleetSummary struct {
 	Repositories int64 `json:"repositories"`
 }
 
-// ruleFamily is the family of a rule: its id up to the first '-'
+// RuleFamily is the family of a rule: its id up to the first '-'
 // (github-pat, github-oauth → github), gitfleet's own rules' after the
 // "gitfleet-" prefix.
-const ruleFamily = `split_part(regexp_replace(x.rule_id, '^gitfleet-', ''), '-', 1)`
+func RuleFamily(ruleID string) string {
+	id := strings.TrimPrefix(ruleID, "gitfleet-")
+	family, _, _ := strings.Cut(id, "-")
+	return family
+}
 
 // Summary counts the secrets f selects by state, rule family and
 // repository (the top of each), in one snapshot.
 func (s *Store) Summary(ctx context.Context, f FleetFilter, top int) (FleetSummary, error) {
 	out := FleetSummary{ByState: []Count{}, ByFamily: []Count{}, ByRepository: []Count{}}
-	ignoredToo := f
-	ignoredToo.Ignored, ignoredToo.IgnoredOnly = true, false
-	where, args := ignoredToo.where(nil)
-	args = append(args, top, f.Ignored || f.IgnoredOnly, f.IgnoredOnly)
-	n := len(args)
-	shown := fmt.Sprintf(`($%d OR ignored = '') AND (NOT $%d OR ignored <> '')`, n-1, n)
+	sql, args := f.summarySQL(top)
+	byState, byFamily := map[string]int64{}, map[string]int64{}
 	err := s.readTx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `WITH base AS MATERIALIZED (
-				SELECT sc.shard_id, x.ignored, `+ruleFamily+` AS family, `+fleetState+` AS state,
-					CASE WHEN st.state IS NOT NULL AND st.state <> 'open' THEN `+fleetSeenAgain+` ELSE false END AS seen_again
-				FROM `+fleetFrom+` WHERE `+where+`),
-			shown AS (SELECT * FROM base WHERE `+shown+`),
-			totals AS (SELECT 'total' AS k, '' AS name, count(*) AS n FROM shown
-				UNION ALL SELECT 'ignored', '', count(*) FROM base WHERE ignored <> ''
-				UNION ALL SELECT 'seen', '', count(*) FROM shown WHERE seen_again
-				UNION ALL SELECT 'repositories', '', count(DISTINCT shard_id) FROM shown),
-			states AS (SELECT 'state' AS k, state AS name, count(*) AS n FROM shown GROUP BY state),
-			families AS (SELECT 'family' AS k, family AS name, count(*) AS n FROM shown GROUP BY family ORDER BY 3 DESC, 2 LIMIT $`+fmt.Sprint(n-2)+`),
-			repos AS (SELECT shard_id, count(*) AS n FROM shown GROUP BY shard_id ORDER BY 2 DESC, 1 LIMIT $`+fmt.Sprint(n-2)+`)
-			SELECT k, name, n FROM totals
-			UNION ALL SELECT k, name, n FROM states
-			UNION ALL SELECT k, name, n FROM families
-			UNION ALL SELECT 'repo', (SELECT CASE WHEN cb.id IS NULL THEN sh.location ELSE cb.host || '/' || cb.owner || '/' || cb.name END
-				FROM shards sh LEFT JOIN codebases cb ON cb.id = sh.codebase_id WHERE sh.id = r.shard_id), r.n FROM repos r`, args...)
+		// The grouping of a fleet's secrets sorts and hashes in memory.
+		if _, err := tx.Exec(ctx, `SET LOCAL work_mem = '64MB'`); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, sql, args...)
 		if err != nil {
 			return err
 		}
@@ -262,18 +264,17 @@ func (s *Store) Summary(ctx context.Context, f FleetFilter, top int) (FleetSumma
 		var c int64
 		_, err = pgx.ForEachRow(rows, []any{&k, &name, &c}, func() error {
 			switch k {
-			case "total":
-				out.Secrets = c
 			case "ignored":
-				out.Ignored = c
+				out.Ignored += c
 			case "seen":
 				out.SeenAgain = c
 			case "repositories":
 				out.Repositories = c
 			case "state":
-				out.ByState = append(out.ByState, Count{name, c})
-			case "family":
-				out.ByFamily = append(out.ByFamily, Count{name, c})
+				byState[name] += c
+			case "rule":
+				out.Secrets += c
+				byFamily[RuleFamily(name)] += c
 			case "repo":
 				out.ByRepository = append(out.ByRepository, Count{name, c})
 			}
@@ -284,16 +285,91 @@ func (s *Store) Summary(ctx context.Context, f FleetFilter, top int) (FleetSumma
 	if err != nil {
 		return out, err
 	}
-	// States in the order triage names them, none left out.
-	byState := map[string]int64{}
-	for _, c := range out.ByState {
-		byState[c.Name] = c.Count
-	}
-	out.ByState = out.ByState[:0]
+	// States in the order triage names them, none left out; families
+	// largest first.
 	for _, st := range append([]string{StateOpen}, Reasons...) {
 		out.ByState = append(out.ByState, Count{st, byState[st]})
 	}
+	for name, c := range byFamily {
+		out.ByFamily = append(out.ByFamily, Count{name, c})
+	}
+	sort.Slice(out.ByFamily, func(i, j int) bool {
+		x, y := out.ByFamily[i], out.ByFamily[j]
+		return x.Count > y.Count || x.Count == y.Count && x.Name < y.Name
+	})
+	out.ByFamily = out.ByFamily[:min(len(out.ByFamily), top)]
 	return out, nil
+}
+
+// summarySQL is Summary's query: rows of (kind, name, count).
+//
+// It reads the fleet's secrets once, grouped by rule and by shard but not
+// by state (a), and the resolved ones apart, from secret_states (b): most
+// secrets are open, and joining each to its state would cost a hash join
+// of the whole fleet on four text columns. Open secrets are then a's
+// counts less b's.
+func (f FleetFilter) summarySQL(top int) (string, []any) {
+	all := f
+	all.States, all.SeenAgain, all.Ignored, all.IgnoredOnly = nil, false, true, false
+	where, args := all.where(nil)
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	openIn := !f.SeenAgain
+	var states []string
+	resolved := false
+	if f.States != nil {
+		openIn = false
+		for _, st := range f.States {
+			switch st {
+			case StateOpen:
+				openIn = !f.SeenAgain
+			case "resolved":
+				resolved = true
+			default:
+				states = append(states, st)
+			}
+		}
+	} else {
+		resolved = true
+	}
+	if states == nil {
+		states = []string{}
+	}
+	// shown: which of a row's suppressed (ign) or not the listing counts.
+	shown := fmt.Sprintf(`((%s OR NOT ign) AND (NOT %s OR ign))`, arg(f.Ignored || f.IgnoredOnly), arg(f.IgnoredOnly))
+	kept := fmt.Sprintf(`((state = ANY(%s::text[]) OR %s) AND (NOT %s OR seen))`, arg(states), arg(resolved), arg(f.SeenAgain))
+	open := arg(openIn)
+	limit := arg(top)
+	return `WITH a AS MATERIALIZED (
+				SELECT GROUPING(x.rule_id, sc.shard_id) AS gs, x.ignored <> '' AS ign, x.rule_id, sc.shard_id, count(*) AS n
+				FROM ` + fleetFrom + ` WHERE ` + where + `
+				GROUP BY GROUPING SETS ((x.ignored <> '', x.rule_id), (x.ignored <> '', sc.shard_id))),
+			b AS MATERIALIZED (
+				SELECT x.ignored <> '' AS ign, st.state, x.rule_id, sc.shard_id, ` + fleetSeenAgain + ` AS seen
+				FROM ` + fleetFrom + ` WHERE st.state <> 'open' AND ` + where + `),
+			-- Secrets counted, by rule and by shard: a's when open ones count,
+			-- less the resolved among them, plus the resolved kept.
+			byrule AS (SELECT ign, rule_id, sum(n) AS n FROM (
+					SELECT ign, rule_id, n FROM a WHERE gs = 1 AND ` + open + `
+					UNION ALL SELECT ign, rule_id, -1 FROM b WHERE ` + open + `
+					UNION ALL SELECT ign, rule_id, 1 FROM b WHERE ` + kept + `) u
+				GROUP BY ign, rule_id HAVING sum(n) > 0),
+			byshard AS (SELECT shard_id, sum(n) AS n FROM (
+					SELECT ign, shard_id, n FROM a WHERE gs = 2 AND ` + open + `
+					UNION ALL SELECT ign, shard_id, -1 FROM b WHERE ` + open + `
+					UNION ALL SELECT ign, shard_id, 1 FROM b WHERE ` + kept + `) u
+				WHERE ` + shown + ` GROUP BY shard_id HAVING sum(n) > 0)
+			SELECT 'rule' AS k, rule_id AS name, n::bigint FROM byrule WHERE ` + shown + `
+			UNION ALL SELECT 'ignored', '', n::bigint FROM byrule WHERE ign
+			UNION ALL SELECT 'state', 'open', coalesce((SELECT sum(n) FROM a WHERE gs = 1 AND ` + open + ` AND ` + shown + `), 0)::bigint
+				- (SELECT count(*) FROM b WHERE ` + open + ` AND ` + shown + `)
+			UNION ALL SELECT 'state', state, count(*) FROM b WHERE ` + kept + ` AND ` + shown + ` GROUP BY state
+			UNION ALL SELECT 'seen', '', count(*) FROM b WHERE ` + kept + ` AND seen AND ` + shown + `
+			UNION ALL SELECT 'repositories', '', count(*) FROM byshard
+			UNION ALL SELECT 'repo', (SELECT ` + fleetRepo + ` FROM shards sh LEFT JOIN codebases cb ON cb.id = sh.codebase_id WHERE sh.id = r.shard_id), r.n::bigint
+			FROM (SELECT shard_id, n FROM byshard ORDER BY n DESC, shard_id LIMIT ` + limit + `) r`, args
 }
 
 // ApplyIgnore marks the scope's findings that fingerprints (gitleaks'

@@ -251,3 +251,32 @@ func TestFleetFiltersAndPages(t *testing.T) {
 		t.Fatalf("summary: %+v %v", s, err)
 	}
 }
+
+// Migration 00033 gives the findings written before it their secrets: the
+// fleet view lists them as the per-repository view does.
+func TestSecretsBackfilled(t *testing.T) {
+	ctx := context.Background()
+	st := scratch(t, "m_secrets")
+	if err := st.MigrateTo(ctx, 32); err != nil {
+		t.Fatal(err)
+	}
+	id, err := st.EnsureShard(ctx, shard.Spec{Key: "target:bf", Target: target.Target{Location: "https://h/o/bf"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scope, _ := st.Scope(ctx, id, "p")
+	for i, f := range []store.Finding{occ("r", "aa11", 1, 0, "a", 1, "c1"), occ("r", "aa11", 2, 0, "a", 1, "c2"), occ("r", "bb22", 2, 40, "a", 2, "c2")} {
+		if _, err := st.Pool().Exec(ctx, `INSERT INTO findings (scope_id, rule_id, blob, start_offset, end_offset, line, path, commit_id,
+				secret_hash, preview, secret_path) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, '')`,
+			scope, f.RuleID, f.Blob, f.Start+i, f.End, f.Line, f.Path, f.Commit, f.SecretHash, f.Preview); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	xs, err := st.FleetSecrets(ctx, store.FleetFilter{ShardID: id}, store.Page{})
+	if err != nil || len(xs) != 2 || xs[0].SecretHash != "bb22" || xs[1].SecretHash != "aa11" || xs[1].Occurrences != 2 || xs[1].Last.Commit != "c2" {
+		t.Fatalf("after the migration: %+v %v", xs, err)
+	}
+}
