@@ -103,9 +103,9 @@ func (f *Forge) serveGit(w http.ResponseWriter, r *http.Request) {
 	r2 := r.Clone(r.Context())
 	r2.URL.Path = "/" + strconv.FormatInt(v.ID, 10) + ".git/" + suffix
 	r2.URL.RawPath = ""
-	if r.Method == http.MethodPost && r.ContentLength < 0 {
-		// Chunked body (git sends one for large requests): buffer it, since
-		// CGI needs a length.
+	if r.Method == http.MethodPost {
+		// Buffered: CGI needs a length (git sends large requests chunked),
+		// and the fetch is counted by what it asks for.
 		body, err := io.ReadAll(io.LimitReader(r.Body, maxBufferedBody+1))
 		if err != nil {
 			http.Error(w, "reading request body: "+err.Error(), http.StatusBadRequest)
@@ -115,6 +115,7 @@ func (f *Forge) serveGit(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
 			return
 		}
+		f.stats.fetched(v.Owner+"/"+v.Name, body, r.Header.Get("Content-Encoding"))
 		r2.Body = io.NopCloser(bytes.NewReader(body))
 		r2.ContentLength = int64(len(body))
 		r2.TransferEncoding = nil

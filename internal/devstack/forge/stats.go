@@ -1,6 +1,10 @@
 package forge
 
 import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"strconv"
 	"sync"
 	"sync/atomic"
 )
@@ -43,11 +47,13 @@ type Request struct {
 type stats struct {
 	api, git atomic.Int64
 
-	mu   sync.Mutex
-	ring []Request // circular buffer of capacity max
-	next int       // index of the next write
-	full bool
-	max  int
+	mu sync.Mutex
+	// fetches counts upload-pack requests by repository ("owner/name").
+	fetches map[string]Fetches
+	ring    []Request // circular buffer of capacity max
+	next    int       // index of the next write
+	full    bool
+	max     int
 }
 
 func (s *stats) init(max int) {
@@ -94,6 +100,7 @@ func (s *stats) reset() {
 	s.api.Store(0)
 	s.git.Store(0)
 	s.ring = s.ring[:0]
+	s.fetches = nil
 	s.next = 0
 	s.full = false
 }
@@ -113,3 +120,78 @@ func (f *Forge) ResetCounts() { f.stats.reset() }
 // Requests returns the most recent requests (up to Options.RequestLogSize),
 // oldest first. An entry is recorded when its response header is sent.
 func (f *Forge) Requests() []Request { return f.stats.snapshot() }
+
+// Fetches counts the fetches (upload-pack requests) of one repository.
+type Fetches struct {
+	// Full fetches sent no "have" line: a clone, everything from scratch.
+	Full int
+	// Incremental fetches said what the client has.
+	Incremental int
+}
+
+func (s *stats) fetched(repo string, body []byte, encoding string) {
+	wants, incremental := fetchKind(body, encoding)
+	if !wants {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fetches == nil {
+		s.fetches = map[string]Fetches{}
+	}
+	n := s.fetches[repo]
+	if incremental {
+		n.Incremental++
+	} else {
+		n.Full++
+	}
+	s.fetches[repo] = n
+}
+
+// Fetches is the upload-pack requests (fetches and clones) each repository
+// ("owner/name", its name when asked) has served since start or the last
+// ResetCounts: full ones (no "have": a clone) apart from incremental ones.
+// A client that wants nothing (up to date, or listing refs) is not
+// counted.
+func (f *Forge) Fetches() map[string]Fetches {
+	f.stats.mu.Lock()
+	defer f.stats.mu.Unlock()
+	out := make(map[string]Fetches, len(f.stats.fetches))
+	for k, v := range f.stats.fetches {
+		out[k] = v
+	}
+	return out
+}
+
+// fetchKind reads an upload-pack request body (pkt-lines, gzip when
+// encoding says so): whether it fetches (a "want" line: protocol v2's
+// ls-refs has none) and whether it says what the client has ("have").
+func fetchKind(body []byte, encoding string) (wants, haves bool) {
+	if encoding == "gzip" || encoding == "x-gzip" {
+		zr, err := gzip.NewReader(bytes.NewReader(body))
+		if err != nil {
+			return false, false
+		}
+		if body, err = io.ReadAll(io.LimitReader(zr, maxBufferedBody)); err != nil {
+			return false, false
+		}
+	}
+	for len(body) >= 4 && !(wants && haves) {
+		n, err := strconv.ParseUint(string(body[:4]), 16, 16)
+		if err != nil {
+			break
+		}
+		if n < 4 { // flush, delimiter or end: no payload
+			body = body[4:]
+			continue
+		}
+		if int(n) > len(body) {
+			break
+		}
+		line := body[4:n]
+		wants = wants || bytes.HasPrefix(line, []byte("want "))
+		haves = haves || bytes.HasPrefix(line, []byte("have "))
+		body = body[n:]
+	}
+	return wants, haves
+}

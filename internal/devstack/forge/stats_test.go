@@ -1,8 +1,14 @@
 package forge
 
 import (
+	"bytes"
+	"compress/gzip"
+	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
 )
 
 func TestRequestCounting(t *testing.T) {
@@ -84,5 +90,75 @@ func TestRequestLogBounded(t *testing.T) {
 	rawGet(t, f.APIURL()+"after", nil)
 	if got := f.Requests(); len(got) != 1 || got[0].Path != "/api/v3/after" {
 		t.Errorf("after reset: %+v", got)
+	}
+}
+
+// Fetches tells clones (no "have") from incremental fetches, per
+// repository, for go-git and the git CLI in both protocols; a client that
+// is up to date, or only lists refs, is not counted.
+func TestFetchCounting(t *testing.T) {
+	t.Parallel()
+	f := newForge(t)
+	seeded(t, f, "alice", "r")
+	seeded(t, f, "alice", "other")
+	work := t.TempDir()
+	url := f.CloneURL("alice", "r")
+
+	mustGit(t, work, "-c", "protocol.version=0", "clone", "--quiet", "--mirror", url, "v0")
+	mustGit(t, work, "-c", "protocol.version=2", "clone", "--quiet", "--mirror", url, "v2")
+	repo, err := git.PlainClone(filepath.Join(work, "gogit"), true, &git.CloneOptions{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustGit(t, work, "ls-remote", url)
+	if err := repo.Fetch(&git.FetchOptions{}); err != git.NoErrAlreadyUpToDate {
+		t.Fatalf("go-git fetch of an unchanged repository: %v", err)
+	}
+	mustGit(t, filepath.Join(work, "v2"), "-c", "protocol.version=2", "fetch", "--quiet")
+	if got, want := f.Fetches()["alice/r"], (Fetches{Full: 3}); got != want {
+		t.Fatalf("after three clones: %+v, want %+v", got, want)
+	}
+
+	mustCommit(t, f, "alice", "r", "main", map[string]string{"new.txt": "new\n"}, "new")
+	mustGit(t, filepath.Join(work, "v0"), "-c", "protocol.version=0", "fetch", "--quiet")
+	mustGit(t, filepath.Join(work, "v2"), "-c", "protocol.version=2", "fetch", "--quiet")
+	if err := repo.Fetch(&git.FetchOptions{RefSpecs: []config.RefSpec{"+refs/heads/*:refs/heads/*"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := f.Fetches()["alice/r"], (Fetches{Full: 3, Incremental: 3}); got != want {
+		t.Fatalf("after three fetches of a new commit: %+v, want %+v", got, want)
+	}
+	if n := len(f.Fetches()); n != 1 {
+		t.Fatalf("fetches of %d repositories counted, want 1: %v", n, f.Fetches())
+	}
+	f.ResetCounts()
+	if len(f.Fetches()) != 0 {
+		t.Fatal("ResetCounts kept the fetches")
+	}
+}
+
+func TestFetchKindGzip(t *testing.T) {
+	var raw, zipped bytes.Buffer
+	raw.WriteString(pktLine("want 0123456789012345678901234567890123456789\n") + "0000" +
+		pktLine("have 0123456789012345678901234567890123456789\n") + pktLine("done\n"))
+	zw := gzip.NewWriter(&zipped)
+	zw.Write(raw.Bytes()) //nolint:errcheck // a bytes.Buffer
+	zw.Close()            //nolint:errcheck // a bytes.Buffer
+	for _, tc := range []struct {
+		name, encoding string
+		body           []byte
+		wants, haves   bool
+	}{
+		{"plain", "", raw.Bytes(), true, true},
+		{"gzip", "gzip", zipped.Bytes(), true, true},
+		{"gzip unsaid", "", zipped.Bytes(), false, false},
+		{"clone", "", []byte(pktLine("want 0123456789012345678901234567890123456789\n") + "0000" + pktLine("done\n")), true, false},
+		{"ls-refs", "", []byte(pktLine("command=ls-refs\n") + "0001" + pktLine("peel\n") + "0000"), false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if w, h := fetchKind(tc.body, tc.encoding); w != tc.wants || h != tc.haves {
+				t.Fatalf("fetchKind = %t, %t; want %t, %t", w, h, tc.wants, tc.haves)
+			}
+		})
 	}
 }
