@@ -53,7 +53,7 @@ type runnerOpts struct {
 	beforeList func(context.Context)
 }
 
-func startRunner(t *testing.T, id string, o runnerOpts) *testRunner {
+func startRunner(t testing.TB, id string, o runnerOpts) *testRunner {
 	t.Helper()
 	images, err := ocistore.Open(filepath.Join(t.TempDir(), "oci"), o.quota)
 	if err != nil {
@@ -104,7 +104,7 @@ func startRunner(t *testing.T, id string, o runnerOpts) *testRunner {
 // peerToken is the test fleet's peer token: it must appear in no history.
 const peerToken = "peer-token-sentinel-5d2f9a71"
 
-func startRegistry(t *testing.T, o ociregistry.Options) *ociregistry.Registry {
+func startRegistry(t testing.TB, o ociregistry.Options) *ociregistry.Registry {
 	t.Helper()
 	reg, err := ociregistry.Start(o)
 	if err != nil {
@@ -116,7 +116,7 @@ func startRegistry(t *testing.T, o ociregistry.Options) *ociregistry.Registry {
 
 // pushRandom pushes a deterministic image and returns its reference,
 // digest and size (manifest, config and layers).
-func pushRandom(t *testing.T, reg *ociregistry.Registry, repo string, seed int64, layers int, size int64) (string, string, int64) {
+func pushRandom(t testing.TB, reg *ociregistry.Registry, repo string, seed int64, layers int, size int64) (string, string, int64) {
 	t.Helper()
 	img, err := ociregistry.RandomImage(seed, layers, size)
 	if err != nil {
@@ -125,7 +125,7 @@ func pushRandom(t *testing.T, reg *ociregistry.Registry, repo string, seed int64
 	return push(t, reg, repo, img)
 }
 
-func push(t *testing.T, reg *ociregistry.Registry, repo string, img v1.Image) (string, string, int64) {
+func push(t testing.TB, reg *ociregistry.Registry, repo string, img v1.Image) (string, string, int64) {
 	t.Helper()
 	ref := reg.Ref(repo, "v1")
 	digest, err := reg.Push(ref, img)
@@ -135,7 +135,7 @@ func push(t *testing.T, reg *ociregistry.Registry, repo string, img v1.Image) (s
 	return ref, digest, imageBytes(t, img)
 }
 
-func imageBytes(t *testing.T, img v1.Image) int64 {
+func imageBytes(t testing.TB, img v1.Image) int64 {
 	t.Helper()
 	m, err := img.Manifest()
 	if err != nil {
@@ -163,7 +163,7 @@ func snapName(prefix string) string {
 
 // forget deletes a test's snapshot when it ends, so that no later test's
 // runner is sent it (the reconcile puts active snapshots on new runners).
-func forget(t *testing.T, name string) {
+func forget(t testing.TB, name string) {
 	t.Cleanup(func() {
 		ctx := context.Background()
 		_ = env.Client.TerminateWorkflow(ctx, workflows.PropagateSnapshotWorkflowID(name), "", "test over")
@@ -179,7 +179,7 @@ func forget(t *testing.T, name string) {
 var fast = workflows.PullTiming{Queue: 30 * time.Second, Heartbeat: 10 * time.Second}
 
 // propagate creates a snapshot and runs its propagation to the end.
-func propagate(t *testing.T, snap snapshot.Snapshot, timing workflows.PullTiming) (workflows.PropagateSnapshotResult, error) {
+func propagate(t testing.TB, snap snapshot.Snapshot, timing workflows.PullTiming) (workflows.PropagateSnapshotResult, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -110,9 +110,11 @@ func benchmarkSweepUnchanged(b *testing.B) {
 
 	b.ResetTimer()
 	begin := time.Now()
-	res := runSweepB(b, workflows.RecollectionSweepInput{Now: now, PageSize: 1000})
+	beats := heartbeats()
+	res, run := runSweepB(b, workflows.RecollectionSweepInput{Now: now, PageSize: 1000})
 	took := time.Since(begin)
 	b.StopTimer()
+	cost := measured(b, run, beats)
 	if res.Started != 0 || res.Halted {
 		b.Fatalf("sweep with unchanged heads: %+v", res)
 	}
@@ -120,16 +122,19 @@ func benchmarkSweepUnchanged(b *testing.B) {
 	fmt.Printf("  result          %s, %d runs (continue-as-new)\n", res, res.Runs)
 	fmt.Printf("  sweep           %s\n", took.Round(time.Millisecond))
 	fmt.Printf("  decisions/s     %.0f\n", float64(res.Considered)/took.Seconds())
-	fmt.Printf("  candidate query plan:\n    %s\n\n", strings.Join(plan, "\n    "))
+	fmt.Printf("  candidate query plan:\n    %s\n", strings.Join(plan, "\n    "))
+	printActions(fmt.Sprintf("Temporal actions of a sweep of %d unchanged codebases (every run continued as new)", n),
+		[]actionRow{{fmt.Sprintf("sweep, %d unchanged", n), cost}})
 	usesIndex := strings.Contains(strings.Join(plan, "\n"), "codebases_sweep")
 	if !usesIndex {
 		b.Errorf("the candidate query does not use codebases_sweep")
 	}
 	b.ReportMetric(took.Seconds(), "s/sweep")
 	b.ReportMetric(float64(res.Considered)/took.Seconds(), "decisions/s")
+	b.ReportMetric(float64(cost.Billable()), "actions/sweep")
 }
 
-func runSweepB(b *testing.B, in workflows.RecollectionSweepInput) workflows.SweepResult {
+func runSweepB(b *testing.B, in workflows.RecollectionSweepInput) (workflows.SweepResult, client.WorkflowRun) {
 	b.Helper()
 	run, err := env.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{TaskQueue: workflows.TaskQueue},
 		workflows.RecollectionSweep, in)
@@ -142,7 +147,7 @@ func runSweepB(b *testing.B, in workflows.RecollectionSweepInput) workflows.Swee
 	if err := run.Get(ctx, &res); err != nil {
 		b.Fatal(err)
 	}
-	return res
+	return res, run
 }
 
 // benchSweepN is how many codebases the all-changed variant seeds

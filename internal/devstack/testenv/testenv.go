@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"gitfleet/internal/devstack/pgcluster"
 	"gitfleet/internal/devstack/temporalcli"
@@ -29,6 +30,9 @@ type Env struct {
 	DatabaseURL string
 	Store       *store.Store
 	Log         *zap.Logger
+	// rpcs counts Client's calls to the Temporal frontend by method name,
+	// for what histories do not hold (activity heartbeats).
+	rpcs rpcCounter
 }
 
 // Run starts the stack, runs the tests, tears the stack down and returns the
@@ -144,6 +148,9 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		HostPort:  e.Temporal.Address(),
 		Namespace: e.Namespace,
 		Logger:    logging.Temporal(e.Log.Named("temporal")),
+		ConnectionOptions: client.ConnectionOptions{
+			DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(e.rpcs.intercept)},
+		},
 	})
 	if err != nil {
 		return nil, err

@@ -1,0 +1,142 @@
+package workflows_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"gitfleet/internal/devstack/actions"
+	"gitfleet/internal/devstack/ociregistry"
+	"gitfleet/internal/domain/identity"
+	"gitfleet/internal/domain/snapshot"
+	"gitfleet/workflows"
+)
+
+// heartbeatRPCs are the frontend methods a heartbeat is sent with.
+var heartbeatRPCs = []string{"RecordActivityTaskHeartbeat", "RecordActivityTaskHeartbeatById"}
+
+// heartbeats is how many heartbeats the test process's workers have sent.
+func heartbeats() int64 {
+	var n int64
+	for _, m := range heartbeatRPCs {
+		n += env.RPCs(m)
+	}
+	return n
+}
+
+// measured is an operation's cost: the actions of its runs' real
+// histories (children and continued runs included), with the heartbeats
+// the workers sent meanwhile, which no history holds.
+func measured(b *testing.B, run client.WorkflowRun, beatsBefore int64) actions.Count {
+	b.Helper()
+	c, err := actions.Of(context.Background(), env.Client, run.GetID(), run.GetRunID())
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.Heartbeats = heartbeats() - beatsBefore
+	return c
+}
+
+type actionRow struct {
+	op string
+	c  actions.Count
+}
+
+// printActions prints a table of what each operation cost.
+func printActions(title string, rows []actionRow) {
+	fmt.Printf("\n%s\n", title)
+	fmt.Printf("  %-40s %8s %9s %10s %10s %6s %7s %7s %5s %8s %7s\n", "", "actions", "workflows", "activities", "heartbeats",
+		"timers", "signals", "upserts", "memos", "versions", "events")
+	for _, r := range rows {
+		c := r.c
+		fmt.Printf("  %-40s %8d %9d %10d %10d %6d %7d %7d %5d %8d %7d\n", r.op, c.Billable(), c.Workflows, c.Activities+c.LocalActivities,
+			c.Heartbeats, c.Timers, c.SignalsReceived+c.SignalsSent, c.Upserts, c.Memos, c.Versions, c.Events)
+	}
+	fmt.Printf("  actions: what Temporal Cloud bills (starts of workflows, children and continued runs; activity attempts;\n" +
+		"  heartbeats; timers; signals; search-attribute and memo upserts; side effects); versions are stored, not billed;\n" +
+		"  events: the history a self-hosted cluster stores.\n\n")
+}
+
+// BenchmarkActions prints the Temporal actions of the operations a fleet
+// repeats — a repository's first collection, an unchanged re-collection,
+// a re-collection with one new commit, a snapshot propagated to 10
+// runners — counted from their real histories (architecture, "Capacity").
+// The sweep's are printed by BenchmarkSweep.
+func BenchmarkActions(b *testing.B) {
+	ctx := context.Background()
+	owner := benchRepo(b, 10)
+	r := id(owner, "app")
+	collectOnce := func(want identity.Case) actions.Count {
+		before := heartbeats()
+		run, err := env.Client.ExecuteWorkflow(ctx, workflows.CollectOptions(r), workflows.Collect, workflows.CollectInput{Repo: r, Trigger: "manual"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		var res workflows.CollectResult
+		if err := run.Get(wctx, &res); err != nil || res.Case != want {
+			b.Fatalf("collect: %+v, %v; want case %s", res, err, want)
+		}
+		return measured(b, run, before)
+	}
+	var rows []actionRow
+	b.ResetTimer()
+	rows = append(rows, actionRow{"first collection (case A)", collectOnce(identity.CaseNew)})
+	rows = append(rows, actionRow{"unchanged re-collection (case B)", collectOnce(identity.CaseSame)})
+	if _, err := fg.Commit(owner, "app", "main", map[string]string{"new.txt": "one more\n"}, "one more"); err != nil {
+		b.Fatal(err)
+	}
+	rows = append(rows, actionRow{"re-collection, one new commit", collectOnce(identity.CaseSame)})
+	rows = append(rows, actionRow{"snapshot to 10 runners", snapshotActions(b, 10)})
+	b.StopTimer()
+	printActions(fmt.Sprintf("Temporal actions per operation (one repository of %d commits; real histories, children included)", 10), rows)
+	for _, row := range rows {
+		b.ReportMetric(float64(row.c.Billable()), "actions/"+metricName(row.op))
+	}
+}
+
+// snapshotActions propagates a 3-layer image to n runners of the test
+// process and returns what the propagation cost.
+func snapshotActions(b *testing.B, n int) actions.Count {
+	b.Helper()
+	reg := startRegistry(b, ociregistry.Options{})
+	ref, _, _ := pushRandom(b, reg, "bench/actions", 7, 3, 1<<20)
+	for i := range n {
+		startRunner(b, fmt.Sprintf("actions-%d-%d", os.Getpid(), i), runnerOpts{})
+	}
+	name := snapName("actions")
+	before := heartbeats()
+	res, err := propagate(b, snapshot.Snapshot{Name: name, Kind: snapshot.KindImage, ImageRef: ref}, fast)
+	if err != nil || res.Ready != n {
+		b.Fatalf("propagation to %d runners: %+v, %v", n, res, err)
+	}
+	c, err := actions.Of(context.Background(), env.Client, workflows.PropagateSnapshotWorkflowID(name), "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.Heartbeats = heartbeats() - before
+	return c
+}
+
+// metricName makes an operation's name a benchmark unit: no spaces.
+func metricName(op string) string {
+	out := []rune{}
+	for _, r := range strings.ToLower(op) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			out = append(out, r)
+		case len(out) > 0 && out[len(out)-1] != '-':
+			out = append(out, '-')
+		}
+	}
+	for len(out) > 0 && out[len(out)-1] == '-' {
+		out = out[:len(out)-1]
+	}
+	return string(out)
+}
