@@ -39,6 +39,12 @@ func TestCollectOrgWaitsForTheCollections(t *testing.T) {
 		t.Fatalf("users add: exit %d\n%s%s", code, out, errOut)
 	}
 
+	// An organization GitHub does not know (here the user's own login).
+	if out, errOut, code := starter(t, "github", "repos", "--user", login, "--org", login); code != exitUsage ||
+		!strings.Contains(errOut, "no organization "+login) {
+		t.Fatalf("github repos --org <a user>: exit %d\n%s%s", code, out, errOut)
+	}
+
 	out, errOut, code := starter(t, "collect", "--org", org, "--user", login, "--no-wait")
 	if code != 0 || !strings.Contains(out, "Started") || !strings.Contains(out, `WorkflowId STARTS_WITH "collect:`+fg.Host()+"/"+org+`/"`) {
 		t.Fatalf("collect --org --no-wait: exit %d\n%s%s", code, out, errOut)
