@@ -94,14 +94,13 @@ func (a *app) findSecret(ctx context.Context, args []string, s secretArgs) (*fou
 		return f, nil
 	}
 	st.Close()
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %s secrets have a hash starting with %s; give more of it, or --rule:\n", what, countUpTo(len(ms), shown), prefix)
-	w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	// The candidates on standard error, one a line; the error names the count.
+	w := tabwriter.NewWriter(a.stderr, 0, 4, 2, ' ', 0)
 	for _, m := range ms[:min(len(ms), shown)] {
 		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", m.SecretHash[:min(len(m.SecretHash), 16)], m.RuleID, location(m.Where), textsafe.Printable(m.Preview))
 	}
 	_ = w.Flush()
-	return nil, usageError{errors.New(strings.TrimSuffix(b.String(), "\n"))}
+	return nil, usageError{fmt.Errorf("%s: %s secrets have a hash starting with %s (above); give more of it, or --rule", what, countUpTo(len(ms), shown), prefix)}
 }
 
 func countUpTo(n, shown int) string {

@@ -79,7 +79,7 @@ func TestTriageThroughARenameAndARecommit(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"findings", "resolve", o + "/app", ha[:4], "--reason", "revoked"}, []string{"2 secrets have a hash starting with " + ha[:4], ha[:16], hb[:16], "a.env:1", "b.env:1"}},
+		{[]string{"findings", "resolve", o + "/app", ha[:4], "--reason", "revoked"}, []string{"2 secrets have a hash starting with " + ha[:4], "  " + ha[:16] + "  github-pat  a.env:1", "  " + hb[:16] + "  github-pat  b.env:1"}},
 		{[]string{"findings", "resolve", o + "/app", "zz12", "--reason", "revoked"}, []string{"not the start of a secret hash"}},
 		{[]string{"findings", "resolve", o + "/app", ha[:4]}, []string{"--reason"}},
 		{[]string{"findings", "resolve", o + "/app", "0000000000", "--reason", "revoked"}, []string{"no secret whose hash starts with"}},
