@@ -379,7 +379,9 @@ func (f FleetFilter) summarySQL(top int) (string, []any) {
 // It returns how many findings the files suppress.
 func (s *Store) ApplyIgnore(ctx context.Context, scopeID int64, fingerprints []string) (int64, error) {
 	const file = `(CASE WHEN archive = '' THEN path ELSE path || '!' || archive END) || ':' || rule_id || ':' || line`
-	named := `(` + file + ` = ANY($2::text[]) OR commit_id || ':' || ` + file + ` = ANY($2::text[]))`
+	// IN a set, not = ANY: a repository's file may hold thousands of
+	// fingerprints, and the set is hashed once rather than searched per row.
+	named := `(` + file + ` IN (SELECT unnest($2::text[])) OR commit_id || ':' || ` + file + ` IN (SELECT unnest($2::text[])))`
 	var n int64
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		if fingerprints == nil {
