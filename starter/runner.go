@@ -2,7 +2,10 @@ package main
 
 import (
 	"errors"
+	"cmp"
 	"fmt"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -38,19 +41,24 @@ func (a *app) runnerListCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			runners, err := st.Runners(cmd.Context())
+			runners, err := st.RunnerStatuses(cmd.Context())
 			if err != nil {
 				return err
 			}
+			slices.SortFunc(runners, func(x, y store.RunnerStatus) int { return naturalCompare(x.ID, y.ID) })
 			type item struct {
 				snapshot.Runner
-				Ready   int `json:"readySnapshots"`
+				// Silent is the heartbeat's age, by the database's clock.
+				Silent  float64 `json:"silentSeconds"`
+				Ready   int     `json:"readySnapshots"`
 				Pulling int `json:"pullingSnapshots"`
 				Errors  int `json:"errorSnapshots"`
 			}
 			items := make([]item, len(runners))
 			for i, r := range runners {
-				items[i].Runner = r
+				items[i].Runner = r.Runner
+				items[i].State = a.runnerState(r)
+				items[i].Silent = r.Silent.Seconds()
 				rows, err := st.RunnerSnapshots(cmd.Context(), r.ID)
 				if err != nil {
 					return err
@@ -75,7 +83,7 @@ func (a *app) runnerListCmd() *cobra.Command {
 			}
 			w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "RUNNER\tSTATE\tHEARTBEAT\tPEER\tCAPACITY\tQUOTA\tSNAPSHOTS")
-			for _, it := range items {
+			for i, it := range items {
 				quota := "-"
 				if it.QuotaBytes > 0 {
 					quota = bytesHuman(it.QuotaBytes)
@@ -83,7 +91,7 @@ func (a *app) runnerListCmd() *cobra.Command {
 				// A runner registers its own address: escaped, as anything
 				// a process other than the starter wrote.
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\t%d ready, %d pulling, %d error\n", textsafe.Printable(it.ID),
-					textsafe.Printable(string(it.State)), ago(it.LastHeartbeat), textsafe.Printable(it.PeerAddr), it.Capacity, quota,
+					textsafe.Printable(string(it.State)), ago(time.Now().Add(-runners[i].Silent)), textsafe.Printable(it.PeerAddr), it.Capacity, quota,
 					it.Ready, it.Pulling, it.Errors)
 			}
 			return w.Flush()
@@ -117,4 +125,76 @@ func (a *app) runnerStateCmd(verb string, state snapshot.RunnerState, short stri
 			return nil
 		},
 	}
+}
+
+// Runner states shown beside the table's own: derived from the heartbeat's
+// age when read.
+const (
+	// runnerSilent: a runner that has missed a few heartbeats; it still
+	// gets pulls until it is offline, but is most likely gone.
+	runnerSilent snapshot.RunnerState = "silent"
+)
+
+// silentBeats is how many heartbeat intervals a runner may miss before it
+// is shown silent: one late heartbeat (a slow database) is not a stop.
+const silentBeats = 3
+
+// runnerState is what a runner is, by its row and its heartbeat's age at
+// read time: its row says ready until the reconcile (every few minutes)
+// takes it offline, but a runner silent past GITFLEET_RUNNER_OFFLINE_AFTER
+// is offline already, and one that missed a few heartbeats is silent.
+func (a *app) runnerState(r store.RunnerStatus) snapshot.RunnerState {
+	switch {
+	case r.State == snapshot.RunnerOffline:
+		return r.State
+	case r.Silent > a.runnerOfflineAfter():
+		return snapshot.RunnerOffline
+	case r.Silent > a.runnerSilentAfter():
+		return runnerSilent
+	}
+	return r.State
+}
+
+// runnerOfflineAfter is the reconcile's offline threshold (its default
+// when unset, as workflows.PullTiming's Fresh).
+func (a *app) runnerOfflineAfter() time.Duration { return cmp.Or(a.cfg.RunnerOffline, 2*time.Minute) }
+
+// runnerSilentAfter is how long a runner may go without a heartbeat before
+// it is taken for stopped: a few of its heartbeat intervals.
+func (a *app) runnerSilentAfter() time.Duration {
+	return silentBeats * cmp.Or(a.cfg.RunnerHeartbeat, 10*time.Second)
+}
+
+// naturalCompare orders names with their digit runs as numbers: r2 before
+// r10 (and r02 before r2: equal numbers compare as text).
+func naturalCompare(x, y string) int {
+	return cmp.Or(naturalOrder(x, y), strings.Compare(x, y))
+}
+
+func naturalOrder(x, y string) int {
+	for x != "" && y != "" {
+		dx, dy := digitRun(x), digitRun(y)
+		if dx > 0 && dy > 0 {
+			nx, ny := strings.TrimLeft(x[:dx], "0"), strings.TrimLeft(y[:dy], "0")
+			if c := cmp.Or(cmp.Compare(len(nx), len(ny)), strings.Compare(nx, ny)); c != 0 {
+				return c
+			}
+			x, y = x[dx:], y[dy:]
+			continue
+		}
+		if x[0] != y[0] {
+			return cmp.Compare(x[0], y[0])
+		}
+		x, y = x[1:], y[1:]
+	}
+	return cmp.Compare(len(x), len(y))
+}
+
+// digitRun is the length of the run of ASCII digits s starts with.
+func digitRun(s string) int {
+	n := 0
+	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
+		n++
+	}
+	return n
 }

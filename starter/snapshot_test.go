@@ -206,3 +206,68 @@ func TestSnapshotShowAndRunnerListEscapeTerminalBytes(t *testing.T) {
 		}
 	}
 }
+
+// 'runner list' derives what it shows from the heartbeat's age when read,
+// by the database's clock: a runner stopped minutes ago is offline though
+// its row says ready until the reconcile runs, one that missed a few
+// heartbeats is silent. Runners sort naturally (r2 before r10). Before,
+// both showed ready, and r10 came first.
+func TestRunnerListStateFollowsTheHeartbeatsAge(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		id     string
+		silent string // the heartbeat's age, a Postgres interval
+		want   string
+	}{
+		{"nat-r10", "0 seconds", "ready"},
+		{"nat-r2", "45 seconds", "silent"},
+		{"nat-r9", "3 minutes", "offline"},
+	} {
+		if err := env.Store.RegisterRunner(ctx, snapshot.Runner{ID: tc.id, PeerAddr: "127.0.0.1:1", Capacity: 1}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _, _ = env.Store.Pool().Exec(ctx, `DELETE FROM runners WHERE id = $1`, tc.id) })
+		if _, err := env.Store.Pool().Exec(ctx, `UPDATE runners SET last_heartbeat = now() - $2::interval WHERE id = $1`, tc.id, tc.silent); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, errOut, code := starter(t, "runner", "list")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	var order []string
+	for line := range strings.Lines(out) {
+		f := strings.Fields(line)
+		if len(f) < 3 || !strings.HasPrefix(f[0], "nat-") {
+			continue
+		}
+		order = append(order, f[0])
+		want := map[string]string{"nat-r10": "ready", "nat-r2": "silent", "nat-r9": "offline"}[f[0]]
+		if f[1] != want {
+			t.Errorf("%s shows %s, want %s:\n%s", f[0], f[1], want, out)
+		}
+	}
+	if strings.Join(order, " ") != "nat-r2 nat-r9 nat-r10" {
+		t.Errorf("order %v, want nat-r2 nat-r9 nat-r10:\n%s", order, out)
+	}
+}
+
+func TestNaturalCompare(t *testing.T) {
+	for _, tc := range []struct {
+		x, y string
+		want int
+	}{
+		{"r2", "r10", -1},
+		{"r10", "r9", 1},
+		{"r1", "r1", 0},
+		{"r02", "r2", -1},
+		{"a", "b", -1},
+		{"r2a", "r2b", -1},
+		{"r", "r1", -1},
+		{"gpu-2-r10", "gpu-10-r1", -1},
+	} {
+		if got := naturalCompare(tc.x, tc.y); got != tc.want {
+			t.Errorf("naturalCompare(%q, %q) = %d, want %d", tc.x, tc.y, got, tc.want)
+		}
+	}
+}

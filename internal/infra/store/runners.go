@@ -130,6 +130,30 @@ func (s *Store) Runners(ctx context.Context) ([]snapshot.Runner, error) {
 	return collectRunners(s.pool.Query(ctx, `SELECT `+runnerColumns+` FROM runners ORDER BY id`))
 }
 
+// RunnerStatus is a registered runner with how long it has been silent.
+type RunnerStatus struct {
+	snapshot.Runner
+	// Silent is how long ago its last heartbeat was, by the database's
+	// clock when it was read: what a runner is now follows from it, not
+	// only from its state, which the reconcile updates every few minutes.
+	Silent time.Duration
+}
+
+// RunnerStatuses lists every registered runner with its silence, by id.
+func (s *Store) RunnerStatuses(ctx context.Context) ([]RunnerStatus, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+runnerColumns+`, extract(epoch FROM now() - last_heartbeat) FROM runners ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("runners: %w", err)
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (RunnerStatus, error) {
+		var r RunnerStatus
+		var silent float64
+		err := row.Scan(&r.ID, &r.PeerAddr, &r.Capacity, &r.QuotaBytes, &r.State, &r.LastHeartbeat, &r.RegisteredAt, &silent)
+		r.Silent = time.Duration(silent * float64(time.Second))
+		return r, err
+	})
+}
+
 // EligibleRunners lists the runners that take new pulls: ready, with a
 // heartbeat within fresh of the database's now(), by id. The freshness
 // test covers the gap between a runner dying and MarkRunnersOffline
