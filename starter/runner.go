@@ -1,8 +1,8 @@
 package main
 
 import (
-	"errors"
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -51,8 +51,8 @@ func (a *app) runnerListCmd() *cobra.Command {
 				// Silent is the heartbeat's age, by the database's clock.
 				Silent  float64 `json:"silentSeconds"`
 				Ready   int     `json:"readySnapshots"`
-				Pulling int `json:"pullingSnapshots"`
-				Errors  int `json:"errorSnapshots"`
+				Pulling int     `json:"pullingSnapshots"`
+				Errors  int     `json:"errorSnapshots"`
 			}
 			items := make([]item, len(runners))
 			for i, r := range runners {
