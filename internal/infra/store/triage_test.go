@@ -280,3 +280,21 @@ func TestSecretsBackfilled(t *testing.T) {
 		t.Fatalf("after the migration: %+v %v", xs, err)
 	}
 }
+
+// A fingerprint names a file inside an archive as gitleaks does:
+// archive!file.
+func TestIgnoreNamesAFileInAnArchive(t *testing.T) {
+	ctx := context.Background()
+	shardID, _ := fleetShard(t)
+	scope, _ := env.Store.Scope(ctx, shardID, "p")
+	l := acquire(t, shardID, "owner", time.Minute)
+	inJar := occ("r", "ee55", 1, 0, "dist/app.jar", 3, "c1")
+	inJar.Archive = "config/app.env"
+	write(t, l, scope, inJar, occ("r", "ff66", 2, 0, "config/app.env", 3, "c1"))
+	if n, err := env.Store.ApplyIgnore(ctx, scope, []string{"dist/app.jar!config/app.env:r:3"}); err != nil || n != 1 {
+		t.Fatalf("apply: %d, %v", n, err)
+	}
+	if got := secretsOf(t, store.FleetFilter{ShardID: shardID}); len(got) != 1 || got["r/ff66"].RuleID == "" {
+		t.Fatalf("shown: %v", got)
+	}
+}
