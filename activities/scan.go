@@ -216,7 +216,12 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 		refsIgnored += int64(n)
 		log.Warn("refs ignored", zap.String("reason", reason), zap.Int("refs", n))
 	}
-	log.Info("scan starting", zap.Int("refs", len(tips)), zap.Int("watermarks", len(marks)), zap.Int("holes", len(holes)))
+	// mirrorSynced: the mirror lacked the refs its job's sync saw (or the
+	// job synced none), so this scan fetched it itself — on a worker other
+	// than the one that synced, a second copy (architecture §2, "Repository
+	// affinity").
+	log.Info("scan starting", zap.Int("refs", len(tips)), zap.Int("watermarks", len(marks)), zap.Int("holes", len(holes)),
+		zap.Bool("mirrorSynced", repo.mirror && !repo.held))
 
 	// The walk reads commits and trees, and the scan goroutines blobs,
 	// straight from the packs, each with a reader of its own (the scan

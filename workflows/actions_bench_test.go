@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -45,21 +46,31 @@ func measured(b *testing.B, run client.WorkflowRun, beatsBefore int64) actions.C
 type actionRow struct {
 	op string
 	c  actions.Count
+	// api and git are the forge's requests meanwhile: the Git host's load
+	// (-1: not measured).
+	api, git int64
 }
 
 // printActions prints a table of what each operation cost.
 func printActions(title string, rows []actionRow) {
 	fmt.Printf("\n%s\n", title)
-	fmt.Printf("  %-40s %8s %9s %10s %10s %6s %7s %7s %5s %8s %7s\n", "", "actions", "workflows", "activities", "heartbeats",
-		"timers", "signals", "upserts", "memos", "versions", "events")
+	fmt.Printf("  %-40s %8s %9s %10s %10s %6s %7s %7s %5s %8s %7s %7s %7s\n", "", "actions", "workflows", "activities", "heartbeats",
+		"timers", "signals", "upserts", "memos", "versions", "events", "API req", "Git req")
 	for _, r := range rows {
 		c := r.c
-		fmt.Printf("  %-40s %8d %9d %10d %10d %6d %7d %7d %5d %8d %7d\n", r.op, c.Billable(), c.Workflows, c.Activities+c.LocalActivities,
-			c.Heartbeats, c.Timers, c.SignalsReceived+c.SignalsSent, c.Upserts, c.Memos, c.Versions, c.Events)
+		fmt.Printf("  %-40s %8d %9d %10d %10d %6d %7d %7d %5d %8d %7d %7s %7s\n", r.op, c.Billable(), c.Workflows, c.Activities+c.LocalActivities,
+			c.Heartbeats, c.Timers, c.SignalsReceived+c.SignalsSent, c.Upserts, c.Memos, c.Versions, c.Events, count(r.api), count(r.git))
 	}
 	fmt.Printf("  actions: what Temporal Cloud bills (starts of workflows, children and continued runs; activity attempts;\n" +
 		"  heartbeats; timers; signals; search-attribute and memo upserts; side effects); versions are stored, not billed;\n" +
 		"  events: the history a self-hosted cluster stores.\n\n")
+}
+
+func count(n int64) string {
+	if n < 0 {
+		return "-"
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 // BenchmarkActions prints the Temporal actions of the operations a fleet
@@ -71,8 +82,8 @@ func BenchmarkActions(b *testing.B) {
 	ctx := context.Background()
 	owner := benchRepo(b, 10)
 	r := id(owner, "app")
-	collectOnce := func(want identity.Case) actions.Count {
-		before := heartbeats()
+	collectOnce := func(op string, want identity.Case) actionRow {
+		before, api, git := heartbeats(), fg.APIRequests(), fg.GitRequests()
 		run, err := env.Client.ExecuteWorkflow(ctx, workflows.CollectOptions(r), workflows.Collect, workflows.CollectInput{Repo: r, Trigger: "manual"})
 		if err != nil {
 			b.Fatal(err)
@@ -83,17 +94,17 @@ func BenchmarkActions(b *testing.B) {
 		if err := run.Get(wctx, &res); err != nil || res.Case != want {
 			b.Fatalf("collect: %+v, %v; want case %s", res, err, want)
 		}
-		return measured(b, run, before)
+		return actionRow{op, measured(b, run, before), fg.APIRequests() - api, fg.GitRequests() - git}
 	}
 	var rows []actionRow
 	b.ResetTimer()
-	rows = append(rows, actionRow{"first collection (case A)", collectOnce(identity.CaseNew)})
-	rows = append(rows, actionRow{"unchanged re-collection (case B)", collectOnce(identity.CaseSame)})
+	rows = append(rows, collectOnce("first collection (case A)", identity.CaseNew))
+	rows = append(rows, collectOnce("unchanged re-collection (case B)", identity.CaseSame))
 	if _, err := fg.Commit(owner, "app", "main", map[string]string{"new.txt": "one more\n"}, "one more"); err != nil {
 		b.Fatal(err)
 	}
-	rows = append(rows, actionRow{"re-collection, one new commit", collectOnce(identity.CaseSame)})
-	rows = append(rows, actionRow{"snapshot to 10 runners", snapshotActions(b, 10)})
+	rows = append(rows, collectOnce("re-collection, one new commit", identity.CaseSame))
+	rows = append(rows, actionRow{"snapshot to 10 runners", snapshotActions(b, 10), -1, -1})
 	b.StopTimer()
 	printActions(fmt.Sprintf("Temporal actions per operation (one repository of %d commits; real histories, children included)", 10), rows)
 	for _, row := range rows {

@@ -124,7 +124,7 @@ func benchmarkSweepUnchanged(b *testing.B) {
 	fmt.Printf("  decisions/s     %.0f\n", float64(res.Considered)/took.Seconds())
 	fmt.Printf("  candidate query plan:\n    %s\n", strings.Join(plan, "\n    "))
 	printActions(fmt.Sprintf("Temporal actions of a sweep of %d unchanged codebases (every run continued as new)", n),
-		[]actionRow{{fmt.Sprintf("sweep, %d unchanged", n), cost}})
+		[]actionRow{{fmt.Sprintf("sweep, %d unchanged", n), cost, -1, -1}})
 	usesIndex := strings.Contains(strings.Join(plan, "\n"), "codebases_sweep")
 	if !usesIndex {
 		b.Errorf("the candidate query does not use codebases_sweep")
