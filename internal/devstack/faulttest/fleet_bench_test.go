@@ -95,7 +95,7 @@ func BenchmarkFleet(b *testing.B) {
 		n, commits, latency)
 	fmt.Printf("  %-8s %9s %14s %15s %22s %14s\n", "workers", "wall", "clones/repo", "mirror bytes", "spread (max/mean)", "peak RSS/MB")
 	var last *fleetRun
-	var dbGrowth int64 // the database's growth over the first fleet's collections
+	var dbGrowth int64                // the database's growth over the first fleet's collections
 	var reference map[string][]string // the first fleet's findings, by repository index
 	for i, size := range sizes {
 		if last != nil {
