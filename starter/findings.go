@@ -612,8 +612,8 @@ func (a *app) exportFindings(ctx context.Context, st *store.Store, f store.Fleet
 	for _, r := range rs.Rules() {
 		rules = append(rules, report.Rule{ID: r.ID, Description: r.Description, Tags: r.Tags})
 	}
-	w, _, err := report.New(format, a.stdout, report.Tool{Name: "gitfleet", Version: scan.GitleaksVersion,
-		InformationURI: "https://github.com/gitleaks/gitleaks"}, rules)
+	// gitfleet has no version of its own to name; its rules are listed.
+	w, _, err := report.New(format, a.stdout, report.Tool{Name: "gitfleet"}, rules)
 	if err != nil {
 		return err
 	}
