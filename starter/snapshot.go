@@ -49,6 +49,9 @@ func (a *app) snapshotCreateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if snap, err = a.resolveRequest(cmd.Context(), snap); err != nil {
+				return err
+			}
 			return a.createSnapshot(cmd.Context(), snap, !noWait)
 		},
 	}
@@ -119,6 +122,45 @@ func (a *app) snapshotRequest(ctx context.Context, snapName, image, fromRepo, ba
 	}
 	return snapshot.Snapshot{Name: snapName, Kind: snapshot.KindRepo, Repo: cb.Repo().String(), CodebaseID: cb.ID,
 		ExternalID: cb.ExternalID, Commit: strings.ToLower(commit), BaseImage: base}, nil
+}
+
+// resolveRequest asks the registries, once, for the images a request
+// names: one that does not exist is refused here (exit 2), not tried on
+// every runner in turn. An image snapshot already holding the image the
+// reference resolves to (asked for by tag, now by digest) is that
+// snapshot: the request joins it under the reference it was created with.
+func (a *app) resolveRequest(ctx context.Context, snap snapshot.Snapshot) (snapshot.Snapshot, error) {
+	ref := snap.ImageRef
+	if snap.Kind == snapshot.KindRepo {
+		ref = snap.BaseImage
+	}
+	if ref == "" {
+		return snap, nil
+	}
+	digest, err := a.resolveImage(ctx, ref)
+	if errors.Is(err, errNoSuchImage) {
+		return snapshot.Snapshot{}, usageError{fmt.Errorf("image %s does not exist in its registry", textsafe.Printable(ref))}
+	}
+	if err != nil || snap.Kind != snapshot.KindImage || digest == "" {
+		return snap, err
+	}
+	st, err := a.store(ctx)
+	if err != nil {
+		return snapshot.Snapshot{}, err
+	}
+	defer st.Close()
+	have, err := st.Snapshot(ctx, snap.Name)
+	if errors.Is(err, store.ErrNotFound) {
+		return snap, nil
+	}
+	if err != nil {
+		return snapshot.Snapshot{}, err
+	}
+	if have.ImageRef != snap.ImageRef && have.HoldsImage(snap.ImageRef, digest) {
+		fmt.Fprintf(a.stderr, "Snapshot %s holds that image (%s) as %s\n", snap.Name, shortDigest(digest), textsafe.Printable(have.ImageRef))
+		snap.ImageRef = have.ImageRef
+	}
+	return snap, nil
 }
 
 func isCommit(s string) bool {

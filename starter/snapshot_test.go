@@ -91,9 +91,31 @@ func TestSnapshotLifecycleThroughTheCommandLine(t *testing.T) {
 	if out, errOut, code := starter(t, "snapshot", "create", "cli-base", "--image", ref); code != 0 || !strings.Contains(errOut, "Joining") {
 		t.Errorf("second create: exit %d\n%s\n%s", code, out, errOut)
 	}
+	other, err := ociregistry.RandomImage(12, 1, 1<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Push(reg.Ref("cli/other", "1"), other); err != nil {
+		t.Fatal(err)
+	}
 	if _, errOut, code := starter(t, "snapshot", "create", "cli-base", "--image", reg.Ref("cli/other", "1")); code != exitUsage ||
 		!strings.Contains(errOut, "already exists") {
 		t.Errorf("create under a taken name: exit %d, %s", code, errOut)
+	}
+	// Asking by the digest of the image it holds by tag joins it (before:
+	// refused as "another image").
+	if out, errOut, code := starter(t, "snapshot", "create", "cli-base", "--image", snapshot.Repository(ref)+"@"+digest); code != 0 ||
+		!strings.Contains(errOut, "Snapshot cli-base holds that image") || !strings.Contains(errOut, "Joining") {
+		t.Errorf("create by digest: exit %d\n%s\n%s", code, out, errOut)
+	}
+	// An image the registry does not have is refused up front, exit 2,
+	// and leaves nothing behind (before: tried on every runner in turn).
+	if out, errOut, code := starter(t, "snapshot", "create", "cli-missing", "--image", reg.Ref("cli/nosuch", "1")); code != exitUsage ||
+		!strings.Contains(errOut, "does not exist in its registry") {
+		t.Errorf("create of a missing image: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if _, err := env.Store.Snapshot(context.Background(), "cli-missing"); err == nil {
+		t.Error("the refused create left snapshot cli-missing behind")
 	}
 	for _, tc := range []struct {
 		args []string

@@ -92,6 +92,14 @@ func (s Snapshot) SameSource(o Snapshot) bool {
 			s.Kind == KindRepo && s.CodebaseID == o.CodebaseID && s.Commit == o.Commit)
 }
 
+// HoldsImage reports whether s is an image snapshot of the image digest of
+// ref's repository: one asked for by tag and again by its digest (or by
+// another tag of the same image) is the same image. A snapshot whose digest
+// is not known yet holds nothing yet.
+func (s Snapshot) HoldsImage(ref, digest string) bool {
+	return s.Kind == KindImage && digest != "" && s.Digest == digest && Repository(s.ImageRef) == Repository(ref)
+}
+
 // Runner is a host that holds snapshots.
 type Runner struct {
 	ID       string `json:"id"`
