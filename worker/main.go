@@ -260,7 +260,12 @@ func run() error {
 		OnFatalError:                       onFatal,
 	})
 	workflows.Register(w)
+	checker, err := validityChecker(log)
+	if err != nil {
+		return err
+	}
 	for _, r := range []worker.Registry{w, ownW, gitW} {
+		r.RegisterActivity(&activities.Validity{Store: st, Mirrors: mirrors, Scanner: scanner, Checker: checker, Log: log})
 		r.RegisterActivity(&activities.Activities{Store: st, Mirrors: mirrors, Hosts: cfg.Hosts, WorkerOffline: cfg.Fleet.WorkerOffline, Creds: creds, Log: log})
 		r.RegisterActivity(&activities.Shards{Store: st, Mirrors: mirrors, Scanner: scanner, Log: log,
 			LeaseFor: cfg.ShardLease, BatchBlobs: cfg.ScanBatch, ScanSlots: scanSlots})

@@ -184,6 +184,7 @@ func Register(w worker.WorkflowRegistry) {
 	w.RegisterWorkflow(PropagateSnapshot)
 	w.RegisterWorkflow(RemoveSnapshot)
 	w.RegisterWorkflow(ReconcileRunners)
+	w.RegisterWorkflow(ValidateSecrets)
 }
 
 // The activities, by name: methods of the structs in package activities,

@@ -199,6 +199,7 @@ func executeShard(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResul
 	// budget ("too many errors"), and end with the first pass.
 	failureModel := workflow.GetVersion(ctx, "shard-failure-model", workflow.DefaultVersion, 1) == 1
 	lost := 0 // leases lost to another owner
+	var found int64 // new secrets, over the passes
 	place := in.Place
 	if place.Repo == nil && place.Location == "" {
 		place.Location = in.Spec.Target.Location
@@ -239,6 +240,7 @@ func executeShard(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResul
 			}, &receipt)
 			if err == nil {
 				out.Receipt = &receipt
+				found += receipt.Findings
 				// A retried scan attempt fences off the one it replaces: the
 				// receipt's fence is the lease to checkpoint with.
 				lease.Fence = receipt.Fence
@@ -259,6 +261,10 @@ func executeShard(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResul
 			continue
 		case err == nil:
 			enter(PhaseOuterCheckpointed, fmt.Sprintf("shard %d is %s", out.ShardID, out.Status))
+			if found > 0 &&
+				workflow.GetVersion(ctx, validateAfterScan, workflow.DefaultVersion, 1) == 1 && validationOn(ctx) {
+				startValidation(ctx, out.ShardID, in.Spec.Key, place)
+			}
 			return out, nil
 		case class == errclass.StaleOwner:
 			// This owner lost its lease: stop at once, no checkpoint, no

@@ -149,6 +149,7 @@ func TestMain(m *testing.M) {
 			w.RegisterActivity(&activities.Sweeps{Store: e.Store, Client: e.Client, Hosts: hosts, Heads: heads,
 				Policy: scanner.Policy(), Log: log})
 			w.RegisterActivity(&activities.GitHub{Store: e.Store, Box: tokenBox, Hosts: hosts, Log: log})
+			w.RegisterActivity(setUpValidity(e.Store, mirrors, scanner, log))
 			w.RegisterActivity(&activities.Snapshots{Store: e.Store, Client: e.Client, Log: log,
 				Propagation: workflows.PropagateSnapshotInput{Timing: workflows.PullTiming{Queue: 30 * time.Second, Heartbeat: 10 * time.Second}}})
 		}, workflows.GitTaskQueue(workflows.TaskQueue))

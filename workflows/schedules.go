@@ -21,6 +21,9 @@ type ScheduleConfig struct {
 	SweepEvery     time.Duration // default 1h
 	CleanupEvery   time.Duration // default 24h
 	ReconcileEvery time.Duration // default 5m
+	// RevalidateEvery: how often every open secret is checked again
+	// (default 24h; sends nothing while GITFLEET_VALIDATE is not on).
+	RevalidateEvery time.Duration
 	// Reconcile tunes the scheduled ReconcileRunners.
 	Reconcile ReconcileRunnersInput
 	// Sweep tunes the scheduled RecollectionSweep (MaxRunning).
@@ -38,7 +41,20 @@ func Schedules(cfg ScheduleConfig) map[string]client.ScheduleOptions {
 	if cfg.ReconcileEvery <= 0 {
 		cfg.ReconcileEvery = 5 * time.Minute
 	}
+	if cfg.RevalidateEvery <= 0 {
+		cfg.RevalidateEvery = 24 * time.Hour
+	}
 	return map[string]client.ScheduleOptions{
+		SecretRevalidationScheduleID: {
+			ID:      SecretRevalidationScheduleID,
+			Spec:    client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: cfg.RevalidateEvery}}, Jitter: time.Minute},
+			Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
+			Action: &client.ScheduleWorkflowAction{
+				ID: SecretRevalidationScheduleID, Workflow: ValidateSecrets, Args: []any{ValidateSecretsInput{Trigger: "schedule"}}, TaskQueue: TaskQueue,
+				Memo: map[string]any{"target": "every open secret of a supported kind, checked again with its provider"},
+			},
+			Note: "gitfleet: check again which found secrets still work (only with GITFLEET_VALIDATE=on)",
+		},
 		ReconcileScheduleID: {
 			ID:      ReconcileScheduleID,
 			Spec:    client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: cfg.ReconcileEvery}}},

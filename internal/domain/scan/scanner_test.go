@@ -651,3 +651,24 @@ keywords = ["tok_"]
 		t.Errorf("secret %q on line %d, want %q on line 2", got, fs[0].Line, "tok_ab12cd34")
 	}
 }
+
+// SecretHash is the hash a finding records for the same secret.
+func TestSecretHashIsTheFindings(t *testing.T) {
+	rs, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(rs, DefaultConfig(), []byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	content := []byte("token = \"ghp_" + "R7v2Lq9XbN4kTz8WmC1pYs6JdHf3GaE0uQ5o" + "\"\n")
+	r := s.Scan("conf.py", content, "")
+	if len(r.Findings) != 1 {
+		t.Fatalf("findings %+v", r.Findings)
+	}
+	f := r.Findings[0]
+	if got := s.SecretHash(content[f.Start:f.End]); got != f.SecretHash {
+		t.Errorf("SecretHash %s, finding %s", got, f.SecretHash)
+	}
+}
