@@ -198,7 +198,7 @@ func executeShard(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResul
 	// Runs recorded before it park a shard whose errors outlast their
 	// budget ("too many errors"), and end with the first pass.
 	failureModel := workflow.GetVersion(ctx, "shard-failure-model", workflow.DefaultVersion, 1) == 1
-	lost := 0 // leases lost to another owner
+	lost := 0       // leases lost to another owner
 	var found int64 // new secrets, over the passes
 	place := in.Place
 	if place.Repo == nil && place.Location == "" {

@@ -61,7 +61,7 @@ var (
 // offsetClock is the real clock moved forward by what tests add.
 type offsetClock struct{ off atomic.Int64 }
 
-func (c *offsetClock) Now() time.Time       { return time.Now().Add(time.Duration(c.off.Load())) }
+func (c *offsetClock) Now() time.Time      { return time.Now().Add(time.Duration(c.off.Load())) }
 func (c *offsetClock) Add(d time.Duration) { c.off.Add(int64(d)) }
 
 type switchableHeads struct {
