@@ -42,6 +42,9 @@ type FleetFilter struct {
 	// by the repository (.gitleaksignore, gitleaks:allow); IgnoredOnly:
 	// those alone.
 	Ignored, IgnoredOnly bool
+	// Validity: only secrets whose last check found one of these (valid,
+	// invalid, unknown), revoked ones, or unchecked ones (nil: any).
+	Validity []string
 }
 
 // FleetSecret is a secret of the fleet: where it is, where first and last
@@ -65,6 +68,8 @@ type FleetSecret struct {
 	StateAt   *time.Time `json:"stateAt,omitempty"`
 	Comment   string     `json:"comment,omitempty"`
 	SeenAgain bool       `json:"seenAgainAfterResolution,omitempty"`
+	// Validity is the last check with its provider (nil: never checked).
+	Validity *Validity `json:"validity,omitempty"`
 }
 
 // Fragments of the fleet queries over x (secrets), sc (its scope), sh (its
@@ -148,6 +153,9 @@ func (f FleetFilter) where(args []any) (string, []any) {
 	if f.SeenAgain {
 		conds = append(conds, fleetSeenAgain)
 	}
+	if f.Validity != nil {
+		conds = append(conds, validityCond(f.Validity, arg))
+	}
 	switch {
 	case f.IgnoredOnly:
 		conds = append(conds, "x.ignored <> ''")
@@ -203,7 +211,7 @@ func (s *Store) FleetSecrets(ctx context.Context, f FleetFilter, page Page) ([]F
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (FleetSecret, error) {
+	xs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (FleetSecret, error) {
 		var x FleetSecret
 		err := row.Scan(&x.Cursor, &x.ScopeID, &x.ShardID, &x.Subject, &x.Repository, &x.RuleID, &x.SecretHash, &x.File,
 			&x.FirstAt, &x.Ignored, &x.Occurrences, &x.IgnoredOccurrences, &x.Status,
@@ -211,6 +219,10 @@ func (s *Store) FleetSecrets(ctx context.Context, f FleetFilter, page Page) ([]F
 			&x.State, &x.StateBy, &x.StateAt, &x.Comment, &x.SeenAgain)
 		return x, err
 	})
+	if err != nil {
+		return nil, err
+	}
+	return xs, s.fillValidity(ctx, xs)
 }
 
 // Count is a name and how many.

@@ -243,3 +243,77 @@ func (s *Store) RuleOfFinding(ctx context.Context, id int64) (string, error) {
 	}
 	return rule, err
 }
+
+// ValidityFilters are what FleetFilter.Validity takes.
+var ValidityFilters = []string{"valid", "invalid", "unknown", "revoked", "unchecked"}
+
+// validityCond is the fleet query's condition for FleetFilter.Validity,
+// over x (secrets) and sh (its shard); arg adds an argument.
+func validityCond(want []string, arg func(any) string) string {
+	var states []string
+	revoked, unchecked := false, false
+	for _, w := range want {
+		switch w {
+		case "revoked":
+			revoked = true
+		case "unchecked":
+			unchecked = true
+		default:
+			states = append(states, w)
+		}
+	}
+	const match = `v.subject = sh.key AND v.rule_id = x.rule_id AND v.secret_hash = x.secret_hash AND v.secret_path = x.secret_path`
+	c := "EXISTS (SELECT 1 FROM secret_validity v WHERE " + match + " AND (v.state = ANY(" + arg(states) + "::text[])"
+	if revoked {
+		c += " OR v.revoked_at IS NOT NULL"
+	}
+	c += "))"
+	if unchecked {
+		c = "(" + c + " OR NOT EXISTS (SELECT 1 FROM secret_validity v WHERE " + match + "))"
+	}
+	return c
+}
+
+// fillValidity sets the last check of each secret of xs.
+func (s *Store) fillValidity(ctx context.Context, xs []FleetSecret) error {
+	if len(xs) == 0 {
+		return nil
+	}
+	subjects, keys := make([]string, len(xs)), make([]SecretKey, len(xs))
+	for i, x := range xs {
+		subjects[i], keys[i] = x.Subject, x.SecretKey
+	}
+	vs, err := s.Validities(ctx, subjects, keys)
+	if err != nil {
+		return err
+	}
+	for i := range xs {
+		if v, ok := vs[xs[i].Subject][xs[i].SecretKey]; ok {
+			xs[i].Validity = &v
+		}
+	}
+	return nil
+}
+
+// ValiditySummary counts the secrets f selects by their last check:
+// valid first — the ones to act on.
+type ValiditySummary struct {
+	Valid     int64 `json:"valid"`
+	Invalid   int64 `json:"invalid"`
+	Revoked   int64 `json:"revoked"`
+	Unknown   int64 `json:"unknown"`
+	Unchecked int64 `json:"unchecked"`
+}
+
+// SummarizeValidity counts the secrets f selects by validity.
+func (s *Store) SummarizeValidity(ctx context.Context, f FleetFilter) (ValiditySummary, error) {
+	where, args := f.where(nil)
+	var out ValiditySummary
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE v.state = 'valid'), count(*) FILTER (WHERE v.state = 'invalid'),
+			count(*) FILTER (WHERE v.revoked_at IS NOT NULL), count(*) FILTER (WHERE v.state = 'unknown'), count(*) FILTER (WHERE v.state IS NULL)
+		FROM `+fleetFrom+`
+			LEFT JOIN secret_validity v ON v.subject = sh.key AND v.rule_id = x.rule_id AND v.secret_hash = x.secret_hash
+				AND v.secret_path = x.secret_path
+		WHERE `+where, args...).Scan(&out.Valid, &out.Invalid, &out.Revoked, &out.Unknown, &out.Unchecked)
+	return out, err
+}
