@@ -53,6 +53,16 @@ func (s *Store) DeleteStale(ctx context.Context, cutoff time.Time, limit int) (i
 			WHERE codebase_id = ANY($1)`, ids); err != nil {
 			return err
 		}
+		// Their secrets' triage goes with them, as their history does.
+		subjects := make([]string, len(ids))
+		for i, id := range ids {
+			subjects[i] = fmt.Sprintf("codebase:%d", id)
+		}
+		for _, table := range []string{"secret_state_history", "secret_states"} {
+			if _, err := tx.Exec(ctx, `DELETE FROM `+table+` WHERE subject = ANY($1)`, subjects); err != nil {
+				return err
+			}
+		}
 		tag, err := tx.Exec(ctx, `DELETE FROM codebases WHERE id = ANY($1)`, ids)
 		n = tag.RowsAffected()
 		return err
@@ -220,7 +230,7 @@ func (s *Store) purgeStep(ctx context.Context, batch int, r *CleanupCounts) erro
 }
 
 // scopeTables are the tables of a scope's rows, in the order they go.
-var scopeTables = []string{"shard_watermarks", "shard_holes", "seen_blobs", "findings", "finding_paths",
+var scopeTables = []string{"shard_watermarks", "shard_holes", "seen_blobs", "findings", "secrets", "finding_paths",
 	"finding_presence", "finding_presence_refs", "shard_receipts"}
 
 // purgeScopeStep deletes one batch of a scope's rows from the first table

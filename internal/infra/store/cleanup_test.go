@@ -167,9 +167,9 @@ func TestCleanupDeletesStaleCodebasesInBatches(t *testing.T) {
 	got.Add(rest)
 
 	after := tableRows(t, st)
-	// The gone codebase: 8,000 seen blobs, 800 findings, paths and
+	// The gone codebase: 8,000 seen blobs, 800 findings, secrets, paths and
 	// presence rows, 2 presence refs, watermarks and holes, 82 receipts.
-	want := store.CleanupCounts{Codebases: 1, Shards: 1, Scopes: 2, Receipts: 31 + 51, Rows: 8000 + 3*800 + 2 + 2 + 2}
+	want := store.CleanupCounts{Codebases: 1, Shards: 1, Scopes: 2, Receipts: 31 + 51, Rows: 8000 + 4*800 + 2 + 2 + 2}
 	if got != want {
 		t.Errorf("deleted %+v, want %+v", got, want)
 	}

@@ -298,3 +298,33 @@ func TestIgnoreNamesAFileInAnArchive(t *testing.T) {
 		t.Fatalf("shown: %v", got)
 	}
 }
+
+// A codebase the stale cleanup deletes takes its secrets' triage with it;
+// a live one keeps its.
+func TestCleanupTakesTriageWithTheCodebase(t *testing.T) {
+	ctx := context.Background()
+	st := cleanupDB(t, "c_triage")
+	gone := seedCodebase(t, st, "gone", 31, 1)
+	live := seedCodebase(t, st, "live", -1, 1)
+	for _, id := range []int64{gone, live} {
+		subject := fmt.Sprintf("codebase:%d", id)
+		seedShard(t, st, subject, id, 1, scopeSeed{"p", 1, 20})
+		var scope int64
+		if err := st.Pool().QueryRow(ctx, `SELECT s.id FROM scan_scopes s JOIN shards sh ON sh.id = s.shard_id WHERE sh.key = $1`, subject).Scan(&scope); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.SetSecretState(ctx, subject, scope, store.SecretKey{RuleID: "r", SecretHash: "s10"},
+			store.StateChange{State: store.StateRevoked, Actor: "ann"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cleanUp(t, st, store.CleanupPlan{StaleBefore: time.Now().Add(-30 * 24 * time.Hour), Now: time.Now(), Batch: 1000})
+	for table, want := range map[string]int64{"secret_states": 1, "secret_state_history": 1, "secrets": 2} {
+		if n := sqlCount(t, st, `SELECT count(*) FROM `+table); n != want {
+			t.Errorf("%s: %d rows left, want %d (the live codebase's)", table, n, want)
+		}
+	}
+	if n := sqlCount(t, st, `SELECT count(*) FROM secret_states WHERE subject = $1`, fmt.Sprintf("codebase:%d", live)); n != 1 {
+		t.Errorf("the live codebase's state: %d rows", n)
+	}
+}
