@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -443,16 +445,36 @@ func (a *app) printSnapshot(s snapshot.Snapshot, rows []snapshot.Row) error {
 		return nil
 	}
 	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "RUNNER\tSTATE\tPROGRESS\tSOURCE\tSINCE\tREASON")
+	fmt.Fprintln(w, "RUNNER\tSTATE\tPROGRESS\tSOURCE\tSINCE\tREASON\tRETRY")
+	rows = slices.Clone(rows)
+	slices.SortFunc(rows, func(x, y snapshot.Row) int { return naturalCompare(x.RunnerID, y.RunnerID) })
 	for _, r := range rows {
 		progress := "-"
 		if r.BytesTotal > 0 {
 			progress = fmt.Sprintf("%s / %s (%d%%)", bytesHuman(r.BytesDone), bytesHuman(r.BytesTotal), r.BytesDone*100/r.BytesTotal)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", textsafe.Printable(r.RunnerID), textsafe.Printable(string(r.State)), progress,
-			dash(textsafe.Printable(r.Source)), ago(r.UpdatedAt), dash(textsafe.Printable(r.ErrorReason)))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", textsafe.Printable(r.RunnerID), textsafe.Printable(string(r.State)), progress,
+			dash(textsafe.Printable(r.Source)), ago(r.UpdatedAt), dash(textsafe.Printable(r.ErrorReason)), a.retryNote(r, s.Name))
 	}
 	return w.Flush()
+}
+
+// retryNote says when the reconcile retries a row in error: a reconcile
+// run before the row's backoff ends leaves it alone, which 'snapshot show'
+// is where to learn.
+func (a *app) retryNote(r snapshot.Row, snapName string) string {
+	if r.State != snapshot.RowError {
+		return "-"
+	}
+	due, ok := snapshot.NextRetry(r, snapshot.DefaultRetryBase)
+	if !ok {
+		return "not retried by the reconcile ('snapshot create " + snapName + "' again retries it)"
+	}
+	every := cmp.Or(a.cfg.ReconcileEvery, 5*time.Minute)
+	if wait := time.Until(due).Round(time.Second); wait > 0 {
+		return fmt.Sprintf("due in %s, at the first reconcile after %s (every %s)", wait, due.UTC().Format("15:04:05 UTC"), every)
+	}
+	return fmt.Sprintf("due now, at the next reconcile (every %s)", every)
 }
 
 func (a *app) snapshotWhereCmd() *cobra.Command {

@@ -293,3 +293,43 @@ func TestNaturalCompare(t *testing.T) {
 		}
 	}
 }
+
+// 'snapshot show' says when the reconcile retries a row in error: one
+// that failed for a transient reason is due once its backoff ends (a
+// reconcile run before that leaves it alone), one that failed for a reason
+// no retry changes is not retried. Before, nothing said either.
+func TestSnapshotShowSaysWhenTheNextRetryIsDue(t *testing.T) {
+	ctx := context.Background()
+	const name = "cli-retry-due"
+	if _, _, err := env.Store.CreateSnapshot(ctx, snapshot.Snapshot{Name: name, Kind: snapshot.KindImage, ImageRef: "127.0.0.1:1/a/b:1"}, time.Now().UTC()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Store.DeleteSnapshot(ctx, name) })
+	for _, tc := range []struct{ id, reason string }{{"retry-r1", snapshot.ReasonOffline}, {"retry-r2", "image 127.0.0.1:1/a/b:1 not found"}} {
+		if err := env.Store.RegisterRunner(ctx, snapshot.Runner{ID: tc.id, PeerAddr: "127.0.0.1:1", Capacity: 1}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _, _ = env.Store.Pool().Exec(ctx, `DELETE FROM runners WHERE id = $1`, tc.id) })
+		if _, _, err := env.Store.InsertSnapshotRunner(ctx, tc.id, name, snapshot.RowPulling, time.Now().UTC()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.Store.TransitionSnapshotRunner(ctx, tc.id, name, []snapshot.RowState{snapshot.RowPulling}, snapshot.RowError, tc.reason, time.Now().UTC()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, errOut, code := starter(t, "snapshot", "show", name)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	for id, want := range map[string]string{"retry-r1": "due in ", "retry-r2": "not retried by the reconcile ('snapshot create " + name + "' again retries it)"} {
+		var line string
+		for l := range strings.Lines(out) {
+			if strings.HasPrefix(l, id+" ") {
+				line = l
+			}
+		}
+		if !strings.Contains(line, want) {
+			t.Errorf("%s: want %q in %q\n%s", id, want, line, out)
+		}
+	}
+}

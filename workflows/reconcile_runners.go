@@ -79,7 +79,7 @@ func ReconcileRunners(ctx workflow.Context, in ReconcileRunnersInput) (Reconcile
 	}
 	def(&in.OfflineAfter, 2*time.Minute)
 	def(&in.ForgetAfter, 7*24*time.Hour)
-	def(&in.RetryBase, time.Minute)
+	def(&in.RetryBase, snapshot.DefaultRetryBase)
 	def(&in.Queue, 2*time.Minute)
 	if workflow.GetVersion(ctx, "reconcile-paged", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return reconcileWhole(ctx, in)

@@ -129,12 +129,24 @@ func Reconcile(rows []Row, digests map[string]string, held []Held) []Action {
 func DueForRetry(rows []Row, now time.Time, base time.Duration) []Row {
 	var out []Row
 	for _, r := range rows {
-		if IsBuildFailure(r.ErrorReason) && r.Retries >= MaxBuildRetries {
-			continue
-		}
-		if r.State == RowError && Transient(r.ErrorReason) && !now.Before(RetryAfter(r, base)) {
+		if due, ok := NextRetry(r, base); ok && !now.Before(due) {
 			out = append(out, r)
 		}
 	}
 	return out
+}
+
+// DefaultRetryBase is the first backoff of a row in error for a transient
+// reason, unless the reconcile is given another.
+const DefaultRetryBase = time.Minute
+
+// NextRetry says from when the reconcile retries a row in error (its
+// backoff, RetryAfter with base); ok is false for a row no reconcile
+// retries: not in error, failed for a reason no retry changes, or a build
+// retried MaxBuildRetries times.
+func NextRetry(r Row, base time.Duration) (due time.Time, ok bool) {
+	if r.State != RowError || !Transient(r.ErrorReason) || IsBuildFailure(r.ErrorReason) && r.Retries >= MaxBuildRetries {
+		return time.Time{}, false
+	}
+	return RetryAfter(r, base), true
 }
