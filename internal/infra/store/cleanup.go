@@ -198,11 +198,16 @@ func (s *Store) CleanupStep(ctx context.Context, p CleanupPlan, c CleanupCursor)
 
 // retireScans renames up to limit shards of scan requests unused since
 // before cutoff for the purge, which deletes (and counts) them.
+// Their secrets' triage (keyed by the key they had) goes with them.
 func (s *Store) retireScans(ctx context.Context, cutoff time.Time, limit int) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE shards SET key = 'purge:' || id, updated_at = now()
-		WHERE id IN (SELECT id FROM shards WHERE key LIKE 'target:%' AND updated_at < $1
-			AND (lease_deadline IS NULL OR lease_deadline < $1) ORDER BY updated_at LIMIT $2)`, cutoff, limit)
-	return tag.RowsAffected(), err
+	var n int64
+	err := s.pool.QueryRow(ctx, `WITH r AS (SELECT id, key FROM shards WHERE key LIKE 'target:%' AND updated_at < $1
+				AND (lease_deadline IS NULL OR lease_deadline < $1) ORDER BY updated_at LIMIT $2 FOR UPDATE),
+			u AS (UPDATE shards s SET key = 'purge:' || s.id, updated_at = now() FROM r WHERE s.id = r.id RETURNING r.key),
+			h AS (DELETE FROM secret_state_history WHERE subject IN (SELECT key FROM u)),
+			d AS (DELETE FROM secret_states WHERE subject IN (SELECT key FROM u))
+		SELECT count(*) FROM u`, cutoff, limit).Scan(&n)
+	return n, err
 }
 
 // purgeStep deletes one batch of the first shard renamed for the purge:

@@ -299,16 +299,23 @@ func TestIgnoreNamesAFileInAnArchive(t *testing.T) {
 	}
 }
 
-// A codebase the stale cleanup deletes takes its secrets' triage with it;
-// a live one keeps its.
+// A codebase the stale cleanup deletes, and a scan request retention
+// retires, take their secrets' triage with them; live ones keep theirs.
 func TestCleanupTakesTriageWithTheCodebase(t *testing.T) {
 	ctx := context.Background()
 	st := cleanupDB(t, "c_triage")
 	gone := seedCodebase(t, st, "gone", 31, 1)
 	live := seedCodebase(t, st, "live", -1, 1)
-	for _, id := range []int64{gone, live} {
+	for _, id := range []int64{gone, live, 0, -1} {
 		subject := fmt.Sprintf("codebase:%d", id)
-		seedShard(t, st, subject, id, 1, scopeSeed{"p", 1, 20})
+		used := 1
+		switch id {
+		case 0: // a scan request unused for long
+			subject, used = "target:old", 100
+		case -1: // one used lately
+			subject, id = "target:new", 0
+		}
+		seedShard(t, st, subject, id, used, scopeSeed{"p", 1, 20})
 		var scope int64
 		if err := st.Pool().QueryRow(ctx, `SELECT s.id FROM scan_scopes s JOIN shards sh ON sh.id = s.shard_id WHERE sh.key = $1`, subject).Scan(&scope); err != nil {
 			t.Fatal(err)
@@ -318,10 +325,11 @@ func TestCleanupTakesTriageWithTheCodebase(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cleanUp(t, st, store.CleanupPlan{StaleBefore: time.Now().Add(-30 * 24 * time.Hour), Now: time.Now(), Batch: 1000})
-	for table, want := range map[string]int64{"secret_states": 1, "secret_state_history": 1, "secrets": 2} {
+	cleanUp(t, st, store.CleanupPlan{StaleBefore: time.Now().Add(-30 * 24 * time.Hour), Now: time.Now(), Batch: 1000,
+		Retention: store.Retention{Scans: 90 * 24 * time.Hour}})
+	for table, want := range map[string]int64{"secret_states": 2, "secret_state_history": 2, "secrets": 4} {
 		if n := sqlCount(t, st, `SELECT count(*) FROM `+table); n != want {
-			t.Errorf("%s: %d rows left, want %d (the live codebase's)", table, n, want)
+			t.Errorf("%s: %d rows left, want %d (the live codebase's and scan's)", table, n, want)
 		}
 	}
 	if n := sqlCount(t, st, `SELECT count(*) FROM secret_states WHERE subject = $1`, fmt.Sprintf("codebase:%d", live)); n != 1 {
