@@ -225,14 +225,25 @@ func (a *app) createSnapshot(ctx context.Context, snap snapshot.Snapshot, wait b
 	if !wait {
 		return nil
 	}
+	fmt.Fprintf(a.stderr, "Following it until every runner has it (Ctrl-C stops following, the propagation goes on: 'starter snapshot show %s'; --no-wait does not follow)\n", snap.Name)
 	done := make(chan struct{})
-	go a.followProgress(ctx, st, snap.Name, done)
+	silent := make(chan []string, 1)
+	go a.followProgress(ctx, st, snap.Name, done, silent)
 	var res workflows.PropagateSnapshotResult
-	err = run.Get(ctx, &res)
+	result := make(chan error, 1)
+	go func() { result <- run.Get(ctx, &res) }()
+	var waiting []string
+	select {
+	case err = <-result:
+	case waiting = <-silent:
+	}
 	close(done)
 	if err != nil {
 		msg, _ := failure(err)
 		return errors.New(textsafe.Printable(msg))
+	}
+	if waiting != nil {
+		return a.leftToSilentRunners(ctx, st, snap.Name, waiting)
 	}
 	final, err := st.Snapshot(ctx, snap.Name)
 	if err != nil {
@@ -265,8 +276,45 @@ func (a *app) createSnapshot(ctx context.Context, snap snapshot.Snapshot, wait b
 	return nil
 }
 
-// followProgress prints one line a second while a propagation runs.
-func (a *app) followProgress(ctx context.Context, st *store.Store, snapName string, done <-chan struct{}) {
+// leftToSilentRunners ends the wait for a propagation whose pulls left
+// are all on runners that stopped heartbeating: the propagation waits for
+// them up to its queue bound (then 'runner offline', and the reconcile
+// retries once they are back); the starter need not.
+func (a *app) leftToSilentRunners(ctx context.Context, st *store.Store, snapName string, waiting []string) error {
+	final, err := st.Snapshot(ctx, snapName)
+	if err != nil {
+		return err
+	}
+	rows, err := st.SnapshotRunners(ctx, snapName)
+	if err != nil {
+		return err
+	}
+	ready := 0
+	for _, r := range rows {
+		if r.State == snapshot.RowReady {
+			ready++
+		}
+	}
+	if a.json {
+		return a.printJSON(map[string]any{"snapshot": final, "runners": rows, "waitingForSilent": waiting})
+	}
+	fmt.Fprintf(a.stdout, "Snapshot %s is %s on %d of %s\n", snapName, final.State, ready, plural(len(rows), "runner", "runners"))
+	fmt.Fprintf(a.stdout, "  waiting   for %s, which sent no heartbeat for %s or more: stopped?\n", strings.Join(waiting, ", "), a.runnerSilentAfter())
+	fmt.Fprintf(a.stdout, "            its pull ends 'runner offline' within %s and the reconcile retries it once the runner is back\n",
+		cmp.Or(a.cfg.PullQueue, 2*time.Minute))
+	fmt.Fprintf(a.stdout, "  see       starter snapshot show %s; starter runner list\n", snapName)
+	if final.State != snapshot.Active {
+		return fmt.Errorf("snapshot %s is on no runner yet: the runners it waits for are silent (%s)", snapName, strings.Join(waiting, ", "))
+	}
+	return nil
+}
+
+// followProgress prints a line a second while a propagation runs, naming
+// the runners it waits for that have stopped heartbeating (by the
+// database's clock). When every pull left is on such a runner, it sends
+// their ids on silent: nothing will move until they are back or the
+// propagation gives them up.
+func (a *app) followProgress(ctx context.Context, st *store.Store, snapName string, done <-chan struct{}, silent chan<- []string) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	last := ""
@@ -290,11 +338,44 @@ func (a *app) followProgress(ctx context.Context, st *store.Store, snapName stri
 		}
 		line := fmt.Sprintf("  %d ready, %d pulling, %d building, %d error; %s of %s", counts[snapshot.RowReady], counts[snapshot.RowPulling],
 			counts[snapshot.RowBuilding], counts[snapshot.RowError], bytesHuman(done), bytesHuman(total))
+		stopped, inFlight := a.silentInFlight(ctx, st, rows)
+		if len(stopped) > 0 {
+			line += fmt.Sprintf("; waiting for %s (no heartbeat for %s or more)", strings.Join(stopped, ", "), a.runnerSilentAfter())
+		}
 		if line != last {
 			fmt.Fprintln(a.stderr, line)
 			last = line
 		}
+		if inFlight > 0 && len(stopped) == inFlight {
+			silent <- stopped
+			return
+		}
 	}
+}
+
+// silentInFlight lists the runners, naturally sorted, of the rows in
+// flight whose heartbeat is older than a few intervals, and counts the
+// rows in flight.
+func (a *app) silentInFlight(ctx context.Context, st *store.Store, rows []snapshot.Row) (silent []string, inFlight int) {
+	runners, err := st.RunnerStatuses(ctx)
+	if err != nil {
+		return nil, 0
+	}
+	age := map[string]time.Duration{}
+	for _, r := range runners {
+		age[r.ID] = r.Silent
+	}
+	for _, r := range rows {
+		if !r.State.InFlight() {
+			continue
+		}
+		inFlight++
+		if age[r.RunnerID] > a.runnerSilentAfter() {
+			silent = append(silent, textsafe.Printable(r.RunnerID))
+		}
+	}
+	slices.SortFunc(silent, naturalCompare)
+	return silent, inFlight
 }
 
 // source says where a snapshot comes from, escaped for a terminal.

@@ -333,3 +333,54 @@ func TestSnapshotShowSaysWhenTheNextRetryIsDue(t *testing.T) {
 		}
 	}
 }
+
+// 'snapshot create' stops waiting for a runner that has stopped
+// heartbeating (a few intervals, by the database's clock) once every pull
+// left is on such a runner, and names it: the snapshot is active on the
+// others, the propagation gives the silent runner's pull up at its queue
+// bound and the reconcile retries it. Before, the command sat on "1 ready,
+// 1 pulling" for the whole queue bound and never said what it waited for.
+func TestSnapshotCreateNamesTheSilentRunnerItWaitsFor(t *testing.T) {
+	ctx := context.Background()
+	reg, err := ociregistry.Start(ociregistry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close()
+	img, err := ociregistry.RandomImage(21, 1, 16<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := reg.Ref("cli/silent", "1")
+	if _, err := reg.Push(ref, img); err != nil {
+		t.Fatal(err)
+	}
+	withVar(t, config.EnvSnapshotSources, reg.Addr())
+	startTestRunner(t, "silent-live", reg.Addr())
+	// A runner that registered and stopped: eligible (its heartbeat is
+	// within the offline threshold), but nothing polls its queue.
+	const stopped = "silent-stopped"
+	if err := env.Store.RegisterRunner(ctx, snapshot.Runner{ID: stopped, PeerAddr: "127.0.0.1:1", Capacity: 1}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = env.Store.Pool().Exec(ctx, `DELETE FROM runners WHERE id = $1`, stopped) })
+	if _, err := env.Store.Pool().Exec(ctx, `UPDATE runners SET last_heartbeat = now() - interval '45 seconds' WHERE id = $1`, stopped); err != nil {
+		t.Fatal(err)
+	}
+	const name = "cli-silent"
+	t.Cleanup(func() {
+		_ = env.Client.CancelWorkflow(ctx, "snapshot:"+name, "")
+		_, _ = env.Store.Pool().Exec(ctx, `DELETE FROM snapshot_runners WHERE snapshot_ref = $1`, name)
+		_ = env.Store.DeleteSnapshot(ctx, name)
+	})
+	out, errOut, code := starter(t, "snapshot", "create", name, "--image", ref)
+	if code != 0 || !strings.Contains(out, "Snapshot cli-silent is active on 1 of 2 runners") ||
+		!strings.Contains(out, "waiting   for silent-stopped, which sent no heartbeat for 30s or more") {
+		t.Fatalf("create: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"Ctrl-C stops following", "--no-wait", "waiting for silent-stopped (no heartbeat for 30s or more)"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("want %q on standard error:\n%s", want, errOut)
+		}
+	}
+}
