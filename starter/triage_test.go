@@ -8,9 +8,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	gitleaksreport "github.com/zricethezav/gitleaks/v8/report"
 
 	"gitfleet/internal/devstack/gittest"
@@ -152,6 +154,7 @@ func TestTriageThroughARenameAndARecommit(t *testing.T) {
 	if err := json.Unmarshal([]byte(sarif), &log); err != nil || len(log.Runs) != 1 || len(log.Runs[0].Results) != 4 {
 		t.Fatalf("sarif: %v\n%s", err, sarif)
 	}
+	validSARIF(t, sarif)
 	fps := map[string]int{}
 	for _, r := range log.Runs[0].Results {
 		fps[r.PartialFingerprints[report.FingerprintKey]]++
@@ -167,5 +170,35 @@ func TestTriageThroughARenameAndARecommit(t *testing.T) {
 	rows, err := csv.NewReader(bytes.NewReader([]byte(run("findings", "--repo", glob, "--format", "csv", "--rule", "github-pat")))).ReadAll()
 	if err != nil || len(rows) != 5 || rows[0][0] != "Repository" {
 		t.Fatalf("csv: %v %q", err, rows)
+	}
+}
+
+// validSARIF validates a report against the SARIF 2.1.0 schema vendored
+// beside package report's tests.
+func validSARIF(t *testing.T, doc string) {
+	t.Helper()
+	f, err := os.Open("../internal/domain/report/testdata/sarif-2.1.0-rtm.5.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	schemaDoc, err := jsonschema.UnmarshalJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("sarif.json", schemaDoc); err != nil {
+		t.Fatal(err)
+	}
+	schema, err := c.Compile("sarif.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := jsonschema.UnmarshalJSON(strings.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.Validate(v); err != nil {
+		t.Fatalf("not SARIF 2.1.0: %v", err)
 	}
 }
