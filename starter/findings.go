@@ -29,6 +29,8 @@ type fleetFlags struct {
 	decoded, notDecoded  bool
 	seenAgain            bool
 	ignored, ignoredOnly bool
+	valid                bool
+	validity             []string
 	summary              bool
 	top                  int
 	format               string
@@ -49,6 +51,8 @@ func (f *fleetFlags) add(cmd *cobra.Command) {
 	fl.BoolVar(&f.seenAgain, "seen-again", false, "only resolved secrets seen again in a new commit since")
 	fl.BoolVar(&f.ignored, "ignored", false, "also the secrets the repository's .gitleaksignore or gitleaks:allow suppress")
 	fl.BoolVar(&f.ignoredOnly, "ignored-only", false, "only the secrets the repository's suppressions apply to")
+	fl.BoolVar(&f.valid, "valid", false, "only secrets their provider accepted at the last check (the same as --validity valid)")
+	fl.StringSliceVar(&f.validity, "validity", nil, "only secrets whose last check found: "+strings.Join(store.ValidityFilters, ", "))
 	fl.BoolVar(&f.summary, "summary", false, "count the secrets by state, rule family and repository instead of listing them")
 	fl.IntVar(&f.top, "top", 10, "with --summary: how many rule families and repositories to name")
 	fl.StringVar(&f.format, "format", "", "write every occurrence as a report: "+strings.Join(report.Formats, ", "))
@@ -58,7 +62,7 @@ func (f *fleetFlags) add(cmd *cobra.Command) {
 // fleetNames are the flags that make findings read the fleet's secrets
 // (of one target when one is given) rather than one repository's list.
 var fleetNames = []string{"all-repos", "repo", "rule", "tag", "state", "status", "since", "decoded", "not-decoded", "seen-again",
-	"ignored", "ignored-only", "summary", "format", "after"}
+	"ignored", "ignored-only", "summary", "format", "after", "valid", "validity"}
 
 func (f *fleetFlags) used(cmd *cobra.Command) bool {
 	for _, n := range fleetNames {
@@ -140,6 +144,11 @@ func (f *fleetFlags) filter(rules func() (*scan.RuleSet, error)) (store.FleetFil
 		d := f.decoded
 		out.Decoded = &d
 	}
+	v, err := validityFilter(f.valid, f.validity)
+	if err != nil {
+		return out, err
+	}
+	out.Validity = v
 	if f.ignored && f.ignoredOnly {
 		return bad("--ignored and --ignored-only do not go together")
 	}
@@ -296,7 +305,7 @@ scan target is given as it was scanned, with the same --ref/--commit.`,
 	cmd.Flags().IntVar(&limit, "limit", 1000, "list at most this many secrets")
 	cmd.Flags().BoolVar(&all, "all", false, "list every secret")
 	cmd.Flags().BoolVar(&occurrences, "occurrences", false, "list every occurrence (file:line, commit, status, other paths of the same file) beneath its secret")
-	cmd.AddCommand(a.findingsResolveCmd(), a.findingsReopenCmd(), a.findingsShowCmd())
+	cmd.AddCommand(a.findingsResolveCmd(), a.findingsReopenCmd(), a.findingsShowCmd(), a.findingsValidateCmd())
 	return cmd
 }
 
@@ -526,14 +535,14 @@ func (a *app) fleetFindings(ctx context.Context, st *store.Store, f store.FleetF
 	}
 	var table bytes.Buffer
 	w := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "REPOSITORY\tRULE\tFIRST SEEN\tCOMMIT\tOCCURRENCES\tSTATUS\tSTATE\tPREVIEW\tSECRET HASH")
+	fmt.Fprintln(w, "REPOSITORY\tRULE\tFIRST SEEN\tCOMMIT\tOCCURRENCES\tSTATUS\tSTATE\tVALIDITY\tPREVIEW\tSECRET HASH")
 	for _, s := range out {
 		status := string(s.Status)
 		if s.Ignored != "" {
 			status += ", ignored (" + s.Ignored + ")"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", textsafe.Printable(s.Repository), s.RuleID, location(s.Location), short(s.Commit),
-			count(s.Occurrences, "occurrence", "occurrences"), status, stateText(s.State, s.SeenAgain),
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", textsafe.Printable(s.Repository), s.RuleID, location(s.Location), short(s.Commit),
+			count(s.Occurrences, "occurrence", "occurrences"), status, stateText(s.State, s.SeenAgain), validityText(s.Validity),
 			withDecoded(dash(textsafe.Printable(s.Preview)), s.Decoded), dash(short(s.SecretHash)))
 	}
 	if err := w.Flush(); err != nil {
@@ -553,8 +562,15 @@ func (a *app) findingsSummary(ctx context.Context, st *store.Store, f store.Flee
 	if err != nil {
 		return err
 	}
+	v, err := st.SummarizeValidity(ctx, f)
+	if err != nil {
+		return err
+	}
 	if a.json {
-		return a.printJSON(s)
+		return a.printJSON(struct {
+			store.FleetSummary
+			Validity store.ValiditySummary `json:"validity"`
+		}{s, v})
 	}
 	where := "across " + count(s.Repositories, "repository", "repositories")
 	if what != "" {
@@ -577,6 +593,9 @@ func (a *app) findingsSummary(ctx context.Context, st *store.Store, f store.Flee
 		}
 		return rows
 	}
+	// Valid first: the secrets that work now are the ones to act on.
+	sections = append(sections, []row{{"by validity (checked with the provider)", -1}, {"  valid", v.Valid}, {"  invalid", v.Invalid},
+		{"    of which revoked (seen valid before)", v.Revoked}, {"  unknown", v.Unknown}, {"  not checked", v.Unchecked}})
 	sections = append(sections, append(titled("by state", s.ByState), row{"  seen again after resolution", s.SeenAgain}))
 	sections = append(sections, titled("by rule family (top "+strconv.Itoa(top)+")", s.ByFamily))
 	if what == "" {

@@ -72,6 +72,7 @@ func TestMain(m *testing.M) {
 			w.RegisterActivity(&activities.GitHub{Store: e.Store, Box: cfg.TokenBox, Hosts: cfg.Hosts, Log: e.Log})
 			w.RegisterActivity(&activities.Sweeps{Store: e.Store, Client: e.Client, Hosts: cfg.Hosts, Log: e.Log}) // collect --org starts Collects
 			w.RegisterActivity(&activities.Snapshots{Store: e.Store, Client: e.Client, Log: e.Log})
+			w.RegisterActivity(setUpValidity(e.Store, mirrors, scanner, e.Log))
 		}, workflows.GitTaskQueue(workflows.TaskQueue))
 		if err != nil {
 			return nil, err
