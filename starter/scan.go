@@ -179,6 +179,12 @@ func (a *app) checkTarget(ctx context.Context, t target.Target) error {
 	case c.Reason == errclass.ReasonEmptyRepository:
 		return nil
 	case c.Reason == errclass.ReasonNotFound, c.Reason == errclass.ReasonPermissionDenied:
+		if host, ok := a.readsPrivate(t.Location); ok {
+			// The starter asks anonymously; the workers read with the
+			// host's credentials, which the starter need not hold.
+			fmt.Fprintf(a.stderr, "note: %s refuses anonymous reads; the workers read it with %s's credentials\n", t.Location, host)
+			return nil
+		}
 		return usageError{fmt.Errorf("%s: not found (or private: set GITHUB_TOKEN)", t.Location)}
 	case c.Class == errclass.Permanent:
 		return usageError{fmt.Errorf("%s is not a Git repository URL gitfleet can scan: %v", t.Location, err)}
@@ -190,6 +196,19 @@ func (a *app) checkTarget(ctx context.Context, t target.Target) error {
 	}
 	fmt.Fprintf(a.stderr, "note: could not reach %s now (%v); the workers will retry\n", t.Location, err)
 	return nil
+}
+
+// readsPrivate reports the configured host a URL belongs to when the
+// workers read its private repositories (a GitHub App or a token file is
+// configured for it: §3, "Private repositories").
+func (a *app) readsPrivate(location string) (string, bool) {
+	for _, n := range a.cfg.Hosts.Names() {
+		h, _ := a.cfg.Hosts.Lookup(n)
+		if strings.HasPrefix(strings.ToLower(location), strings.ToLower(h.GitURL)) && (h.AppID != 0 || h.TokensFile != "") {
+			return n, true
+		}
+	}
+	return "", false
 }
 
 func printShard(a *app, location string, res workflows.ExecuteShardResult) {

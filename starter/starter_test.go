@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -25,6 +26,7 @@ import (
 	"gitfleet/internal/devstack/testenv"
 	"gitfleet/internal/domain/repoid"
 	"gitfleet/internal/infra/config"
+	"gitfleet/internal/infra/gitcreds"
 	"gitfleet/internal/infra/mirror"
 	"gitfleet/internal/infra/vcs"
 )
@@ -33,12 +35,23 @@ var (
 	env  *testenv.Env
 	fg   *forge.Forge
 	vars map[string]string
+	// ghApp is the forge's GitHub App the worker reads private
+	// repositories with; appKeyFile holds its key. The starter's own
+	// configuration names it only in the tests that set it.
+	ghApp      forge.App
+	appKeyFile string
+	// appClock is the clock of the forge's App and the worker's
+	// credentials: a test that installs the App moves it past the
+	// credentials' trust in their last listing of installations.
+	appOffset atomic.Int64
 )
+
+func appNow() time.Time { return time.Now().Add(time.Duration(appOffset.Load())) }
 
 func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, &env, func(e *testenv.Env) (func(), error) {
 		var err error
-		if fg, err = forge.Start(forge.Options{Dir: filepath.Join(e.Dir, "forge")}); err != nil {
+		if fg, err = forge.Start(forge.Options{Dir: filepath.Join(e.Dir, "forge"), Now: appNow}); err != nil {
 			return nil, err
 		}
 		vars = map[string]string{
@@ -56,6 +69,24 @@ func TestMain(m *testing.M) {
 		if err != nil {
 			return nil, err
 		}
+		if ghApp, err = fg.CreateApp("gitfleet"); err != nil {
+			return nil, err
+		}
+		appKeyFile = filepath.Join(e.Dir, "app.pem")
+		if err := os.WriteFile(appKeyFile, ghApp.KeyPEM, 0o600); err != nil {
+			return nil, err
+		}
+		appHosts, err := vcs.HostsFromEnv(func(k string) string {
+			return map[string]string{vcs.EnvAPIURL: fg.APIURL(), vcs.EnvAppID: strconv.FormatInt(ghApp.ID, 10), vcs.EnvAppKeyFile: appKeyFile}[k]
+		})
+		if err != nil {
+			return nil, err
+		}
+		creds, err := gitcreds.FromHosts(appHosts, gitcreds.AppOptions{Now: appNow})
+		if err != nil {
+			return nil, err
+		}
+		mirrors.SetCredentials(creds)
 		scanner, err := activities.NewScanner("", testenv.FindingKey)
 		if err != nil {
 			return nil, err
@@ -458,6 +489,39 @@ func TestSchedulesCommands(t *testing.T) {
 	}
 	if _, errOut, code := starter(t, "schedules", "trigger", "nope"); code != exitUsage || !strings.Contains(errOut, "unknown schedule") {
 		t.Fatalf("unknown schedule: exit %d %s", code, errOut)
+	}
+}
+
+// A private repository's URL: the starter, which asks anonymously, refuses
+// it unless the host's private repositories are read by the workers (a
+// GitHub App is configured); then the workers scan it through the App.
+func TestScanPrivateRepositoryThroughApp(t *testing.T) {
+	org, _ := newRepo(t)
+	if err := fg.CreateOrg(org); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fg.Commit(org, "app", "main", map[string]string{"ci.env": "AWS_ACCESS_KEY_ID=" + "AKIA" + "QYLPMN5HJKZ4T7XW" + "\n"}, "ci"); err != nil {
+		t.Fatal(err)
+	}
+	if err := fg.SetPrivate(org, "app", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fg.InstallApp(ghApp.ID, org); err != nil {
+		t.Fatal(err)
+	}
+	appOffset.Add(int64(time.Minute))
+	url := fg.URL() + "/" + org + "/app"
+	if _, errOut, code := starter(t, "scan", url); code != exitUsage || !strings.Contains(errOut, "not found (or private") {
+		t.Fatalf("scan of a private repository without an App: exit %d\n%s", code, errOut)
+	}
+	vars[vcs.EnvAppID], vars[vcs.EnvAppKeyFile] = strconv.FormatInt(ghApp.ID, 10), appKeyFile
+	defer func() { delete(vars, vcs.EnvAppID); delete(vars, vcs.EnvAppKeyFile) }()
+	out, errOut, code := starter(t, "scan", url)
+	if code != 0 || !strings.Contains(errOut, "the workers read it with") || !strings.Contains(out, "Scanned") {
+		t.Fatalf("scan of a private repository through the App: exit %d\n%q\n%q", code, out, errOut)
+	}
+	if out, _, _ := starter(t, "findings", url); !strings.Contains(out, "aws") {
+		t.Errorf("findings of the private repository:\n%s", out)
 	}
 }
 
