@@ -475,3 +475,29 @@ func TestSweepKeepsPrivateRepositoriesFresh(t *testing.T) {
 		t.Errorf("the unchanged private repository was collected again")
 	}
 }
+
+// Force-pushed, then deleted (proven gone: the installation was granted
+// every repository of the organization, so its 404 for the id is proof),
+// then back: a private repository goes through F, stale and R as a public
+// one does.
+func TestPrivateRepositoryForcePushGoneAndBack(t *testing.T) {
+	org, _ := privateOrg(t)
+	repo, _ := privateRepo(t, org, "app")
+	first := mustCollect(t, id(org, "app"), identity.CaseNew)
+	if _, err := fg.ForcePush(org, "app", "main", map[string]string{"rewritten.txt": "history rewritten\n"}, "rewrite"); err != nil {
+		t.Fatal(err)
+	}
+	if fp := mustCollect(t, id(org, "app"), identity.CaseForcePush); fp.CodebaseID != first.CodebaseID {
+		t.Fatalf("force push: %+v", fp)
+	}
+	restore := deleteByFaults(t, org, "app", repo.ID)
+	_, err := collect(t, id(org, "app"))
+	mustFailPermanent(t, err, "no longer exists since")
+	if cb := codebase(t, first.CodebaseID); cb.StaleSince == nil {
+		t.Fatalf("deleted, proven by the installation: %+v, want stale", cb)
+	}
+	restore()
+	if back := mustCollect(t, id(org, "app"), identity.CaseReturned); back.CodebaseID != first.CodebaseID {
+		t.Fatalf("back: %+v", back)
+	}
+}
