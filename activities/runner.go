@@ -143,21 +143,39 @@ func (r *Runner) PullSnapshot(ctx context.Context, in workflows.PullInput) (work
 	sources = append(sources, ocistore.Source{Name: snapshot.Registry, Registry: ref.Context().RegistryStr(),
 		Insecure: ref.Context().Scheme() == "http"})
 
-	rep := r.reportProgress(ctx, in.Snapshot, earlier.Skipped, log)
+	rep := r.reportProgress(ctx, in.Snapshot, earlier, log)
 	log.Info("pull started", zap.Int("peers", len(in.Peers)), zap.Strings("skipped", earlier.Skipped), r.busy())
 	res, err := r.Images.Pull(ctx, in.Snapshot, in.Ref, sources, ocistore.PullOptions{Progress: rep.set, Stall: r.stall(ctx)})
 	rep.stop(ctx)
 	if err != nil {
+		// What this attempt received, to the last byte, goes with the
+		// failure (the SDK sends a failed attempt's last heartbeat) for the
+		// next attempt to add to.
+		activity.RecordHeartbeat(ctx, rep.take())
 		log.Warn("pull failed", zap.Error(err))
 		metrics.SnapshotPulls.Inc("failed")
 		return workflows.PullResult{}, AppError(err)
 	}
 	metrics.SnapshotPulls.Inc("ok")
-	for src, n := range res.BySource {
+	for src, n := range res.Received {
 		metrics.SnapshotPullBytes.Add(n, strings.SplitN(src, ":", 2)[0]) // "registry", "peer"
 	}
-	log.Info("pull done", zap.String("digest", res.Digest), zap.Int64("fetched", res.Fetched), zap.Any("bySource", res.BySource), r.busy())
-	return workflows.PullResult{Digest: res.Digest, Size: res.Size, Fetched: res.Fetched, BySource: res.BySource}, nil
+	// The bytes every attempt made each source send: what a registry sent
+	// a pull interrupted and retried counts, not only the last attempt's.
+	bySource := addCounts(earlier.Received, res.Received)
+	log.Info("pull done", zap.String("digest", res.Digest), zap.Int64("fetched", res.Fetched), zap.Any("bySource", bySource), r.busy())
+	return workflows.PullResult{Digest: res.Digest, Size: res.Size, Fetched: res.Fetched, BySource: bySource}, nil
+}
+
+// addCounts sums byte counts by source.
+func addCounts(a, b map[string]int64) map[string]int64 {
+	out := make(map[string]int64, len(a)+len(b))
+	for _, m := range []map[string]int64{a, b} {
+		for k, v := range m {
+			out[k] += v
+		}
+	}
+	return out
 }
 
 // stall is how long a pull waits on a silent source: Stall, at most half
@@ -193,9 +211,10 @@ type progressReport struct {
 	take  func() ocistore.Progress
 }
 
-// reportProgress starts the reporting of one pull; skipped are the sources
-// earlier attempts gave up, kept in every heartbeat for the next attempt.
-func (r *Runner) reportProgress(ctx context.Context, snap string, skipped []string, log *zap.Logger) *progressReport {
+// reportProgress starts the reporting of one pull; earlier is what earlier
+// attempts reported: the sources they gave up and the bytes they received,
+// kept in every heartbeat (with this attempt's) for the next attempt.
+func (r *Runner) reportProgress(ctx context.Context, snap string, earlier ocistore.Progress, log *zap.Logger) *progressReport {
 	every := r.ProgressEvery
 	if every <= 0 {
 		every = 500 * time.Millisecond
@@ -206,11 +225,12 @@ func (r *Runner) reportProgress(ctx context.Context, snap string, skipped []stri
 		rep.mu.Lock()
 		defer rep.mu.Unlock()
 		p := rep.latest
-		for _, s := range skipped {
+		for _, s := range earlier.Skipped {
 			if !slices.Contains(p.Skipped, s) {
 				p.Skipped = append(p.Skipped, s)
 			}
 		}
+		p.Received = addCounts(earlier.Received, p.Received)
 		return p
 	}
 	rep.write = func(ctx context.Context, p ocistore.Progress) {

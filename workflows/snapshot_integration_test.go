@@ -357,6 +357,39 @@ func TestCorruptAndTruncatedBlobsAreRejectedRetriedNeverStored(t *testing.T) {
 	}
 }
 
+// "fetched X from the registry" counts what every attempt made the registry
+// send: a layer cut off halfway and fetched again counts one and a half
+// times. Before, only the attempt that succeeded counted.
+func TestPullCountsEveryAttemptsBytes(t *testing.T) {
+	reg := startRegistry(t, ociregistry.Options{})
+	img, err := ociregistry.RandomImage(4, 2, 512<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, digest, _ := push(t, reg, "snap/count", img)
+	layers, _ := img.Layers()
+	d1, _ := layers[1].Digest()
+	reg.Truncate(d1.String(), 1)
+	r := startRunner(t, "count", runnerOpts{})
+	name := snapName("count")
+	res, err := propagate(t, snapshot.Snapshot{Name: name, Kind: snapshot.KindImage, ImageRef: ref}, fast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireReady(t, name, digest, r)
+	raw, err := img.RawManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := reg.BlobGetsOf(d1.String()); n != 2 {
+		t.Fatalf("layer %s was fetched %d times, want 2 (cut off, then whole)", d1, n)
+	}
+	// Each attempt resolves the tag: the manifest is sent by each.
+	if sent := reg.BlobBytes() + int64(reg.ManifestGets()*len(raw)); res.FromRegistry != sent {
+		t.Errorf("propagation counted %d bytes from the registry, which sent %d (blobs and %d manifests)", res.FromRegistry, sent, reg.ManifestGets())
+	}
+}
+
 func TestRemovalKeepsALayerAnotherSnapshotUses(t *testing.T) {
 	reg := startRegistry(t, ociregistry.Options{})
 	shared, err := ociregistry.RandomLayer(3, 0, 256<<10)

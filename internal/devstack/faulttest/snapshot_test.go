@@ -501,8 +501,9 @@ func TestSnapshotPeerDiesMidTransfer(t *testing.T) {
 	verifyStore(t, dirB)
 	egress := reg.BlobBytes()
 	t.Logf("propagation %+v; registry sent %d blob bytes of a %d-byte image", res, egress, img.size)
-	if res.Ready != 1 || res.FromPeers < layerSize || res.FromRegistry == 0 || res.FromPeers+res.FromRegistry != img.size {
-		t.Errorf("propagation = %+v, want %d bytes, at least %d from the peer and some from the registry", res, img.size, layerSize)
+	// Every byte received counts, the peer's blob cut off by its death too.
+	if res.Ready != 1 || res.FromPeers < layerSize || res.FromRegistry == 0 || res.FromPeers+res.FromRegistry < img.size {
+		t.Errorf("propagation = %+v, want at least %d bytes, at least %d from the peer and some from the registry", res, img.size, layerSize)
 	}
 	if egress == 0 || egress >= img.size {
 		t.Errorf("the registry sent %d blob bytes, want part of the %d-byte image", egress, img.size)

@@ -53,7 +53,7 @@ func TestPullStoresAVerifiedImageAndSecondPullFetchesNothing(t *testing.T) {
 			t.Errorf("blob %s not stored", b)
 		}
 	}
-	if len(calls) == 0 || !reflect.DeepEqual(calls[len(calls)-1], Progress{Done: res.Size, Total: res.Size}) {
+	if len(calls) == 0 || !reflect.DeepEqual(calls[len(calls)-1], Progress{Done: res.Size, Total: res.Size, Received: map[string]int64{"registry": res.Size}}) {
 		t.Fatalf("last progress %+v, want done = total = %d", calls, res.Size)
 	}
 	for _, p := range calls {

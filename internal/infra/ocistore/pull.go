@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
 	"runtime"
@@ -44,6 +45,11 @@ type Progress struct {
 	// Skipped are the sources given up for stalling, by name: the rest of
 	// the pull does without them, and so should a retry of it.
 	Skipped []string `json:",omitempty"`
+	// Received counts every byte each source sent this pull, by name:
+	// blobs stored, and those cut off, refused by verification or left
+	// for another source. What a source was made to send, not what the
+	// store kept.
+	Received map[string]int64 `json:",omitempty"`
 }
 
 // DefaultStall is how long a source may send nothing before a pull gives
@@ -71,6 +77,9 @@ type PullResult struct {
 	Size     int64            // total bytes of the image (manifest+config+layers)
 	Fetched  int64            // bytes downloaded and stored by this call
 	BySource map[string]int64 // Fetched per Source.Name
+	// Received is every byte each source sent, failed fetches included
+	// (Progress.Received); a failed pull's last progress report has it.
+	Received map[string]int64
 }
 
 const (
@@ -111,7 +120,7 @@ func (s *Store) Pull(ctx context.Context, name, ref string, sources []Source, op
 	}
 	p := &puller{s: s, ref: ref, parsed: parsed, sources: sources, sessions: make([]*session, len(sources)),
 		stalled: make([]bool, len(sources)), stall: stall,
-		progress: opts.Progress, tick: throttle{interval: progressInterval}, res: PullResult{BySource: map[string]int64{}}}
+		progress: opts.Progress, tick: throttle{interval: progressInterval}, res: PullResult{BySource: map[string]int64{}, Received: map[string]int64{}}}
 	return p.run(ctx, name)
 }
 
@@ -232,6 +241,9 @@ func (p *puller) run(ctx context.Context, name string) (PullResult, error) {
 	if err != nil {
 		return PullResult{}, err
 	}
+	if from != "" {
+		p.res.Received[from] += int64(len(raw))
+	}
 	m, err := v1.ParseManifest(bytes.NewReader(raw))
 	if err != nil {
 		return PullResult{}, errclass.Permanentf(errclass.ReasonInvalidInput, "pull %s: manifest %s: %v", p.ref, digest, err)
@@ -290,6 +302,8 @@ func (p *puller) run(ctx context.Context, name string) (PullResult, error) {
 }
 
 func (p *puller) failure(ctx context.Context, err error) error {
+	p.from = ""
+	p.report(true) // the bytes received to the last, for whoever counts them
 	if ctx.Err() != nil {
 		return errclass.Wrap(errclass.Retryable, "interrupted", fmt.Errorf("ocistore: pull %s: %w", p.ref, ctx.Err()))
 	}
@@ -318,7 +332,8 @@ func (p *puller) report(force bool) {
 	if p.progress == nil || (!force && !p.tick.due()) {
 		return
 	}
-	p.progress(Progress{Done: p.done + p.current, Total: p.res.Size, Source: p.from, Skipped: slices.Clone(p.skipped)})
+	p.progress(Progress{Done: p.done + p.current, Total: p.res.Size, Source: p.from, Skipped: slices.Clone(p.skipped),
+		Received: maps.Clone(p.res.Received)})
 }
 
 // resolve finds the image manifest: locally when ref is a stored digest,
@@ -586,6 +601,7 @@ func (p *puller) fetchFrom(parent context.Context, ss *session, b blob, f *fligh
 	err = p.s.ingest(resp.Body, b, p.buf, func(n int64) {
 		stall.Reset(p.stall)
 		p.current += n
+		p.res.Received[ss.src.Name] += n
 		f.received.Add(n)
 		p.report(false)
 	})
