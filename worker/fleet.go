@@ -17,7 +17,7 @@ import (
 // the mirror directory) and the quota.
 const (
 	fleetHeartbeat = 10 * time.Second
-	fleetUsage     = 5 * time.Minute
+	fleetUsage     = time.Minute
 )
 
 // joinFleet registers the worker (it owns repositories from now on: their
