@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/client"
-
 	"gitfleet/internal/devstack/actions"
 	"gitfleet/internal/devstack/ociregistry"
 	"gitfleet/internal/domain/identity"
@@ -33,9 +31,9 @@ func heartbeats() int64 {
 // measured is an operation's cost: the actions of its runs' real
 // histories (children and continued runs included), with the heartbeats
 // the workers sent meanwhile, which no history holds.
-func measured(b *testing.B, run client.WorkflowRun, beatsBefore int64) actions.Count {
+func measured(b *testing.B, run actions.Run, beatsBefore int64) actions.Count {
 	b.Helper()
-	c, err := actions.Of(context.Background(), env.Client, run.GetID(), run.GetRunID())
+	c, err := actions.Of(context.Background(), env.Client, run.WorkflowID, run.RunID)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -88,13 +86,14 @@ func BenchmarkActions(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		first := actions.Run{WorkflowID: run.GetID(), RunID: run.GetRunID()}
 		wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		defer cancel()
 		var res workflows.CollectResult
 		if err := run.Get(wctx, &res); err != nil || res.Case != want {
 			b.Fatalf("collect: %+v, %v; want case %s", res, err, want)
 		}
-		return actionRow{op, measured(b, run, before), fg.APIRequests() - api, fg.GitRequests() - git}
+		return actionRow{op, measured(b, first, before), fg.APIRequests() - api, fg.GitRequests() - git}
 	}
 	var rows []actionRow
 	b.ResetTimer()

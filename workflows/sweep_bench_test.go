@@ -23,6 +23,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"gitfleet/activities"
+	"gitfleet/internal/devstack/actions"
 	"gitfleet/internal/domain/repoid"
 	"gitfleet/internal/infra/errclass"
 	"gitfleet/internal/infra/store"
@@ -111,10 +112,10 @@ func benchmarkSweepUnchanged(b *testing.B) {
 	b.ResetTimer()
 	begin := time.Now()
 	beats := heartbeats()
-	res, run := runSweepB(b, workflows.RecollectionSweepInput{Now: now, PageSize: 1000})
+	res, first := runSweepB(b, workflows.RecollectionSweepInput{Now: now, PageSize: 1000})
 	took := time.Since(begin)
 	b.StopTimer()
-	cost := measured(b, run, beats)
+	cost := measured(b, first, beats)
 	if res.Started != 0 || res.Halted {
 		b.Fatalf("sweep with unchanged heads: %+v", res)
 	}
@@ -134,7 +135,9 @@ func benchmarkSweepUnchanged(b *testing.B) {
 	b.ReportMetric(float64(cost.Billable()), "actions/sweep")
 }
 
-func runSweepB(b *testing.B, in workflows.RecollectionSweepInput) (workflows.SweepResult, client.WorkflowRun) {
+// runSweepB runs a sweep to its end and returns its result and its first
+// run (the run Get returns from follows continue-as-new to the last).
+func runSweepB(b *testing.B, in workflows.RecollectionSweepInput) (workflows.SweepResult, actions.Run) {
 	b.Helper()
 	run, err := env.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{TaskQueue: workflows.TaskQueue},
 		workflows.RecollectionSweep, in)
@@ -144,10 +147,11 @@ func runSweepB(b *testing.B, in workflows.RecollectionSweepInput) (workflows.Swe
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	var res workflows.SweepResult
+	first := actions.Run{WorkflowID: run.GetID(), RunID: run.GetRunID()}
 	if err := run.Get(ctx, &res); err != nil {
 		b.Fatal(err)
 	}
-	return res, run
+	return res, first
 }
 
 // benchSweepN is how many codebases the all-changed variant seeds
