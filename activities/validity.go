@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -75,9 +76,27 @@ func (v *Validity) ListValidation(ctx context.Context, in workflows.ListValidati
 	return page, nil
 }
 
+// checkParallelism bounds the checks of one activity in flight: the
+// checker's per-provider limits bound each provider, so the secrets of
+// several providers go at once.
+const checkParallelism = 8
+
+// pending is one secret read and waiting for its check: it lives in this
+// activity's memory only.
+type pending struct {
+	val    *validity.Validator
+	target store.ValidationTarget
+	secret validity.Secret
+	// verdict is set instead when there is nothing to send (unreadable,
+	// not plain, provider off).
+	verdict *validity.Verdict
+}
+
 // ValidateSecrets checks one repository's secrets, by their first
 // findings: each read again from its blob (the mirror's, synced first if
 // this worker has none), checked with its provider, the answer recorded.
+// Reading is sequential (one repository); the checks run concurrently
+// within the checker's limits.
 func (v *Validity) ValidateSecrets(ctx context.Context, in workflows.ValidateBatchInput) (workflows.ValidationCounts, error) {
 	var out workflows.ValidationCounts
 	var repo *openRepo
@@ -86,10 +105,8 @@ func (v *Validity) ValidateSecrets(ctx context.Context, in workflows.ValidateBat
 			_ = repo.closer.Close()
 		}
 	}()
+	var work []pending
 	for _, id := range in.Findings {
-		if activity.IsActivity(ctx) {
-			activity.RecordHeartbeat(ctx, out.Checked)
-		}
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
@@ -118,25 +135,60 @@ func (v *Validity) ValidateSecrets(ctx context.Context, in workflows.ValidateBat
 				repo = &openRepo{closer: io.NopCloser(nil), failed: true}
 			}
 		}
-		verdict := v.check(ctx, repo, val, t)
-		facts, _ := json.Marshal(verdict.Facts)
-		revoked, err := v.Store.RecordValidity(ctx, t.Subject, t.ScopeID, t.Key, store.Validity{Provider: val.Provider,
-			State: string(verdict.State), Class: string(verdict.Class), Detail: verdict.Detail, Facts: facts})
-		if err != nil {
-			return out, AppError(err)
-		}
-		out.Checked++
-		switch verdict.State {
-		case validity.Valid:
-			out.Valid++
-		case validity.Invalid:
-			out.Invalid++
-		default:
-			out.Unknown++
-		}
-		if revoked {
-			out.Revoked++
-		}
+		p := pending{val: val, target: t}
+		p.secret, p.verdict = v.read(repo, val, t)
+		work = append(work, p)
+	}
+
+	work = interleave(work)
+	var mu sync.Mutex
+	var firstErr error
+	var done int
+	slots := make(chan struct{}, checkParallelism)
+	var wg sync.WaitGroup
+	for i := range work {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func(p *pending) {
+			defer func() { <-slots; wg.Done() }()
+			verdict := p.verdict
+			if verdict == nil {
+				vd := v.Checker.Check(ctx, p.val, p.secret)
+				verdict = &vd
+			}
+			p.secret = validity.Secret{}
+			facts, _ := json.Marshal(verdict.Facts)
+			revoked, err := v.Store.RecordValidity(ctx, p.target.Subject, p.target.ScopeID, p.target.Key, store.Validity{Provider: p.val.Provider,
+				State: string(verdict.State), Class: string(verdict.Class), Detail: verdict.Detail, Facts: facts})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				return
+			}
+			done++
+			if activity.IsActivity(ctx) {
+				activity.RecordHeartbeat(ctx, done)
+			}
+			out.Checked++
+			switch verdict.State {
+			case validity.Valid:
+				out.Valid++
+			case validity.Invalid:
+				out.Invalid++
+			default:
+				out.Unknown++
+			}
+			if revoked {
+				out.Revoked++
+			}
+		}(&work[i])
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return out, AppError(firstErr)
 	}
 	v.logger().Info("secrets checked", zap.Int64("shard", in.ShardID), zap.Int("checked", out.Checked), zap.Int("valid", out.Valid),
 		zap.Int("invalid", out.Invalid), zap.Int("unknown", out.Unknown), zap.Int("revoked", out.Revoked))
@@ -156,25 +208,49 @@ type openRepo struct {
 	failed bool
 }
 
-// check reads t's secret (and its pair) from the blob and asks the
-// provider. The secret lives in this frame only.
-func (v *Validity) check(ctx context.Context, repo *openRepo, val *validity.Validator, t store.ValidationTarget) validity.Verdict {
-	if !v.Checker.Enabled(val.Provider) {
-		return validity.Verdict{State: validity.Unknown, Class: validity.ClassProviderOff}
+// interleave orders work round-robin by provider, so that the slots are
+// not all taken by one provider's checks waiting for its pace.
+func interleave(work []pending) []pending {
+	var order []string
+	by := map[string][]pending{}
+	for _, p := range work {
+		if _, ok := by[p.val.Provider]; !ok {
+			order = append(order, p.val.Provider)
+		}
+		by[p.val.Provider] = append(by[p.val.Provider], p)
 	}
-	if repo.failed {
-		return validity.Verdict{State: validity.Unknown, Class: validity.ClassUnreadable, Detail: "the repository could not be read"}
+	out := make([]pending, 0, len(work))
+	for len(out) < len(work) {
+		for _, prov := range order {
+			if q := by[prov]; len(q) > 0 {
+				out, by[prov] = append(out, q[0]), q[1:]
+			}
+		}
 	}
-	if t.Span.Decoded != "" || t.Span.Archive != "" {
-		return validity.Verdict{State: validity.Unknown, Class: validity.ClassNotPlain, Detail: "found in decoded text or an archive"}
+	return out
+}
+
+// read reads t's secret (and its pair) from the blob, or says why there
+// is nothing to send.
+func (v *Validity) read(repo *openRepo, val *validity.Validator, t store.ValidationTarget) (validity.Secret, *validity.Verdict) {
+	unknown := func(c validity.Class, detail string) (validity.Secret, *validity.Verdict) {
+		return validity.Secret{}, &validity.Verdict{State: validity.Unknown, Class: c, Detail: detail}
+	}
+	switch {
+	case !v.Checker.Enabled(val.Provider):
+		return unknown(validity.ClassProviderOff, "")
+	case repo.failed:
+		return unknown(validity.ClassUnreadable, "the repository could not be read")
+	case t.Span.Decoded != "" || t.Span.Archive != "":
+		return unknown(validity.ClassNotPlain, "found in decoded text or an archive")
 	}
 	content, err := v.readBlob(repo, t.Span.Blob)
 	if err != nil {
-		return validity.Verdict{State: validity.Unknown, Class: validity.ClassUnreadable, Detail: "the blob could not be read"}
+		return unknown(validity.ClassUnreadable, "the blob could not be read")
 	}
 	secret, ok := v.secretAt(content, t.Span)
 	if !ok {
-		return validity.Verdict{State: validity.Unknown, Class: validity.ClassChanged, Detail: "the span does not hold the secret found (another key version?)"}
+		return unknown(validity.ClassChanged, "the span does not hold the secret found (another key version?)")
 	}
 	s := validity.Secret{Value: secret}
 	for _, p := range t.Pairs {
@@ -186,7 +262,7 @@ func (v *Validity) check(ctx context.Context, repo *openRepo, val *validity.Vali
 			break
 		}
 	}
-	return v.Checker.Check(ctx, val, s)
+	return s, nil
 }
 
 // secretAt is the span's bytes, if they are the secret the finding hashed.
@@ -204,7 +280,7 @@ func (v *Validity) secretAt(content []byte, sp store.Span) (string, bool) {
 // open opens the repository the target's shard scans: the local one, or
 // this worker's mirror (synced first if it has none).
 func (v *Validity) open(ctx context.Context, t store.ValidationTarget) (*openRepo, error) {
-	path := t.Location
+	var path string
 	if t.Local {
 		p, err := reach.LocalPath(reach.LocalRoot(), t.Location)
 		if err != nil {
