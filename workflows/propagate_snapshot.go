@@ -275,6 +275,7 @@ func (p *propagation) build(ctx workflow.Context, row snapshot.Row, runners map[
 	}
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Building snapshot %s from %s@%.12s on runner %s", p.in.Name, p.snap.Repo, p.snap.Commit, row.RunnerID))
 	opts := p.t.runnerOptions(row.RunnerID, p.t.Window)
+	opts.HeartbeatTimeout = p.t.buildHeartbeat()
 	if p.buildBudget {
 		opts = p.t.buildOptions(row.RunnerID)
 	}

@@ -252,7 +252,11 @@ type PullTiming struct {
 	// then the row is in error with snapshot.ReasonOffline.
 	Queue time.Duration `json:"queue,omitempty"`
 	// Heartbeat is how long a pull may go without reporting progress
-	// before the attempt is given up (default 30s).
+	// before the attempt is given up (default 10s). A live pull reports
+	// well within it: the SDK sends its heartbeat every 0.8 of it while
+	// bytes move, and a source silent for half of it is given up and that
+	// reported at once (activities.Runner.stall). So a runner killed
+	// mid-pull has its pull retried within seconds, not half a minute.
 	Heartbeat time.Duration `json:"heartbeat,omitempty"`
 	// Fresh is how recent a runner's heartbeat must be for it to get new
 	// pulls (default 2m, the reconcile's offline threshold: a runner gets
@@ -266,6 +270,11 @@ type PullTiming struct {
 	BuildWindow time.Duration `json:"buildWindow,omitempty"`
 }
 
+// DefaultPullHeartbeat is a pull's heartbeat timeout unless PullTiming
+// says otherwise. Changing it changes no command of a history: a running
+// propagation's next pulls take the new bound.
+const DefaultPullHeartbeat = 10 * time.Second
+
 func (t PullTiming) withDefaults() PullTiming {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
@@ -275,20 +284,26 @@ func (t PullTiming) withDefaults() PullTiming {
 	def(&t.Attempt, 10*time.Minute)
 	def(&t.Window, time.Hour)
 	def(&t.Queue, 2*time.Minute)
-	def(&t.Heartbeat, 30*time.Second)
+	def(&t.Heartbeat, DefaultPullHeartbeat)
 	def(&t.Fresh, 2*time.Minute)
 	def(&t.BuildAttempt, time.Hour)
 	def(&t.BuildWindow, 3*time.Hour)
 	return t
 }
 
-// buildOptions are a build's: the runner's queue and heartbeat, its own
-// budget.
+// buildOptions are a build's: the runner's queue, its own budget.
 func (t PullTiming) buildOptions(runnerID string) workflow.ActivityOptions {
 	o := t.runnerOptions(runnerID, t.BuildWindow)
 	o.StartToCloseTimeout = t.BuildAttempt
+	o.HeartbeatTimeout = t.buildHeartbeat()
 	return o
 }
+
+// buildHeartbeat is a build's heartbeat timeout: at least 30s, whatever
+// the pulls': a build's fetch and push are watched for silence within
+// three quarters of it (activities' liveness bounds), and a git remote or
+// a registry taking its time is not a dead runner.
+func (t PullTiming) buildHeartbeat() time.Duration { return max(t.Heartbeat, 30*time.Second) }
 
 // runnerAdminOptions: short work on a runner's own store (remove, list)
 // on its admin queue, whose slots no pull or build takes, so that the

@@ -390,6 +390,39 @@ func TestPullCountsEveryAttemptsBytes(t *testing.T) {
 	}
 }
 
+// A pull's heartbeat timeout is a few of its heartbeats, not half a
+// minute: a runner killed mid-pull has the pull retried within seconds
+// (the kill itself: faulttest's TestSnapshotPullResumesAfterRunnerKill). A
+// build keeps its own, longer one (its fetch and push may be silent
+// longer). Before, a pull's was 30s.
+func TestPullHeartbeatTimeoutIsAFewHeartbeats(t *testing.T) {
+	reg := startRegistry(t, ociregistry.Options{})
+	ref, digest, _ := pushRandom(t, reg, "snap/beat", 6, 1, 64<<10)
+	r := startRunner(t, "beat", runnerOpts{})
+	name := snapName("beat")
+	if _, err := propagate(t, snapshot.Snapshot{Name: name, Kind: snapshot.KindImage, ImageRef: ref}, workflows.PullTiming{Queue: 30 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	requireReady(t, name, digest, r)
+	it := env.Client.GetWorkflowHistory(context.Background(), workflows.PropagateSnapshotWorkflowID(name), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	pulls := 0
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == "PullSnapshot" {
+			pulls++
+			if hb := a.GetHeartbeatTimeout().AsDuration(); hb != workflows.DefaultPullHeartbeat || hb > 10*time.Second {
+				t.Errorf("a pull's heartbeat timeout is %v, want %v", hb, workflows.DefaultPullHeartbeat)
+			}
+		}
+	}
+	if pulls != 1 {
+		t.Errorf("%d pulls scheduled, want 1", pulls)
+	}
+}
+
 func TestRemovalKeepsALayerAnotherSnapshotUses(t *testing.T) {
 	reg := startRegistry(t, ociregistry.Options{})
 	shared, err := ociregistry.RandomLayer(3, 0, 256<<10)
