@@ -267,6 +267,9 @@ oldest first. REPO and SECRET-HASH-PREFIX are as for 'findings resolve'.`,
 			}
 			fmt.Fprintf(w, "status\t%s\n", status)
 			fmt.Fprintf(w, "state\t%s\n", stateText(x.State, x.SeenAgain))
+			if x.Validity != nil {
+				fmt.Fprintf(w, "validity\t%s\n", strings.TrimSpace(validityText(x.Validity)+"  "+factsText(x.Validity.Facts)))
+			}
 			if err := w.Flush(); err != nil {
 				return err
 			}

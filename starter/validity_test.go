@@ -112,6 +112,10 @@ func TestFindingsValidate(t *testing.T) {
 	if out := run("findings", "--repo", "*/"+o+"/app", "--validity", "revoked"); !strings.Contains(out, "a.env:1") || !strings.Contains(out, "revoked") {
 		t.Fatalf("--validity revoked:\n%s", out)
 	}
+	if out := run("findings", "show", o+"/app", ha[:12]); !strings.Contains(out, "invalid") || !strings.Contains(out, "(revoked)") ||
+		!strings.Contains(out, "resolved automatically") {
+		t.Fatalf("show:\n%s", out)
+	}
 	if _, errOut, code := starter(t, "findings", "--validity", "alive"); code != exitUsage || !strings.Contains(errOut, "--validity") {
 		t.Errorf("--validity alive: exit %d\n%s", code, errOut)
 	}
