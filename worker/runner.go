@@ -88,6 +88,10 @@ func runRunner(rf runnerFlags) error {
 		return err
 	}
 	defer log.Sync()
+	// The activities add the runner's id to their own lines
+	// (activities.Runner.logger): theirs is the logger without it, so that
+	// no line carries the field twice.
+	base := log
 	log = log.With(zap.String("runner", rf.id))
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -173,7 +177,7 @@ func runRunner(rf runnerFlags) error {
 	}
 	activities.RegisterRunner(w, admin, &activities.Runner{ID: rf.id, Store: st, Images: images, Hosts: cfg.Hosts, WorkDir: work, Creds: creds,
 		Registry: cfg.Registry, Insecure: cfg.InsecureRegistries, Sources: cfg.SnapshotSources, PeerToken: ocistore.Token(cfg.PeerToken),
-		Log: log, Load: &activities.Load{}})
+		Log: base, Load: &activities.Load{}})
 	log.Info("runner starting", zap.String("taskQueue", snapshot.TaskQueue(rf.id)), zap.String("adminTaskQueue", snapshot.AdminTaskQueue(rf.id)),
 		zap.String("peerAddr", advertise), zap.Bool("peerToken", cfg.PeerToken != ""), zap.Stringer("snapshotSources", cfg.SnapshotSources),
 		zap.Int("capacity", rf.capacity), zap.Int64("storeQuota", quota), zap.String("store", rf.store))

@@ -277,9 +277,10 @@ func stopProc(w *workerProc, sig syscall.Signal) {
 }
 
 // A runner SIGKILLed mid-pull and restarted on the same store finishes the
-// pull on the activity's next attempt (after the heartbeat timeout)
-// without fetching again the layers it had finished: the registry sends
-// each of those exactly once.
+// pull on the activity's next attempt (after the heartbeat timeout, by
+// default a few heartbeats: workflows.DefaultPullHeartbeat) without
+// fetching again the layers it had finished: the registry sends each of
+// those exactly once. Its log lines carry the runner's id once.
 func TestSnapshotPullResumesAfterRunnerKill(t *testing.T) {
 	startCentral(t)
 	// 5 layers of 2 MiB at 4 MiB/s: half a second per layer.
@@ -290,7 +291,7 @@ func TestSnapshotPullResumesAfterRunnerKill(t *testing.T) {
 	first := startRunner(t, id, dir)
 
 	name := snapName("kill")
-	run := propagate(t, name, img.ref, workflows.PullTiming{Queue: 30 * time.Second, Heartbeat: 3 * time.Second, Fresh: time.Minute})
+	run := propagate(t, name, img.ref, workflows.PullTiming{Queue: 30 * time.Second, Fresh: time.Minute})
 	// Wait until two layers are committed in the store (nothing signals a
 	// rename: the directory is polled).
 	poll.Until(t, "two layers stored", time.Minute, func() (bool, string) {
@@ -330,6 +331,19 @@ func TestSnapshotPullResumesAfterRunnerKill(t *testing.T) {
 	}
 	if len(finished) != 1 || finished[0].Attempt < 2 {
 		t.Errorf("the restarted runner logged %+v, want one \"pull done\" of a retried attempt", finished)
+	}
+	pulls := 0
+	for line := range bytes.Lines(second.logs()) {
+		if !bytes.Contains(line, []byte(`"msg":"pull `)) {
+			continue
+		}
+		pulls++
+		if bytes.Count(line, []byte(`"runner":`)) != 1 {
+			t.Errorf("a log line carries the runner's id other than once: %s", line)
+		}
+	}
+	if pulls == 0 {
+		t.Error("the restarted runner logged no pull")
 	}
 }
 
