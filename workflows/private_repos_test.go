@@ -93,13 +93,24 @@ func TestPrivateRepositoryThroughApp(t *testing.T) {
 	mustScanSecret(t, res)
 
 	second := commit(t, org, "vault", "more.txt")
-	apiBefore := apiRequestsFor(org)
+	apiBefore, minted, mark := apiRequestsFor(org), fg.InstallationTokensMinted(), len(fg.Requests())
 	again := mustCollect(t, id(org, "vault"), identity.CaseSame)
 	if again.CodebaseID != res.CodebaseID || again.Commit != second {
 		t.Fatalf("second collection: %+v", again)
 	}
 	if n := apiRequestsFor(org) - apiBefore; n != 0 {
 		t.Errorf("case B on a private repository made %d API requests naming it, want 0", n)
+	}
+	// The token and the listing of installations are reused: the second
+	// collection asks the App's endpoints nothing.
+	appCalls := 0
+	for _, r := range fg.Requests()[mark:] {
+		if r.Kind == forge.API && strings.HasPrefix(r.Path, "/api/v3/app/") {
+			appCalls++
+		}
+	}
+	if n := fg.InstallationTokensMinted() - minted; n != 0 || appCalls != 0 {
+		t.Errorf("the second collection minted %d tokens and made %d App requests, want none", n, appCalls)
 	}
 	digest, err := heads.RefsDigest(context.Background(), hosts.Default()+"x") // not a clone URL: anonymous, refused
 	if err == nil {
