@@ -208,6 +208,31 @@ func BenchmarkFleet(b *testing.B) {
 		}
 	}
 	churnClones := fullFetches(repos)
+	// Clones that made no new mirror (a clone tried again), named, with
+	// what the workers logged of the repository
+	// (GITFLEET_BENCH_FLEET_DEBUG=1), to say why.
+	fetches := fg.Fetches()
+	var extra []string
+	for _, r := range repos {
+		made := 0
+		for _, h := range after.holders[r] {
+			if !slices.Contains(beforeState.holders[r], h) {
+				made++
+			}
+		}
+		if k := fetches[r.Owner+"/"+r.Name].Full; k > made {
+			extra = append(extra, fmt.Sprintf("%s (%d clones, %d new mirrors, held by %v)", r.Name, k, made, after.holders[r]))
+			if os.Getenv("GITFLEET_BENCH_FLEET_DEBUG") != "" {
+				for _, p := range fr.procs {
+					for _, line := range bytes.Split(p.proc.logs(), []byte("\n")) {
+						if bytes.Contains(line, []byte(r.Owner+"/"+r.Name)) {
+							fmt.Printf("      %s: %s\n", p.id, tail(line, 400))
+						}
+					}
+				}
+			}
+		}
+	}
 	churnSynced := fr.mirrorSyncs() - synced
 	afterFindings := fr.findings(b, repos)
 	lost, dup := findingsDelta(b, repos, before, afterFindings)
@@ -218,6 +243,11 @@ func BenchmarkFleet(b *testing.B) {
 		movedIn, len(newIDs), 1/float64(len(newIDs)))
 	fmt.Printf("    clones after the change: %d (new mirrors %d, of them on a worker not the owner: %d; goal: only moved repositories collected after the change)\n",
 		churnClones, newMirrors, strays)
+	fmt.Printf("    commits verified by a shallow fetch (the new owner lacked the mirror its job synced on the killed worker): %d\n",
+		shallowFetches(repos))
+	if len(extra) > 0 {
+		fmt.Printf("    clones that made no new mirror: %s\n", strings.Join(extra, "; "))
+	}
 	fmt.Printf("    scans that synced a mirror themselves: %d; findings lost %d, duplicated %d (goal 0 and 0: before plus the one new secret each)\n",
 		churnSynced, lost, dup)
 	fmt.Printf("    peak RSS per worker: %s MB\n\n", fr.rssMB())
@@ -616,6 +646,17 @@ func fullFetches(repos []repoid.ID) int {
 	n := 0
 	for _, r := range repos {
 		n += f[r.Owner+"/"+r.Name].Full
+	}
+	return n
+}
+
+// shallowFetches counts the fetches of one commit (depth 1, no "have"):
+// a commit verified where its mirror is missing.
+func shallowFetches(repos []repoid.ID) int {
+	f := fg.Fetches()
+	n := 0
+	for _, r := range repos {
+		n += f[r.Owner+"/"+r.Name].Shallow
 	}
 	return n
 }

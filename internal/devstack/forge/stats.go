@@ -123,15 +123,19 @@ func (f *Forge) Requests() []Request { return f.stats.snapshot() }
 
 // Fetches counts the fetches (upload-pack requests) of one repository.
 type Fetches struct {
-	// Full fetches sent no "have" line: a clone, everything from scratch.
+	// Full fetches sent no "have" line and asked for whole histories: a
+	// clone, everything from scratch.
 	Full int
 	// Incremental fetches said what the client has.
 	Incremental int
+	// Shallow fetches asked for a depth ("deepen"), with no "have": one
+	// commit's tree or a few, not a clone.
+	Shallow int
 }
 
 func (s *stats) fetched(repo string, body []byte, encoding string) {
-	wants, incremental := fetchKind(body, encoding)
-	if !wants {
+	k := fetchKind(body, encoding)
+	if !k.wants {
 		return
 	}
 	s.mu.Lock()
@@ -140,9 +144,12 @@ func (s *stats) fetched(repo string, body []byte, encoding string) {
 		s.fetches = map[string]Fetches{}
 	}
 	n := s.fetches[repo]
-	if incremental {
+	switch {
+	case k.haves:
 		n.Incremental++
-	} else {
+	case k.deepens:
+		n.Shallow++
+	default:
 		n.Full++
 	}
 	s.fetches[repo] = n
@@ -163,20 +170,26 @@ func (f *Forge) Fetches() map[string]Fetches {
 	return out
 }
 
+// fetchLines is what an upload-pack request asks for.
+type fetchLines struct {
+	// wants: it fetches (protocol v2's ls-refs has no "want" line);
+	// haves: it says what the client has; deepens: it asks for a depth.
+	wants, haves, deepens bool
+}
+
 // fetchKind reads an upload-pack request body (pkt-lines, gzip when
-// encoding says so): whether it fetches (a "want" line: protocol v2's
-// ls-refs has none) and whether it says what the client has ("have").
-func fetchKind(body []byte, encoding string) (wants, haves bool) {
+// encoding says so).
+func fetchKind(body []byte, encoding string) (k fetchLines) {
 	if encoding == "gzip" || encoding == "x-gzip" {
 		zr, err := gzip.NewReader(bytes.NewReader(body))
 		if err != nil {
-			return false, false
+			return k
 		}
 		if body, err = io.ReadAll(io.LimitReader(zr, maxBufferedBody)); err != nil {
-			return false, false
+			return k
 		}
 	}
-	for len(body) >= 4 && !(wants && haves) {
+	for len(body) >= 4 {
 		n, err := strconv.ParseUint(string(body[:4]), 16, 16)
 		if err != nil {
 			break
@@ -189,9 +202,10 @@ func fetchKind(body []byte, encoding string) (wants, haves bool) {
 			break
 		}
 		line := body[4:n]
-		wants = wants || bytes.HasPrefix(line, []byte("want "))
-		haves = haves || bytes.HasPrefix(line, []byte("have "))
+		k.wants = k.wants || bytes.HasPrefix(line, []byte("want "))
+		k.haves = k.haves || bytes.HasPrefix(line, []byte("have "))
+		k.deepens = k.deepens || bytes.HasPrefix(line, []byte("deepen"))
 		body = body[n:]
 	}
-	return wants, haves
+	return k
 }

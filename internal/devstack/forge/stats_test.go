@@ -128,6 +128,13 @@ func TestFetchCounting(t *testing.T) {
 	if got, want := f.Fetches()["alice/r"], (Fetches{Full: 3, Incremental: 3}); got != want {
 		t.Fatalf("after three fetches of a new commit: %+v, want %+v", got, want)
 	}
+	// A commit fetched alone, depth 1, into an empty repository (how a
+	// worker verifies a commit) is not a clone.
+	mustGit(t, work, "init", "--quiet", "--bare", "verify")
+	mustGit(t, filepath.Join(work, "verify"), "-c", "protocol.version=2", "fetch", "--quiet", "--depth=1", url, "main")
+	if got, want := f.Fetches()["alice/r"], (Fetches{Full: 3, Incremental: 3, Shallow: 1}); got != want {
+		t.Fatalf("after a shallow fetch: %+v, want %+v", got, want)
+	}
 	if n := len(f.Fetches()); n != 1 {
 		t.Fatalf("fetches of %d repositories counted, want 1: %v", n, f.Fetches())
 	}
@@ -147,17 +154,19 @@ func TestFetchKindGzip(t *testing.T) {
 	for _, tc := range []struct {
 		name, encoding string
 		body           []byte
-		wants, haves   bool
+		want           fetchLines
 	}{
-		{"plain", "", raw.Bytes(), true, true},
-		{"gzip", "gzip", zipped.Bytes(), true, true},
-		{"gzip unsaid", "", zipped.Bytes(), false, false},
-		{"clone", "", []byte(pktLine("want 0123456789012345678901234567890123456789\n") + "0000" + pktLine("done\n")), true, false},
-		{"ls-refs", "", []byte(pktLine("command=ls-refs\n") + "0001" + pktLine("peel\n") + "0000"), false, false},
+		{"plain", "", raw.Bytes(), fetchLines{wants: true, haves: true}},
+		{"gzip", "gzip", zipped.Bytes(), fetchLines{wants: true, haves: true}},
+		{"gzip unsaid", "", zipped.Bytes(), fetchLines{}},
+		{"clone", "", []byte(pktLine("want 0123456789012345678901234567890123456789\n") + "0000" + pktLine("done\n")), fetchLines{wants: true}},
+		{"shallow", "", []byte(pktLine("want 0123456789012345678901234567890123456789\n") + pktLine("deepen 1") + "0000" + pktLine("done\n")),
+			fetchLines{wants: true, deepens: true}},
+		{"ls-refs", "", []byte(pktLine("command=ls-refs\n") + "0001" + pktLine("peel\n") + "0000"), fetchLines{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if w, h := fetchKind(tc.body, tc.encoding); w != tc.wants || h != tc.haves {
-				t.Fatalf("fetchKind = %t, %t; want %t, %t", w, h, tc.wants, tc.haves)
+			if got := fetchKind(tc.body, tc.encoding); got != tc.want {
+				t.Fatalf("fetchKind = %+v, want %+v", got, tc.want)
 			}
 		})
 	}
