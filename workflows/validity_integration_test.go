@@ -128,25 +128,86 @@ type leak struct {
 	class                    validity.Class
 }
 
-func leaks(t *testing.T) []leak {
-	awsID := "AKIA" + randomOf(t, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16)
-	return []leak{
-		{rule: "github-pat", file: "github.env", secret: "ghp_" + randomOf(t, alnum, 36), valid: true, state: validity.Valid},
-		{rule: "gitlab-pat", file: "gitlab.env", secret: "glpat-" + randomOf(t, alnum, 20), valid: true,
-			faults: []provideremu.Fault{provideremu.RateLimited}, state: validity.Valid},
-		{rule: "slack-bot-token", file: "slack.env", secret: "xoxb-" + randomOf(t, digits, 12) + "-" + randomOf(t, digits, 12) + "-" + randomOf(t, alnum, 24),
-			valid: true, faults: []provideremu.Fault{provideremu.ServerError, provideremu.ServerError}, state: validity.Valid},
-		{rule: "stripe-access-token", file: "stripe.env", secret: "sk_test_" + randomOf(t, alnum, 24), valid: true,
-			faults: []provideremu.Fault{provideremu.Hang}, state: validity.Valid},
-		{rule: "npm-access-token", file: "npm.env", secret: "npm_" + randomOf(t, lowers, 36), valid: true,
-			faults: []provideremu.Fault{provideremu.Redirect}, state: validity.Unknown, class: validity.ClassRedirect},
-		{rule: "openai-api-key", file: "openai.env", secret: "sk-" + randomOf(t, alnum, 20) + "T3BlbkFJ" + randomOf(t, alnum, 20), valid: true,
-			faults: []provideremu.Fault{provideremu.Malformed}, state: validity.Unknown, class: validity.ClassMalformed},
-		{rule: "anthropic-api-key", file: "anthropic.env", secret: "sk-ant-api03-" + randomOf(t, alnum, 93) + "AA", valid: true,
-			faults: []provideremu.Fault{provideremu.Hang, provideremu.Hang, provideremu.Hang, provideremu.Hang}, state: validity.Unknown, class: validity.ClassTimeout},
-		{rule: "sendgrid-api-token", file: "sendgrid.env", secret: "SG." + randomOf(t, lowers, 22) + "." + randomOf(t, lowers, 43), state: validity.Invalid},
-		{rule: "aws-access-token", file: "aws.env", secret: awsID, pair: randomOf(t, alnum+"/+", 40), valid: true, state: validity.Valid},
+// kinds are the secrets of each validator the emulator answers for (not
+// Twilio: its key's secret has no rule, so it stays needs-pair).
+var kinds = []struct {
+	rule string
+	gen  func(t *testing.T) (secret, pair string)
+}{
+	{"github-pat", func(t *testing.T) (string, string) { return "ghp_" + randomOf(t, alnum, 36), "" }},
+	{"gitlab-pat", func(t *testing.T) (string, string) { return "glpat-" + randomOf(t, alnum, 20), "" }},
+	{"slack-bot-token", func(t *testing.T) (string, string) {
+		return "xoxb-" + randomOf(t, digits, 12) + "-" + randomOf(t, digits, 12) + "-" + randomOf(t, alnum, 24), ""
+	}},
+	{"stripe-access-token", func(t *testing.T) (string, string) { return "sk_test_" + randomOf(t, alnum, 24), "" }},
+	{"npm-access-token", func(t *testing.T) (string, string) { return "npm_" + randomOf(t, lowers, 36), "" }},
+	{"openai-api-key", func(t *testing.T) (string, string) {
+		return "sk-" + randomOf(t, alnum, 20) + "T3BlbkFJ" + randomOf(t, alnum, 20), ""
+	}},
+	{"anthropic-api-key", func(t *testing.T) (string, string) { return "sk-ant-api03-" + randomOf(t, alnum, 93) + "AA", "" }},
+	{"sendgrid-api-token", func(t *testing.T) (string, string) {
+		return "SG." + randomOf(t, lowers, 22) + "." + randomOf(t, lowers, 43), ""
+	}},
+	{"aws-access-token", func(t *testing.T) (string, string) {
+		return "AKIA" + randomOf(t, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16), randomOf(t, alnum+"/+", 40)
+	}},
+}
+
+// scenarios are what the emulator does with a secret, and what its check
+// must record.
+var scenarios = []struct {
+	name   string
+	valid  bool
+	faults []provideremu.Fault
+	state  validity.State
+	class  validity.Class
+}{
+	{"valid", true, nil, validity.Valid, ""},
+	{"invalid", false, nil, validity.Invalid, ""},
+	{"rate-limited", true, []provideremu.Fault{provideremu.RateLimited}, validity.Valid, ""},
+	{"5xx-then-valid", true, []provideremu.Fault{provideremu.ServerError, provideremu.ServerError}, validity.Valid, ""},
+	{"timeout-then-valid", true, []provideremu.Fault{provideremu.Hang}, validity.Valid, ""},
+	{"timeouts", true, []provideremu.Fault{provideremu.Hang, provideremu.Hang, provideremu.Hang, provideremu.Hang}, validity.Unknown, validity.ClassTimeout},
+	{"redirect", true, []provideremu.Fault{provideremu.Redirect}, validity.Unknown, validity.ClassRedirect},
+	{"malformed", true, []provideremu.Fault{provideremu.Malformed}, validity.Unknown, validity.ClassMalformed},
+}
+
+// everyScenario is a secret of every kind in every scenario, each in a
+// file of its own (<rule>-<scenario>.env).
+func everyScenario(t *testing.T) []leak {
+	var out []leak
+	for _, k := range kinds {
+		for _, sc := range scenarios {
+			secret, pair := k.gen(t)
+			out = append(out, leak{rule: k.rule, file: k.rule + "-" + sc.name + ".env", secret: secret, pair: pair, valid: sc.valid,
+				faults: sc.faults, state: sc.state, class: sc.class})
+		}
 	}
+	return out
+}
+
+// validitiesByPath are the recorded checks of subject's secrets, by the
+// file they were first found in.
+func validitiesByPath(t *testing.T, subject string) map[string]checked {
+	t.Helper()
+	rows, err := env.Store.Pool().Query(context.Background(), `SELECT DISTINCT f.path, v.state, v.error_class, v.facts::text, v.revoked_at IS NOT NULL
+		FROM secret_validity v JOIN shards sh ON sh.key = v.subject JOIN scan_scopes sc ON sc.shard_id = sh.id
+			JOIN findings f ON f.scope_id = sc.id AND f.rule_id = v.rule_id AND f.secret_hash = v.secret_hash
+		WHERE v.subject = $1`, subject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]checked{}
+	for rows.Next() {
+		var path string
+		var c checked
+		if err := rows.Scan(&path, &c.state, &c.class, &c.facts, &c.revoked); err != nil {
+			t.Fatal(err)
+		}
+		out[path] = c
+	}
+	return out
 }
 
 // plant writes a repository holding the leaks and scans it through the
@@ -182,38 +243,18 @@ type checked struct {
 	revoked             bool
 }
 
-// validities are the recorded checks of subject's secrets, by rule.
-func validities(t *testing.T, subject string) map[string]checked {
-	t.Helper()
-	rows, err := env.Store.Pool().Query(context.Background(), `SELECT rule_id, state, error_class, facts::text, revoked_at IS NOT NULL
-		FROM secret_validity WHERE subject = $1`, subject)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	out := map[string]checked{}
-	for rows.Next() {
-		var rule string
-		var c checked
-		if err := rows.Scan(&rule, &c.state, &c.class, &c.facts, &c.revoked); err != nil {
-			t.Fatal(err)
-		}
-		out[rule] = c
-	}
-	return out
-}
-
 // A scan that finds new secrets starts their check, which asks each
 // provider (here its emulator) through the real workflow and records
-// what it answered: valid; invalid; a 429 waited out as Retry-After asks;
+// what it answered, for a secret of every validator (AWS key ids with the
+// secret key beside them) in every scenario: valid; invalid; a 429 waited
+// out as Retry-After asks;
 // 5xx and a timeout asked again; a redirect to another host refused
 // (nothing reaches it); a malformed answer and timeouts to the end
-// unknown; an AWS key id checked with the secret key beside it. Then the
-// schedule's run sees a key made invalid: revoked, and resolved so. No
+// unknown. Then the schedule's run sees a key made invalid: revoked, and resolved so. No
 // secret is anywhere: histories, logs, metrics, tables.
 func TestValidateSecretsAfterScanAndOnSchedule(t *testing.T) {
 	withValidation(t)
-	ls := leaks(t)
+	ls := everyScenario(t)
 	tg, res, scanRun := plant(t, ls)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -224,21 +265,30 @@ func TestValidateSecretsAfterScanAndOnSchedule(t *testing.T) {
 	}
 	recordHistory(t, "validate-secrets-after-scan", vrun.GetID(), vrun.GetRunID())
 	recordHistory(t, "execute-shard-validates", scanRun.GetID(), scanRun.GetRunID())
-	got := validities(t, tg.Key())
+	got := validitiesByPath(t, tg.Key())
+	want := workflows.ValidateSecretsResult{}
 	for _, l := range ls {
-		c, ok := got[l.rule]
+		c, ok := got["conf/"+l.file]
 		switch {
 		case !ok:
-			t.Errorf("%s: not checked (found: %v)", l.rule, got)
+			t.Errorf("%s: not checked", l.file)
 		case c.state != string(l.state) || c.class != string(l.class):
-			t.Errorf("%s: %s %s, want %s %s", l.rule, c.state, c.class, l.state, l.class)
+			t.Errorf("%s: %s %s, want %s %s", l.file, c.state, c.class, l.state, l.class)
+		}
+		switch l.state {
+		case validity.Valid:
+			want.Valid++
+		case validity.Invalid:
+			want.Invalid++
+		default:
+			want.Unknown++
 		}
 	}
-	if out.Checked != len(ls) || out.Valid != 5 || out.Invalid != 1 || out.Unknown != 3 {
-		t.Errorf("result %+v", out)
+	if out.Checked != len(ls) || out.Valid != want.Valid || out.Invalid != want.Invalid || out.Unknown != want.Unknown {
+		t.Errorf("result %+v, want %d checked, %d valid, %d invalid, %d unknown", out, len(ls), want.Valid, want.Invalid, want.Unknown)
 	}
-	if !strings.Contains(got["github-pat"].facts, `"account": "alice"`) || !strings.Contains(got["github-pat"].facts, "read:org") {
-		t.Errorf("github facts %s", got["github-pat"].facts)
+	if f := got["conf/github-pat-valid.env"].facts; !strings.Contains(f, `"account": "alice"`) || !strings.Contains(f, "read:org") {
+		t.Errorf("github facts %s", f)
 	}
 	if !validityWaits.has(provideremu.RetryAfterSeconds * time.Second) {
 		t.Errorf("Retry-After not honoured: waits %v", validityWaits.d)
@@ -248,21 +298,26 @@ func TestValidateSecretsAfterScanAndOnSchedule(t *testing.T) {
 	}
 
 	// The key is revoked at the provider; the daily schedule's run sees it.
-	providers.Revoke(ls[0].secret)
+	providers.Revoke(ls[0].secret) // github-pat-valid.env
 	if err := workflows.EnsureSchedules(ctx, env.Client, workflows.ScheduleConfig{SweepEvery: 240 * time.Hour, CleanupEvery: 240 * time.Hour,
 		RevalidateEvery: 240 * time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	trigger(t, workflows.SecretRevalidationScheduleID)
-	got = validities(t, tg.Key())
-	if c := got["github-pat"]; c.state != "invalid" || !c.revoked {
+	got = validitiesByPath(t, tg.Key())
+	if c := got["conf/github-pat-valid.env"]; c.state != "invalid" || !c.revoked {
 		t.Errorf("after revocation: %+v, want invalid and revoked", c)
 	}
-	if c := got["aws-access-token"]; c.state != "valid" || c.revoked {
+	if c := got["conf/aws-access-token-valid.env"]; c.state != "valid" || c.revoked {
 		t.Errorf("aws after the schedule: %+v", c)
 	}
+	if c := got["conf/github-pat-invalid.env"]; c.state != "invalid" || c.revoked {
+		t.Errorf("a key never valid: %+v, want invalid, not revoked", c)
+	}
 	var state, actor, comment string
-	if err := env.Store.Pool().QueryRow(ctx, `SELECT state, actor, comment FROM secret_states WHERE subject = $1 AND rule_id = 'github-pat'`,
+	if err := env.Store.Pool().QueryRow(ctx, `SELECT state, actor, comment FROM secret_states WHERE subject = $1 AND rule_id = 'github-pat'
+		AND secret_hash = (SELECT secret_hash FROM findings f JOIN scan_scopes sc ON sc.id = f.scope_id JOIN shards sh ON sh.id = sc.shard_id
+			WHERE sh.key = $1 AND f.path = 'conf/github-pat-valid.env')`,
 		tg.Key()).Scan(&state, &actor, &comment); err != nil {
 		t.Fatalf("triage of the revoked key: %v", err)
 	}
@@ -375,7 +430,7 @@ func listValidateRuns() *workflowservice.ListWorkflowExecutionsRequest {
 // request.
 func TestValidationOffSendsNothing(t *testing.T) {
 	before := providers.Requests()
-	l := leaks(t)[0]
+	l := everyScenario(t)[0]
 	tg, res, scanRun := plant(t, []leak{l})
 	ctx := context.Background()
 	if _, err := env.Client.DescribeWorkflowExecution(ctx, workflows.ValidateSecretsWorkflowID(res.ShardID), ""); err == nil {
@@ -396,7 +451,7 @@ func TestValidationOffSendsNothing(t *testing.T) {
 	if n := providers.Requests() - before; n != 0 {
 		t.Errorf("%d requests reached the providers' emulator while off", n)
 	}
-	if got := validities(t, tg.Key()); len(got) != 0 {
+	if got := validitiesByPath(t, tg.Key()); len(got) != 0 {
 		t.Errorf("checks recorded while off: %v", got)
 	}
 	it := env.Client.GetWorkflowHistory(ctx, scanRun.GetID(), scanRun.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
@@ -416,7 +471,7 @@ func TestValidationOffSendsNothing(t *testing.T) {
 // the chain's result counts every run.
 func TestValidateSecretsContinuesAsNew(t *testing.T) {
 	withValidation(t)
-	ls := leaks(t)[:3]
+	ls := everyScenario(t)[:3]
 	_, res, _ := plant(t, ls)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
