@@ -198,3 +198,15 @@ func digitRun(s string) int {
 	}
 	return n
 }
+
+// span writes a duration the short way: 2m, 1m30s, 45s, 1h.
+func span(d time.Duration) string {
+	out := d.Round(time.Second).String()
+	if strings.HasSuffix(out, "m0s") {
+		out = strings.TrimSuffix(out, "0s")
+	}
+	if strings.HasSuffix(out, "h0m") {
+		out = strings.TrimSuffix(out, "0m")
+	}
+	return out
+}

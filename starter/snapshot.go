@@ -299,9 +299,9 @@ func (a *app) leftToSilentRunners(ctx context.Context, st *store.Store, snapName
 		return a.printJSON(map[string]any{"snapshot": final, "runners": rows, "waitingForSilent": waiting})
 	}
 	fmt.Fprintf(a.stdout, "Snapshot %s is %s on %d of %s\n", snapName, final.State, ready, plural(len(rows), "runner", "runners"))
-	fmt.Fprintf(a.stdout, "  waiting   for %s, which sent no heartbeat for %s or more: stopped?\n", strings.Join(waiting, ", "), a.runnerSilentAfter())
+	fmt.Fprintf(a.stdout, "  waiting   for %s, which sent no heartbeat for %s or more: stopped?\n", strings.Join(waiting, ", "), span(a.runnerSilentAfter()))
 	fmt.Fprintf(a.stdout, "            its pull ends 'runner offline' within %s and the reconcile retries it once the runner is back\n",
-		cmp.Or(a.cfg.PullQueue, 2*time.Minute))
+		span(cmp.Or(a.cfg.PullQueue, 2*time.Minute)))
 	fmt.Fprintf(a.stdout, "  see       starter snapshot show %s; starter runner list\n", snapName)
 	if final.State != snapshot.Active {
 		return fmt.Errorf("snapshot %s is on no runner yet: the runners it waits for are silent (%s)", snapName, strings.Join(waiting, ", "))
@@ -340,7 +340,7 @@ func (a *app) followProgress(ctx context.Context, st *store.Store, snapName stri
 			counts[snapshot.RowBuilding], counts[snapshot.RowError], bytesHuman(done), bytesHuman(total))
 		stopped, inFlight := a.silentInFlight(ctx, st, rows)
 		if len(stopped) > 0 {
-			line += fmt.Sprintf("; waiting for %s (no heartbeat for %s or more)", strings.Join(stopped, ", "), a.runnerSilentAfter())
+			line += fmt.Sprintf("; waiting for %s (no heartbeat for %s or more)", strings.Join(stopped, ", "), span(a.runnerSilentAfter()))
 		}
 		if line != last {
 			fmt.Fprintln(a.stderr, line)
@@ -553,9 +553,9 @@ func (a *app) retryNote(r snapshot.Row, snapName string) string {
 	}
 	every := cmp.Or(a.cfg.ReconcileEvery, 5*time.Minute)
 	if wait := time.Until(due).Round(time.Second); wait > 0 {
-		return fmt.Sprintf("due in %s, at the first reconcile after %s (every %s)", wait, due.UTC().Format("15:04:05 UTC"), every)
+		return fmt.Sprintf("due in %s, at the first reconcile after %s (every %s)", span(wait), due.UTC().Format("15:04:05 UTC"), span(every))
 	}
-	return fmt.Sprintf("due now, at the next reconcile (every %s)", every)
+	return fmt.Sprintf("due now, at the next reconcile (every %s)", span(every))
 }
 
 func (a *app) snapshotWhereCmd() *cobra.Command {

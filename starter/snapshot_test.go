@@ -384,3 +384,12 @@ func TestSnapshotCreateNamesTheSilentRunnerItWaitsFor(t *testing.T) {
 		}
 	}
 }
+
+func TestSpan(t *testing.T) {
+	for d, want := range map[time.Duration]string{2 * time.Minute: "2m", 90 * time.Second: "1m30s", 45 * time.Second: "45s",
+		time.Hour: "1h", 59*time.Second + 600*time.Millisecond: "1m"} {
+		if got := span(d); got != want {
+			t.Errorf("span(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
