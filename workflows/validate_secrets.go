@@ -46,6 +46,13 @@ type ValidateSecretsResult struct {
 	Runs int `json:"runs"`
 }
 
+// groupsAtOnce bounds the repositories a run checks at once;
+// maxRunEvents the events of a run before it continues as new.
+const (
+	groupsAtOnce = 8
+	maxRunEvents = 5000
+)
+
 // ValidateSecrets checks secrets with their providers (architecture §8,
 // "Which secrets still work"): a page of secrets at a time, by repository,
 // each group on the worker that holds the repository's mirror (runGit),
@@ -87,26 +94,43 @@ func ValidateSecrets(ctx workflow.Context, in ValidateSecretsInput) (ValidateSec
 			setOutcome(ctx, OutcomeDone, "validity checks are off (GITFLEET_VALIDATE): nothing sent")
 			return out, nil
 		}
+		// A page's repositories are checked a few at a time: each on its
+		// own worker, and a provider's limits hold per worker.
+		running, cancelled := 0, false
 		for _, g := range p.Groups {
 			place := places[g.ShardID]
 			if place == nil {
 				place = &GitPlace{Repo: g.Repo, Location: g.Location}
 				places[g.ShardID] = place
 			}
-			var c ValidationCounts
-			err := runGit(ctx, place, validateOptions, activityValidateSecrets, ValidateBatchInput{ShardID: g.ShardID, Findings: g.Findings}, &c)
-			if temporal.IsCanceledError(err) {
+			if err := workflow.Await(ctx, func() bool { return running < groupsAtOnce }); err != nil {
 				return out, err
 			}
-			if err != nil {
-				// One repository's trouble (its mirror gone and its host
-				// down) does not stop the fleet's checks: its secrets are
-				// checked at the next run.
-				workflow.GetLogger(ctx).Warn("A repository's secrets were not checked", "shard", g.ShardID, "error", message(err))
-				continue
-			}
-			out.Add(c)
-			details("Checking")
+			running++
+			batch := ValidateBatchInput{ShardID: g.ShardID, Findings: g.Findings}
+			workflow.Go(ctx, func(gctx workflow.Context) {
+				defer func() { running-- }()
+				var c ValidationCounts
+				err := runGit(gctx, place, validateOptions, activityValidateSecrets, batch, &c)
+				switch {
+				case temporal.IsCanceledError(err):
+					cancelled = true
+				case err != nil:
+					// One repository's trouble (its mirror gone and its
+					// host down) does not stop the fleet's checks: its
+					// secrets are checked at the next run.
+					workflow.GetLogger(gctx).Warn("A repository's secrets were not checked", "shard", batch.ShardID, "error", message(err))
+				default:
+					out.Add(c)
+					details("Checking")
+				}
+			})
+		}
+		if err := workflow.Await(ctx, func() bool { return running == 0 }); err != nil {
+			return out, err
+		}
+		if cancelled {
+			return out, temporal.NewCanceledError()
 		}
 		if !p.More {
 			msg := fmt.Sprintf("%s checked: %d valid, %d invalid (%d revoked), %d unknown",
@@ -116,6 +140,12 @@ func ValidateSecrets(ctx workflow.Context, in ValidateSecretsInput) (ValidateSec
 			return out, nil
 		}
 		after = p.Next
+		// A page of repositories of one secret each costs two activities
+		// a secret (placing, checking): the run continues as new well
+		// before its history grows large.
+		if info := workflow.GetInfo(ctx); info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > maxRunEvents {
+			break
+		}
 	}
 	next := in
 	next.After, next.Carried, next.Runs, next.Place = after, out.ValidationCounts, out.Runs, GitPlace{}
