@@ -108,7 +108,7 @@ func (v *Validity) ValidateSecrets(ctx context.Context, in workflows.ValidateBat
 	var work []pending
 	for _, id := range in.Findings {
 		if err := ctx.Err(); err != nil {
-			return out, err
+			return out, AppError(err)
 		}
 		rule, err := v.Store.RuleOfFinding(ctx, id)
 		if errors.Is(err, store.ErrNoFinding) {
