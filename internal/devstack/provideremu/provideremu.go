@@ -45,6 +45,8 @@ type Emulator struct {
 	bySecret  map[string]int
 	redirects int
 	hung      chan struct{}
+	// inFlight and maxInFlight count requests being answered.
+	inFlight, maxInFlight int
 }
 
 // Start starts the emulator on a loopback port.
@@ -130,9 +132,23 @@ func secretOf(r *http.Request) string {
 	return strings.TrimPrefix(a, "Bearer ")
 }
 
+// MaxInFlight is the most requests the emulator answered at once.
+func (e *Emulator) MaxInFlight() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.maxInFlight
+}
+
 func (e *Emulator) serve(w http.ResponseWriter, r *http.Request) {
 	secret := secretOf(r)
 	e.mu.Lock()
+	e.inFlight++
+	e.maxInFlight = max(e.maxInFlight, e.inFlight)
+	defer func() {
+		e.mu.Lock()
+		e.inFlight--
+		e.mu.Unlock()
+	}()
 	e.requests++
 	e.bySecret[secret]++
 	var fault Fault

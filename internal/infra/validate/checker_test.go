@@ -2,6 +2,7 @@ package validate
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -205,5 +206,31 @@ func TestPace(t *testing.T) {
 	}
 	if !slices.Equal(z.d, []time.Duration{500 * time.Millisecond, time.Second}) {
 		t.Errorf("waits %v", z.d)
+	}
+}
+
+// At most InFlight requests of a provider at once: six checks started
+// together against answers that hang until the client gives up reach the
+// emulator two at a time.
+func TestInFlight(t *testing.T) {
+	e := provideremu.Start()
+	defer e.Close()
+	c, _ := emulated(t, e, Settings{InFlight: 2, Attempts: 1, Timeout: 100 * time.Millisecond})
+	v, _ := validity.ByProvider("gitlab")
+	var wg sync.WaitGroup
+	for i := range 6 {
+		s := fmt.Sprintf("glpat-%d", i)
+		e.Script(s, provideremu.Hang)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if got := c.Check(context.Background(), v, validity.Secret{Value: s}); got.Class != validity.ClassTimeout {
+				t.Errorf("%s: %+v", s, got)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := e.MaxInFlight(); n != 2 {
+		t.Errorf("%d requests at once, want 2", n)
 	}
 }
