@@ -130,7 +130,7 @@ func HostsFromEnv(getenv func(string) string) (Hosts, error) {
 	}
 	h := Host{Name: getenv(EnvHost), GitURL: getenv(EnvGitURL), APIURL: api, Token: getenv(EnvToken),
 		AllowPlainHTTPToken: getenv(EnvAllowPlainHTTPToken) == "1",
-		AppKeyFile: getenv(EnvAppKeyFile), TokensFile: getenv(EnvTokensFile)}
+		AppKeyFile:          getenv(EnvAppKeyFile), TokensFile: getenv(EnvTokensFile)}
 	if v := getenv(EnvAppID); v != "" {
 		id, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || id <= 0 {
