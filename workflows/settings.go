@@ -15,6 +15,7 @@ func PropagationFrom(cfg config.Config) PropagateSnapshotInput {
 // ScheduleConfigFrom is the schedules' configuration.
 func ScheduleConfigFrom(cfg config.Config) ScheduleConfig {
 	return ScheduleConfig{SweepEvery: cfg.SweepEvery, CleanupEvery: cfg.CleanupEvery, ReconcileEvery: cfg.ReconcileEvery,
-		Sweep:     RecollectionSweepInput{MaxRunning: cfg.SweepMaxRunning},
-		Reconcile: ReconcileRunnersInput{OfflineAfter: cfg.RunnerOffline, Queue: cfg.PullQueue}}
+		RevalidateEvery: cfg.RevalidateEvery,
+		Sweep:           RecollectionSweepInput{MaxRunning: cfg.SweepMaxRunning},
+		Reconcile:       ReconcileRunnersInput{OfflineAfter: cfg.RunnerOffline, Queue: cfg.PullQueue}}
 }

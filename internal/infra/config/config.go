@@ -41,6 +41,7 @@ const (
 	EnvMaxPackBytes      = gitread.SettingMaxPackBytes
 	EnvSweepEvery        = "GITFLEET_SWEEP_EVERY"
 	EnvCleanupEvery      = "GITFLEET_CLEANUP_EVERY"
+	EnvRevalidateEvery   = "GITFLEET_REVALIDATE_EVERY"
 	EnvDecay             = "GITFLEET_DECAY"
 	EnvSweepMaxRunning   = "GITFLEET_SWEEP_MAX_RUNNING"
 	EnvHashKey           = "GITFLEET_FINDING_KEY"
@@ -143,6 +144,8 @@ type Config struct {
 	Limits gitread.Limits
 	// SweepEvery and CleanupEvery are the schedules' intervals.
 	SweepEvery, CleanupEvery time.Duration
+	// RevalidateEvery is the secret-revalidation schedule's interval.
+	RevalidateEvery time.Duration
 	// Decay is the re-collection decay table.
 	Decay decay.Table
 	// SweepMaxRunning bounds the Collect runs running at once before the
@@ -345,7 +348,8 @@ func Load(getenv func(string) string) (Config, error) {
 		env string
 		dst *time.Duration
 		def time.Duration
-	}{{EnvSweepEvery, &c.SweepEvery, time.Hour}, {EnvCleanupEvery, &c.CleanupEvery, 24 * time.Hour}} {
+	}{{EnvSweepEvery, &c.SweepEvery, time.Hour}, {EnvCleanupEvery, &c.CleanupEvery, 24 * time.Hour},
+		{EnvRevalidateEvery, &c.RevalidateEvery, 24 * time.Hour}} {
 		*d.dst = d.def
 		if v := getenv(d.env); v != "" {
 			iv, err := time.ParseDuration(v)

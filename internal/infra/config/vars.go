@@ -27,6 +27,7 @@ func Vars() []string {
 		EnvMaxPackBytes,
 		EnvSweepEvery,
 		EnvCleanupEvery,
+		EnvRevalidateEvery,
 		EnvDecay,
 		EnvSweepMaxRunning,
 		EnvHashKey,
