@@ -14,32 +14,41 @@ import (
 // us-east-1, where the global endpoint signs.
 func stsRequest(s Secret, now time.Time) Request {
 	const (
-		host    = "sts.amazonaws.com"
-		region  = "us-east-1"
-		service = "sts"
-		body    = "Action=GetCallerIdentity&Version=2011-06-15"
-		ctype   = "application/x-www-form-urlencoded; charset=utf-8"
+		body  = "Action=GetCallerIdentity&Version=2011-06-15"
+		ctype = "application/x-www-form-urlencoded; charset=utf-8"
 	)
-	now = now.UTC()
+	amzDate := now.UTC().Format("20060102T150405Z")
+	auth := sigV4(signing{method: "POST", host: "sts.amazonaws.com", path: "/", body: body, contentType: ctype,
+		region: "us-east-1", service: "sts", keyID: s.Value, secret: s.Pair, now: now})
+	return Request{Method: "POST", Path: "/", Body: body, Header: map[string]string{
+		"Content-Type": ctype, "X-Amz-Date": amzDate, "Authorization": auth}}
+}
+
+// signing is what a Signature Version 4 signature covers: the request
+// (method, host, path, query, body, content type, date) and the scope.
+type signing struct {
+	method, host, path, query, body, contentType string
+	region, service, keyID, secret               string
+	now                                          time.Time
+}
+
+// sigV4 is the Authorization header of s, signed over the content type,
+// host and date headers.
+func sigV4(s signing) string {
+	now := s.now.UTC()
 	amzDate := now.Format("20060102T150405Z")
 	day := now.Format("20060102")
-	payload := sha256Hex(body)
-	canonical := strings.Join([]string{"POST", "/", "",
-		"content-type:" + ctype, "host:" + host, "x-amz-date:" + amzDate, "",
-		"content-type;host;x-amz-date", payload}, "\n")
-	scope := day + "/" + region + "/" + service + "/aws4_request"
+	canonical := strings.Join([]string{s.method, s.path, s.query,
+		"content-type:" + s.contentType, "host:" + s.host, "x-amz-date:" + amzDate, "",
+		"content-type;host;x-amz-date", sha256Hex(s.body)}, "\n")
+	scope := day + "/" + s.region + "/" + s.service + "/aws4_request"
 	toSign := strings.Join([]string{"AWS4-HMAC-SHA256", amzDate, scope, sha256Hex(canonical)}, "\n")
-	key := hmacSHA256([]byte("AWS4"+s.Pair), day)
-	key = hmacSHA256(key, region)
-	key = hmacSHA256(key, service)
+	key := hmacSHA256([]byte("AWS4"+s.secret), day)
+	key = hmacSHA256(key, s.region)
+	key = hmacSHA256(key, s.service)
 	key = hmacSHA256(key, "aws4_request")
-	sig := hex.EncodeToString(hmacSHA256(key, toSign))
-	return Request{Method: "POST", Path: "/", Body: body, Header: map[string]string{
-		"Content-Type": ctype,
-		"X-Amz-Date":   amzDate,
-		"Authorization": "AWS4-HMAC-SHA256 Credential=" + s.Value + "/" + scope +
-			", SignedHeaders=content-type;host;x-amz-date, Signature=" + sig,
-	}}
+	return "AWS4-HMAC-SHA256 Credential=" + s.keyID + "/" + scope +
+		", SignedHeaders=content-type;host;x-amz-date, Signature=" + hex.EncodeToString(hmacSHA256(key, toSign))
 }
 
 func sha256Hex(s string) string {

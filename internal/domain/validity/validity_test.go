@@ -132,3 +132,16 @@ func TestRulesAreBuiltIn(t *testing.T) {
 		}
 	}
 }
+
+// The signer against the example of AWS's documentation ("Create a signed
+// AWS API request": IAM ListUsers, 2015-08-30T12:36:00Z).
+func TestSigV4KnownAnswer(t *testing.T) {
+	got := sigV4(signing{method: "GET", host: "iam.amazonaws.com", path: "/", query: "Action=ListUsers&Version=2010-05-08",
+		contentType: "application/x-www-form-urlencoded; charset=utf-8", region: "us-east-1", service: "iam",
+		keyID: "AKIDEXAMPLE", secret: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", now: time.Date(2015, 8, 30, 12, 36, 0, 0, time.UTC)})
+	want := "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/iam/aws4_request, " +
+		"SignedHeaders=content-type;host;x-amz-date, Signature=5d672d79c15b13162d9279b0855cfba6789a8edb4c82c400e06b5924a6f2b5d7"
+	if got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
