@@ -14,6 +14,7 @@ import (
 	"gitfleet/internal/domain/snapshot"
 	"gitfleet/internal/domain/textsafe"
 	"gitfleet/internal/infra/store"
+	"gitfleet/workflows"
 )
 
 func (a *app) runnerCmd() *cobra.Command {
@@ -135,10 +136,6 @@ const (
 	runnerSilent snapshot.RunnerState = "silent"
 )
 
-// silentBeats is how many heartbeat intervals a runner may miss before it
-// is shown silent: one late heartbeat (a slow database) is not a stop.
-const silentBeats = 3
-
 // runnerState is what a runner is, by its row and its heartbeat's age at
 // read time: its row says ready until the reconcile (every few minutes)
 // takes it offline, but a runner silent past GITFLEET_RUNNER_OFFLINE_AFTER
@@ -160,10 +157,9 @@ func (a *app) runnerState(r store.RunnerStatus) snapshot.RunnerState {
 func (a *app) runnerOfflineAfter() time.Duration { return cmp.Or(a.cfg.RunnerOffline, 2*time.Minute) }
 
 // runnerSilentAfter is how long a runner may go without a heartbeat before
-// it is taken for stopped: a few of its heartbeat intervals.
-func (a *app) runnerSilentAfter() time.Duration {
-	return silentBeats * cmp.Or(a.cfg.RunnerHeartbeat, 10*time.Second)
-}
+// it is taken for stopped (and gets no new pulls): a few of its heartbeat
+// intervals.
+func (a *app) runnerSilentAfter() time.Duration { return workflows.RunnerSilentAfter(a.cfg) }
 
 // naturalCompare orders names with their digit runs as numbers: r2 before
 // r10 (and r02 before r2: equal numbers compare as text).

@@ -267,6 +267,7 @@ func (a *app) createSnapshot(ctx context.Context, snap snapshot.Snapshot, wait b
 		fmt.Fprintf(a.stdout, "  image     %s\n", textsafe.Printable(final.PullRef()))
 	}
 	fmt.Fprintf(a.stdout, "  fetched   %s from the registry, %s from peers\n", bytesHuman(res.FromRegistry), bytesHuman(res.FromPeers))
+	a.printPassedOver(ctx, st, rows)
 	if res.Failed > 0 || final.State != snapshot.Active {
 		fmt.Fprintf(a.stdout, "  see       starter snapshot show %s\n", snap.Name)
 	}
@@ -302,11 +303,36 @@ func (a *app) leftToSilentRunners(ctx context.Context, st *store.Store, snapName
 	fmt.Fprintf(a.stdout, "  waiting   for %s, which sent no heartbeat for %s or more: stopped?\n", strings.Join(waiting, ", "), span(a.runnerSilentAfter()))
 	fmt.Fprintf(a.stdout, "            its pull ends 'runner offline' within %s and the reconcile retries it once the runner is back\n",
 		span(cmp.Or(a.cfg.PullQueue, 2*time.Minute)))
+	a.printPassedOver(ctx, st, rows)
 	fmt.Fprintf(a.stdout, "  see       starter snapshot show %s; starter runner list\n", snapName)
 	if final.State != snapshot.Active {
 		return fmt.Errorf("snapshot %s is on no runner yet: the runners it waits for are silent (%s)", snapName, strings.Join(waiting, ", "))
 	}
 	return nil
+}
+
+// printPassedOver names the runners the propagation sent nothing to
+// because they had stopped heartbeating (ready by their row, silent by
+// the database's clock), so that "on 9 of 9" does not hide a tenth.
+func (a *app) printPassedOver(ctx context.Context, st *store.Store, rows []snapshot.Row) {
+	runners, err := st.RunnerStatuses(ctx)
+	if err != nil {
+		return
+	}
+	has := map[string]bool{}
+	for _, r := range rows {
+		has[r.RunnerID] = true
+	}
+	slices.SortFunc(runners, func(x, y store.RunnerStatus) int { return naturalCompare(x.ID, y.ID) })
+	var silent []string
+	for _, r := range runners {
+		if !has[r.ID] && r.State == snapshot.RunnerReady && r.Silent > a.runnerSilentAfter() {
+			silent = append(silent, fmt.Sprintf("%s (no heartbeat for %s)", textsafe.Printable(r.ID), span(r.Silent)))
+		}
+	}
+	if len(silent) > 0 {
+		fmt.Fprintf(a.stdout, "  not on    %s: stopped? the reconcile puts it there once back\n", strings.Join(silent, ", "))
+	}
 }
 
 // followProgress prints a line a second while a propagation runs, naming

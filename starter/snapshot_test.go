@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"gitfleet/activities"
 	"gitfleet/internal/devstack/ociregistry"
+	"gitfleet/internal/devstack/poll"
 	"gitfleet/internal/domain/snapshot"
 	"gitfleet/internal/infra/config"
 	"gitfleet/internal/infra/ocistore"
@@ -179,7 +181,25 @@ func startTestRunner(t *testing.T, id string, sources string) {
 			t.Fatal(err)
 		}
 	}
+	// It heartbeats, as a runner process does, until the test ends.
+	stop := make(chan struct{})
+	beats := make(chan struct{})
+	go func() {
+		defer close(beats)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				_ = env.Store.HeartbeatRunner(context.Background(), id)
+			}
+		}
+	}()
 	t.Cleanup(func() {
+		close(stop)
+		<-beats
 		w.Stop()
 		admin.Stop()
 		peer.Close()
@@ -334,12 +354,14 @@ func TestSnapshotShowSaysWhenTheNextRetryIsDue(t *testing.T) {
 	}
 }
 
-// 'snapshot create' stops waiting for a runner that has stopped
-// heartbeating (a few intervals, by the database's clock) once every pull
-// left is on such a runner, and names it: the snapshot is active on the
-// others, the propagation gives the silent runner's pull up at its queue
-// bound and the reconcile retries it. Before, the command sat on "1 ready,
-// 1 pulling" for the whole queue bound and never said what it waited for.
+// A runner that stopped heartbeating (a few intervals, by the database's
+// clock) is sent no pull: 'snapshot create' names it instead of waiting for
+// it. One that stops during the propagation is named in the progress, and
+// once every pull left is on such a runner the command stops following:
+// the snapshot is active on the others, the propagation gives the silent
+// runner's pull up at its queue bound and the reconcile retries it. Before,
+// the command sat on "1 ready, 1 pulling" for the whole queue bound and
+// never said what it waited for.
 func TestSnapshotCreateNamesTheSilentRunnerItWaitsFor(t *testing.T) {
 	ctx := context.Background()
 	reg, err := ociregistry.Start(ociregistry.Options{})
@@ -357,32 +379,75 @@ func TestSnapshotCreateNamesTheSilentRunnerItWaitsFor(t *testing.T) {
 	}
 	withVar(t, config.EnvSnapshotSources, reg.Addr())
 	startTestRunner(t, "silent-live", reg.Addr())
-	// A runner that registered and stopped: eligible (its heartbeat is
-	// within the offline threshold), but nothing polls its queue.
-	const stopped = "silent-stopped"
-	if err := env.Store.RegisterRunner(ctx, snapshot.Runner{ID: stopped, PeerAddr: "127.0.0.1:1", Capacity: 1}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = env.Store.Pool().Exec(ctx, `DELETE FROM runners WHERE id = $1`, stopped) })
-	if _, err := env.Store.Pool().Exec(ctx, `UPDATE runners SET last_heartbeat = now() - interval '45 seconds' WHERE id = $1`, stopped); err != nil {
-		t.Fatal(err)
-	}
-	const name = "cli-silent"
-	t.Cleanup(func() {
-		_ = env.Client.CancelWorkflow(ctx, "snapshot:"+name, "")
-		_, _ = env.Store.Pool().Exec(ctx, `DELETE FROM snapshot_runners WHERE snapshot_ref = $1`, name)
-		_ = env.Store.DeleteSnapshot(ctx, name)
-	})
-	out, errOut, code := starter(t, "snapshot", "create", name, "--image", ref)
-	if code != 0 || !strings.Contains(out, "Snapshot cli-silent is active on 1 of 2 runners") ||
-		!strings.Contains(out, "waiting   for silent-stopped, which sent no heartbeat for 30s or more") {
-		t.Fatalf("create: exit %d\n%s\n%s", code, out, errOut)
-	}
-	for _, want := range []string{"Ctrl-C stops following", "--no-wait", "waiting for silent-stopped (no heartbeat for 30s or more)"} {
-		if !strings.Contains(errOut, want) {
-			t.Errorf("want %q on standard error:\n%s", want, errOut)
+	// Runners that registered, and nothing polls their queues.
+	register := func(id, silent string) {
+		t.Helper()
+		if err := env.Store.RegisterRunner(ctx, snapshot.Runner{ID: id, PeerAddr: "127.0.0.1:1", Capacity: 1}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _, _ = env.Store.Pool().Exec(ctx, `DELETE FROM runners WHERE id = $1`, id) })
+		if _, err := env.Store.Pool().Exec(ctx, `UPDATE runners SET last_heartbeat = now() - $2::interval WHERE id = $1`, id, silent); err != nil {
+			t.Fatal(err)
 		}
 	}
+	drop := func(name string) {
+		t.Cleanup(func() {
+			_ = env.Client.CancelWorkflow(ctx, "snapshot:"+name, "")
+			_, _ = env.Store.Pool().Exec(ctx, `DELETE FROM snapshot_runners WHERE snapshot_ref = $1`, name)
+			_ = env.Store.DeleteSnapshot(ctx, name)
+		})
+	}
+
+	t.Run("stopped before", func(t *testing.T) {
+		register("silent-before", "45 seconds")
+		defer func() { _, _ = env.Store.Pool().Exec(ctx, `DELETE FROM runners WHERE id = 'silent-before'`) }()
+		drop("cli-silent-before")
+		out, errOut, code := starter(t, "snapshot", "create", "cli-silent-before", "--image", ref)
+		if code != 0 || !strings.Contains(out, "Snapshot cli-silent-before is active on 1 of 1 runner\n") ||
+			!strings.Contains(out, "not on    silent-before (no heartbeat for 4") || !strings.Contains(out, "s): stopped? the reconcile puts it there once back") {
+			t.Fatalf("create: exit %d\n%s\n%s", code, out, errOut)
+		}
+	})
+
+	t.Run("stopped during", func(t *testing.T) {
+		// Sorted after silent-live, so that the registry's one slot goes to
+		// the live runner first.
+		register("silent-zz", "0 seconds")
+		const name = "cli-silent-zz"
+		drop(name)
+		type result struct {
+			out, errOut string
+			code        int
+		}
+		done := make(chan result, 1)
+		go func() {
+			out, errOut, code := starter(t, "snapshot", "create", name, "--image", ref)
+			done <- result{out, errOut, code}
+		}()
+		poll.Until(t, "the pull to silent-zz is waiting", time.Minute, func() (bool, string) {
+			rows, err := env.Store.SnapshotRunners(ctx, name)
+			for _, r := range rows {
+				if r.RunnerID == "silent-zz" && r.State == snapshot.RowPulling {
+					return true, ""
+				}
+			}
+			return false, fmt.Sprint(rows, err)
+		})
+		// It stops: its heartbeat is 45 s old now, by the database's clock.
+		if _, err := env.Store.Pool().Exec(ctx, `UPDATE runners SET last_heartbeat = now() - interval '45 seconds' WHERE id = 'silent-zz'`); err != nil {
+			t.Fatal(err)
+		}
+		r := <-done
+		if r.code != 0 || !strings.Contains(r.out, "Snapshot "+name+" is active on 1 of 2 runners") ||
+			!strings.Contains(r.out, "waiting   for silent-zz, which sent no heartbeat for 30s or more") {
+			t.Fatalf("create: exit %d\n%s\n%s", r.code, r.out, r.errOut)
+		}
+		for _, want := range []string{"Ctrl-C stops following", "--no-wait", "waiting for silent-zz (no heartbeat for 30s or more)"} {
+			if !strings.Contains(r.errOut, want) {
+				t.Errorf("want %q on standard error:\n%s", want, r.errOut)
+			}
+		}
+	})
 }
 
 func TestSpan(t *testing.T) {
