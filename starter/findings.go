@@ -335,15 +335,15 @@ func (a *app) repoFindings(ctx context.Context, st *store.Store, sh *store.Shard
 	if len(l.secrets) > 0 {
 		var table bytes.Buffer
 		w := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "RULE\tFIRST SEEN\tCOMMIT\tOCCURRENCES\tSTATUS\tSTATE\tPREVIEW\tSECRET HASH")
+		fmt.Fprintln(w, "RULE\tFIRST SEEN\tCOMMIT\tOCCURRENCES\tSTATUS\tSTATE\tVALIDITY\tPREVIEW\tSECRET HASH")
 		for _, s := range l.secrets {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.RuleID, location(s.Location), short(s.Commit),
-				count(s.Occurrences, "occurrence", "occurrences"), s.Status, stateText(s.State, s.SeenAgain),
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.RuleID, location(s.Location), short(s.Commit),
+				count(s.Occurrences, "occurrence", "occurrences"), s.Status, stateText(s.State, s.SeenAgain), validityText(s.Validity),
 				withDecoded(dash(textsafe.Printable(s.Preview)), s.Decoded), dash(short(s.SecretHash)))
 			for _, o := range s.List {
-				fmt.Fprintf(w, "\t  %s\t%s\t\t%s\t\t\t\n", location(o.Location), short(o.Commit), occurrenceStatus(o))
+				fmt.Fprintf(w, "\t  %s\t%s\t\t%s\t\t\t\t\n", location(o.Location), short(o.Commit), occurrenceStatus(o))
 				for _, p := range o.AlsoAt {
-					fmt.Fprintf(w, "\t    also at %s\t\t\t\t\t\t\n", location(store.Location{Path: p, Archive: o.Archive, Line: o.Line}))
+					fmt.Fprintf(w, "\t    also at %s\t\t\t\t\t\t\t\n", location(store.Location{Path: p, Archive: o.Archive, Line: o.Line}))
 				}
 			}
 		}
@@ -394,6 +394,7 @@ type secretListing struct {
 	store.Secret
 	State     string             `json:"state"`
 	SeenAgain bool               `json:"seenAgainAfterResolution,omitempty"`
+	Validity  *store.Validity    `json:"validity,omitempty"`
 	List      []store.Occurrence `json:"occurrences,omitempty"`
 }
 
@@ -446,9 +447,21 @@ func listFindings(ctx context.Context, st *store.Store, sh *store.Shard, limit i
 		if err != nil {
 			return l, err
 		}
+		subjects := make([]string, len(keys))
+		for i := range subjects {
+			subjects[i] = sh.Key
+		}
+		checks, err := st.Validities(ctx, subjects, keys)
+		if err != nil {
+			return l, err
+		}
 		for _, s := range p.Secrets {
 			t := states[s.SecretKey]
-			l.secrets = append(l.secrets, secretListing{Secret: s, State: t.State, SeenAgain: t.SeenAgain})
+			x := secretListing{Secret: s, State: t.State, SeenAgain: t.SeenAgain}
+			if v, ok := checks[sh.Key][s.SecretKey]; ok {
+				x.Validity = &v
+			}
+			l.secrets = append(l.secrets, x)
 		}
 		if len(p.Secrets) < size {
 			break

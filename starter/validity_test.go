@@ -94,6 +94,10 @@ func TestFindingsValidate(t *testing.T) {
 		!regexp.MustCompile(`valid \d+[smh] ago`).MatchString(out) {
 		t.Fatalf("--valid:\n%s", out)
 	}
+	if out := run("findings", o+"/app"); !regexp.MustCompile(`a\.env:1 .* valid \d+[smh] ago`).MatchString(out) ||
+		!regexp.MustCompile(`b\.env:1 .* invalid \d+[smh] ago`).MatchString(out) {
+		t.Fatalf("one repository's list:\n%s", out)
+	}
 	if out := run("findings", "--repo", "*/"+o+"/app", "--validity", "invalid"); !strings.Contains(out, "b.env:1") || strings.Contains(out, "a.env:1") {
 		t.Fatalf("--validity invalid:\n%s", out)
 	}
