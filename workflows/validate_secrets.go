@@ -120,6 +120,7 @@ func ValidateSecrets(ctx workflow.Context, in ValidateSecretsInput) (ValidateSec
 					// host down) does not stop the fleet's checks: its
 					// secrets are checked at the next run.
 					workflow.GetLogger(gctx).Warn("A repository's secrets were not checked", "shard", batch.ShardID, "error", message(err))
+					out.NotChecked += len(batch.Findings)
 				default:
 					out.Add(c)
 					details("Checking")
@@ -135,6 +136,9 @@ func ValidateSecrets(ctx workflow.Context, in ValidateSecretsInput) (ValidateSec
 		if !p.More {
 			msg := fmt.Sprintf("%s checked: %d valid, %d invalid (%d revoked), %d unknown",
 				count(out.Checked, "secret", "secrets"), out.Valid, out.Invalid, out.Revoked, out.Unknown)
+			if out.NotChecked > 0 {
+				msg += fmt.Sprintf("; %d not checked (their repository's check failed: the next run tries again)", out.NotChecked)
+			}
 			setOutcome(ctx, OutcomeDone, msg)
 			details("Done")
 			return out, nil

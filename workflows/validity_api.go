@@ -83,6 +83,9 @@ type ValidationCounts struct {
 	Unknown int `json:"unknown"`
 	// Revoked: seen valid before, invalid now.
 	Revoked int `json:"revoked"`
+	// NotChecked: secrets of repositories whose activity failed (the next
+	// run checks them).
+	NotChecked int `json:"notChecked,omitempty"`
 }
 
 // Add adds o to c.
@@ -92,6 +95,7 @@ func (c *ValidationCounts) Add(o ValidationCounts) {
 	c.Invalid += o.Invalid
 	c.Unknown += o.Unknown
 	c.Revoked += o.Revoked
+	c.NotChecked += o.NotChecked
 }
 
 // validateOptions: a group's checks, paced by the providers' limits; the
