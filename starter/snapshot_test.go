@@ -119,6 +119,16 @@ func TestSnapshotLifecycleThroughTheCommandLine(t *testing.T) {
 	if _, err := env.Store.Snapshot(context.Background(), "cli-missing"); err == nil {
 		t.Error("the refused create left snapshot cli-missing behind")
 	}
+	// So is a missing --base, before any build.
+	o, _ := newRepo(t)
+	repo := fg.Host() + "/" + o + "/app"
+	if out, errOut, code := starter(t, "collect", repo); code != 0 {
+		t.Fatalf("collect: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := starter(t, "snapshot", "create", "cli-nobase", "--from-repo", repo, "--base", reg.Ref("cli/nobase", "1")); code != exitUsage ||
+		!strings.Contains(errOut, "cli/nobase:1 does not exist in its registry") {
+		t.Errorf("create on a missing base: exit %d\n%s\n%s", code, out, errOut)
+	}
 	for _, tc := range []struct {
 		args []string
 		want []string
