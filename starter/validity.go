@@ -169,6 +169,9 @@ again from their mirror and send it to its provider's own API (architecture
 					continue
 				}
 				line := fmt.Sprintf("  %s %s  %s", x.RuleID, short(x.SecretHash), validityText(x.Validity))
+				if d := x.Validity.Detail; d != "" && x.Validity.State != "valid" {
+					line += "  " + textsafe.Printable(d)
+				}
 				if f := factsText(x.Validity.Facts); f != "" {
 					line += "  " + f
 				}

@@ -110,7 +110,7 @@ func TestFindingsValidate(t *testing.T) {
 	providers.Revoke(live)
 	ha := hashOf(live)
 	if out := run("findings", "validate", o+"/app", ha[:12]); !strings.Contains(out, "1 secret checked: 0 valid, 1 invalid (1 revoked now)") ||
-		!strings.Contains(out, "(revoked)") {
+		!strings.Contains(out, "(revoked)") || !strings.Contains(out, "HTTP 401 at 127.0.0.1:") {
 		t.Fatalf("after revocation:\n%s", out)
 	}
 	if out := run("findings", "--repo", "*/"+o+"/app", "--validity", "revoked"); !strings.Contains(out, "a.env:1") || !strings.Contains(out, "revoked") {

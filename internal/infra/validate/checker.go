@@ -171,6 +171,11 @@ func (c *Checker) once(ctx context.Context, v *validity.Validator, s validity.Se
 		a.Header[k] = resp.Header.Get(k)
 	}
 	verdict := v.Read(a)
+	if verdict.State == validity.Invalid {
+		// Invalid where it was asked: a token of a self-hosted instance
+		// (GHES, a GitLab of one's own) is refused by the public API.
+		verdict.Detail = strings.TrimSpace(verdict.Detail + " at " + req.URL.Host)
+	}
 	Checks.Inc(v.Provider, verdictLabel(verdict))
 	return verdict, retryAfter(resp.Header.Get("Retry-After"), c.now())
 }

@@ -95,8 +95,8 @@ func TestCheckAgainstTheEmulator(t *testing.T) {
 				t.Errorf("malformed: %+v", got)
 			}
 			e.Revoke(s)
-			if got := check(); got.State != validity.Invalid {
-				t.Errorf("revoked: %+v", got)
+			if got := check(); got.State != validity.Invalid || !strings.HasSuffix(got.Detail, " at "+strings.TrimPrefix(e.URL(), "http://")) {
+				t.Errorf("revoked: %+v (the detail names where it was refused)", got)
 			}
 			e.Valid(s, "alice")
 		})
