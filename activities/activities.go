@@ -45,6 +45,10 @@ type Activities struct {
 	// WorkerOffline is how long a silent worker keeps its repositories
 	// (zero: DefaultWorkerOffline).
 	WorkerOffline time.Duration
+	// Policy names the scanner's rules (scan.Scanner.Policy): a
+	// re-collection whose refs and rules are unchanged skips its scan
+	// ("": never skipped).
+	Policy string
 }
 
 func (a *Activities) now() time.Time {

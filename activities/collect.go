@@ -270,6 +270,17 @@ func (a *Activities) MarkStale(ctx context.Context, codebaseID int64) error {
 	return AppError(a.Store.MarkStale(ctx, codebaseID, a.now()))
 }
 
+// ScanNeeded reports whether a re-collection must scan: not when the
+// codebase's last collection saw the same branches and tags and its scan is
+// Done under the current rules.
+func (a *Activities) ScanNeeded(ctx context.Context, in workflows.ScanNeededInput) (bool, error) {
+	current, err := a.Store.ScanCurrent(ctx, in.CodebaseID, in.RefsDigest, a.Policy)
+	if err != nil {
+		return false, AppError(err)
+	}
+	return !current, nil
+}
+
 // CompleteCollection records a successful collection.
 func (a *Activities) CompleteCollection(ctx context.Context, in workflows.CompleteCollectionInput) error {
 	return AppError(a.Store.CompleteCollection(ctx, in.Key, in.CodebaseID, in.Commit, in.RefsDigest, a.now()))

@@ -338,6 +338,9 @@ func (a *app) printCollect(r repoid.ID, o collectOutcome) {
 	default:
 		fmt.Fprintf(a.stdout, "  commit    %s (%s)\n", res.Commit, res.DefaultBranch)
 	}
+	if res.ScanCurrent {
+		fmt.Fprintf(a.stdout, "  scan      not needed: the branches, tags and rules of its last scan (starter findings %s)\n", res.Repository)
+	}
 	if sc := res.Scan; sc != nil && sc.Receipt != nil {
 		fmt.Fprintf(a.stdout, "  scan      shard %d %s: %s scanned, %s (starter findings %s)\n",
 			sc.ShardID, sc.Status, count(sc.Receipt.BlobsScanned, "blob", "blobs"),

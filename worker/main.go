@@ -266,7 +266,7 @@ func run() error {
 	}
 	for _, r := range []worker.Registry{w, ownW, gitW} {
 		r.RegisterActivity(&activities.Validity{Store: st, Mirrors: mirrors, Scanner: scanner, Checker: checker, Log: log})
-		r.RegisterActivity(&activities.Activities{Store: st, Mirrors: mirrors, Hosts: cfg.Hosts, WorkerOffline: cfg.Fleet.WorkerOffline, Creds: creds, Log: log})
+		r.RegisterActivity(&activities.Activities{Store: st, Mirrors: mirrors, Hosts: cfg.Hosts, WorkerOffline: cfg.Fleet.WorkerOffline, Policy: scanner.Policy(), Creds: creds, Log: log})
 		r.RegisterActivity(&activities.Shards{Store: st, Mirrors: mirrors, Scanner: scanner, Log: log,
 			LeaseFor: cfg.ShardLease, BatchBlobs: cfg.ScanBatch, ScanSlots: scanSlots})
 		r.RegisterActivity(&activities.Sweeps{Store: st, Client: c, Hosts: cfg.Hosts,

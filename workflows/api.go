@@ -206,6 +206,7 @@ const (
 	activityCodebaseShard        = "CodebaseShard"        // codebase id → shard.Spec
 	activityExplainRefusal       = "ExplainRefusal"       // repoid.ID → RefusalResult
 	activityPlaceGitWork         = "PlaceGitWork"         // PlaceGitWorkInput → task queue
+	activityScanNeeded           = "ScanNeeded"           // ScanNeededInput → bool
 
 	// Shard execution (activities.Shards).
 	activityEnsureShard     = "EnsureShard"     // shard.Spec → shard id
@@ -235,7 +236,7 @@ const (
 var ActivityNames = []string{
 	activitySyncMirror, activityLookupCodebase, activityVerifyCommit, activityLookupRepository, activityApplyIdentity,
 	activityMarkStale, activityCompleteCollection, activityFailCollection, activityResetFailures,
-	activityDeleteStaleCodebases, activityCodebaseShard, activityExplainRefusal, activityPlaceGitWork,
+	activityDeleteStaleCodebases, activityCodebaseShard, activityExplainRefusal, activityPlaceGitWork, activityScanNeeded,
 	activityEnsureShard, activityAcquireShard, activitySyncShardMirror, activityScanShard, activityCheckpointShard,
 	activityParkShard,
 	activityListDue, activityCheckHeads, activityStartCollect, activityStartCollects, activityRunningCollects,
@@ -286,6 +287,13 @@ type VerifyCommitInput struct {
 	// RefsDigest names the refs the collection's sync saw: a mirror that
 	// holds them answers without asking the remote.
 	RefsDigest string `json:"refsDigest,omitempty"`
+}
+
+// ScanNeededInput asks whether a re-collection of a codebase that saw the
+// refs RefsDigest names must scan.
+type ScanNeededInput struct {
+	CodebaseID int64  `json:"codebaseId"`
+	RefsDigest string `json:"refsDigest"`
 }
 
 // ApplyIdentityInput is one collection's observation, to be applied.

@@ -45,6 +45,9 @@ type CollectResult struct {
 	Attempts int `json:"attempts"`
 	// Scan is the codebase's shard after this collection's scan.
 	Scan *ExecuteShardResult `json:"scan,omitempty"`
+	// ScanCurrent says the collection did not scan: the repository's
+	// branches, tags and the rules were those of its last, complete scan.
+	ScanCurrent bool `json:"scanCurrent,omitempty"`
 }
 
 // maxResolveAttempts bounds how often a collection starts over from the
@@ -123,8 +126,11 @@ func Collect(ctx workflow.Context, in CollectInput) (CollectResult, error) {
 
 	// Runs recorded before collections scanned for secrets replay without it.
 	if v := workflow.GetVersion(ctx, "scan-after-identity", workflow.DefaultVersion, 1); v == 1 && !out.Empty {
-		if err := scanCodebase(ctx, &out, synced.RefsDigest, place); err != nil {
-			return out, fail(ctx, key, in.Repo, "scan", err)
+		out.ScanCurrent = scanCurrent(ctx, out, synced.RefsDigest)
+		if !out.ScanCurrent {
+			if err := scanCodebase(ctx, &out, synced.RefsDigest, place); err != nil {
+				return out, fail(ctx, key, in.Repo, "scan", err)
+			}
 		}
 	}
 
@@ -182,6 +188,22 @@ func refused(ctx workflow.Context, repo repoid.ID, err error) (*repoid.ID, error
 		reason = errclass.ReasonNotFound
 	}
 	return nil, temporal.NewApplicationError(r.Message, string(errclass.Permanent), reason)
+}
+
+// scanCurrent reports whether a re-collection (case B) may skip its scan
+// child, its shard's four activities and their search-attribute updates:
+// the branches, tags and rules are those of the codebase's last, complete
+// scan. Any doubt (the check failed) scans. Runs recorded before
+// (version skip-current-scan) always scanned.
+func scanCurrent(ctx workflow.Context, out CollectResult, refsDigest string) bool {
+	if workflow.GetVersion(ctx, "skip-current-scan", workflow.DefaultVersion, 1) == workflow.DefaultVersion ||
+		out.Case != identity.CaseSame || refsDigest == "" {
+		return false
+	}
+	var needed bool
+	err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityScanNeeded,
+		ScanNeededInput{CodebaseID: out.CodebaseID, RefsDigest: refsDigest}).Get(ctx, &needed)
+	return err == nil && !needed
 }
 
 // scanCodebase runs the codebase's shard (ExecuteShard, a child) after its

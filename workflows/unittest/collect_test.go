@@ -41,6 +41,7 @@ func newEnvScanning(t *testing.T, scan workflows.ExecuteShardResult) *testsuite.
 	var a *activities.Activities
 	env.OnActivity(a.CodebaseShard, mock.Anything, mock.Anything).Return(shard.Spec{Key: "codebase:1"}, nil).Maybe()
 	env.OnActivity(a.PlaceGitWork, mock.Anything, mock.Anything).Return(workflows.GitTaskQueue(workflows.TaskQueue), nil).Maybe()
+	env.OnActivity(a.ScanNeeded, mock.Anything, mock.Anything).Return(true, nil).Maybe()
 	env.OnWorkflow(workflows.ExecuteShard, mock.Anything, mock.Anything).Return(scan, nil).Maybe()
 	return env
 }

@@ -404,3 +404,24 @@ func (s *Store) Collections(ctx context.Context, codebaseID int64, limit int) ([
 		return c, err
 	})
 }
+
+// ScanCurrent reports whether a codebase's scan is current for the refs
+// refsDigest names under the rules policy names: its last collection saw
+// those refs (and completed, scan included), and its shard is Done at a
+// checkpoint under that policy — what the sweep's change check calls
+// unchanged. Anything unknown is not current.
+func (s *Store) ScanCurrent(ctx context.Context, codebaseID int64, refsDigest, policy string) (bool, error) {
+	if refsDigest == "" || policy == "" {
+		return false, nil
+	}
+	var current bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM codebases c
+		JOIN shards s ON s.key = 'codebase:' || c.id AND s.status = 'Done'
+		JOIN shard_receipts r ON r.id = s.checkpoint_receipt_id
+		JOIN scan_scopes sc ON sc.id = r.scope_id
+		WHERE c.id = $1 AND c.last_refs_digest = $2 AND sc.policy_hash = $3)`, codebaseID, refsDigest, policy).Scan(&current)
+	if err != nil {
+		return false, fmt.Errorf("scan state of codebase %d: %w", codebaseID, err)
+	}
+	return current, nil
+}
