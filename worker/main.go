@@ -84,6 +84,13 @@ Configuration comes from the environment:
   GITFLEET_SCAN_ARCHIVE_DEPTH levels of archives (zip, jar, tar, gzip...) opened to scan the files inside (default 8; 0 disables)
   GITFLEET_SWEEP_EVERY how often the recollection-sweep schedule fires (default 1h)
   GITFLEET_CLEANUP_EVERY how often the stale-cleanup schedule fires (default 24h)
+  GITFLEET_VALIDATE    on: check found secrets with their providers' APIs (default off: nothing
+                       is sent; see docs/architecture.md §11, "Validity checks: the trust model")
+  GITFLEET_VALIDATE_<PROVIDER>  off: one provider's checks off (GITHUB, GITLAB, SLACK, STRIPE, NPM,
+                       OPENAI, ANTHROPIC, SENDGRID, TWILIO, AWS)
+  GITFLEET_VALIDATE_IN_FLIGHT, GITFLEET_VALIDATE_PER_MINUTE  each provider's checks at once and
+                       a minute from this worker (default 2, 30)
+  GITFLEET_REVALIDATE_EVERY how often the secret-revalidation schedule fires (default 24h)
   GITFLEET_RETAIN_COLLECTIONS, GITFLEET_RETAIN_RECEIPTS, GITFLEET_RETAIN_OLD_SCOPES, GITFLEET_RETAIN_SCANS
                        how long the daily cleanup keeps collection history, scan receipts, results under
                        replaced rules, scan requests' results (default 90d, 30d, 7d, 90d; 0 keeps forever)
