@@ -259,8 +259,8 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 	// The batch in flight is done before the packs close, whatever happens.
 	defer func() { _ = run.finish() }()
 	stats, walkErr := run.walker.Walk(ctx, ranges, run.add)
-	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
-		return shard.Receipt{}, cause // the lease was lost
+	if lost := leaseLost(ctx); lost != nil {
+		return shard.Receipt{}, lost
 	}
 	if walkErr != nil && !errors.Is(walkErr, errBudget) {
 		if ctx.Err() != nil {

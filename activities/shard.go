@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -152,8 +151,8 @@ func (s *Shards) SyncShardMirror(ctx context.Context, w workflows.ShardWork) (st
 	var p progress
 	defer s.keepLease(ctx, w.Lease, &p, cancel)()
 	repo, err := s.open(ctx, w.Spec, w.RefsDigest, &p)
-	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
-		return "", AppError(cause) // the lease was lost
+	if lost := leaseLost(ctx); lost != nil {
+		return "", AppError(lost)
 	}
 	if err != nil {
 		return "", s.redactedError(boundUnreachable(ctx, s.UnreachableWaits, err))
@@ -290,6 +289,18 @@ func (s *Shards) keepLease(ctx context.Context, lease shard.Lease, p *progress, 
 		return true
 	})
 	return func() { stopBeats(); stopRenewals() }
+}
+
+// leaseLost is the StaleOwner error with which keepLease cancelled ctx
+// when another owner took the shard over, or nil. Any other end of ctx —
+// the attempt cancelled, or ended by Temporal while the worker was stopped
+// (the SDK cancels with its heartbeat's error) — is an interruption, said
+// by ctx.Err().
+func leaseLost(ctx context.Context) error {
+	if cause := context.Cause(ctx); cause != nil && errclass.Classify(cause).Class == errclass.StaleOwner {
+		return cause
+	}
+	return nil
 }
 
 // renew renews the lease at the start of an attempt: the attempt may have
