@@ -19,6 +19,7 @@ import (
 
 	"gitfleet/internal/devstack/forge"
 	"gitfleet/internal/devstack/gittest"
+	"gitfleet/internal/devstack/poll"
 	"gitfleet/internal/devstack/repogen"
 	"gitfleet/internal/domain/placement"
 	"gitfleet/internal/domain/repoid"
@@ -327,27 +328,20 @@ func (fr *fleetRun) add(b *testing.B) *fleetProc {
 	b.Helper()
 	p := fr.launch(b)
 	p.proc.waitStarted(b)
-	deadline := time.Now().Add(time.Minute)
-	for {
+	poll.Until(b, p.id+" registered", time.Minute, func() (bool, string) {
 		live, err := env.Store.LiveWorkers(context.Background(), workflows.TaskQueue, fleetWorkerOffline)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if slices.Contains(live, p.id) {
-			return p
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%s did not register: live workers %v", p.id, live)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return slices.Contains(live, p.id), fmt.Sprintf("live workers %v", live)
+	})
+	return p
 }
 
 // waitRegistered waits until the live workers are the fleet's running ones.
 func (fr *fleetRun) waitRegistered(b *testing.B) {
 	b.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	poll.Until(b, "the running workers registered", time.Minute, func() (bool, string) {
 		live, err := env.Store.LiveWorkers(context.Background(), workflows.TaskQueue, fleetWorkerOffline)
 		if err != nil {
 			b.Fatal(err)
@@ -361,14 +355,8 @@ func (fr *fleetRun) waitRegistered(b *testing.B) {
 			}
 		}
 		slices.Sort(want)
-		if slices.Equal(live, want) {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("live workers %v, want %v", live, want)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return slices.Equal(live, want), fmt.Sprintf("live workers %v, want %v", live, want)
+	})
 }
 
 // ids are the live workers' ids: those placement sees once the killed one

@@ -28,7 +28,9 @@ func TestWatch(t *testing.T) {
 		ctx, stop := Watch(context.Background(), Bounds{Every: 5 * time.Millisecond, Stall: time.Second}, func() { beats.Add(1) })
 		m := From(ctx)
 		done := m.Wait()
-		// Twice the stall bound in beats, each with a byte: never stalled.
+		// Bytes keep arriving, a millisecond apart (the traffic, not a wait
+		// for an outcome), for 20 beats: never stalled, as the stall bound
+		// is 200 beats.
 		for beats.Load() < 20 && ctx.Err() == nil {
 			m.Received(1)
 			time.Sleep(time.Millisecond)
