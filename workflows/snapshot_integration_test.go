@@ -549,13 +549,16 @@ func TestReconcileRepairsAnImageDeletedBehindTheRunnersBack(t *testing.T) {
 }
 
 func TestPullWindowEndsInTimeoutThenReconcileRetries(t *testing.T) {
-	// 1 MB at 64 kB/s takes 16 s; the window is 2 s.
-	reg := startRegistry(t, ociregistry.Options{BytesPerSecond: 64 << 10})
+	// 1 MB at 128 kB/s takes 8 s; the window is 2 s. The registry sends
+	// in bursts a quarter of a second apart, well within the pull's stall
+	// bound (half the heartbeat timeout, 1 s): the window ends the pull,
+	// not a stall.
+	reg := startRegistry(t, ociregistry.Options{BytesPerSecond: 128 << 10})
 	ref, digest, _ := pushRandom(t, reg, "snap/slow", 6, 1, 1<<20)
 	r := startRunner(t, "slow", runnerOpts{})
 	name := snapName("slow")
 	res, err := propagate(t, snapshot.Snapshot{Name: name, Kind: snapshot.KindImage, ImageRef: ref},
-		workflows.PullTiming{Window: 2 * time.Second, Attempt: time.Second, Heartbeat: time.Second, Queue: 30 * time.Second})
+		workflows.PullTiming{Window: 2 * time.Second, Attempt: time.Second, Heartbeat: 2 * time.Second, Queue: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
