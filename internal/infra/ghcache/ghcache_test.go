@@ -38,9 +38,21 @@ type fakeRefresh struct {
 	release chan struct{}
 	fail    error
 	repos   int
+
+	mu      sync.Mutex
+	fetched time.Time // when the last refresh that fetched wrote the view
 }
 
-func (f *fakeRefresh) refresh(ctx context.Context, u store.User, _ time.Time) error {
+// refresh keeps the Refresher's contract: a caller that looked before
+// another refresh wrote the view (a reader that reached the cache as the
+// shared refresh ended) fetches nothing; calls counts the fetches.
+func (f *fakeRefresh) refresh(ctx context.Context, u store.User, seen time.Time) error {
+	f.mu.Lock()
+	done := f.fetched
+	f.mu.Unlock()
+	if done.After(seen) {
+		return nil
+	}
 	f.calls.Add(1)
 	if f.release != nil {
 		<-f.release
@@ -53,7 +65,14 @@ func (f *fakeRefresh) refresh(ctx context.Context, u store.User, _ time.Time) er
 		v.Repos = append(v.Repos, ghaccount.Repo{ID: int64(i + 1), Owner: u.Login, Name: fmt.Sprintf("r%03d", i),
 			Source: ghaccount.Personal, Visibility: "public"})
 	}
-	return env.Store.ReplaceGitHubView(ctx, u.ID, u.APIURL, v, time.Now())
+	now := time.Now().Truncate(time.Microsecond) // as the database keeps it, which is what callers see
+	if err := env.Store.ReplaceGitHubView(ctx, u.ID, u.APIURL, v, now); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.fetched = now
+	f.mu.Unlock()
+	return nil
 }
 
 // A hundred readers of a cold user in one process make one refresh; a
