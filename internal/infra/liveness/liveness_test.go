@@ -39,7 +39,7 @@ func TestWatch(t *testing.T) {
 		// Not waiting on the remote (indexing, say): alive without bytes,
 		// past the stall bound.
 		for n := beats.Load(); beats.Load() < n+250 && ctx.Err() == nil; {
-			time.Sleep(time.Millisecond)
+			time.Sleep(time.Millisecond) // spaces the looks; not waiting on the remote, it can never stall
 		}
 		stop()
 		if err := context.Cause(ctx); !errors.Is(err, context.Canceled) {

@@ -23,13 +23,7 @@ import (
 // GITFLEET_BENCH_REPOS sets the number of repositories (default 100,000;
 // 10 occurrences each).
 func BenchmarkFleetFindings(b *testing.B) {
-	repos := 100_000
-	if v := os.Getenv("GITFLEET_BENCH_REPOS"); v != "" {
-		var err error
-		if repos, err = strconv.Atoi(v); err != nil || repos < 100 {
-			b.Fatalf("GITFLEET_BENCH_REPOS=%q", v)
-		}
-	}
+	repos := benchRepos(b, 100_000)
 	ctx := context.Background()
 	for i := range b.N {
 		b.StopTimer()
@@ -154,4 +148,18 @@ func seedFleet(b *testing.B, st *store.Store, repos int) {
 		FROM secrets x JOIN scan_scopes sc ON sc.id = x.scope_id JOIN shards sh ON sh.id = sc.shard_id
 		WHERE sc.policy_hash = 'new' AND abs(hashtext(x.secret_hash)) % 50 = 0`)
 	sqlExec(b, st, `VACUUM ANALYZE`)
+}
+
+// benchRepos is the fleet size a benchmark seeds: GITFLEET_BENCH_REPOS, or
+// def.
+func benchRepos(b *testing.B, def int) int {
+	v := os.Getenv("GITFLEET_BENCH_REPOS")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 100 {
+		b.Fatalf("GITFLEET_BENCH_REPOS=%q: want a number of at least 100", v)
+	}
+	return n
 }

@@ -3,8 +3,6 @@ package store_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -20,13 +18,7 @@ import (
 // are candidates. It prints the pages, the slowest page and the whole
 // pass, then the validity summary of the fleet.
 func BenchmarkValidationCandidates(b *testing.B) {
-	repos := 25_000
-	if v := os.Getenv("GITFLEET_BENCH_REPOS"); v != "" {
-		var err error
-		if repos, err = strconv.Atoi(v); err != nil || repos < 100 {
-			b.Fatalf("GITFLEET_BENCH_REPOS=%q", v)
-		}
-	}
+	repos := benchRepos(b, 25_000)
 	ctx := context.Background()
 	for i := range b.N {
 		b.StopTimer()
