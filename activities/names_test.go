@@ -24,6 +24,7 @@ func TestWorkflowsScheduleRegisteredActivities(t *testing.T) {
 			&activities.Cleanup{}},
 			append(append([]string{}, workflows.ActivityNames...), workflows.SnapshotActivityNames...)},
 		{"runner-<id>", []any{&activities.Runner{}}, workflows.RunnerActivityNames},
+		{"gitfleet:git:<worker>", []any{&activities.Builds{}}, workflows.BuildActivityNames},
 	} {
 		methods := map[string]bool{}
 		for _, v := range tc.structs {

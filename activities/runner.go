@@ -481,15 +481,7 @@ func (r *Runner) allowed(what string, ref name.Reference) error {
 }
 
 // nameOptions marks a reference to one of the Insecure registries.
-func (r *Runner) nameOptions(ref string) []name.Option {
-	host, _, _ := strings.Cut(ref, "/")
-	for _, h := range r.Insecure {
-		if h == host {
-			return []name.Option{name.Insecure}
-		}
-	}
-	return nil
-}
+func (r *Runner) nameOptions(ref string) []name.Option { return nameOptions(r.Insecure, ref) }
 
 // imageSize is the bytes of an image's manifest, config and layers.
 func imageSize(img v1.Image) (int64, error) {

@@ -100,10 +100,12 @@ Configuration comes from the environment:
   GITFLEET_FINDING_KEY the key itself, instead of a file
   GITFLEET_LOG_LEVEL   debug, info, warn, error (default info)
   GITFLEET_LOG_FORMAT  console or json (default console)
-  GITFLEET_REGISTRY    runners: where builds are pushed, host:port/path
-  GITFLEET_INSECURE_REGISTRIES  runners: registries (host:port, comma-separated) spoken to over plain HTTP
+  GITFLEET_REGISTRY    workers: where snapshot builds are pushed, host:port/path (a build runs on the
+                       repository's worker, from its mirror); runners: allowed to pull from
+  GITFLEET_INSECURE_REGISTRIES  workers and runners: registries (host:port, comma-separated) spoken to over
+                                plain HTTP
   GITFLEET_SNAPSHOT_SOURCES     runners: registries (host[:port][/path], comma-separated) snapshots and base
-                                images may come from, besides GITFLEET_REGISTRY's host
+                                images may come from, besides GITFLEET_REGISTRY's host; workers: base images
   GITFLEET_PEER_TOKEN           runners: the fleet's token for the peer ports, required off loopback (never
                                 logged; GITFLEET_PEER_TOKEN_FILE: a file holding it)
   GITFLEET_RUNNER_HEARTBEAT     runners: heartbeat interval (default 10s)
@@ -282,6 +284,11 @@ func run() error {
 		r.RegisterActivity(&activities.Cleanup{Store: st, Retention: store.Retention(cfg.Retain), Log: log})
 		r.RegisterActivity(&activities.Snapshots{Store: st, Client: c, Propagation: workflows.PropagationFrom(cfg), Log: log})
 	}
+	// Snapshot builds from a repository run where its mirror is (§2, §7).
+	builds := &activities.Builds{Worker: cfg.Fleet.WorkerID, Mirrors: mirrors, Hosts: cfg.Hosts, Registry: cfg.Registry,
+		Insecure: cfg.InsecureRegistries, Sources: cfg.SnapshotSources, Log: log}
+	ownW.RegisterActivity(builds)
+	gitW.RegisterActivity(builds)
 	if err := workflows.EnsureSchedules(ctx, c, workflows.ScheduleConfigFrom(cfg)); err != nil {
 		return err
 	}

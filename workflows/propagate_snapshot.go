@@ -49,7 +49,8 @@ type PropagateSnapshotResult struct {
 
 // PropagateSnapshot puts a snapshot on every eligible runner (architecture §7):
 // a row per runner (a duplicate is not an error), the build first for a
-// snapshot made from a repository, then pulls on each runner's own task
+// snapshot made from a repository (on the repository's owner worker, from
+// its mirror, pushed to the registry), then pulls on each runner's own task
 // queue, sourced by a snapshot.Planner so that the registry sends about one
 // copy and ready runners serve the rest. Each row ends ready or in error
 // with a reason; the snapshot is active once one runner holds it. A
@@ -67,6 +68,7 @@ func PropagateSnapshot(ctx workflow.Context, in PropagateSnapshotInput) (Propaga
 	continues := workflow.GetVersion(ctx, "propagate-continue-as-new", workflow.DefaultVersion, 1) >= 1
 	p.buildBudget = workflow.GetVersion(ctx, "build-budget", workflow.DefaultVersion, 1) >= 1
 	p.busyWaits = workflow.GetVersion(ctx, "busy-is-not-offline", workflow.DefaultVersion, 1) >= 1
+	p.ownerBuilds = workflow.GetVersion(ctx, "build-on-owner", workflow.DefaultVersion, 1) >= 1
 	// A signal asks for one more look after the round in progress; the
 	// signals that started the run are answered by its first round.
 	signals := workflow.GetSignalChannel(ctx, PropagateSignal)
@@ -115,6 +117,10 @@ type propagation struct {
 	// runner's admin queue whether it is alive (version 1 of
 	// "busy-is-not-offline").
 	busyWaits bool
+	// ownerBuilds: a snapshot from a repository is built on the
+	// repository's owner worker, from its mirror, and every runner pulls
+	// it (version 1 of "build-on-owner"; before, one runner built it).
+	ownerBuilds bool
 	// permanent is the first failure no retry will change; lastReason the
 	// latest failure of any kind; transient says whether one may change.
 	permanent, lastReason string
@@ -144,7 +150,19 @@ func (p *propagation) round(ctx workflow.Context) error {
 		return p.abandon(ctx, "no runner is ready to take it (see 'starter runner list')")
 	}
 	if p.snap.Digest == "" && len(pending) > 0 {
-		if p.snap.Kind == snapshot.KindRepo {
+		if p.snap.Kind == snapshot.KindRepo && p.ownerBuilds {
+			if err := p.buildOnOwner(ctx, pending[0]); err != nil {
+				return err
+			}
+			if p.snap.Digest == "" { // the build failed: nothing to pull
+				return p.settle(ctx)
+			}
+			// The pulls' windows start now: the build's time was its own.
+			now := workflow.Now(ctx)
+			for i := range pending {
+				pending[i].UpdatedAt = now
+			}
+		} else if p.snap.Kind == snapshot.KindRepo {
 			if err := p.build(ctx, pending[0], fleet.Runners); err != nil {
 				return err
 			}
@@ -260,7 +278,8 @@ func (p *propagation) finish(ctx workflow.Context, row snapshot.Row, pullErr err
 	return p.ready(ctx, key, []snapshot.RowState{snapshot.RowPulling})
 }
 
-// build makes the image on one runner, which then holds it ready.
+// build makes the image on one runner, which then holds it ready (before
+// "build-on-owner").
 func (p *propagation) build(ctx workflow.Context, row snapshot.Row, runners map[string]snapshot.Runner) error {
 	key := RowKey{RunnerID: row.RunnerID, Snapshot: p.in.Name}
 	if err := p.transition(ctx, key, []snapshot.RowState{snapshot.RowPulling}, snapshot.RowBuilding, ""); err != nil {
@@ -294,6 +313,36 @@ func (p *propagation) build(ctx workflow.Context, row snapshot.Row, runners map[
 		return err
 	}
 	return p.ready(ctx, key, []snapshot.RowState{snapshot.RowBuilding})
+}
+
+// buildOnOwner builds the image on the repository's owner worker, from
+// its mirror (architecture §2, "Repository affinity"), placed as a
+// collection's Git work is, and records it for the runners to pull. A
+// failed build is row's (the first runner waiting for the snapshot), as
+// it was when that runner built: the row shows the reason, and the
+// reconcile retries it as a build, a bounded number of times.
+func (p *propagation) buildOnOwner(ctx workflow.Context, row snapshot.Row) error {
+	key := RowKey{RunnerID: row.RunnerID, Snapshot: p.in.Name}
+	if err := p.setState(ctx, snapshot.Building, ""); err != nil {
+		return err
+	}
+	repo, err := repoid.Parse(p.snap.Repo, "")
+	if err != nil {
+		return p.abandon(ctx, err.Error())
+	}
+	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Building snapshot %s from %s@%.12s on the repository's worker", p.in.Name, p.snap.Repo, p.snap.Commit))
+	var r BuildResult
+	err = runGit(ctx, &GitPlace{Repo: &repo}, p.t.ownerBuildOptions(), activityBuildSnapshotFromMirror, BuildInput{
+		Snapshot: p.in.Name, Repo: repo, ExternalID: p.snap.ExternalID, Commit: p.snap.Commit, BaseImage: p.snap.BaseImage,
+	}, &r)
+	if err != nil {
+		reason, permanent := buildFailureReason(err)
+		return p.failWith(ctx, key, reason, permanent)
+	}
+	if err := p.record(ctx, r.ImageRef, r.Digest); err != nil {
+		return err
+	}
+	return p.setState(ctx, snapshot.Pulling, "")
 }
 
 func (p *propagation) record(ctx workflow.Context, ref, digest string) error {

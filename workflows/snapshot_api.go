@@ -44,6 +44,9 @@ const (
 	activityListSnapshotImages  = "ListSnapshotImages"  // → []snapshot.Held (before "reconcile-paged")
 	// A runner's admin queue (snapshot.AdminTaskQueue) as well.
 	activityListSnapshotImagesPage = "ListSnapshotImagesPage" // PageInput → []snapshot.Held
+
+	// The repository's owner worker (activities.Builds, its Git queue).
+	activityBuildSnapshotFromMirror = "BuildSnapshotFromMirror" // BuildInput → BuildResult
 )
 
 // SnapshotActivityNames lists the activities on the gitfleet task queue;
@@ -65,6 +68,8 @@ var (
 	RunnerAdminActivityNames = []string{
 		activityRemoveSnapshotImage, activityListSnapshotImages, activityListSnapshotImagesPage,
 	}
+	// BuildActivityNames are the builds on the workers' Git queues.
+	BuildActivityNames = []string{activityBuildSnapshotFromMirror}
 )
 
 // PrepareRunnersInput asks for the runners a snapshot goes to.
@@ -223,7 +228,8 @@ type PullResult struct {
 	BySource map[string]int64 `json:"bySource,omitempty"`
 }
 
-// BuildInput asks a runner to build a snapshot from a collected commit.
+// BuildInput asks the repository's owner worker (before "build-on-owner":
+// a runner) to build a snapshot from a collected commit.
 type BuildInput struct {
 	Snapshot   string    `json:"snapshot"`
 	Repo       repoid.ID `json:"repository"`
@@ -297,6 +303,18 @@ func (t PullTiming) buildOptions(runnerID string) workflow.ActivityOptions {
 	o.StartToCloseTimeout = t.BuildAttempt
 	o.HeartbeatTimeout = t.buildHeartbeat()
 	return o
+}
+
+// ownerBuildOptions are a build's on the repository's owner worker: its
+// own budget; runGit sets the queue and the bound on the wait for the
+// owner to take it (then the build is placed again).
+func (t PullTiming) ownerBuildOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout:    t.BuildAttempt,
+		ScheduleToCloseTimeout: t.BuildWindow,
+		HeartbeatTimeout:       t.buildHeartbeat(),
+		RetryPolicy:            retryPolicy(0),
+	}
 }
 
 // buildHeartbeat is a build's heartbeat timeout: at least 30s, whatever

@@ -3,6 +3,7 @@ package unittest
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -26,6 +27,8 @@ func newSnapshotEnv() *testsuite.TestWorkflowEnvironment {
 	env.RegisterWorkflow(workflows.PropagateSnapshot)
 	env.RegisterActivity(&activities.Snapshots{})
 	env.RegisterActivity(&activities.Runner{})
+	env.RegisterActivity(&activities.Builds{})
+	env.RegisterActivity(&activities.Activities{})
 	return env
 }
 
@@ -62,9 +65,24 @@ func TestPropagateSnapshotContinuesAsNewWhileSignalsKeepComing(t *testing.T) {
 // (snapshot.BuildFailure: retried by the reconcile a bounded number of
 // times) and the snapshot kept in error, and it ran with a build's budget,
 // not a pull attempt's. Before, it took the pull's ten minutes an attempt
-// and its reason was a pull's timeout, retried for ever.
+// and its reason was a pull's timeout, retried for ever. So on a runner
+// (before "build-on-owner") and on the repository's owner worker.
 func TestABuildThatRunsOutOfTimeFailsAsABuild(t *testing.T) {
+	for _, tc := range []struct {
+		name, activity string
+		version        workflow.Version
+	}{
+		{"on a runner", "BuildSnapshot", workflow.DefaultVersion},
+		{"on the owner worker", "BuildSnapshotFromMirror", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) { buildOutOfTime(t, tc.activity, tc.version) })
+	}
+}
+
+func buildOutOfTime(t *testing.T, buildActivity string, version workflow.Version) {
 	env := newSnapshotEnv()
+	env.OnGetVersion("build-on-owner", workflow.DefaultVersion, 1).Return(version)
+	env.OnActivity("PlaceGitWork", mock.Anything, mock.Anything).Return("gitfleet:git:w1", nil)
 	const commit = "0123456789abcdef0123456789abcdef01234567"
 	env.OnActivity("LoadSnapshot", mock.Anything, mock.Anything).Return(
 		snapshot.Snapshot{Name: "b", Kind: snapshot.KindRepo, Repo: "h.example/o/r", Commit: commit, State: snapshot.Pending}, nil)
@@ -90,11 +108,11 @@ func TestABuildThatRunsOutOfTimeFailsAsABuild(t *testing.T) {
 	})
 	var budget time.Duration
 	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
-		if info.ActivityType.Name == "BuildSnapshot" {
+		if info.ActivityType.Name == buildActivity {
 			budget = info.Deadline.Sub(info.StartedTime)
 		}
 	})
-	env.OnActivity("BuildSnapshot", mock.Anything, mock.Anything).Return(workflows.BuildResult{},
+	env.OnActivity(buildActivity, mock.Anything, mock.Anything).Return(workflows.BuildResult{},
 		temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, nil))
 	env.ExecuteWorkflow(workflows.PropagateSnapshot, workflows.PropagateSnapshotInput{Name: "b"})
 	if err := env.GetWorkflowError(); err != nil {
@@ -111,5 +129,70 @@ func TestABuildThatRunsOutOfTimeFailsAsABuild(t *testing.T) {
 	}
 	if st := states[len(states)-1]; st.State != snapshot.Error {
 		t.Errorf("snapshot state %+v, want error (kept for a retry)", st)
+	}
+}
+
+// A snapshot from a repository is built on the repository's owner worker
+// (the queue PlaceGitWork names), and every runner pulls the built image,
+// the first one included: no runner builds. Before "build-on-owner" the
+// first runner built it on its own queue.
+func TestARepositorySnapshotIsBuiltOnTheOwnerAndPulledByEveryRunner(t *testing.T) {
+	env := newSnapshotEnv()
+	const commit = "0123456789abcdef0123456789abcdef01234567"
+	env.OnActivity("LoadSnapshot", mock.Anything, mock.Anything).Return(
+		snapshot.Snapshot{Name: "b", Kind: snapshot.KindRepo, Repo: "h.example/o/r", Commit: commit, State: snapshot.Pending}, nil)
+	env.OnActivity("PrepareSnapshotRunners", mock.Anything, mock.Anything).Return(workflows.Fleet{
+		Runners: map[string]snapshot.Runner{"r1": {ID: "r1"}, "r2": {ID: "r2"}},
+		ToPull:  []snapshot.Row{{RunnerID: "r1", SnapshotRef: "b", State: snapshot.RowPulling}, {RunnerID: "r2", SnapshotRef: "b", State: snapshot.RowPulling}},
+		Rows:    2}, nil)
+	env.OnActivity("PlaceGitWork", mock.Anything, mock.Anything).Return("gitfleet:git:w1", nil)
+	env.OnActivity("BuildSnapshotFromMirror", mock.Anything, mock.Anything).Return(
+		workflows.BuildResult{ImageRef: "reg.example/gitfleet/b:0123456789ab", Digest: "sha256:0f"}, nil)
+	env.OnActivity("RecordSnapshotImage", mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity("SetSnapshotState", mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity("ActivateSnapshot", mock.Anything, mock.Anything).Return(true, nil)
+	var mu sync.Mutex
+	var moves []workflows.TransitionRowInput
+	env.OnActivity("TransitionSnapshotRow", mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in workflows.TransitionRowInput) (bool, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			moves = append(moves, in)
+			return true, nil
+		})
+	var pulls []workflows.PullInput
+	env.OnActivity("PullSnapshot", mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in workflows.PullInput) (workflows.PullResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			pulls = append(pulls, in)
+			return workflows.PullResult{Digest: "sha256:0f"}, nil
+		})
+	queues := map[string]string{}
+	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		mu.Lock()
+		defer mu.Unlock()
+		queues[info.ActivityType.Name] = info.TaskQueue
+	})
+	env.ExecuteWorkflow(workflows.PropagateSnapshot, workflows.PropagateSnapshotInput{Name: "b"})
+	var res workflows.PropagateSnapshotResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if q := queues["BuildSnapshotFromMirror"]; q != "gitfleet:git:w1" {
+		t.Errorf("the build ran on %q, want the owner's queue gitfleet:git:w1", q)
+	}
+	if q, ok := queues["BuildSnapshot"]; ok {
+		t.Errorf("a runner built the snapshot (on %s)", q)
+	}
+	if len(pulls) != 2 || res.Ready != 2 || res.Digest != "sha256:0f" {
+		t.Errorf("pulls %+v, result %+v: want both runners to pull the built image", pulls, res)
+	}
+	for _, m := range moves {
+		if m.To == snapshot.RowBuilding || !slices.Equal(m.From, []snapshot.RowState{snapshot.RowPulling}) || m.To != snapshot.RowReady {
+			t.Errorf("row moved %+v, want pulling → ready only", m)
+		}
 	}
 }

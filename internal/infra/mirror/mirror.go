@@ -595,3 +595,10 @@ func Head(ctx context.Context, remoteURL string) (string, error) {
 	_, head := headOf(refs)
 	return head, nil
 }
+
+// TempDir creates a scratch directory under the root's tmp/ (a build's
+// spooled layer): the caller removes it; one a killed process left is
+// removed by the next New once a day old.
+func (m *Mirrors) TempDir(pattern string) (string, error) {
+	return os.MkdirTemp(filepath.Join(m.root, "tmp"), pattern)
+}

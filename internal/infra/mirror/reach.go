@@ -111,3 +111,26 @@ func peel(st interface {
 	}
 	return plumbing.ZeroHash, errors.New("tag chain longer than 10")
 }
+
+// HoldsCommit reports whether the local mirror of remoteURL holds commit
+// sha and so can be read for it without a request to the remote (a commit
+// a force push left behind included: it is the commit asked for, checked
+// against its id when read). A missing or unreadable mirror holds nothing.
+func (m *Mirrors) HoldsCommit(remoteURL, sha string) bool {
+	if !plumbing.IsHash(sha) {
+		return false
+	}
+	path := m.Path(remoteURL)
+	repo, err := git.PlainOpen(path)
+	if err != nil {
+		return false
+	}
+	st, release := withPackWriter(repo.Storer, path)
+	defer release()
+	o, err := st.EncodedObject(plumbing.AnyObject, plumbing.NewHash(sha))
+	if err != nil || o.Type() != plumbing.CommitObject {
+		return false
+	}
+	touch(path)
+	return true
+}

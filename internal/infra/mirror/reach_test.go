@@ -50,3 +50,29 @@ func TestReaches(t *testing.T) {
 		}
 	}
 }
+
+// A mirror holds the commits its syncs fetched, and nothing before its
+// first sync or from another repository.
+func TestHoldsCommit(t *testing.T) {
+	fg, m := setup(t)
+	ctx := context.Background()
+	for _, n := range []string{"held", "other"} {
+		if _, err := fg.CreateRepo("acme", n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c1 := mustCommit(t, fg, "acme", "held", "a.txt")
+	other := mustCommit(t, fg, "acme", "other", "b.txt")
+	url := fg.CloneURL("acme", "held")
+	if m.HoldsCommit(url, c1) {
+		t.Fatal("no mirror yet, and it holds the commit")
+	}
+	if _, err := m.Sync(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	for sha, want := range map[string]bool{c1: true, other: false, "nope": false} {
+		if got := m.HoldsCommit(url, sha); got != want {
+			t.Errorf("HoldsCommit(%s) = %t, want %t", sha, got, want)
+		}
+	}
+}
