@@ -439,12 +439,13 @@ func TestCollectOrgPrivateThroughApp(t *testing.T) {
 	mustFailPermanent(t, err, "not granted to the GitHub App")
 }
 
-// A snapshot of a private repository's commit: the runner's build fetches
-// it through the App, as the collection did.
+// A snapshot of a private repository's commit: the repository's worker
+// builds it from the mirror its collection fetched through the App.
 func TestBuildOfAPrivateRepository(t *testing.T) {
 	reg := startRegistry(t, ociregistry.Options{})
 	builder := startRunner(t, "build-private", runnerOpts{registry: reg.Addr() + "/gitfleet"})
 	org, _ := privateOrg(t)
+	startOwnerWorker(t, org+"-w", reg.Addr()+"/gitfleet")
 	privateRepo(t, org, "vault")
 	res := mustCollect(t, id(org, "vault"), identity.CaseNew)
 	cb := codebase(t, res.CodebaseID)
