@@ -168,7 +168,8 @@ type Config struct {
 	LocalRoot    string
 	// GitHubConcurrency bounds each token's API requests in flight.
 	GitHubConcurrency int
-	// Snapshots: Registry is where runners push builds ("host:port/path").
+	// Snapshots: Registry is where workers push builds ("host:port/path"; a
+	// build runs on the repository's worker) and runners may pull from.
 	// The durations bound pulls (zero: the workflows' defaults), Fanout is
 	// how many pulls a ready runner serves at once.
 	Registry string
