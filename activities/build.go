@@ -138,9 +138,10 @@ func (b *Builds) build(ctx context.Context, in workflows.BuildInput) (res workfl
 // request to the Git host), else after a sync, else after fetching the
 // commit by id into it (a commit no branch or tag reaches, pinned under
 // its synthetic ref). It returns the URL the mirror is kept under, and
-// what was fetched ("", "sync", "commit").
+// what was fetched ("nothing", "sync", "commit").
 func (b *Builds) open(ctx context.Context, host vcs.Host, want repoid.ID, commit string) (_ *git.Repository, at, fetched string, err error) {
 	url := host.CloneURL(want.Owner, want.Name)
+	fetched = "nothing"
 	if !b.Mirrors.HoldsCommit(url, commit) {
 		remote, err := b.Mirrors.Sync(ctx, url)
 		if err != nil {

@@ -481,7 +481,7 @@ func (a *app) demo(ctx context.Context, fg *forge.Forge) error {
 	if err := a.collect(ctx, c, []repoid.ID{{Host: host, Owner: "acme", Name: "payments"}}, true); err != nil {
 		return err
 	}
-	fmt.Fprintln(a.stdout, "\n==> Demo: a snapshot of demo/hello-world's collected commit, built on one runner and pulled by the others")
+	fmt.Fprintln(a.stdout, "\n==> Demo: a snapshot of demo/hello-world's collected commit, built on the worker from its mirror and pulled by the runners")
 	snap, err := a.snapshotRequest(ctx, "hello-world", "", host+"/demo/hello-world", "")
 	if err != nil {
 		return err
