@@ -265,6 +265,42 @@ func (a *Activities) ApplyIdentity(ctx context.Context, in workflows.ApplyIdenti
 	return res, nil
 }
 
+// ConfirmCodebase settles a collection in one step when its sync proved
+// the codebase: the live codebase holding the name has, as its last
+// commit, the head the remote advertised — case B, with no API request and
+// no fetch (as ResolveIdentity decides it). It applies the decision and,
+// when the codebase's last scan is current (ScanNeeded), records the
+// collection too. Otherwise it returns the lookup, for ResolveIdentity to
+// go on from. Each step is idempotent, so a retry repeats them safely.
+func (a *Activities) ConfirmCodebase(ctx context.Context, in workflows.ConfirmCodebaseInput) (workflows.ConfirmCodebaseResult, error) {
+	byName, err := a.LookupCodebase(ctx, in.Cloned)
+	if err != nil {
+		return workflows.ConfirmCodebaseResult{}, err
+	}
+	out := workflows.ConfirmCodebaseResult{ByName: byName}
+	if byName == nil || in.Head == "" || byName.LastCommitSHA != in.Head {
+		return out, nil
+	}
+	applied, err := a.ApplyIdentity(ctx, workflows.ApplyIdentityInput{Key: in.Key, WorkflowID: in.WorkflowID, RunID: in.RunID,
+		Observation: identity.Observation{Repo: in.Cloned, ExpectByNameID: byName.ID, VerifiedSHA: in.Head,
+			Head: in.Head, DefaultBranch: in.DefaultBranch}})
+	if err != nil || applied.Changed {
+		return out, err // rows moved under a concurrent collection: ResolveIdentity looks again
+	}
+	out.Confirmed = &workflows.ResolveIdentityResult{Case: applied.Case, CodebaseID: applied.CodebaseID,
+		Owner: applied.Owner, Name: applied.Name, RetiredCodebaseID: applied.RetiredID}
+	current, err := a.Store.ScanCurrent(ctx, applied.CodebaseID, in.RefsDigest, a.Policy)
+	if err != nil || !current {
+		return out, AppError(err)
+	}
+	if err := a.CompleteCollection(ctx, workflows.CompleteCollectionInput{Key: in.Key, CodebaseID: applied.CodebaseID,
+		Commit: in.Head, RefsDigest: in.RefsDigest}); err != nil {
+		return out, err
+	}
+	out.Recorded = true
+	return out, nil
+}
+
 // MarkStale marks a codebase whose repository no longer exists.
 func (a *Activities) MarkStale(ctx context.Context, codebaseID int64) error {
 	return AppError(a.Store.MarkStale(ctx, codebaseID, a.now()))

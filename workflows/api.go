@@ -108,7 +108,7 @@ const (
 // setOutcome records how a run ended in SAOutcome and the memo (runs
 // recorded before it replay without).
 func setOutcome(ctx workflow.Context, outcome, detail string) {
-	if workflow.GetVersion(ctx, "outcome-attributes", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if version(ctx, "outcome-attributes", 1) == workflow.DefaultVersion {
 		return
 	}
 	_ = workflow.UpsertTypedSearchAttributes(ctx, SAOutcome.ValueSet(outcome))
@@ -207,6 +207,7 @@ const (
 	activityExplainRefusal       = "ExplainRefusal"       // repoid.ID → RefusalResult
 	activityPlaceGitWork         = "PlaceGitWork"         // PlaceGitWorkInput → task queue
 	activityScanNeeded           = "ScanNeeded"           // ScanNeededInput → bool
+	activityConfirmCodebase      = "ConfirmCodebase"      // ConfirmCodebaseInput → ConfirmCodebaseResult
 
 	// Shard execution (activities.Shards).
 	activityEnsureShard     = "EnsureShard"     // shard.Spec → shard id
@@ -237,6 +238,7 @@ var ActivityNames = []string{
 	activitySyncMirror, activityLookupCodebase, activityVerifyCommit, activityLookupRepository, activityApplyIdentity,
 	activityMarkStale, activityCompleteCollection, activityFailCollection, activityResetFailures,
 	activityDeleteStaleCodebases, activityCodebaseShard, activityExplainRefusal, activityPlaceGitWork, activityScanNeeded,
+	activityConfirmCodebase,
 	activityEnsureShard, activityAcquireShard, activitySyncShardMirror, activityScanShard, activityCheckpointShard,
 	activityParkShard,
 	activityListDue, activityCheckHeads, activityStartCollect, activityStartCollects, activityRunningCollects,
@@ -294,6 +296,31 @@ type VerifyCommitInput struct {
 type ScanNeededInput struct {
 	CodebaseID int64  `json:"codebaseId"`
 	RefsDigest string `json:"refsDigest"`
+}
+
+// ConfirmCodebaseInput is what a collection's sync saw, for the one-step
+// confirmation of a repository whose head is its codebase's last commit.
+type ConfirmCodebaseInput struct {
+	// Key, WorkflowID and RunID identify the collection, as in
+	// ApplyIdentityInput and CompleteCollectionInput.
+	Key           string    `json:"key"`
+	WorkflowID    string    `json:"workflowId"`
+	RunID         string    `json:"runId"`
+	Cloned        repoid.ID `json:"cloned"`
+	Head          string    `json:"head,omitempty"`
+	DefaultBranch string    `json:"defaultBranch,omitempty"`
+	RefsDigest    string    `json:"refsDigest,omitempty"`
+}
+
+// ConfirmCodebaseResult is how far the confirmation went.
+type ConfirmCodebaseResult struct {
+	// ByName is the live codebase holding the name (nil: none), as looked
+	// up: ResolveIdentity goes on from it when nothing was confirmed.
+	ByName *identity.Codebase `json:"byName,omitempty"`
+	// Confirmed is the identity applied (case B), or nil.
+	Confirmed *ResolveIdentityResult `json:"confirmed,omitempty"`
+	// Recorded: the scan was current too, and the collection is recorded.
+	Recorded bool `json:"recorded,omitempty"`
 }
 
 // ApplyIdentityInput is one collection's observation, to be applied.

@@ -54,16 +54,21 @@ type CollectResult struct {
 // clone because the repository moved under it.
 const maxResolveAttempts = 5
 
-// Collect mirrors a repository, resolves which codebase it is (child
-// workflow ResolveIdentity) and records the collection.
+// Collect mirrors a repository, resolves which codebase it is and records
+// the collection. A repository whose head is its codebase's last commit is
+// settled in one activity (ConfirmCodebase), which also records the
+// collection when the last scan is current: its re-collection is a place,
+// a sync and that step. Anything else is resolved by the child workflow
+// ResolveIdentity, and scanned by the child ExecuteShard.
 func Collect(ctx workflow.Context, in CollectInput) (CollectResult, error) {
+	ctx = withBaseline(ctx, collectBaseline)
 	info := workflow.GetInfo(ctx)
 	key := info.WorkflowExecution.ID + "/" + info.WorkflowExecution.RunID
 	out := CollectResult{Requested: in.Repo}
 
 	// A person asking again clears the failure streak that took the
 	// repository out of automatic refresh.
-	if v := workflow.GetVersion(ctx, "manual-resets-failures", workflow.DefaultVersion, 1); v == 1 && in.Trigger == "manual" {
+	if version(ctx, "manual-resets-failures", 1) == 1 && in.Trigger == "manual" {
 		if err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityResetFailures, in.Repo).Get(ctx, nil); err != nil {
 			return out, fail(ctx, key, in.Repo, "reset failures", err)
 		}
@@ -71,6 +76,9 @@ func Collect(ctx workflow.Context, in CollectInput) (CollectResult, error) {
 
 	var resolved ResolveIdentityResult
 	var synced SyncMirrorResult
+	// confirmed: the sync proved the codebase (ConfirmCodebase), and
+	// recorded: the collection is recorded with it.
+	var confirmed, recorded bool
 	// Where the repository is fetched from: the request, unless the API
 	// said it moved after git refused the name.
 	from := in.Repo
@@ -95,6 +103,21 @@ func Collect(ctx workflow.Context, in CollectInput) (CollectResult, error) {
 		out.Commit, out.DefaultBranch, out.Empty = synced.Head, synced.DefaultBranch, synced.Empty
 
 		workflow.SetCurrentDetails(ctx, fmt.Sprintf("Resolving the identity of %s", synced.Cloned))
+		var known ConfirmCodebaseResult
+		looked := version(ctx, confirmChange, 1) == 1
+		if looked {
+			err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityConfirmCodebase, ConfirmCodebaseInput{
+				Key: key, WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,
+				Cloned: synced.Cloned, Head: synced.Head, DefaultBranch: synced.DefaultBranch, RefsDigest: synced.RefsDigest,
+			}).Get(ctx, &known)
+			if err != nil {
+				return out, fail(ctx, key, in.Repo, "resolve identity", err)
+			}
+			if known.Confirmed != nil {
+				resolved, confirmed, recorded = *known.Confirmed, true, known.Recorded
+				break
+			}
+		}
 		child := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 			// Derived from the input, not the run: stable under replay.
 			WorkflowID: CollectWorkflowID(in.Repo) + "/identity",
@@ -103,7 +126,7 @@ func Collect(ctx workflow.Context, in CollectInput) (CollectResult, error) {
 		err := workflow.ExecuteChildWorkflow(child, ResolveIdentity, ResolveIdentityInput{
 			Key: key, WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,
 			Cloned: synced.Cloned, Head: synced.Head, DefaultBranch: synced.DefaultBranch, ClonedAt: synced.StartedAt,
-			RefsDigest: synced.RefsDigest, Place: place,
+			RefsDigest: synced.RefsDigest, Place: place, Known: known.ByName, Looked: looked,
 		}).Get(ctx, &resolved)
 		if err == nil {
 			break
@@ -117,7 +140,7 @@ func Collect(ctx workflow.Context, in CollectInput) (CollectResult, error) {
 		// A cancel during the pause ends the collection (runs recorded
 		// before went on to the next sync, which the cancel then failed).
 		if err := workflow.Sleep(ctx, time.Duration(out.Attempts)*time.Second); err != nil &&
-			workflow.GetVersion(ctx, collectCancelChange, workflow.DefaultVersion, 1) == 1 {
+			version(ctx, collectCancelChange, 1) == 1 {
 			return out, fail(ctx, key, in.Repo, "resolve identity", err)
 		}
 	}
@@ -125,8 +148,8 @@ func Collect(ctx workflow.Context, in CollectInput) (CollectResult, error) {
 	out.Repository = repoid.ID{Host: in.Repo.Host, Owner: resolved.Owner, Name: resolved.Name}
 
 	// Runs recorded before collections scanned for secrets replay without it.
-	if v := workflow.GetVersion(ctx, "scan-after-identity", workflow.DefaultVersion, 1); v == 1 && !out.Empty {
-		out.ScanCurrent = scanCurrent(ctx, out, synced.RefsDigest)
+	if version(ctx, "scan-after-identity", 1) == 1 && !out.Empty {
+		out.ScanCurrent = recorded || (!confirmed && scanCurrent(ctx, out, synced.RefsDigest))
 		if !out.ScanCurrent {
 			if err := scanCodebase(ctx, &out, synced.RefsDigest, place); err != nil {
 				return out, fail(ctx, key, in.Repo, "scan", err)
@@ -134,15 +157,23 @@ func Collect(ctx workflow.Context, in CollectInput) (CollectResult, error) {
 		}
 	}
 
-	workflow.SetCurrentDetails(ctx, "Recording the collection")
-	err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityCompleteCollection, CompleteCollectionInput{
-		Key: key, CodebaseID: out.CodebaseID, Commit: out.Commit, RefsDigest: synced.RefsDigest,
-	}).Get(ctx, nil)
-	if err != nil {
-		return out, fail(ctx, key, in.Repo, "record collection", err)
+	if !recorded {
+		workflow.SetCurrentDetails(ctx, "Recording the collection")
+		err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityCompleteCollection, CompleteCollectionInput{
+			Key: key, CodebaseID: out.CodebaseID, Commit: out.Commit, RefsDigest: synced.RefsDigest,
+		}).Get(ctx, nil)
+		if err != nil {
+			return out, fail(ctx, key, in.Repo, "record collection", err)
+		}
 	}
-	_ = workflow.UpsertTypedSearchAttributes(ctx, SACase.ValueSet(string(out.Case)), SACodebase.ValueSet(out.CodebaseID))
-	setOutcome(ctx, OutcomeCollected, fmt.Sprintf("case %s (%s), codebase %d, at %s", out.Case, out.Case.Describe(), out.CodebaseID, out.Repository))
+	if version(ctx, confirmChange, 1) == 1 {
+		// One upsert of what the Web UI shows; the result holds the rest.
+		_ = workflow.UpsertTypedSearchAttributes(ctx, SACase.ValueSet(string(out.Case)), SACodebase.ValueSet(out.CodebaseID),
+			SAOutcome.ValueSet(OutcomeCollected))
+	} else {
+		_ = workflow.UpsertTypedSearchAttributes(ctx, SACase.ValueSet(string(out.Case)), SACodebase.ValueSet(out.CodebaseID))
+		setOutcome(ctx, OutcomeCollected, fmt.Sprintf("case %s (%s), codebase %d, at %s", out.Case, out.Case.Describe(), out.CodebaseID, out.Repository))
+	}
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Collected %s: case %s (%s), codebase %d",
 		out.Repository, out.Case, out.Case.Describe(), out.CodebaseID))
 	return out, nil
@@ -163,7 +194,7 @@ func refused(ctx workflow.Context, repo repoid.ID, err error) (*repoid.ID, error
 	if class != errclass.Permanent || (reason != errclass.ReasonNotFound && reason != errclass.ReasonPermissionDenied) {
 		return nil, err
 	}
-	if workflow.GetVersion(ctx, "refused-asks-api", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if version(ctx, "refused-asks-api", 1) == workflow.DefaultVersion {
 		return nil, err
 	}
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Git refused %s: asking the API why", repo))
@@ -196,7 +227,7 @@ func refused(ctx workflow.Context, repo repoid.ID, err error) (*repoid.ID, error
 // scan. Any doubt (the check failed) scans. Runs recorded before
 // (version skip-current-scan) always scanned.
 func scanCurrent(ctx workflow.Context, out CollectResult, refsDigest string) bool {
-	if workflow.GetVersion(ctx, "skip-current-scan", workflow.DefaultVersion, 1) == workflow.DefaultVersion ||
+	if version(ctx, "skip-current-scan", 1) == workflow.DefaultVersion ||
 		out.Case != identity.CaseSame || refsDigest == "" {
 		return false
 	}
@@ -236,6 +267,12 @@ func scanCodebase(ctx workflow.Context, out *CollectResult, refsDigest string, p
 	return nil
 }
 
+// confirmChange: the runs that confirm an unchanged repository in one
+// activity (ConfirmCodebase) — no ResolveIdentity child, and no
+// CompleteCollection when the scan is current — and that set what the Web
+// UI shows in one upsert at the end.
+const confirmChange = "confirm-codebase"
+
 // collectCancelChange: the runs in which a cancel is a cancel — recorded as
 // cancelled, charged to nobody, ending the run as cancelled — and in which
 // a cancel during the pause before resolving again ends the run.
@@ -248,7 +285,7 @@ const collectCancelChange = "collect-cancel"
 // and returns the cancel (see cancelled).
 func fail(ctx workflow.Context, key string, repo repoid.ID, step string, cause error) error {
 	if (ctx.Err() != nil || temporal.IsCanceledError(cause)) &&
-		workflow.GetVersion(ctx, collectCancelChange, workflow.DefaultVersion, 1) == 1 {
+		version(ctx, collectCancelChange, 1) == 1 {
 		return cancelled(ctx, key, repo, step, cause)
 	}
 	class, reason := classOf(cause)

@@ -121,6 +121,7 @@ var (
 // continues it). Runs recorded before parkedFailsChange complete with a
 // Parked result.
 func ExecuteShard(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResult, error) {
+	ctx = withBaseline(ctx, shardBaseline)
 	out, err := executeShard(ctx, in)
 	switch {
 	case temporal.IsCanceledError(err):
@@ -129,7 +130,7 @@ func ExecuteShard(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResul
 	case out.Status == shard.Parked:
 		msg := fmt.Sprintf("shard %d parked: %s", out.ShardID, out.ParkReason)
 		setOutcome(ctx, OutcomeParked, msg)
-		if workflow.GetVersion(ctx, parkedFailsChange, workflow.DefaultVersion, 1) == 1 {
+		if version(ctx, parkedFailsChange, 1) == 1 {
 			return out, temporal.NewApplicationErrorWithOptions(msg, string(errclass.Permanent), temporal.ApplicationErrorOptions{
 				NonRetryable: true, Details: []any{out.ParkReason, out},
 			})
@@ -193,11 +194,11 @@ func executeShard(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResul
 	owner := workflow.GetInfo(ctx).WorkflowExecution.ID + "/" + workflow.GetInfo(ctx).WorkflowExecution.RunID
 	// Runs recorded before a job synced its mirror once sync here and again
 	// in the scan.
-	oneSync := workflow.GetVersion(ctx, "one-mirror-sync", workflow.DefaultVersion, 1) == 1
+	oneSync := version(ctx, "one-mirror-sync", 1) == 1
 	refs := in.RefsDigest
 	// Runs recorded before it park a shard whose errors outlast their
 	// budget ("too many errors"), and end with the first pass.
-	failureModel := workflow.GetVersion(ctx, "shard-failure-model", workflow.DefaultVersion, 1) == 1
+	failureModel := version(ctx, "shard-failure-model", 1) == 1
 	lost := 0       // leases lost to another owner
 	var found int64 // new secrets, over the passes
 	place := in.Place
@@ -262,7 +263,7 @@ func executeShard(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResul
 		case err == nil:
 			enter(PhaseOuterCheckpointed, fmt.Sprintf("shard %d is %s", out.ShardID, out.Status))
 			if found > 0 &&
-				workflow.GetVersion(ctx, validateAfterScan, workflow.DefaultVersion, 1) == 1 && validationOn(ctx) {
+				version(ctx, validateAfterScan, 1) == 1 && validationOn(ctx) {
 				startValidation(ctx, out.ShardID, in.Spec.Key, place)
 			}
 			return out, nil

@@ -57,7 +57,7 @@ const affinityChange = "repository-affinity"
 // placing the work first if it is not placed yet, and again when the owner
 // does not take it within the bound.
 func runGit(ctx workflow.Context, place *GitPlace, o workflow.ActivityOptions, name string, arg, result any) error {
-	if workflow.GetVersion(ctx, affinityChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if version(ctx, affinityChange, 1) == workflow.DefaultVersion {
 		return workflow.ExecuteActivity(gitWork(ctx, o), name, arg).Get(ctx, result)
 	}
 	base := workflow.GetInfo(ctx).TaskQueueName

@@ -34,6 +34,11 @@ type ResolveIdentityInput struct {
 	// Place is where the sync ran: VerifyCommit runs there, on the mirror
 	// the sync left (empty in runs recorded before: placed anew).
 	Place GitPlace `json:"place,omitzero"`
+	// Looked: Collect looked the name up already (ConfirmCodebase), and
+	// Known is what it found (nil: no live codebase holds the name); the
+	// first round goes on from it. A later round looks again.
+	Known  *identity.Codebase `json:"known,omitempty"`
+	Looked bool               `json:"looked,omitempty"`
 }
 
 // ResolveIdentityResult is the decision that was applied.
@@ -71,7 +76,9 @@ func ResolveIdentity(ctx workflow.Context, in ResolveIdentityInput) (ResolveIden
 	var out ResolveIdentityResult
 	for round := 1; round <= maxApplyRounds; round++ {
 		var byName *identity.Codebase
-		if err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityLookupCodebase, in.Cloned).Get(ctx, &byName); err != nil {
+		if round == 1 && in.Looked {
+			byName = in.Known
+		} else if err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityLookupCodebase, in.Cloned).Get(ctx, &byName); err != nil {
 			return out, err
 		}
 		verified := verify(ctx, in, byName)

@@ -2,6 +2,7 @@ package workflows_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"gitfleet/activities"
+	"gitfleet/internal/devstack/actions"
 	"gitfleet/internal/devstack/testenv"
 	"gitfleet/internal/domain/identity"
 	"gitfleet/internal/domain/repoid"
@@ -46,7 +48,7 @@ func TestRecollectionOfAnUnchangedRepositorySkipsTheScan(t *testing.T) {
 		t.Helper()
 		opts := workflows.CollectOptions(r)
 		opts.TaskQueue = queue
-		run, err := env.Client.ExecuteWorkflow(ctx, opts, workflows.Collect, workflows.CollectInput{Repo: r, Trigger: "manual"})
+		run, err := env.Client.ExecuteWorkflow(ctx, opts, workflows.Collect, workflows.CollectInput{Repo: r, Trigger: "sweep"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,16 +72,54 @@ func TestRecollectionOfAnUnchangedRepositorySkipsTheScan(t *testing.T) {
 		}
 		return res, children
 	}
+	// scheduled lists the activities the last run scheduled.
+	scheduled := func() []string {
+		t.Helper()
+		var names []string
+		it := env.Client.GetWorkflowHistory(ctx, last.GetID(), last.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			e, err := it.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a := e.GetActivityTaskScheduledEventAttributes(); a != nil {
+				names = append(names, a.GetActivityType().GetName())
+			}
+		}
+		return names
+	}
 	r := id(o, "app")
 	createRepo(t, o, "app", "README.md")
 	if res, children := collect(r); res.Case != identity.CaseNew || res.ScanCurrent || len(children) != 2 {
 		t.Fatalf("first collection: %+v, children %v; want case A, scanned", res, children)
 	}
 	res, children := collect(r)
-	if res.Case != identity.CaseSame || !res.ScanCurrent || res.Scan != nil || len(children) != 1 || children[0] != "ResolveIdentity" {
-		t.Fatalf("unchanged re-collection: %+v, children %v; want case B, no scan, ResolveIdentity only", res, children)
+	if res.Case != identity.CaseSame || !res.ScanCurrent || res.Scan != nil || len(children) != 0 {
+		t.Fatalf("unchanged re-collection: %+v, children %v; want case B, no scan, no child", res, children)
 	}
-	recordHistory(t, "collect-scan-current", last.GetID(), last.GetRunID())
+	recordHistory(t, "collect-confirmed", last.GetID(), last.GetRunID())
+	// What it costs (architecture, "Capacity"): placed, synced, confirmed;
+	// one upsert of the Web UI's attributes beside the baseline's version.
+	if got, want := scheduled(), []string{"PlaceGitWork", "SyncMirror", "ConfirmCodebase"}; !slices.Equal(got, want) {
+		t.Fatalf("unchanged re-collection ran %v, want %v", got, want)
+	}
+	c, err := actions.Of(ctx, env.Client, last.GetID(), last.GetRunID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Workflows != 1 || c.Upserts != 2 || c.Memos != 0 || c.Timers != 0 || c.Billable() > 6 {
+		t.Fatalf("unchanged re-collection cost %s; want 1 workflow, 3 activities, 2 upserts, no memo: 6 actions before heartbeats", c)
+	}
+	d, err := env.Client.DescribeWorkflowExecution(ctx, last.GetID(), last.GetRunID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := d.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()
+	for _, k := range []string{"GitfleetCase", "GitfleetOutcome", "GitfleetCodebase"} {
+		if sa[k] == nil {
+			t.Errorf("the Web UI has no %s: %v", k, sa)
+		}
+	}
 	commitFiles(t, o, "app", map[string]string{"new.txt": "x\n"})
 	if res, children := collect(r); res.ScanCurrent || res.Scan == nil || len(children) != 2 {
 		t.Fatalf("re-collection with a new commit: %+v, children %v; want it scanned", res, children)

@@ -3,6 +3,7 @@ package unittest
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -10,8 +11,10 @@ import (
 	"gitfleet/workflows"
 
 	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"gitfleet/activities"
 	"gitfleet/internal/domain/identity"
@@ -59,7 +62,7 @@ func TestCollectVerifiedNeedsNoAPI(t *testing.T) {
 	var a *activities.Activities
 	known := &identity.Codebase{ID: 7, ExternalID: "100", Owner: "alice", Name: "repo", LastCommitSHA: "c1"}
 	env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(workflows.SyncMirrorResult{Cloned: repo, Head: "c2", DefaultBranch: "main"}, nil)
-	env.OnActivity(a.LookupCodebase, mock.Anything, repo).Return(known, nil)
+	env.OnActivity(a.ConfirmCodebase, mock.Anything, mock.Anything).Return(workflows.ConfirmCodebaseResult{ByName: known}, nil)
 	env.OnActivity(a.VerifyCommit, mock.Anything, workflows.VerifyCommitInput{Repo: repo, SHA: "c1"}).Return(true, nil)
 	env.OnActivity(a.ApplyIdentity, mock.Anything, mock.MatchedBy(func(in workflows.ApplyIdentityInput) bool {
 		return in.API == nil && in.VerifiedSHA == "c1" && in.ExpectByNameID == 7
@@ -80,20 +83,58 @@ func TestCollectVerifiedNeedsNoAPI(t *testing.T) {
 	env.AssertNotCalled(t, "LookupRepository", mock.Anything, mock.Anything)
 }
 
-func TestCollectHeadEqualToLastCommitSkipsFetch(t *testing.T) {
-	env := newEnv(t)
-	var a *activities.Activities
-	known := &identity.Codebase{ID: 7, ExternalID: "100", Owner: "alice", Name: "repo", LastCommitSHA: "c1"}
-	env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(workflows.SyncMirrorResult{Cloned: repo, Head: "c1"}, nil)
-	env.OnActivity(a.LookupCodebase, mock.Anything, repo).Return(known, nil)
-	env.OnActivity(a.ApplyIdentity, mock.Anything, mock.Anything).Return(identity.Outcome{Case: identity.CaseSame, CodebaseID: 7}, nil)
-	env.OnActivity(a.CompleteCollection, mock.Anything, mock.Anything).Return(nil)
-	env.ExecuteWorkflow(workflows.Collect, workflows.CollectInput{Repo: repo})
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
+// A head that is the codebase's last commit is proof of case B: the
+// collection confirms it in one activity (ConfirmCodebase), with no child,
+// no fetch and no API request, and when the scan is current that activity
+// records the collection too: nothing is scanned, nothing else runs.
+func TestCollectConfirmsAnUnchangedRepositoryInOneStep(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		recorded bool // the scan was current
+	}{
+		{"scan current", true},
+		{"scan needed", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newEnv(t)
+			var a *activities.Activities
+			env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(workflows.SyncMirrorResult{Cloned: repo, Head: "c1", RefsDigest: "d1"}, nil)
+			env.OnActivity(a.ConfirmCodebase, mock.Anything, mock.MatchedBy(func(in workflows.ConfirmCodebaseInput) bool {
+				return in.Cloned == repo && in.Head == "c1" && in.RefsDigest == "d1" && in.Key != ""
+			})).Return(workflows.ConfirmCodebaseResult{Confirmed: &workflows.ResolveIdentityResult{Case: identity.CaseSame, CodebaseID: 7,
+				Owner: "alice", Name: "repo"}, Recorded: tc.recorded}, nil).Once()
+			completed := 0
+			env.OnActivity(a.CompleteCollection, mock.Anything, mock.Anything).Return(func(context.Context, workflows.CompleteCollectionInput) error {
+				completed++
+				return nil
+			}).Maybe()
+			var children []string
+			env.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, _ converter.EncodedValues) {
+				children = append(children, info.WorkflowType.Name)
+			})
+			env.ExecuteWorkflow(workflows.Collect, workflows.CollectInput{Repo: repo, Trigger: "sweep"})
+			if err := env.GetWorkflowError(); err != nil {
+				t.Fatal(err)
+			}
+			var res workflows.CollectResult
+			if err := env.GetWorkflowResult(&res); err != nil {
+				t.Fatal(err)
+			}
+			if res.Case != identity.CaseSame || res.CodebaseID != 7 || res.ScanCurrent != tc.recorded {
+				t.Errorf("result = %+v", res)
+			}
+			wantChildren, wantCompleted := []string{"ExecuteShard"}, 1
+			if tc.recorded {
+				wantChildren, wantCompleted = nil, 0
+			}
+			if !slices.Equal(children, wantChildren) || completed != wantCompleted {
+				t.Errorf("children %v, CompleteCollection %d times; want %v and %d", children, completed, wantChildren, wantCompleted)
+			}
+			for _, name := range []string{"LookupCodebase", "VerifyCommit", "LookupRepository", "ApplyIdentity", "ScanNeeded"} {
+				env.AssertNotCalled(t, name, mock.Anything, mock.Anything)
+			}
+		})
 	}
-	env.AssertNotCalled(t, "VerifyCommit", mock.Anything, mock.Anything)
-	env.AssertNotCalled(t, "LookupRepository", mock.Anything, mock.Anything)
 }
 
 func TestCollectRaceStartsOverFromTheClone(t *testing.T) {
@@ -102,7 +143,7 @@ func TestCollectRaceStartsOverFromTheClone(t *testing.T) {
 	// First clone still sees the old name; the API already has the new one.
 	env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(workflows.SyncMirrorResult{Cloned: repo, Head: "c1"}, nil).Once()
 	env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(workflows.SyncMirrorResult{Cloned: renamed, Head: "c1"}, nil).Once()
-	env.OnActivity(a.LookupCodebase, mock.Anything, mock.Anything).Return(nil, nil)
+	env.OnActivity(a.ConfirmCodebase, mock.Anything, mock.Anything).Return(workflows.ConfirmCodebaseResult{}, nil)
 	env.OnActivity(a.LookupRepository, mock.Anything, mock.Anything).Return(identity.Repository{ExternalID: "100", Owner: "alice", Name: "renamed"}, nil)
 	env.OnActivity(a.ApplyIdentity, mock.Anything, mock.MatchedBy(func(in workflows.ApplyIdentityInput) bool { return in.Repo == renamed })).
 		Return(identity.Outcome{Case: identity.CaseMoved, CodebaseID: 3, Owner: "alice", Name: "renamed"}, nil).Once()
@@ -126,7 +167,7 @@ func TestCollectNotFoundMarksStaleAndFailsPermanent(t *testing.T) {
 	var a *activities.Activities
 	known := &identity.Codebase{ID: 9, ExternalID: "100", Owner: "alice", Name: "repo", LastCommitSHA: "c1"}
 	env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(workflows.SyncMirrorResult{Cloned: repo, Head: "c5"}, nil)
-	env.OnActivity(a.LookupCodebase, mock.Anything, repo).Return(known, nil)
+	env.OnActivity(a.ConfirmCodebase, mock.Anything, mock.Anything).Return(workflows.ConfirmCodebaseResult{ByName: known}, nil)
 	env.OnActivity(a.VerifyCommit, mock.Anything, mock.Anything).Return(false, nil)
 	env.OnActivity(a.LookupRepository, mock.Anything, repo).Return(identity.Repository{}, permanent(errclass.ReasonNotFound)).Once()
 	env.OnActivity(a.ExplainRefusal, mock.Anything, repo).Return(workflows.RefusalResult{Refusal: identity.RefusedGone, CodebaseID: 9,
@@ -195,7 +236,7 @@ func TestCollectRetryableSyncErrorIsRetried(t *testing.T) {
 		}
 		return workflows.SyncMirrorResult{Cloned: repo, Head: "c1"}, nil
 	})
-	env.OnActivity(a.LookupCodebase, mock.Anything, repo).Return(nil, nil)
+	env.OnActivity(a.ConfirmCodebase, mock.Anything, mock.Anything).Return(workflows.ConfirmCodebaseResult{}, nil)
 	env.OnActivity(a.LookupRepository, mock.Anything, repo).Return(identity.Repository{ExternalID: "1", Owner: "alice", Name: "repo"}, nil)
 	env.OnActivity(a.ApplyIdentity, mock.Anything, mock.Anything).Return(identity.Outcome{Case: identity.CaseNew, CodebaseID: 1}, nil)
 	env.OnActivity(a.CompleteCollection, mock.Anything, mock.Anything).Return(nil)
@@ -245,22 +286,22 @@ func TestCollectStrikesOnlyTheRepositorysOwnFailures(t *testing.T) {
 		}, false, ""},
 		{"the API token expired", func(env *testsuite.TestWorkflowEnvironment, a *activities.Activities) {
 			env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(workflows.SyncMirrorResult{Cloned: repo, Head: "c1"}, nil)
-			env.OnActivity(a.LookupCodebase, mock.Anything, repo).Return(nil, nil)
+			env.OnActivity(a.ConfirmCodebase, mock.Anything, mock.Anything).Return(workflows.ConfirmCodebaseResult{}, nil)
 			env.OnActivity(a.LookupRepository, mock.Anything, repo).Return(identity.Repository{}, permanent(errclass.ReasonPermissionDenied))
 		}, false, ""},
 		{"the database rejects the write", func(env *testsuite.TestWorkflowEnvironment, a *activities.Activities) {
 			env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(workflows.SyncMirrorResult{Cloned: repo, Head: "c1"}, nil)
-			env.OnActivity(a.LookupCodebase, mock.Anything, repo).Return(nil, permanent("database rejected the statement"))
+			env.OnActivity(a.ConfirmCodebase, mock.Anything, mock.Anything).Return(workflows.ConfirmCodebaseResult{}, permanent("database rejected the statement"))
 		}, false, ""},
 		{name: "a parked scan, out of budget", parked: "too many errors", setUp: func(env *testsuite.TestWorkflowEnvironment, a *activities.Activities) {
 			env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(workflows.SyncMirrorResult{Cloned: repo, Head: "c1"}, nil)
-			env.OnActivity(a.LookupCodebase, mock.Anything, repo).Return(nil, nil)
+			env.OnActivity(a.ConfirmCodebase, mock.Anything, mock.Anything).Return(workflows.ConfirmCodebaseResult{}, nil)
 			env.OnActivity(a.LookupRepository, mock.Anything, repo).Return(identity.Repository{ExternalID: "1", Owner: "alice", Name: "repo"}, nil)
 			env.OnActivity(a.ApplyIdentity, mock.Anything, mock.Anything).Return(identity.Outcome{Case: identity.CaseNew, CodebaseID: 7}, nil)
 		}},
 		{name: "a parked scan, corrupt", parked: errclass.ReasonCorrupt, strike: true, setUp: func(env *testsuite.TestWorkflowEnvironment, a *activities.Activities) {
 			env.OnActivity(a.SyncMirror, mock.Anything, repo).Return(workflows.SyncMirrorResult{Cloned: repo, Head: "c1"}, nil)
-			env.OnActivity(a.LookupCodebase, mock.Anything, repo).Return(nil, nil)
+			env.OnActivity(a.ConfirmCodebase, mock.Anything, mock.Anything).Return(workflows.ConfirmCodebaseResult{}, nil)
 			env.OnActivity(a.LookupRepository, mock.Anything, repo).Return(identity.Repository{ExternalID: "1", Owner: "alice", Name: "repo"}, nil)
 			env.OnActivity(a.ApplyIdentity, mock.Anything, mock.Anything).Return(identity.Outcome{Case: identity.CaseNew, CodebaseID: 7}, nil)
 		}},
