@@ -163,15 +163,18 @@ func tick(ctx context.Context, every time.Duration, fn func() bool) (stop func()
 	return func() { close(done) }
 }
 
-func (a *Activities) logger(ctx context.Context) *zap.Logger {
-	l := a.Log
-	if l == nil {
-		l = zap.NewNop()
+func (a *Activities) logger(ctx context.Context) *zap.Logger { return activityLogger(ctx, a.Log) }
+
+// activityLogger is base (nil: none) with the activity ctx runs, if any,
+// and fields.
+func activityLogger(ctx context.Context, base *zap.Logger, fields ...zap.Field) *zap.Logger {
+	if base == nil {
+		base = zap.NewNop()
 	}
 	if activity.IsActivity(ctx) {
 		info := activity.GetInfo(ctx)
-		l = l.With(zap.String("activity", info.ActivityType.Name), zap.String("workflowId", info.WorkflowExecution.ID),
+		fields = append(fields, zap.String("activity", info.ActivityType.Name), zap.String("workflowId", info.WorkflowExecution.ID),
 			zap.Int32("attempt", info.Attempt))
 	}
-	return l
+	return base.With(fields...)
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"go.temporal.io/sdk/activity"
 	"go.uber.org/zap"
 
 	"gitfleet/internal/domain/repoid"
@@ -175,17 +174,7 @@ func (b *Builds) open(ctx context.Context, host vcs.Host, want repoid.ID, commit
 }
 
 func (b *Builds) logger(ctx context.Context) *zap.Logger {
-	l := b.Log
-	if l == nil {
-		l = zap.NewNop()
-	}
-	l = l.With(zap.String("worker", b.Worker))
-	if activity.IsActivity(ctx) {
-		info := activity.GetInfo(ctx)
-		l = l.With(zap.String("activity", info.ActivityType.Name), zap.String("workflowId", info.WorkflowExecution.ID),
-			zap.Int32("attempt", info.Attempt))
-	}
-	return l
+	return activityLogger(ctx, b.Log, zap.String("worker", b.Worker))
 }
 
 // nameOptions marks a reference to one of the insecure registries.

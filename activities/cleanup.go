@@ -115,5 +115,5 @@ func deleteStale(ctx context.Context, st *store.Store, cutoff time.Time) (int64,
 }
 
 func (c *Cleanup) logger(ctx context.Context) *zap.Logger {
-	return (&Activities{Log: c.Log}).logger(ctx)
+	return activityLogger(ctx, c.Log)
 }

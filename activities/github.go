@@ -162,5 +162,5 @@ func (g *GitHub) ListCachedRepos(ctx context.Context, in workflows.ListCachedRep
 }
 
 func (g *GitHub) logger(ctx context.Context) *zap.Logger {
-	return (&Activities{Log: g.Log}).logger(ctx)
+	return activityLogger(ctx, g.Log)
 }

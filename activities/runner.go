@@ -554,15 +554,5 @@ func RegisterRunner(pulls, admin worker.ActivityRegistry, r *Runner) {
 }
 
 func (r *Runner) logger(ctx context.Context) *zap.Logger {
-	l := r.Log
-	if l == nil {
-		l = zap.NewNop()
-	}
-	l = l.With(zap.String("runner", r.ID))
-	if activity.IsActivity(ctx) {
-		info := activity.GetInfo(ctx)
-		l = l.With(zap.String("activity", info.ActivityType.Name), zap.String("workflowId", info.WorkflowExecution.ID),
-			zap.Int32("attempt", info.Attempt))
-	}
-	return l
+	return activityLogger(ctx, r.Log, zap.String("runner", r.ID))
 }
