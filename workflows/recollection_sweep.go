@@ -119,6 +119,9 @@ const (
 	// sweepBoundedRunningChange: the runs that start only while fewer than
 	// MaxRunning Collects run.
 	sweepBoundedRunningChange = "sweep-bounded-running"
+	// sweepUnseenStartedChange: the runs that count as unseen the starts a
+	// window made, not the window's size.
+	sweepUnseenStartedChange = "sweep-unseen-started"
 	// DefaultMaxRunning is how many Collects may run at once before a
 	// sweep waits (GITFLEET_SWEEP_MAX_RUNNING).
 	DefaultMaxRunning = 100
@@ -300,6 +303,10 @@ func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepRe
 	// recorded before) one StartCollect a repository.
 	batched := workflow.GetVersion(ctx, sweepBatchedStartsChange, workflow.DefaultVersion, 1) == 1
 	bounded := batched && workflow.GetVersion(ctx, sweepBoundedRunningChange, workflow.DefaultVersion, 1) == 1
+	// Runs recorded before counted a whole window as unseen, however few
+	// it started: a page with two changed repositories left no room for
+	// the next, and the sweep waited RunningPoll after every such page.
+	countsStarted := bounded && workflow.GetVersion(ctx, sweepUnseenStartedChange, workflow.DefaultVersion, 1) == 1
 	if in.MaxRunning <= 0 {
 		in.MaxRunning = DefaultMaxRunning
 	}
@@ -376,13 +383,16 @@ func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepRe
 			} else if full(1) {
 				return handOver()
 			}
+			unseen = window
+			if countsStarted {
+				unseen = min(window, len(in.Pending))
+			}
 			if err := startBatch(ctx, &in, window, &stats, fail, &scheduled); err != nil {
 				if stats.Halted {
 					return finish(ctx, stats)
 				}
 				return stats, err
 			}
-			unseen = window
 			workflow.SetCurrentDetails(ctx, "Sweeping: "+stats.String())
 		}
 		for len(in.Pending) > 0 {

@@ -334,3 +334,44 @@ func TestSweepBoundsTheRunningCollects(t *testing.T) {
 	}
 	t.Logf("%s; at most %d running, %d counts", res, peak, counts)
 }
+
+// A window that starts fewer repositories than it could leaves the rest of
+// the room to the next: pages with a few changed repositories each go
+// through without waiting. (Before, a window counted as unseen all it
+// could have started, so the next found no room and waited RunningPoll:
+// a sweep of 100,000 repositories waited after every page with a change.)
+func TestSweepWaitsOnlyForRunsItStarted(t *testing.T) {
+	const pages, changedPerPage = 4, 2
+	env, a := newSweepEnv()
+	cands := dueCandidates(pages * changedPerPage)
+	page := 0
+	env.OnActivity(a.ListDue, mock.Anything, mock.Anything).Return(func(context.Context, workflows.SweepPageInput) (workflows.SweepPage, error) {
+		p := workflows.SweepPage{Considered: changedPerPage, Due: cands[page*changedPerPage : (page+1)*changedPerPage], Done: page == pages-1}
+		page++
+		return p, nil
+	})
+	env.OnActivity(a.CheckHeads, mock.Anything, mock.Anything).Return(func(_ context.Context, r workflows.CheckHeadsRequest) ([]workflows.HeadOutcome, error) {
+		out := make([]workflows.HeadOutcome, len(r.Repos))
+		for i := range out {
+			out[i] = workflows.HeadChanged
+		}
+		return out, nil
+	})
+	// The count always lags: it sees none of the runs started.
+	env.OnActivity(a.RunningCollects, mock.Anything).Return(0, nil)
+	env.OnActivity(a.StartCollects, mock.Anything, mock.Anything).Return(func(_ context.Context, in workflows.StartCollectsInput) ([]workflows.StartOutcome, error) {
+		out := make([]workflows.StartOutcome, len(in.Repos))
+		for i := range out {
+			out[i] = workflows.StartOutcome{Result: workflows.StartStarted}
+		}
+		return out, nil
+	})
+	env.ExecuteWorkflow(workflows.RecollectionSweep, workflows.RecollectionSweepInput{Now: time.Now(), MaxRunning: 10})
+	var res workflows.SweepResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Started != pages*changedPerPage || res.Waits != 0 {
+		t.Fatalf("result = %+v, want all %d started without a wait (%d running at most, of 10)", res, pages*changedPerPage, 2*changedPerPage)
+	}
+}

@@ -50,9 +50,17 @@ func ago(d time.Duration) *time.Duration { return &d }
 func setUp(t *testing.T, now time.Time, o string, repos []sweepRepo) map[string]int64 {
 	t.Helper()
 	ids := map[string]int64{}
-	for _, r := range repos {
+	// Collected all at once, as the worker's slots allow.
+	runs := make([]client.WorkflowRun, len(repos))
+	for i, r := range repos {
 		createRepo(t, o, r.name, "a.txt")
-		res := mustCollect(t, id(o, r.name), identity.CaseNew)
+		runs[i] = startCollect(t, id(o, r.name))
+	}
+	for i, r := range repos {
+		var res workflows.CollectResult
+		if err := runs[i].Get(ctxTimeout(t, 5*time.Minute), &res); err != nil || res.Case != identity.CaseNew {
+			t.Fatalf("collect %s: %+v, %v; want case A", r.name, res, err)
+		}
 		ids[r.name] = res.CodebaseID
 		if r.changeAfterDone {
 			commit(t, o, r.name, "b.txt")
@@ -89,9 +97,11 @@ func runSweep(t *testing.T, in workflows.RecollectionSweepInput) workflows.Sweep
 		// (GetVersion sweep-event-budget), recollection-sweep-budget.json one
 		// after it with a StartCollect a repository,
 		// recollection-sweep-batched.json one with batched starts (GetVersion
-		// sweep-batched-starts); this is one that counts the running Collects
-		// before it starts (GetVersion sweep-bounded-running).
-		recordHistory(t, "recollection-sweep-bounded", run.GetID(), run.GetRunID())
+		// sweep-batched-starts); recollection-sweep-bounded.json one that
+		// counts the running Collects before it starts (GetVersion
+		// sweep-bounded-running); this is one that counts as unseen only the
+		// runs a window started (GetVersion sweep-unseen-started).
+		recordHistory(t, "recollection-sweep-unseen-started", run.GetID(), run.GetRunID())
 	}
 	return res
 }
