@@ -25,7 +25,7 @@ import (
 // fleetWorker is one worker of a small fleet in this process: its own
 // mirror directory, polling its own Git queue.
 type fleetWorker struct {
-	id      string
+	id, dir string
 	mirrors *mirror.Mirrors
 	w       worker.Worker
 }
@@ -33,7 +33,9 @@ type fleetWorker struct {
 // A repository's Git work runs on the worker that owns it: collected and
 // re-collected with its scans, each repository is mirrored once, on its
 // owner; a worker that stops taking work while its Git work waits in its
-// queue hands it to the next owner once it is silent, within the bound.
+// queue hands it to the next owner once it is silent, within the bound;
+// restarted on its mirror directory, it has its repositories back and
+// fetches into their mirrors instead of cloning them.
 func TestRepositoryAffinity(t *testing.T) {
 	ctx := context.Background()
 	o := owner(t)
@@ -51,11 +53,11 @@ func TestRepositoryAffinity(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer control()
-	fleet := map[string]*fleetWorker{}
-	var ids []string
-	for i := range 3 {
-		fw := &fleetWorker{id: fmt.Sprintf("%s-w%d", o, i)}
-		if fw.mirrors, err = mirror.New(filepath.Join(t.TempDir(), fw.id), nil); err != nil {
+	// start starts (or restarts) worker id on its mirror directory.
+	start := func(id, dir string) *fleetWorker {
+		t.Helper()
+		fw := &fleetWorker{id: id, dir: dir}
+		if fw.mirrors, err = mirror.New(dir, nil); err != nil {
 			t.Fatal(err)
 		}
 		fw.w = worker.New(env.Client, workflows.WorkerGitQueue(queue, fw.id), worker.Options{DisableWorkflowWorker: true})
@@ -64,12 +66,18 @@ func TestRepositoryAffinity(t *testing.T) {
 		if err := fw.w.Start(); err != nil {
 			t.Fatal(err)
 		}
-		defer fw.w.Stop()
+		t.Cleanup(fw.w.Stop)
 		if err := env.Store.RegisterWorker(ctx, fw.id, queue); err != nil {
 			t.Fatal(err)
 		}
-		fleet[fw.id] = fw
-		ids = append(ids, fw.id)
+		return fw
+	}
+	fleet := map[string]*fleetWorker{}
+	var ids []string
+	for i := range 3 {
+		id := fmt.Sprintf("%s-w%d", o, i)
+		fleet[id] = start(id, filepath.Join(t.TempDir(), id))
+		ids = append(ids, id)
 	}
 	collect := func(r repoid.ID) (workflows.CollectResult, client.WorkflowRun) {
 		t.Helper()
@@ -168,6 +176,31 @@ func TestRepositoryAffinity(t *testing.T) {
 	for _, r := range repos[1:] {
 		if ownerOf(r, ids) != gone && ownerOf(r, live) != ownerOf(r, ids) {
 			t.Fatalf("%s moved although its owner is alive", r)
+		}
+	}
+
+	// The gone worker comes back, restarted on its mirror directory: its
+	// repositories are its own again, and their mirrors are fetched into,
+	// not cloned.
+	fleet[gone] = start(gone, fleet[gone].dir)
+	before := fg.Fetches()
+	var back []repoid.ID
+	for _, r := range repos {
+		if ownerOf(r, ids) == gone {
+			commitFiles(t, o, r.Name, map[string]string{"restart.txt": "x\n"})
+			collect(r)
+			back = append(back, r)
+		}
+	}
+	after := fg.Fetches()
+	for _, r := range back {
+		key := r.Owner + "/" + r.Name
+		if clones := after[key].Full - before[key].Full; clones != 0 || !slices.Contains(holders(r), gone) {
+			t.Fatalf("after its owner restarted, %s was cloned %d times and is mirrored on %v; want fetched into %s's mirror",
+				r, clones, holders(r), gone)
+		}
+		if after[key].Incremental == before[key].Incremental {
+			t.Fatalf("after its owner restarted, %s was not fetched: %+v", r, after[key])
 		}
 	}
 }
