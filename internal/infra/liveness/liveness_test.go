@@ -3,7 +3,6 @@ package liveness
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -23,23 +22,31 @@ func TestWatch(t *testing.T) {
 		}
 	})
 	t.Run("bytes keep it alive, and so does work that waits on nothing remote", func(t *testing.T) {
-		var beats atomic.Int64
+		beats := make(chan struct{}, 1)
+		beat := func() {
+			select {
+			case beats <- struct{}{}:
+			default: // the test has not taken the last one yet
+			}
+		}
 		// A stall bound far above the beats: a slow machine does not stall.
-		ctx, stop := Watch(context.Background(), Bounds{Every: 5 * time.Millisecond, Stall: time.Second}, func() { beats.Add(1) })
+		ctx, stop := Watch(context.Background(), Bounds{Every: 5 * time.Millisecond, Stall: time.Second}, beat)
 		m := From(ctx)
+		// Waiting on nothing yet, it beats: after a beat the watch has
+		// read the byte count, so each byte below is news to its next look.
+		waitBeat(t, ctx, beats)
 		done := m.Wait()
-		// Bytes keep arriving, a millisecond apart (the traffic, not a wait
-		// for an outcome), for 20 beats: never stalled, as the stall bound
-		// is 200 beats.
-		for beats.Load() < 20 && ctx.Err() == nil {
+		// A byte arrives at every beat, for 20 beats: never stalled, as the
+		// stall bound is 200 beats.
+		for range 20 {
 			m.Received(1)
-			time.Sleep(time.Millisecond)
+			waitBeat(t, ctx, beats)
 		}
 		done()
 		// Not waiting on the remote (indexing, say): alive without bytes,
-		// past the stall bound.
-		for n := beats.Load(); beats.Load() < n+250 && ctx.Err() == nil; {
-			time.Sleep(time.Millisecond) // spaces the looks; not waiting on the remote, it can never stall
+		// for 250 beats, past the stall bound.
+		for range 250 {
+			waitBeat(t, ctx, beats)
 		}
 		stop()
 		if err := context.Cause(ctx); !errors.Is(err, context.Canceled) {
@@ -54,4 +61,15 @@ func TestWatch(t *testing.T) {
 			t.Fatal("a context without a meter has one")
 		}
 	})
+}
+
+// waitBeat waits for the watch's next heartbeat; a watch that ended (it
+// took the remote for stalled) fails the test.
+func waitBeat(t *testing.T, ctx context.Context, beats <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-beats:
+	case <-ctx.Done():
+		t.Fatalf("the watch ended: %v", context.Cause(ctx))
+	}
 }
