@@ -116,7 +116,7 @@ func BenchmarkFleet(b *testing.B) {
 			dbGrowth = databaseSize(b) - dbBefore
 		}
 		st := fr.state(b, repos)
-		clones := fullFetches(repos)
+		clones := fetches(repos).Full
 		fmt.Printf("  %-8d %9s %14.2f %14.2f× %15.2f (%s) %14s\n", size, wall.Round(100*time.Millisecond),
 			float64(clones)/float64(n), st.bytesOverOneCopy(), st.spread(fr.ids()), st.shares(fr.ids()), fr.rssMB())
 		if clones != n || st.bytesOverOneCopy() > 1.05 {
@@ -158,11 +158,11 @@ func BenchmarkFleet(b *testing.B) {
 		}
 		walls = append(walls, fr.collectAll(b, repos).Round(100*time.Millisecond).String())
 	}
-	clones := fullFetches(repos)
+	clones := fetches(repos).Full
 	selfSynced := fr.mirrorSyncs() - synced
 	fmt.Printf("\n  %d workers, every repository re-collected 3 times (the 2nd after a new commit in each): %s\n", len(fr.procs), strings.Join(walls, ", "))
 	fmt.Printf("    new clones %d (clones/repo still %.2f), incremental fetches %d, scans that synced a mirror themselves: %d (goal 0)\n",
-		clones, float64(clones+n)/float64(n), incrementalFetches(repos), selfSynced)
+		clones, float64(clones+n)/float64(n), fetches(repos).Incremental, selfSynced)
 	b.ReportMetric(float64(selfSynced), "scans-self-synced")
 	if clones != 0 || selfSynced != 0 {
 		b.Errorf("re-collections: %d new clones, %d scans synced a mirror themselves; want none", clones, selfSynced)
@@ -218,11 +218,11 @@ func BenchmarkFleet(b *testing.B) {
 			}
 		}
 	}
-	churnClones := fullFetches(repos)
+	churnClones := fetches(repos).Full
 	// Clones that made no new mirror (a clone tried again), named, with
 	// what the workers logged of the repository
 	// (GITFLEET_BENCH_FLEET_DEBUG=1), to say why.
-	fetches := fg.Fetches()
+	byRepo := fg.Fetches()
 	var extra []string
 	for _, r := range repos {
 		made := 0
@@ -231,7 +231,7 @@ func BenchmarkFleet(b *testing.B) {
 				made++
 			}
 		}
-		if k := fetches[r.Owner+"/"+r.Name].Full; k > made {
+		if k := byRepo[r.Owner+"/"+r.Name].Full; k > made {
 			extra = append(extra, fmt.Sprintf("%s (%d clones, %d new mirrors, held by %v)", r.Name, k, made, after.holders[r]))
 			if os.Getenv("GITFLEET_BENCH_FLEET_DEBUG") != "" {
 				for _, p := range fr.procs {
@@ -255,7 +255,7 @@ func BenchmarkFleet(b *testing.B) {
 	fmt.Printf("    clones after the change: %d (new mirrors %d, of them on a worker not the owner: %d; goal: only moved repositories collected after the change)\n",
 		churnClones, newMirrors, strays)
 	fmt.Printf("    commits verified by a shallow fetch (the new owner lacked the mirror its job synced on the killed worker): %d\n",
-		shallowFetches(repos))
+		fetches(repos).Shallow)
 	if len(extra) > 0 {
 		fmt.Printf("    clones that made no new mirror: %s\n", strings.Join(extra, "; "))
 	}
@@ -638,32 +638,15 @@ func churnToken(name string) string { return gittest.FakePAT("churn" + name) }
 // URL it is cloned from.
 func placeKey(r repoid.ID) string { return strings.ToLower(fg.CloneURL(r.Owner, r.Name)) }
 
-// fullFetches counts the clones (fetches with no "have") of repos.
-func fullFetches(repos []repoid.ID) int {
+// fetches sums the forge's fetches of repos, by kind: Full are the
+// clones (no "have"), Shallow the fetches of one commit (depth 1, no
+// "have": a commit verified where its mirror is missing).
+func fetches(repos []repoid.ID) forge.Fetches {
 	f := fg.Fetches()
-	n := 0
+	var n forge.Fetches
 	for _, r := range repos {
-		n += f[r.Owner+"/"+r.Name].Full
-	}
-	return n
-}
-
-// shallowFetches counts the fetches of one commit (depth 1, no "have"):
-// a commit verified where its mirror is missing.
-func shallowFetches(repos []repoid.ID) int {
-	f := fg.Fetches()
-	n := 0
-	for _, r := range repos {
-		n += f[r.Owner+"/"+r.Name].Shallow
-	}
-	return n
-}
-
-func incrementalFetches(repos []repoid.ID) int {
-	f := fg.Fetches()
-	n := 0
-	for _, r := range repos {
-		n += f[r.Owner+"/"+r.Name].Incremental
+		k := f[r.Owner+"/"+r.Name]
+		n.Full, n.Incremental, n.Shallow = n.Full+k.Full, n.Incremental+k.Incremental, n.Shallow+k.Shallow
 	}
 	return n
 }
