@@ -49,6 +49,10 @@ func TestImports(t *testing.T) {
 			}},
 		{"the product links no dev stack", true, []string{"./workflows", "./activities", "./worker", "./starter", "./internal/domain/...", "./internal/infra/..."},
 			func(_, imp string) bool { return strings.HasPrefix(imp, "gitfleet/internal/devstack/") }},
+		{"workflows read no configuration and reach no infrastructure but the error classes", false, []string{"./workflows"},
+			func(_, imp string) bool {
+				return strings.HasPrefix(imp, "gitfleet/internal/infra/") && imp != "gitfleet/internal/infra/errclass"
+			}},
 		{"workflows depend on no activity implementation", true, []string{"./workflows"},
 			func(_, imp string) bool {
 				return imp == "gitfleet/activities" || imp == "gitfleet/internal/infra/store"

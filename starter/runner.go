@@ -11,10 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"gitfleet/activities"
 	"gitfleet/internal/domain/snapshot"
 	"gitfleet/internal/domain/textsafe"
 	"gitfleet/internal/infra/store"
-	"gitfleet/workflows"
 )
 
 func (a *app) runnerCmd() *cobra.Command {
@@ -159,7 +159,9 @@ func (a *app) runnerOfflineAfter() time.Duration { return cmp.Or(a.cfg.RunnerOff
 // runnerSilentAfter is how long a runner may go without a heartbeat before
 // it is taken for stopped (and gets no new pulls): a few of its heartbeat
 // intervals.
-func (a *app) runnerSilentAfter() time.Duration { return workflows.RunnerSilentAfter(a.cfg) }
+func (a *app) runnerSilentAfter() time.Duration {
+	return activities.WorkflowSettings(a.cfg).RunnerSilentAfter()
+}
 
 // naturalCompare orders names with their digit runs as numbers: r2 before
 // r10 (and r02 before r2: equal numbers compare as text).

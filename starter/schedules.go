@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
+	"gitfleet/activities"
 	"gitfleet/workflows"
 )
 
@@ -50,7 +51,7 @@ func (a *app) schedulesApplyCmd() *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			sc := workflows.ScheduleConfigFrom(a.cfg)
+			sc := activities.WorkflowSettings(a.cfg).Schedules()
 			if err := workflows.EnsureSchedules(cmd.Context(), c, sc); err != nil {
 				return err
 			}

@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"gitfleet/activities"
 	"gitfleet/internal/domain/snapshot"
 	"gitfleet/internal/domain/textsafe"
 	"gitfleet/internal/infra/store"
@@ -211,7 +212,7 @@ func (a *app) createSnapshot(ctx context.Context, snap snapshot.Snapshot, wait b
 		return err
 	}
 	defer c.Close()
-	in := workflows.PropagationFrom(a.cfg)
+	in := activities.WorkflowSettings(a.cfg).Propagation()
 	in.Name = snap.Name
 	run, err := workflows.StartPropagation(ctx, c, in)
 	if err != nil {

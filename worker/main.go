@@ -282,14 +282,14 @@ func run() error {
 			Heads: activities.LsRemote{Creds: creds}, Policy: scanner.Policy(), Decay: cfg.Decay, Log: log})
 		r.RegisterActivity(&activities.GitHub{Store: st, Box: cfg.TokenBox, Hosts: cfg.Hosts, MaxConcurrent: cfg.GitHubConcurrency, Log: log})
 		r.RegisterActivity(&activities.Cleanup{Store: st, Retention: store.Retention(cfg.Retain), Log: log})
-		r.RegisterActivity(&activities.Snapshots{Store: st, Client: c, Propagation: workflows.PropagationFrom(cfg), Log: log})
+		r.RegisterActivity(&activities.Snapshots{Store: st, Client: c, Propagation: activities.WorkflowSettings(cfg).Propagation(), Log: log})
 	}
 	// Snapshot builds from a repository run where its mirror is (§2, §7).
 	builds := &activities.Builds{Worker: cfg.Fleet.WorkerID, Mirrors: mirrors, Hosts: cfg.Hosts, Registry: cfg.Registry,
 		Insecure: cfg.InsecureRegistries, Sources: cfg.SnapshotSources, Log: log}
 	ownW.RegisterActivity(builds)
 	gitW.RegisterActivity(builds)
-	if err := workflows.EnsureSchedules(ctx, c, workflows.ScheduleConfigFrom(cfg)); err != nil {
+	if err := workflows.EnsureSchedules(ctx, c, activities.WorkflowSettings(cfg).Schedules()); err != nil {
 		return err
 	}
 

@@ -3,22 +3,29 @@ package workflows
 import (
 	"cmp"
 	"time"
-
-	"gitfleet/internal/infra/config"
 )
 
-// The worker and the starter both start propagations and apply the
-// schedules; these keep them reading the configuration the same way.
+// Settings are the operator's settings that the workflows' inputs are
+// made from. The worker and the starter both start propagations and apply
+// the schedules; these keep them reading the configuration the same way.
+// A plain type of the workflows' own: they read no configuration
+// (activities.WorkflowSettings fills it from config.Config).
+type Settings struct {
+	SweepEvery, CleanupEvery, RevalidateEvery, ReconcileEvery time.Duration
+	SweepMaxRunning                                           int
+	RunnerHeartbeat, RunnerOffline                            time.Duration
+	PullAttempt, PullWindow, PullQueue                        time.Duration
+	PullFanout                                                int
+}
 
-// PropagationFrom is how pulls are bounded and spread, from the
-// configuration (zero values: the workflows' defaults). A runner gets new
-// pulls while its heartbeat is fresher than RunnerSilentAfter: one that
-// missed a few heartbeats is most likely stopped, and a pull sent to it
-// would wait for the whole queue bound; the reconcile places the snapshot
-// on it once it is back.
-func PropagationFrom(cfg config.Config) PropagateSnapshotInput {
-	return PropagateSnapshotInput{Fanout: cfg.PullFanout,
-		Timing: PullTiming{Attempt: cfg.PullAttempt, Window: cfg.PullWindow, Queue: cfg.PullQueue, Fresh: RunnerSilentAfter(cfg)}}
+// Propagation is how pulls are bounded and spread (zero values: the
+// workflows' defaults). A runner gets new pulls while its heartbeat is
+// fresher than RunnerSilentAfter: one that missed a few heartbeats is
+// most likely stopped, and a pull sent to it would wait for the whole
+// queue bound; the reconcile places the snapshot on it once it is back.
+func (s Settings) Propagation() PropagateSnapshotInput {
+	return PropagateSnapshotInput{Fanout: s.PullFanout,
+		Timing: PullTiming{Attempt: s.PullAttempt, Window: s.PullWindow, Queue: s.PullQueue, Fresh: s.RunnerSilentAfter()}}
 }
 
 // SilentBeats is how many heartbeats a runner may miss before it is taken
@@ -28,14 +35,14 @@ const SilentBeats = 3
 // RunnerSilentAfter is how long a runner may go without a heartbeat (by
 // the database's clock) before it is taken for stopped: SilentBeats of
 // GITFLEET_RUNNER_HEARTBEAT, at most GITFLEET_RUNNER_OFFLINE_AFTER.
-func RunnerSilentAfter(cfg config.Config) time.Duration {
-	return min(SilentBeats*cmp.Or(cfg.RunnerHeartbeat, 10*time.Second), cmp.Or(cfg.RunnerOffline, 2*time.Minute))
+func (s Settings) RunnerSilentAfter() time.Duration {
+	return min(SilentBeats*cmp.Or(s.RunnerHeartbeat, 10*time.Second), cmp.Or(s.RunnerOffline, 2*time.Minute))
 }
 
-// ScheduleConfigFrom is the schedules' configuration.
-func ScheduleConfigFrom(cfg config.Config) ScheduleConfig {
-	return ScheduleConfig{SweepEvery: cfg.SweepEvery, CleanupEvery: cfg.CleanupEvery, ReconcileEvery: cfg.ReconcileEvery,
-		RevalidateEvery: cfg.RevalidateEvery,
-		Sweep:           RecollectionSweepInput{MaxRunning: cfg.SweepMaxRunning},
-		Reconcile:       ReconcileRunnersInput{OfflineAfter: cfg.RunnerOffline, Queue: cfg.PullQueue}}
+// Schedules is the schedules' configuration.
+func (s Settings) Schedules() ScheduleConfig {
+	return ScheduleConfig{SweepEvery: s.SweepEvery, CleanupEvery: s.CleanupEvery, ReconcileEvery: s.ReconcileEvery,
+		RevalidateEvery: s.RevalidateEvery,
+		Sweep:           RecollectionSweepInput{MaxRunning: s.SweepMaxRunning},
+		Reconcile:       ReconcileRunnersInput{OfflineAfter: s.RunnerOffline, Queue: s.PullQueue}}
 }
