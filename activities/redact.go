@@ -10,8 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"gitfleet/internal/domain/scan"
+	"gitfleet/internal/domain/textsafe"
 	"gitfleet/internal/infra/errclass"
 )
 
@@ -60,12 +62,19 @@ func (s *Shards) redactedError(err error) error {
 // words of the message itself are kept. A name neither quoted nor shaped
 // like one ("Makefile" unquoted) cannot be told from a word: the Git layer
 // quotes the paths it puts in its errors.
+//
+// The message may hold a Git server's own text (a sideband message, a
+// local target's .git file): any white space separates words, and what is
+// kept is made printable (controls, line breaks included, and invisible
+// runes escaped: textsafe.Printable), so that it can neither forge log
+// lines nor hide what follows. Every step of the loop consumes at least
+// one byte of the message, whatever it holds.
 func redact(msg string, digest func(string) string) string {
 	var b strings.Builder
 	for i := 0; i < len(msg); {
-		if msg[i] == ' ' || msg[i] == '\t' || msg[i] == '\n' {
-			b.WriteByte(msg[i])
-			i++
+		if r, size := utf8.DecodeRuneInString(msg[i:]); unicode.IsSpace(r) {
+			b.WriteString(textsafe.Printable(msg[i : i+size]))
+			i += size
 			continue
 		}
 		// Opening punctuation stays: "(open x", "[x".
@@ -89,10 +98,10 @@ func redact(msg string, digest func(string) string) string {
 		i += end
 		core := strings.Trim(field, `"'()[]{}<>,:;`)
 		if core == "" || !nameLike(core) {
-			b.WriteString(field)
+			b.WriteString(textsafe.Printable(field))
 			continue
 		}
-		b.WriteString(strings.Replace(field, core, "‹"+digest(core)+"›", 1))
+		b.WriteString(textsafe.Printable(strings.Replace(field, core, "‹"+digest(core)+"›", 1)))
 	}
 	return b.String()
 }

@@ -5,8 +5,10 @@ import (
 	"encoding/hex"
 	"strings"
 	"testing"
+	"time"
 
 	"gitfleet/internal/domain/scan"
+	"gitfleet/internal/domain/textsafe"
 )
 
 func TestRedact(t *testing.T) {
@@ -104,4 +106,66 @@ func TestRedactionIsKeyed(t *testing.T) {
 	if len(digests) != 2 {
 		t.Error("two keys digest prod.env the same")
 	}
+}
+
+// redactWithin runs redact with a bound: a message it never finishes (it
+// spun forever on a white-space rune other than space, tab and newline) is
+// a failure, not a hung test binary.
+func redactWithin(t testing.TB, msg string) string {
+	t.Helper()
+	done := make(chan string, 1)
+	go func() { done <- redact(msg, (&Shards{}).digest) }()
+	select {
+	case out := <-done:
+		return out
+	case <-time.After(10 * time.Second):
+		t.Fatalf("redact(%q) did not return", msg)
+		return ""
+	}
+}
+
+// A Git server's text reaches redact verbatim: every white space and every
+// control is either kept as space or escaped, names in it are digested, and
+// the result cannot start a new log line.
+func TestRedactServerText(t *testing.T) {
+	for _, tc := range []struct {
+		name, msg string
+		leaks     []string
+		kept      []string
+	}{
+		{"carriage return", "repository is being archived\r\nplease retry at acme/app.git", []string{"acme/app.git", "\r", "\n"}, []string{"repository", "archived", `\x0d`, `\x0a`, "please retry"}},
+		{"vertical tab and form feed", "a\vb\fc prod.env", []string{"prod.env", "\v", "\f"}, []string{`\x0b`, `\x0c`}},
+		{"no-break space", "fatal:\u00a0prod.env\u00a0unreadable", []string{"prod.env"}, []string{"fatal:", "unreadable"}},
+		{"line and paragraph separators", "one\u2028two\u2029deploy/prod.env", []string{"deploy/prod.env", "\u2028", "\u2029"}, []string{`\u2028`, `\u2029`}},
+		{"next line and ideographic space", "x\u0085y\u3000z/secret.txt", []string{"z/secret.txt", "\u0085"}, []string{`\u0085`}},
+		{"only white space", "\r\v\f\u00a0\u2028", []string{"\r", "\v", "\f", "\u2028"}, nil},
+		{"punctuation before white space", "([\u00a0{<\r", []string{"\r"}, []string{"(["}},
+		{"a terminal escape", "\x1b[2Jcleared", []string{"\x1b"}, []string{`\x1b`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := redactWithin(t, tc.msg)
+			for _, l := range tc.leaks {
+				if strings.Contains(got, l) {
+					t.Errorf("%q left in %q", l, got)
+				}
+			}
+			for _, k := range tc.kept {
+				if !strings.Contains(got, k) {
+					t.Errorf("%q missing from %q", k, got)
+				}
+			}
+		})
+	}
+}
+
+// redact returns on every input, and what it returns is printable.
+func FuzzRedact(f *testing.F) {
+	for _, seed := range []string{"repository is being archived\r\nplease retry", "a\u2028b", "\v", "(\u00a0", `"unterminated`, "\xff\xfe prod.env", ""} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, msg string) {
+		if got := redactWithin(t, msg); textsafe.Printable(got) != got {
+			t.Errorf("redact(%q) = %q: not printable", msg, got)
+		}
+	})
 }
