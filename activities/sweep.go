@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -126,13 +127,17 @@ const controls = 3
 // heartbeat. A repository whose branches and tags are those its last
 // collection saw, under unchanged rules, is recorded as checked.
 //
-// Failures are then charged per host (blame.Checks): a refusal (404, 401,
+// Failures are then charged per host (blame.Decide): a refusal (404, 401,
 // 403) is the repository's own — gone or private, counted as its failure,
 // once per sweep — only when the host is seen serving other repositories at
 // the same time, in the batch or, when the batch cannot tell (nothing
 // answered, or many were refused alike), by a control check of repositories
-// known to be there. Any other failure, and a refusal while the host refuses
-// everything, is the host's: HeadFailed, which the sweep's breaker counts.
+// known to be there; and, when several of one owner's repositories are
+// refused alike, only when a control check of that owner's repositories
+// answers: else it is the owner's (an organization enforcing SSO or an IP
+// allow-list), HeadOwnerFailed. Any other failure, and a refusal while the
+// host refuses everything, is the host's: HeadFailed, which the sweep's
+// breaker counts.
 // The outcomes come back in input order, so the workflow can tell
 // consecutive failures.
 func (s *Sweeps) CheckHeads(ctx context.Context, in workflows.CheckHeadsRequest) ([]workflows.HeadOutcome, error) {
@@ -178,9 +183,11 @@ func (s *Sweeps) CheckHeads(ctx context.Context, in workflows.CheckHeadsRequest)
 	return outcomes, nil
 }
 
-// charge decides, host by host, whose doing each failed check was, asking a
-// control check where the batch cannot tell, and counts the repositories'
-// own failures: HeadGone for those, HeadFailed for the host's.
+// charge decides, host by host, whose doing each failed check was
+// (blame.Decide), asking the host's control check and then the owners'
+// where the batch cannot tell, and counts the repositories' own failures:
+// HeadGone for those, HeadFailed for the host's, HeadOwnerFailed (HeadFailed
+// for a request without PerOwner) for an owner's.
 func (s *Sweeps) charge(ctx context.Context, in workflows.CheckHeadsRequest, p CheckHeadsProgress, timeout time.Duration) ([]workflows.HeadOutcome, error) {
 	outcomes := slices.Clone(p.Outcomes)
 	byHost := map[string][]int{}
@@ -196,39 +203,59 @@ func (s *Sweeps) charge(ctx context.Context, in workflows.CheckHeadsRequest, p C
 		checks := make([]blame.Check, len(idx))
 		for j, i := range idx {
 			checks[j] = p.Checks[i]
+			checks[j].Owner = strings.ToLower(in.Repos[i].Repo.Owner)
 		}
-		parties, needControl := blame.Checks(checks, nil)
-		if needControl {
-			up, err := s.hostUp(ctx, host, in.Repos, timeout)
+		var hostUp *bool
+		d := blame.Decide(checks, nil, nil)
+		if d.NeedHost {
+			up, err := s.controlUp(ctx, host, "", in.Repos, timeout)
 			if err != nil {
 				return nil, err
 			}
-			parties, _ = blame.Checks(checks, &up)
+			hostUp = &up
+			d = blame.Decide(checks, hostUp, nil)
 			s.log().Info("control check", zap.String("host", host), zap.Bool("up", up))
 		}
-		for j, i := range idx {
-			if parties[j] != blame.Repository {
-				continue
+		if len(d.NeedOwners) > 0 {
+			ownerUp := map[string]bool{}
+			for _, owner := range d.NeedOwners {
+				up, err := s.controlUp(ctx, host, owner, in.Repos, timeout)
+				if err != nil {
+					return nil, err
+				}
+				ownerUp[owner] = up
+				s.log().Info("control check", zap.String("host", host), zap.String("owner", owner), zap.Bool("up", up))
 			}
-			outcomes[i] = workflows.HeadGone
-			if _, err := s.Store.RecordCheckFailure(ctx, in.Repos[i].CodebaseID, in.Sweep, in.Now); err != nil {
-				return nil, err
+			d = blame.Decide(checks, hostUp, ownerUp)
+		}
+		for j, i := range idx {
+			switch d.Parties[j] {
+			case blame.Owner:
+				outcomes[i] = workflows.HeadFailed
+				if in.PerOwner {
+					outcomes[i] = workflows.HeadOwnerFailed
+				}
+			case blame.Repository:
+				outcomes[i] = workflows.HeadGone
+				if _, err := s.Store.RecordCheckFailure(ctx, in.Repos[i].CodebaseID, in.Sweep, in.Now); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}
 	return outcomes, nil
 }
 
-// hostUp is the control check: it lists up to controls repositories of the
-// host known to be there (collected, readable, outside the batch) at once,
-// and reports whether one answered. A host with none to ask counts as down:
-// nothing is charged to a repository on a guess.
-func (s *Sweeps) hostUp(ctx context.Context, host string, batch []workflows.DueRepo, timeout time.Duration) (bool, error) {
+// controlUp is a control check: it lists up to controls repositories of the
+// host (of owner, when not "") known to be there (collected, readable,
+// outside the batch) at once, and reports whether one answered. Nothing to
+// ask counts as down: nothing is charged to a repository on a guess.
+func (s *Sweeps) controlUp(ctx context.Context, host, owner string, batch []workflows.DueRepo, timeout time.Duration) (bool, error) {
 	exclude := make([]int64, len(batch))
 	for i, r := range batch {
 		exclude[i] = r.CodebaseID
 	}
-	repos, err := s.Store.ControlRepositories(ctx, host, exclude, controls)
+	repos, err := s.Store.ControlRepositories(ctx, host, owner, exclude, controls)
 	if err != nil {
 		return false, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -53,7 +54,7 @@ func (r *remotes) RefsDigest(ctx context.Context, url string) (string, error) {
 		return "", ctx.Err()
 	case strings.HasPrefix(name, "gone"):
 		return "", errclass.Permanentf(errclass.ReasonNotFound, "repository not found")
-	case strings.HasPrefix(name, "private"):
+	case strings.HasPrefix(name, "private"), strings.HasPrefix(name, "sso"):
 		return "", errclass.Permanentf(errclass.ReasonPermissionDenied, "authentication required")
 	case strings.HasPrefix(name, "tls"):
 		return "", errclass.Permanentf(errclass.ReasonUnsupported, "http: server gave HTTP response to HTTPS client")
@@ -79,7 +80,12 @@ func dueRepos(t *testing.T, names ...string) []workflows.DueRepo {
 // collected (so that a control check may list them) when collected.
 func dueReposOn(t *testing.T, host string, collected bool, names ...string) []workflows.DueRepo {
 	t.Helper()
-	owner := fmt.Sprintf("sweep-%d", time.Now().UnixNano())
+	return dueReposOf(t, host, fmt.Sprintf("sweep-%d", time.Now().UnixNano()), collected, names...)
+}
+
+// dueReposOf inserts codebases for names under owner on host.
+func dueReposOf(t *testing.T, host, owner string, collected bool, names ...string) []workflows.DueRepo {
+	t.Helper()
 	var due []workflows.DueRepo
 	for _, n := range names {
 		var id int64
@@ -430,31 +436,54 @@ func TestSweepCheckHeadsRescansUnderNewRules(t *testing.T) {
 	}
 }
 
-// Whose doing a failed check is (blame.Checks, on the real store): a
+// Whose doing a failed check is (blame.Decide, on the real store): a
 // repository refused while others answer is the repository's own (gone,
 // private: a strike); a host that refuses everything — the batch and the
 // repositories known to be there that the control check lists — and
 // failures that are never a repository's (TLS, a timeout) are the host's:
-// HeadFailed, which the sweep's breaker counts, and no strike.
+// HeadFailed, which the sweep's breaker counts, and no strike. Refusals
+// shared by one owner's repositories, whose repositories known to be there
+// are refused too (an organization enforcing SSO or an IP allow-list), are
+// the owner's: HeadOwnerFailed (HeadFailed for a request without PerOwner),
+// and no strike.
 func TestSweepCheckHeadsChargesTheHost(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Second)
+	var sso, others []string
+	for i := range 9 {
+		sso = append(sso, fmt.Sprintf("sso%d", i))
+	}
+	for i := range 11 {
+		others = append(others, fmt.Sprintf("same%d", i))
+	}
 	for _, tc := range []struct {
 		name     string
 		batch    []string
-		controls int  // repositories known to be there, outside the batch
-		down     bool // the host refuses everything
+		others   []string // another owner's, in the batch after batch
+		controls int      // repositories known to be there, outside the batch, of another owner
+		known    []string // the batch owner's repositories known to be there, outside the batch
+		down     bool     // the host refuses everything
+		perOwner bool
 		want     string
 	}{
-		{"refused among answers", []string{"changed", "gone", "private", "same"}, 0, false, "changed gone gone unchanged"},
-		{"TLS among answers", []string{"changed", "tls", "same"}, 0, false, "changed failed unchanged"},
-		{"TLS everywhere", []string{"tls1", "tls2", "tls3"}, 3, false, "failed failed failed"},
-		{"a lone refusal, the host serves the others", []string{"gone"}, 3, false, "gone"},
-		{"a lone refusal, nothing to compare", []string{"gone"}, 0, false, "failed"},
-		{"all refused, the host serves the others", []string{"gone1", "gone2", "gone3", "gone4", "gone5", "gone6"}, 2, false,
-			"gone gone gone gone gone gone"},
-		{"the host refuses everything", []string{"a", "b", "c", "d", "e", "f"}, 3, true, "failed failed failed failed failed failed"},
-		{"most refused alike, the host serves the others", []string{"private1", "private2", "private3", "private4", "private5", "same"}, 1, false,
-			"gone gone gone gone gone unchanged"},
+		{"refused among answers", []string{"changed", "gone", "private", "same"}, nil, 0, nil, false, false, "changed gone gone unchanged"},
+		{"TLS among answers", []string{"changed", "tls", "same"}, nil, 0, nil, false, false, "changed failed unchanged"},
+		{"TLS everywhere", []string{"tls1", "tls2", "tls3"}, nil, 3, nil, false, false, "failed failed failed"},
+		{"a lone refusal, the host serves the others", []string{"gone"}, nil, 3, nil, false, false, "gone"},
+		{"a lone refusal, nothing to compare", []string{"gone"}, nil, 0, nil, false, false, "failed"},
+		{"all refused, the host and the owner serve the others", []string{"gone1", "gone2", "gone3", "gone4", "gone5", "gone6"}, nil, 2,
+			[]string{"known1"}, false, false, "gone gone gone gone gone gone"},
+		// Nothing else of the owner's is known: it may be the owner
+		// refusing gitfleet, so nothing is charged on a guess.
+		{"all refused, the host serves the others, nothing else of the owner's known", []string{"gone1", "gone2", "gone3"}, nil, 2,
+			nil, false, true, "owner-failed owner-failed owner-failed"},
+		{"the host refuses everything", []string{"a", "b", "c", "d", "e", "f"}, nil, 3, nil, true, true, "failed failed failed failed failed failed"},
+		{"most refused alike, the host serves the others", []string{"private1", "private2", "private3", "private4", "private5", "same"}, nil, 1,
+			[]string{"known1"}, false, false, "gone gone gone gone gone unchanged"},
+		// The batch: an organization enforcing SSO, 9 of 20.
+		{"an organization refusing gitfleet, 9 of 20", sso, others, 0, []string{"sso-known1", "sso-known2"}, false, true,
+			strings.TrimSpace(strings.Repeat("owner-failed ", 9) + strings.Repeat("unchanged ", 11))},
+		{"an organization refusing gitfleet, a sweep without owners", sso, others, 0, []string{"sso-known1", "sso-known2"}, false, false,
+			strings.TrimSpace(strings.Repeat("failed ", 9) + strings.Repeat("unchanged ", 11))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			host := fmt.Sprintf("sweep-%d.test", time.Now().UnixNano())
@@ -467,12 +496,16 @@ func TestSweepCheckHeadsChargesTheHost(t *testing.T) {
 				controls = append(controls, fmt.Sprintf("control%d", i))
 			}
 			dueReposOn(t, host, true, controls...)
+			owner := fmt.Sprintf("org-%d", time.Now().UnixNano())
+			dueReposOf(t, host, owner, true, tc.known...)
 			heads := &remotes{calls: map[string]int{}, down: tc.down}
 			s := &activities.Sweeps{Store: env.Store, Hosts: hs, Heads: heads}
-			due := dueReposOn(t, host, false, tc.batch...)
+			due := dueReposOf(t, host, owner, false, tc.batch...)
 			due[0].RefsDigest = "older" // moved on, unless it fails
+			due = append(due, dueReposOn(t, host, false, tc.others...)...)
+			names := append(slices.Clone(tc.batch), tc.others...)
 			in := workflows.CheckHeadsRequest{CheckHeadsInput: workflows.CheckHeadsInput{Repos: due, Now: now},
-				Sweep: "recollection-sweep-test/" + host, RemoteTimeout: time.Second}
+				Sweep: "recollection-sweep-test/" + host, RemoteTimeout: time.Second, PerOwner: tc.perOwner}
 			out, _ := checkHeads(t, s, in, nil)
 			var got []string
 			for _, o := range out {
@@ -487,7 +520,7 @@ func TestSweepCheckHeadsChargesTheHost(t *testing.T) {
 					want = 1
 				}
 				if f := failures(t, due[i].CodebaseID); f != want {
-					t.Errorf("%s (%s): %d failures, want %d", tc.batch[i], o, f, want)
+					t.Errorf("%s (%s): %d failures, want %d", names[i], o, f, want)
 				}
 			}
 		})

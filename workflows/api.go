@@ -451,6 +451,13 @@ const (
 	// HeadGone: the host refused the repository while serving others (gone
 	// or private): counted as the repository's failure (blame.Checks).
 	HeadGone HeadOutcome = "gone"
+	// HeadOwnerFailed: the repository's owner refuses gitfleet (an
+	// organization enforcing SSO or an IP allow-list: several of its
+	// repositories refused alike, and those of its known to be there too):
+	// it counts toward the sweep's breaker for that owner, against no
+	// repository and not the host. Only for a request with PerOwner (a
+	// request without it gets HeadFailed).
+	HeadOwnerFailed HeadOutcome = "owner-failed"
 )
 
 // Payloads of the GitHub cache activities.

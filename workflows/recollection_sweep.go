@@ -67,6 +67,9 @@ type CheckHeadsRequest struct {
 	Sweep string `json:"sweep,omitempty"`
 	// RemoteTimeout bounds each remote; zero means DefaultRemoteTimeout.
 	RemoteTimeout time.Duration `json:"remoteTimeout,omitempty"`
+	// PerOwner: the sweep keeps a breaker per owner too, and takes
+	// HeadOwnerFailed (the runs since GetVersion sweep-host-breaker).
+	PerOwner bool `json:"perOwner,omitempty"`
 }
 
 // StartCollectsInput is StartCollects' input: a window of the sweep's

@@ -10,6 +10,10 @@ const (
 	// Host: the host's or the infrastructure's; it counts toward the
 	// sweep's circuit breaker and against no repository.
 	Host Party = "host"
+	// Owner: the repository's owner refuses gitfleet (an organization
+	// enforcing SSO or an IP allow-list): it counts toward the sweep's
+	// breaker for that owner, against no repository and not the host.
+	Owner Party = "owner"
 )
 
 // The reasons a collection's verdict about a repository fails with. An error

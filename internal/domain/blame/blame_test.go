@@ -105,3 +105,81 @@ func ExampleChecks() {
 	// [host host host] true
 	// [host host host]
 }
+
+func of(owner string, c Check) Check { c.Owner = owner; return c }
+
+func ofAll(owner string, cs ...Check) []Check {
+	out := make([]Check, len(cs))
+	for i, c := range cs {
+		out[i] = of(owner, c)
+	}
+	return out
+}
+
+// Refusals shared by one owner's repositories (an organization enforcing SSO
+// or an IP allow-list) are decided by that owner's control check and, while
+// it does not answer, are the owner's: not the repositories' (they would
+// leave the sweep after 5 sweeps) and not the host's (it serves the others).
+func TestDecideOwners(t *testing.T) {
+	const denied, notFound = "Permanent/permission denied", "Permanent/not found"
+	yes, no := true, false
+	// The batch: 20 repositories, 9 of them an organization's,
+	// every one of those refused alike; the others answer.
+	sso := append(ofAll("org", times(9, refused(denied))...), ofAll("others", times(11, ok())...)...)
+	for _, tc := range []struct {
+		name       string
+		checks     []Check
+		hostUp     *bool
+		ownerUp    map[string]bool
+		want       string // . ok, R repository, H host, O owner
+		needHost   bool
+		needOwners string
+	}{
+		{"an organization refusing 9 of 20", sso, nil, nil, "OOOOOOOOO...........", false, "org"},
+		{"an organization refusing 9 of 20, its known repositories refused too", sso, nil, map[string]bool{"org": false},
+			"OOOOOOOOO...........", false, ""},
+		{"an organization's 9 of 20 gone, its known repositories answer", sso, nil, map[string]bool{"org": true},
+			"RRRRRRRRR...........", false, ""},
+		// A lone refusal is decided on the host's level, as before.
+		{"one refused of its owner's three", append(ofAll("a", refused(notFound), ok(), ok()), ofAll("b", ok())...), nil, nil,
+			"R...", false, ""},
+		// Under half the owner's checks: the repositories' own.
+		{"two refused of an owner's five", ofAll("a", refused(notFound), refused(notFound), ok(), ok(), ok()), nil, nil,
+			"RR...", false, ""},
+		{"two refused alike of an owner's four", append(ofAll("a", refused(denied), refused(denied), ok(), ok()), ofAll("b", ok())...),
+			nil, nil, "OO...", false, "a"},
+		// Different causes are different failures.
+		{"an owner's two refusals of two causes", append(ofAll("a", refused(denied), refused(notFound)), ofAll("b", ok())...),
+			nil, nil, "RR.", false, ""},
+		// The host refusing everything stays the host's, whatever the owners.
+		{"the host refuses every owner", append(ofAll("a", times(3, refused(denied))...), ofAll("b", times(3, refused(denied))...)...),
+			nil, nil, "HHHHHH", true, ""},
+		{"the host refuses every owner, host down", append(ofAll("a", times(3, refused(denied))...), ofAll("b", times(3, refused(denied))...)...),
+			&no, nil, "HHHHHH", false, ""},
+		// Nothing answered but the host does: then the owners decide.
+		{"nothing answered, host up", append(ofAll("a", times(3, refused(denied))...), ofAll("b", refused(notFound))...),
+			&yes, nil, "OOOR", false, "a"},
+		{"nothing answered, host up, the owner answers", append(ofAll("a", times(3, refused(denied))...), ofAll("b", refused(notFound))...),
+			&yes, map[string]bool{"a": true}, "RRRR", false, ""},
+		// Timeouts are the host's, whoever the owner.
+		{"an owner's timeouts", append(ofAll("a", broken("Retryable/interrupted"), broken("Retryable/interrupted")), ofAll("b", ok())...),
+			nil, nil, "HH.", false, ""},
+	} {
+		d := Decide(tc.checks, tc.hostUp, tc.ownerUp)
+		got := ""
+		for _, p := range d.Parties {
+			got += map[Party]string{"": ".", Repository: "R", Host: "H", Owner: "O"}[p]
+		}
+		needOwners := ""
+		for i, o := range d.NeedOwners {
+			if i > 0 {
+				needOwners += ","
+			}
+			needOwners += o
+		}
+		if got != tc.want || d.NeedHost != tc.needHost || needOwners != tc.needOwners {
+			t.Errorf("%s: %s (host control %v, owners' %q), want %s (%v, %q)", tc.name, got, d.NeedHost, needOwners,
+				tc.want, tc.needHost, tc.needOwners)
+		}
+	}
+}

@@ -87,14 +87,22 @@ func (s *Store) RecordCheckFailure(ctx context.Context, id int64, sweep string, 
 }
 
 // ControlRepositories lists up to limit live, readable codebases of a host
-// that completed a collection, the most recent first, leaving out those in
-// exclude: repositories known to be there, which a sweep lists to tell a
-// host refusing everything from repositories gone each on its own.
-func (s *Store) ControlRepositories(ctx context.Context, host string, exclude []int64, limit int) ([]repoid.ID, error) {
-	rows, err := s.pool.Query(ctx, `SELECT host, owner, name FROM codebases
+// (of owner, when not "") that completed a collection, the most recent
+// first, leaving out those in exclude: repositories known to be there, which
+// a sweep lists to tell a host (an owner) refusing everything from
+// repositories gone each on its own.
+func (s *Store) ControlRepositories(ctx context.Context, host, owner string, exclude []int64, limit int) ([]repoid.ID, error) {
+	q, args := `SELECT host, owner, name FROM codebases
 		WHERE host = $1 AND NOT is_stale AND inaccessible_since IS NULL AND last_completed_at IS NOT NULL
 			AND id <> ALL($2) AND consecutive_failures = 0
-		ORDER BY last_completed_at DESC LIMIT $3`, host, exclude, limit)
+		ORDER BY last_completed_at DESC LIMIT $3`, []any{host, exclude, limit}
+	if owner != "" {
+		q, args = `SELECT host, owner, name FROM codebases
+		WHERE host = $1 AND lower(owner) = lower($4) AND NOT is_stale AND inaccessible_since IS NULL
+			AND last_completed_at IS NOT NULL AND id <> ALL($2) AND consecutive_failures = 0
+		ORDER BY last_completed_at DESC LIMIT $3`, append(args, owner)
+	}
+	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
