@@ -130,6 +130,14 @@ func (s *Snapshots) FinishSnapshotRemoval(ctx context.Context, name string) (boo
 	return done, AppError(err)
 }
 
+// RunnerHeard reports whether a runner heartbeated within in.Within, by
+// the database's clock: a pull no slot took asks it before the runner's
+// admin queue, since a runner silent that long is gone, not busy.
+func (s *Snapshots) RunnerHeard(ctx context.Context, in workflows.RunnerHeardInput) (bool, error) {
+	heard, err := s.Store.RunnerHeardWithin(ctx, in.RunnerID, in.Within)
+	return heard, AppError(err)
+}
+
 // MarkRunnersOffline marks runners silent for longer than after offline,
 // and fails their pulls in flight. Silence is measured on the database's
 // clock, which wrote the heartbeats, not on this worker's.

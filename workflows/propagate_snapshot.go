@@ -69,6 +69,7 @@ func PropagateSnapshot(ctx workflow.Context, in PropagateSnapshotInput) (Propaga
 	p.buildBudget = workflow.GetVersion(ctx, "build-budget", workflow.DefaultVersion, 1) >= 1
 	p.busyWaits = workflow.GetVersion(ctx, "busy-is-not-offline", workflow.DefaultVersion, 1) >= 1
 	p.ownerBuilds = workflow.GetVersion(ctx, "build-on-owner", workflow.DefaultVersion, 1) >= 1
+	p.silentIsOffline = version(ctx, silentIsOfflineChange, 1) >= 1
 	// A signal asks for one more look after the round in progress; the
 	// signals that started the run are answered by its first round.
 	signals := workflow.GetSignalChannel(ctx, PropagateSignal)
@@ -121,6 +122,12 @@ type propagation struct {
 	// repository's owner worker, from its mirror, and every runner pulls
 	// it (version 1 of "build-on-owner"; before, one runner built it).
 	ownerBuilds bool
+	// silentIsOffline: a pull no slot took whose runner has not
+	// heartbeated within the freshness bound is the runner's offline at
+	// once; only a runner still heartbeating is asked on its admin queue
+	// (version 1 of silentIsOfflineChange; before, a dead runner's pull
+	// waited a second queue bound for that answer).
+	silentIsOffline bool
 	// permanent is the first failure no retry will change; lastReason the
 	// latest failure of any kind; transient says whether one may change.
 	permanent, lastReason string
@@ -242,9 +249,27 @@ func (p *propagation) pull(ctx workflow.Context, row snapshot.Row, peer string, 
 	return f
 }
 
-// alive asks a runner's admin queue, whose slots no pull takes, for a
-// sign of life within the queue bound.
+// silentIsOfflineChange: a pull no slot took on a runner silent past the
+// freshness bound ends "runner offline" at the queue bound, not after a
+// second one spent asking its admin queue.
+const silentIsOfflineChange = "silent-runner-offline"
+
+// alive asks whether a runner that took no pull within the queue bound is
+// still there. One that has not heartbeated within the freshness bound
+// (the database's clock) is not: a runner killed mid-pull or before it
+// took it is declared offline at the queue bound. One still heartbeating
+// may be busy (every slot taken by pulls) or cut off from Temporal: its
+// admin queue, whose slots no pull takes, is asked for a sign of life
+// within the queue bound.
 func (p *propagation) alive(ctx workflow.Context, runnerID string) bool {
+	if p.silentIsOffline {
+		var heard bool
+		err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityRunnerHeard,
+			RunnerHeardInput{RunnerID: runnerID, Within: p.t.Fresh}).Get(ctx, &heard)
+		if err == nil && !heard {
+			return false
+		}
+	}
 	o := runnerAdminOptions(runnerID, p.t.Queue)
 	o.RetryPolicy = retryPolicy(1)
 	return workflow.ExecuteActivity(withOptions(ctx, o), activityListSnapshotImagesPage, PageInput{Limit: 1}).Get(ctx, nil) == nil

@@ -36,6 +36,7 @@ const (
 	activityRetryDueRows           = "RetryDueRows"           // RetryDueInput → RetryDuePage
 	activityUnplacedSnapshots      = "UnplacedSnapshots"      // UnplacedInput → NamesPage
 	activityStartPropagations      = "StartPropagations"      // []string
+	activityRunnerHeard            = "RunnerHeard"            // RunnerHeardInput → bool
 
 	// A runner's image store (activities.Runner, task queue runner-<id>).
 	activityPullSnapshot        = "PullSnapshot"        // PullInput → PullResult
@@ -58,6 +59,7 @@ var (
 		activityDeleteSnapshotRow, activityFinishSnapshotRemoval, activityMarkRunnersOffline, activityForgetRunners,
 		activityReconcileView, activityStartPropagation, activityReconcileRunnerIDs, activityRunnerRows,
 		activityRepullSnapshotRows, activityRetryDueRows, activityUnplacedSnapshots, activityStartPropagations,
+		activityRunnerHeard,
 	}
 	RunnerActivityNames = []string{
 		activityPullSnapshot, activityBuildSnapshot, activityRemoveSnapshotImage, activityListSnapshotImages,
@@ -105,6 +107,13 @@ type TransitionRowInput struct {
 	From   []snapshot.RowState `json:"from,omitempty"`
 	To     snapshot.RowState   `json:"to"`
 	Reason string              `json:"reason,omitempty"`
+}
+
+// RunnerHeardInput asks whether a runner heartbeated within Within (by
+// the database's clock).
+type RunnerHeardInput struct {
+	RunnerID string        `json:"runnerId"`
+	Within   time.Duration `json:"within"`
 }
 
 // RecordImageInput records what a snapshot's image is once a runner has it.

@@ -713,3 +713,42 @@ func hostileManifest(t *testing.T, reg *ociregistry.Registry, repo string, sizes
 	}
 	return ref
 }
+
+// A runner that stopped (registered, heartbeat fresh when the pull was
+// placed, nobody polling its queue) has its pull end "runner offline" at
+// the queue bound: by then its heartbeat is older than the freshness
+// bound, so its admin queue is not asked for a second bound
+// ("silent-runner-offline"; the clock-driven proof is unittest's
+// TestAPullOnASilentRunnerEndsOfflineAtTheQueueBound).
+func TestAPullOnAStoppedRunnerEndsOfflineAtTheQueueBound(t *testing.T) {
+	reg := startRegistry(t, ociregistry.Options{})
+	ref, _, _ := pushRandom(t, reg, "snap/stopped", 8, 1, 16<<10)
+	const id = "stopped"
+	ctx := context.Background()
+	if err := env.Store.RegisterRunner(ctx, snapshot.Runner{ID: id, PeerAddr: "127.0.0.1:1", Capacity: 1}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = env.Store.Pool().Exec(ctx, `DELETE FROM runners WHERE id = $1`, id) })
+	// Eligible when placed (heard within 5 s), silent at the 6 s bound.
+	name := snapName("stopped")
+	res, err := propagate(t, snapshot.Snapshot{Name: name, Kind: snapshot.KindImage, ImageRef: ref},
+		workflows.PullTiming{Queue: 6 * time.Second, Fresh: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recordHistory(t, "propagate-snapshot-silent-runner", workflows.PropagateSnapshotWorkflowID(name), "")
+	row := rowsOf(t, name)[id]
+	if res.Reason != snapshot.ReasonOffline || row.State != snapshot.RowError || row.ErrorReason != snapshot.ReasonOffline {
+		t.Fatalf("propagation %+v, row %+v: want error %q", res, row, snapshot.ReasonOffline)
+	}
+	it := env.Client.GetWorkflowHistory(ctx, workflows.PropagateSnapshotWorkflowID(name), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == "ListSnapshotImagesPage" {
+			t.Errorf("the stopped runner's admin queue was asked (%s): a second queue bound", a.GetTaskQueue().GetName())
+		}
+	}
+}

@@ -196,3 +196,99 @@ func TestARepositorySnapshotIsBuiltOnTheOwnerAndPulledByEveryRunner(t *testing.T
 		}
 	}
 }
+
+// A pull that no slot took within the queue bound ends "runner offline" at
+// that bound when its runner has stopped heartbeating (the database says
+// so): the starter's "ends 'runner offline' within <queue bound>" holds for
+// a runner killed mid-pull. Only a runner still heartbeating is asked on
+// its admin queue, and one that answers is busy: its pull waits for a slot
+// again. Before ("silent-runner-offline"), a dead runner's pull waited a
+// second queue bound for its admin queue's silence: ~4m with the defaults.
+// The test environment's clock is the workflow's: no test time passes.
+func TestAPullOnASilentRunnerEndsOfflineAtTheQueueBound(t *testing.T) {
+	const queue = 2 * time.Minute
+	for _, tc := range []struct {
+		name      string
+		version   workflow.Version
+		heard     bool
+		wantAsked bool              // the admin queue was asked
+		wantTo    snapshot.RowState // the row's last move
+		wantAfter time.Duration     // when the row moved, from the start
+	}{
+		{"silent runner", 1, false, false, snapshot.RowError, queue},
+		{"busy runner, still heartbeating", 1, true, true, snapshot.RowReady, 3 * queue}, // a pull, the question, a pull
+		{"silent runner, before the change", workflow.DefaultVersion, false, true, snapshot.RowError, 2 * queue},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newSnapshotEnv()
+			start := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+			env.SetStartTime(start)
+			env.OnGetVersion("silent-runner-offline", workflow.DefaultVersion, workflow.Version(1)).Return(tc.version)
+			env.OnActivity("LoadSnapshot", mock.Anything, mock.Anything).Return(
+				snapshot.Snapshot{Name: "s", Kind: snapshot.KindImage, ImageRef: "r/a:1", Digest: "sha256:0f", State: snapshot.Error}, nil)
+			env.OnActivity("PrepareSnapshotRunners", mock.Anything, mock.Anything).Return(workflows.Fleet{
+				Runners: map[string]snapshot.Runner{"r1": {ID: "r1"}},
+				ToPull:  []snapshot.Row{{RunnerID: "r1", SnapshotRef: "s", State: snapshot.RowPulling, UpdatedAt: start}},
+				Rows:    1}, nil)
+			env.OnActivity("SetSnapshotState", mock.Anything, mock.Anything).Return(nil)
+			env.OnActivity("ActivateSnapshot", mock.Anything, mock.Anything).Return(true, nil)
+			var mu sync.Mutex
+			var moves []workflows.TransitionRowInput
+			var movedAt time.Time
+			env.OnActivity("TransitionSnapshotRow", mock.Anything, mock.Anything).Return(
+				func(_ context.Context, in workflows.TransitionRowInput) (bool, error) {
+					mu.Lock()
+					defer mu.Unlock()
+					moves = append(moves, in)
+					movedAt = env.Now()
+					return true, nil
+				})
+			// Each pull and question takes the queue bound: the first pull
+			// is not taken, a second one (the busy runner's) is.
+			pulls := 0
+			env.OnActivity("PullSnapshot", mock.Anything, mock.Anything).After(queue).Return(
+				func(_ context.Context, in workflows.PullInput) (workflows.PullResult, error) {
+					mu.Lock()
+					defer mu.Unlock()
+					if pulls++; pulls == 1 {
+						return workflows.PullResult{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
+					}
+					return workflows.PullResult{Digest: "sha256:0f"}, nil
+				})
+			env.OnActivity("RunnerHeard", mock.Anything, mock.Anything).Return(tc.heard, nil)
+			asked := false
+			env.OnActivity("ListSnapshotImagesPage", mock.Anything, mock.Anything).After(queue).Return(
+				func(_ context.Context, in workflows.PageInput) ([]snapshot.Held, error) {
+					mu.Lock()
+					defer mu.Unlock()
+					asked = true
+					if tc.heard {
+						return nil, nil
+					}
+					return nil, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
+				})
+			env.ExecuteWorkflow(workflows.PropagateSnapshot, workflows.PropagateSnapshotInput{Name: "s",
+				Timing: workflows.PullTiming{Queue: queue, Fresh: 30 * time.Second}})
+			if err := env.GetWorkflowError(); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if asked != tc.wantAsked {
+				t.Errorf("the admin queue asked: %v, want %v", asked, tc.wantAsked)
+			}
+			if len(moves) == 0 {
+				t.Fatal("the row never moved")
+			}
+			last := moves[len(moves)-1]
+			if last.To != tc.wantTo || (tc.wantTo == snapshot.RowError && last.Reason != snapshot.ReasonOffline) {
+				t.Errorf("row moved %+v, want %s", last, tc.wantTo)
+			}
+			// Activities' own bookkeeping takes no workflow time: the moves
+			// come at whole queue bounds.
+			if after := movedAt.Sub(start); after < tc.wantAfter || after >= tc.wantAfter+queue/2 {
+				t.Errorf("the row moved %v after the start, want %v", after, tc.wantAfter)
+			}
+		})
+	}
+}

@@ -71,6 +71,22 @@ func (s *Store) HeartbeatRunner(ctx context.Context, id string) error {
 	return nil
 }
 
+// RunnerHeardWithin reports whether a runner's last heartbeat is within d
+// of the database's now() (the clock that wrote it); a runner not
+// registered was not heard.
+func (s *Store) RunnerHeardWithin(ctx context.Context, id string, d time.Duration) (bool, error) {
+	var heard bool
+	err := s.pool.QueryRow(ctx, `SELECT last_heartbeat >= now() - $2 * interval '1 microsecond' FROM runners WHERE id = $1`,
+		id, micros(d)).Scan(&heard)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("heartbeat of runner %q: %w", id, err)
+	}
+	return heard, nil
+}
+
 // micros is a duration as the bigint of microseconds the liveness queries
 // subtract from now() ($n * interval '1 microsecond').
 func micros(d time.Duration) int64 { return d.Microseconds() }
