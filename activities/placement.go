@@ -34,10 +34,10 @@ func (a *Activities) PlaceGitWork(ctx context.Context, in workflows.PlaceGitWork
 // location too, so its collection and its scan land on one worker.
 func (a *Activities) placeKey(in workflows.PlaceGitWorkInput) string {
 	if in.Repo == nil {
-		return strings.ToLower(in.Location)
+		return placement.URLKey(in.Location)
 	}
 	if h, err := a.Hosts.Lookup(in.Repo.Host); err == nil {
-		return strings.ToLower(h.CloneURL(in.Repo.Owner, in.Repo.Name))
+		return placement.URLKey(h.CloneURL(in.Repo.Owner, in.Repo.Name))
 	}
 	return strings.ToLower(in.Repo.String())
 }

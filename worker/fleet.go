@@ -2,64 +2,133 @@ package main
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
 
+	"gitfleet/internal/domain/placement"
 	"gitfleet/internal/infra/config"
 	"gitfleet/internal/infra/mirror"
-	"gitfleet/internal/infra/store"
 	"gitfleet/workflows"
 )
 
 // Fleet bookkeeping runs on these periods: a heartbeat (six within
-// GITFLEET_WORKER_OFFLINE_AFTER's default), the mirrors' sizes (a walk of
-// the mirror directory) and the quota.
+// GITFLEET_WORKER_OFFLINE_AFTER's default), and the mirrors' upkeep (the
+// quota, their count and bytes).
 const (
 	fleetHeartbeat = 10 * time.Second
-	fleetUsage     = time.Minute
+	fleetUpkeep    = time.Minute
 )
 
+// fleetStore is what the fleet's bookkeeping asks of the database.
+type fleetStore interface {
+	RegisterWorker(ctx context.Context, id, taskQueue string) error
+	HeartbeatWorker(ctx context.Context, id string, mirrors, bytes int64) error
+	LiveWorkers(ctx context.Context, taskQueue string, fresh time.Duration) ([]string, error)
+}
+
+// fleet is a worker's membership: its heartbeat, and the upkeep of its
+// mirrors on a goroutine of its own. The heartbeat never waits for the
+// upkeep (a quota pass over thousands of mirrors, a busy disk): it sends
+// the last count the upkeep made, so a slow disk cannot make the worker
+// look dead and move 1/N of the fleet's repositories.
+type fleet struct {
+	st      fleetStore
+	f       config.Fleet
+	mirrors *mirror.Mirrors
+	log     *zap.Logger
+
+	held, bytes atomic.Int64 // the last count of the mirrors
+	// upkeepOnce is one pass of the upkeep (a test makes it slow).
+	upkeepOnce func(ctx context.Context)
+}
+
+func newFleet(st fleetStore, f config.Fleet, mirrors *mirror.Mirrors, log *zap.Logger) *fleet {
+	fl := &fleet{st: st, f: f, mirrors: mirrors, log: log}
+	fl.upkeepOnce = fl.upkeep
+	return fl
+}
+
 // joinFleet registers the worker (it owns repositories from now on: their
-// Git work comes to its own queue), then heartbeats with the mirrors it
-// holds and keeps them within the quota, until ctx ends.
-func joinFleet(ctx context.Context, st *store.Store, f config.Fleet, mirrors *mirror.Mirrors, log *zap.Logger) error {
+// Git work comes to its own queue), then heartbeats and keeps its mirrors,
+// until ctx ends.
+func joinFleet(ctx context.Context, st fleetStore, f config.Fleet, mirrors *mirror.Mirrors, log *zap.Logger) error {
+	fl := newFleet(st, f, mirrors, log)
 	if err := st.RegisterWorker(ctx, f.WorkerID, workflows.TaskQueue); err != nil {
 		return err
 	}
+	beat, upkeep := time.NewTicker(fleetHeartbeat), time.NewTicker(fleetUpkeep)
 	go func() {
-		beat := time.NewTicker(fleetHeartbeat)
 		defer beat.Stop()
-		var held, bytes int64
-		var counted time.Time
-		for {
-			if time.Since(counted) >= fleetUsage {
-				if f.MirrorQuota > 0 {
-					evicted, err := mirrors.Evict(ctx, f.MirrorQuota)
-					if err != nil && ctx.Err() == nil {
-						log.Warn("mirror quota", zap.Error(err))
-					}
-					if len(evicted) > 0 {
-						log.Info("mirrors evicted over the quota", zap.Int("mirrors", len(evicted)), zap.Int64("quota", f.MirrorQuota))
-					}
-				}
-				var err error
-				if held, bytes, err = mirrors.Usage(); err != nil {
-					log.Warn("mirror usage", zap.Error(err))
-				}
-				counted = time.Now()
-			}
-			if err := st.HeartbeatWorker(ctx, f.WorkerID, held, bytes); err != nil && ctx.Err() == nil {
-				// Forgotten (the row deleted): register again.
-				log.Warn("worker heartbeat", zap.Error(err))
-				_ = st.RegisterWorker(ctx, f.WorkerID, workflows.TaskQueue)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-beat.C:
-			}
-		}
+		fl.heartbeatLoop(ctx, beat.C)
+	}()
+	go func() {
+		defer upkeep.Stop()
+		fl.upkeepLoop(ctx, upkeep.C)
 	}()
 	return nil
+}
+
+// heartbeatLoop heartbeats now and on every tick, with the mirrors' last
+// count.
+func (fl *fleet) heartbeatLoop(ctx context.Context, tick <-chan time.Time) {
+	for {
+		if err := fl.st.HeartbeatWorker(ctx, fl.f.WorkerID, fl.held.Load(), fl.bytes.Load()); err != nil && ctx.Err() == nil {
+			// Forgotten (the row deleted): register again.
+			fl.log.Warn("worker heartbeat", zap.Error(err))
+			_ = fl.st.RegisterWorker(ctx, fl.f.WorkerID, workflows.TaskQueue)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick:
+		}
+	}
+}
+
+// upkeepLoop keeps the mirrors now and on every tick.
+func (fl *fleet) upkeepLoop(ctx context.Context, tick <-chan time.Time) {
+	for {
+		fl.upkeepOnce(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick:
+		}
+	}
+}
+
+// upkeep keeps the mirrors within the quota, then counts them for the
+// heartbeat.
+func (fl *fleet) upkeep(ctx context.Context) {
+	owned := fl.owned(ctx)
+	if fl.f.MirrorQuota > 0 {
+		evicted, err := fl.mirrors.Evict(ctx, fl.f.MirrorQuota, owned)
+		if err != nil && ctx.Err() == nil {
+			fl.log.Warn("mirror quota", zap.Error(err))
+		}
+		if len(evicted) > 0 {
+			fl.log.Info("mirrors evicted over the quota", zap.Int("mirrors", len(evicted)), zap.Int64("quota", fl.f.MirrorQuota))
+		}
+	}
+	held, bytes, err := fl.mirrors.Usage()
+	if err != nil {
+		fl.log.Warn("mirror usage", zap.Error(err))
+		return
+	}
+	fl.held.Store(held)
+	fl.bytes.Store(bytes)
+}
+
+// owned tells which repositories this worker owns now, the way placement
+// decides (§2, "Repository affinity"); nil when that cannot be known (the
+// database unreachable, or no live worker: every row stale at once), so
+// nothing is taken for another worker's.
+func (fl *fleet) owned(ctx context.Context) mirror.Owned {
+	live, err := fl.st.LiveWorkers(ctx, workflows.TaskQueue, fl.f.WorkerOffline)
+	if err != nil || len(live) == 0 {
+		return nil
+	}
+	return func(url string) bool { return placement.Owner(placement.URLKey(url), live) == fl.f.WorkerID }
 }

@@ -377,7 +377,8 @@ Configuration comes from the environment:
   GITFLEET_WORKER_OFFLINE_AFTER a worker silent this long hands its repositories on (default 1m)
   GITFLEET_MAX_OBJECT_BYTES     the largest Git object held in memory; a repository needing more is refused (default 256MiB)
   GITFLEET_MAX_PACK_BYTES       the largest pack a fetch receives (default 8GiB)
-  GITFLEET_MIRROR_QUOTA         bytes the mirrors may hold, least recently used evicted (default: no bound)
+  GITFLEET_MIRROR_QUOTA         bytes the mirrors may hold, at least 1MiB: past it, mirrors other workers
+                                own go first, then the least recently used (default: no bound)
   GITFLEET_WORKFLOW_SLOTS       workflow tasks run at once (default 2 x CPUs, at least 4)
   GITFLEET_SCAN_PARALLELISM     blobs read and scanned at once, all scans together (default: CPUs)
   GITFLEET_STOP_TIMEOUT         on SIGTERM/SIGINT, how long running activities may finish (default 30s)

@@ -53,6 +53,11 @@ func Rank(key string, workers []string) []string {
 	return out
 }
 
+// URLKey is the key of a repository cloned from url (a collection's clone
+// URL, a codebase shard's location): workflows place its Git work under
+// it, and a worker tells which of its mirrors it owns by it.
+func URLKey(url string) string { return strings.ToLower(url) }
+
 // Owner is the worker that owns key among workers ("" when there are
 // none).
 func Owner(key string, workers []string) string {

@@ -263,6 +263,10 @@ func (m *Mirrors) sync(ctx context.Context, remoteURL string, auth *githttp.Basi
 		return Remote{}, err
 	}
 	defer unlock()
+	// In use from now on (the quota spares it), and its size and URL
+	// recorded whatever the fetch leaves, before the lock goes.
+	touch(path)
+	defer m.record(path, remoteURL)
 	if err := removeTemp(path); err != nil {
 		return Remote{}, err
 	}
@@ -310,6 +314,7 @@ func (m *Mirrors) Discard(ctx context.Context, remoteURL string) error {
 		return err
 	}
 	defer unlock()
+	os.Remove(path + metaSuffix)
 	return os.RemoveAll(path)
 }
 
@@ -448,6 +453,7 @@ func (m *Mirrors) FetchCommit(ctx context.Context, remoteURL, sha, ref string) (
 		return false, err
 	}
 	defer unlock()
+	defer m.record(path, "")
 	if err := removeTemp(path); err != nil {
 		return false, err
 	}
@@ -582,6 +588,42 @@ func (m *Mirrors) lock(ctx context.Context, path string) (func(), error) {
 		pl.mu.Unlock()
 		release()
 	}, nil
+}
+
+// tryLock takes the lock of the mirror at path if no one holds it, in
+// this process or another: upkeep (eviction, repacks) skips a busy mirror
+// rather than wait behind a fetch that may last minutes.
+func (m *Mirrors) tryLock(path string) (func(), bool) {
+	m.mu.Lock()
+	pl, ok := m.locks[path]
+	if !ok {
+		pl = &pathLock{}
+		m.locks[path] = pl
+	}
+	pl.users++
+	m.mu.Unlock()
+	release := func() {
+		m.mu.Lock()
+		if pl.users--; pl.users == 0 {
+			delete(m.locks, path)
+		}
+		m.mu.Unlock()
+	}
+	if !pl.mu.TryLock() {
+		release()
+		return nil, false
+	}
+	fl := flock.New(path + ".lock")
+	if ok, err := fl.TryLock(); err != nil || !ok {
+		pl.mu.Unlock()
+		release()
+		return nil, false
+	}
+	return func() {
+		_ = fl.Close()
+		pl.mu.Unlock()
+		release()
+	}, true
 }
 
 // Head is what the remote's HEAD points at now, from the reference

@@ -2,7 +2,10 @@ package mirror
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,14 +27,117 @@ func touch(path string) {
 	}
 }
 
+// lastUse is when the mirror at path was last used: its use file's time,
+// else the directory's.
+func lastUse(path string) time.Time {
+	if info, err := os.Stat(path + useSuffix); err == nil {
+		return info.ModTime()
+	}
+	if info, err := os.Stat(path); err == nil {
+		return info.ModTime()
+	}
+	return time.Time{}
+}
+
+// A mirror's sidecar (<mirror>.meta) holds its size and the URL it was
+// last synced from, written under the mirror's lock by whatever changes it
+// (a sync, a fetch by SHA, a repack): counting the mirrors' bytes reads one
+// small file a mirror instead of walking every file of every mirror, and
+// the URL says which repository the mirror is (its directory's name is a
+// digest), so a worker can tell which of its mirrors it owns.
+const metaSuffix = ".meta"
+
+type sidecar struct {
+	// URL is the URL the mirror was last synced from, as asked (a
+	// repository's placement key), without user information.
+	URL   string `json:"url,omitempty"`
+	Bytes int64  `json:"bytes"`
+}
+
+func readSidecar(path string) (sidecar, bool) {
+	var sc sidecar
+	b, err := os.ReadFile(path + metaSuffix)
+	if err != nil || json.Unmarshal(b, &sc) != nil || sc.Bytes < 0 {
+		return sidecar{}, false
+	}
+	return sc, true
+}
+
+// dirBytes adds up the sizes of the regular files under path.
+func dirBytes(path string) int64 {
+	var n int64
+	_ = filepath.WalkDir(path, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// record writes the sidecar of the mirror at path, which the caller holds
+// the lock of: its size now and remoteURL ("" keeps the URL recorded). A
+// sidecar that cannot be written is not an error: Held walks that mirror.
+func (m *Mirrors) record(path, remoteURL string) {
+	if _, err := os.Stat(path); err != nil {
+		os.Remove(path + metaSuffix)
+		return
+	}
+	sc, _ := readSidecar(path)
+	if remoteURL != "" {
+		sc.URL = withoutUserinfo(remoteURL)
+	}
+	sc.Bytes = dirBytes(path)
+	m.writeSidecar(path, sc)
+}
+
+func (m *Mirrors) writeSidecar(path string, sc sidecar) {
+	b, err := json.Marshal(sc)
+	if err != nil {
+		return
+	}
+	f, err := os.CreateTemp(filepath.Join(m.root, "tmp"), "meta-")
+	if err != nil {
+		return
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path+metaSuffix)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+}
+
+// withoutUserinfo drops a URL's user and password: a sidecar holds no
+// credential.
+func withoutUserinfo(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return ""
+	}
+	u.User = nil
+	return u.String()
+}
+
 // Held is one mirror on this worker's disk.
 type Held struct {
-	Path     string
+	Path string
+	// URL is the URL it was last synced from ("": not recorded, a mirror
+	// of an earlier release not synced since).
+	URL      string
 	Bytes    int64
 	LastUsed time.Time
 }
 
-// Held lists the mirrors under the root with their sizes and last use.
+// Held lists the mirrors under the root with their sizes (from their
+// sidecars) and last use. A mirror without a sidecar (one of an earlier
+// release) is walked once, and its sidecar written when it is not busy.
 func (m *Mirrors) Held() ([]Held, error) {
 	entries, err := os.ReadDir(m.root)
 	if err != nil {
@@ -43,21 +149,18 @@ func (m *Mirrors) Held() ([]Held, error) {
 			continue
 		}
 		path := filepath.Join(m.root, e.Name())
-		h := Held{Path: path}
-		_ = filepath.WalkDir(path, func(_ string, d fs.DirEntry, err error) error {
-			if err == nil && d.Type().IsRegular() {
-				if info, err := d.Info(); err == nil {
-					h.Bytes += info.Size()
-				}
+		sc, ok := readSidecar(path)
+		if !ok {
+			if unlock, locked := m.tryLock(path); locked {
+				m.record(path, "")
+				sc, ok = readSidecar(path)
+				unlock()
 			}
-			return nil
-		})
-		if info, err := os.Stat(path + useSuffix); err == nil {
-			h.LastUsed = info.ModTime()
-		} else if info, err := e.Info(); err == nil {
-			h.LastUsed = info.ModTime()
+			if !ok {
+				sc.Bytes = dirBytes(path)
+			}
 		}
-		out = append(out, h)
+		out = append(out, Held{Path: path, URL: sc.URL, Bytes: sc.Bytes, LastUsed: lastUse(path)})
 	}
 	return out, nil
 }
@@ -75,11 +178,24 @@ func (m *Mirrors) Usage() (mirrors, bytes int64, err error) {
 // without its lock.
 const recentUse = 10 * time.Minute
 
-// Evict removes the mirrors least recently used until those left hold at
-// most quota bytes (GITFLEET_MIRROR_QUOTA), never one used within the last
-// 10 minutes, each under its lock; an evicted mirror is fetched again when
-// next needed. It returns the paths removed.
-func (m *Mirrors) Evict(ctx context.Context, quota int64) ([]string, error) {
+// Owned tells whether this worker owns the repository a mirror was synced
+// from (Held.URL, never ""); nil: it owns them all.
+type Owned func(url string) bool
+
+// notOwned reports a mirror known to be another worker's.
+func notOwned(h Held, owned Owned) bool {
+	return owned != nil && h.URL != "" && !owned(h.URL)
+}
+
+// Evict removes mirrors until those left hold at most quota bytes
+// (GITFLEET_MIRROR_QUOTA): first those this worker does not own, then
+// those it owns, each group least recently used first. It never removes
+// one used within the last 10 minutes, nor one busy (a sync or a fetch
+// holding its lock: skipped, not waited for), and looks at a mirror's last
+// use again once it holds its lock, so a sync that ended meanwhile keeps
+// it. An evicted mirror is fetched again when next needed. It returns the
+// paths removed.
+func (m *Mirrors) Evict(ctx context.Context, quota int64, owned Owned) ([]string, error) {
 	held, err := m.Held()
 	if err != nil {
 		return nil, err
@@ -88,26 +204,64 @@ func (m *Mirrors) Evict(ctx context.Context, quota int64) ([]string, error) {
 	for _, h := range held {
 		total += h.Bytes
 	}
-	slices.SortFunc(held, func(a, b Held) int { return a.LastUsed.Compare(b.LastUsed) })
+	slices.SortStableFunc(held, func(a, b Held) int {
+		if na, nb := notOwned(a, owned), notOwned(b, owned); na != nb {
+			if na {
+				return -1
+			}
+			return 1
+		}
+		return a.LastUsed.Compare(b.LastUsed)
+	})
+	if testHookEvictListed != nil {
+		testHookEvictListed()
+	}
 	var removed []string
 	for _, h := range held {
-		if total <= quota || time.Since(h.LastUsed) < recentUse {
+		if total <= quota {
 			break
 		}
-		unlock, err := m.lock(ctx, h.Path)
+		if err := ctx.Err(); err != nil {
+			return removed, err
+		}
+		if time.Since(h.LastUsed) < recentUse {
+			continue
+		}
+		ok, err := m.removeIdle(h.Path)
 		if err != nil {
 			return removed, err
 		}
-		err = os.RemoveAll(h.Path)
-		if err == nil {
-			os.Remove(h.Path + useSuffix)
+		if ok {
+			total -= h.Bytes
+			removed = append(removed, h.Path)
 		}
-		unlock()
-		if err != nil {
-			return removed, err
-		}
-		total -= h.Bytes
-		removed = append(removed, h.Path)
 	}
 	return removed, nil
+}
+
+// testHookEvictListed, when set, runs between Evict's listing and its
+// removals.
+var testHookEvictListed func()
+
+// removeIdle removes the mirror at path unless it is busy (its lock held)
+// or was used within recentUse, as seen under its lock. It reports whether
+// it removed it.
+func (m *Mirrors) removeIdle(path string) (bool, error) {
+	unlock, ok := m.tryLock(path)
+	if !ok {
+		return false, nil
+	}
+	defer unlock()
+	if time.Since(lastUse(path)) < recentUse {
+		return false, nil
+	}
+	if err := os.RemoveAll(path); err != nil {
+		return false, err
+	}
+	for _, suffix := range []string{useSuffix, metaSuffix} {
+		if err := os.Remove(path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return true, err
+		}
+	}
+	return true, nil
 }

@@ -2,9 +2,17 @@ package mirror
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/gofrs/flock"
+
+	"gitfleet/internal/devstack/forge"
 )
 
 // The quota evicts the mirrors least recently used first, down to the
@@ -38,7 +46,7 @@ func TestEvictLeastRecentlyUsed(t *testing.T) {
 	held, _ := m.Held()
 	per := total / 3
 	// Room for a little over two: the oldest goes.
-	removed, err := m.Evict(ctx, total-per/2)
+	removed, err := m.Evict(ctx, total-per/2, nil)
 	if err != nil || len(removed) != 1 || removed[0] != m.Path(urls[0]) {
 		t.Fatalf("evicted %v, %v; want the oldest only (held %+v)", removed, err, held)
 	}
@@ -49,11 +57,182 @@ func TestEvictLeastRecentlyUsed(t *testing.T) {
 	if _, err := m.Sync(ctx, urls[1]); err != nil {
 		t.Fatal(err)
 	}
-	if removed, err = m.Evict(ctx, 0); err != nil || len(removed) != 1 || removed[0] != m.Path(urls[2]) {
+	if removed, err = m.Evict(ctx, 0, nil); err != nil || len(removed) != 1 || removed[0] != m.Path(urls[2]) {
 		t.Fatalf("evicted %v, %v; want the one not used for an hour, not the one just synced", removed, err)
 	}
 	// Evicted, fetched again when next needed.
 	if r, err := m.Sync(ctx, urls[0]); err != nil || r.Head == "" {
 		t.Fatalf("sync after eviction = %+v, %v", r, err)
+	}
+}
+
+// synced syncs n repositories of a new forge into m, each last used two
+// hours ago, and returns their URLs.
+func synced(t *testing.T, n int) (*forge.Forge, *Mirrors, []string) {
+	t.Helper()
+	fg, m := setup(t)
+	var urls []string
+	for i := range n {
+		name := fmt.Sprintf("repo-%d", i)
+		if _, err := fg.CreateRepo("acme", name); err != nil {
+			t.Fatal(err)
+		}
+		mustCommit(t, fg, "acme", name, name+".txt")
+		u := fg.CloneURL("acme", name)
+		if _, err := m.Sync(context.Background(), u); err != nil {
+			t.Fatal(err)
+		}
+		age(t, m.Path(u), 2*time.Hour)
+		urls = append(urls, u)
+	}
+	return fg, m, urls
+}
+
+// age makes the mirror at path last used d ago.
+func age(t *testing.T, path string, d time.Duration) {
+	t.Helper()
+	at := time.Now().Add(-d)
+	if err := os.Chtimes(path+useSuffix, at, at); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// A mirror whose lock is held — a sync fetching into it, in this process
+// or another — is skipped, not waited for: the quota never waits behind a
+// fetch, and never removes what that fetch is writing. Failed before: Evict
+// waited for the lock (until its context ended), then removed the mirror.
+func TestEvictSkipsABusyMirror(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		hold func(t *testing.T, m *Mirrors, path string) (release func())
+	}{
+		{"a sync of this process", func(t *testing.T, m *Mirrors, path string) func() {
+			unlock, err := m.lock(context.Background(), path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return unlock
+		}},
+		{"another process", func(t *testing.T, _ *Mirrors, path string) func() {
+			fl := flock.New(path + ".lock")
+			if err := fl.Lock(); err != nil {
+				t.Fatal(err)
+			}
+			return func() { fl.Close() }
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, m, urls := synced(t, 2)
+			busy, idle := m.Path(urls[0]), m.Path(urls[1])
+			release := tc.hold(t, m, busy)
+			// Bounded only so that a regression fails rather than hangs.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			removed, err := m.Evict(ctx, 0, nil)
+			if err != nil || !slices.Equal(removed, []string{idle}) {
+				t.Fatalf("evicted %v, %v; want only the idle mirror %s", removed, err, idle)
+			}
+			if !exists(busy) {
+				t.Fatal("the busy mirror was removed")
+			}
+			release()
+			if removed, err = m.Evict(ctx, 0, nil); err != nil || !slices.Equal(removed, []string{busy}) {
+				t.Fatalf("once idle: evicted %v, %v; want %s", removed, err, busy)
+			}
+		})
+	}
+}
+
+// A sync that ends between Evict's listing and its removal keeps its
+// mirror: Evict looks at the last use again under the lock. (With that
+// check removed, this test fails: the mirror just synced is removed.)
+func TestEvictKeepsAMirrorSyncedMeanwhile(t *testing.T) {
+	_, m, urls := synced(t, 1)
+	path := m.Path(urls[0])
+	testHookEvictListed = func() {
+		if _, err := m.Sync(context.Background(), urls[0]); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(func() { testHookEvictListed = nil })
+	removed, err := m.Evict(context.Background(), 0, nil)
+	if err != nil || len(removed) != 0 || !exists(path) {
+		t.Fatalf("evicted %v, %v; the mirror synced meanwhile must stay", removed, err)
+	}
+}
+
+// Usage reads each mirror's sidecar, written under its lock by each sync,
+// rather than walking its files; a mirror of an earlier release (no
+// sidecar) is walked once and gets one. Failed before: Usage walked every
+// file (so counted a file no sync wrote).
+func TestUsageFromSidecars(t *testing.T) {
+	fg, m, urls := synced(t, 2)
+	ctx := context.Background()
+	n, total, err := m.Usage()
+	want := dirBytes(m.Path(urls[0])) + dirBytes(m.Path(urls[1]))
+	if err != nil || n != 2 || total != want {
+		t.Fatalf("usage = %d mirrors, %d bytes, %v; want 2, %d", n, total, err, want)
+	}
+	// A file no sync wrote is not walked...
+	extra := filepath.Join(m.Path(urls[0]), "objects", "extra")
+	if err := os.WriteFile(extra, make([]byte, 4096), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, got, _ := m.Usage(); got != want {
+		t.Fatalf("usage = %d bytes after a file was added outside a sync; want the sidecars' %d", got, want)
+	}
+	// ...the next sync records it (and what it fetched).
+	mustCommit(t, fg, "acme", "repo-0", "more.txt")
+	if _, err := m.Sync(ctx, urls[0]); err != nil {
+		t.Fatal(err)
+	}
+	want = dirBytes(m.Path(urls[0])) + dirBytes(m.Path(urls[1]))
+	if _, got, _ := m.Usage(); got != want || got <= total+4096 {
+		t.Fatalf("usage = %d after the sync; want %d (more than %d)", got, want, total+4096)
+	}
+	// A mirror without a sidecar is walked once, and gets one.
+	if err := os.Remove(m.Path(urls[1]) + metaSuffix); err != nil {
+		t.Fatal(err)
+	}
+	if _, got, _ := m.Usage(); got != want {
+		t.Fatalf("usage = %d without a sidecar; want %d", got, want)
+	}
+	if sc, ok := readSidecar(m.Path(urls[1])); !ok || sc.Bytes != dirBytes(m.Path(urls[1])) {
+		t.Fatalf("sidecar after the walk = %+v, %v", sc, ok)
+	}
+	// The sidecar names the URL synced from, never its credentials.
+	if sc, _ := readSidecar(m.Path(urls[0])); sc.URL != urls[0] {
+		t.Fatalf("sidecar URL = %q, want %q", sc.URL, urls[0])
+	}
+	if got := withoutUserinfo("https://user:secret@example.com/a/b.git"); strings.Contains(got, "secret") || got != "https://example.com/a/b.git" {
+		t.Fatalf("withoutUserinfo = %q", got)
+	}
+}
+
+// Over the quota, the mirrors this worker does not own (their repositories
+// moved to another worker) go first, even used more recently than its own.
+// Failed before: eviction ignored ownership and removed the worker's own
+// repositories while keeping copies it no longer owned.
+func TestEvictNotOwnedFirst(t *testing.T) {
+	_, m, urls := synced(t, 3)
+	// Its own: used 3 and 2 hours ago; another's: used 30 minutes ago.
+	age(t, m.Path(urls[0]), 3*time.Hour)
+	age(t, m.Path(urls[2]), 30*time.Minute)
+	owned := func(u string) bool { return u != urls[2] }
+	_, total, _ := m.Usage()
+	one := dirBytes(m.Path(urls[2]))
+	removed, err := m.Evict(context.Background(), total-one, owned)
+	if err != nil || !slices.Equal(removed, []string{m.Path(urls[2])}) {
+		t.Fatalf("evicted %v, %v; want the mirror not owned, %s", removed, err, m.Path(urls[2]))
+	}
+	// Then its own, least recently used first.
+	removed, err = m.Evict(context.Background(), 1, owned)
+	if err != nil || !slices.Equal(removed, []string{m.Path(urls[0]), m.Path(urls[1])}) {
+		t.Fatalf("evicted %v, %v; want its own, oldest first", removed, err)
 	}
 }
