@@ -61,7 +61,12 @@ const maxResolveAttempts = 5
 // a sync and that step. Anything else is resolved by the child workflow
 // ResolveIdentity, and scanned by the child ExecuteShard.
 func Collect(ctx workflow.Context, in CollectInput) (CollectResult, error) {
-	ctx = withBaseline(ctx, collectBaseline)
+	return collectUnder(collectBaselines.Apply(ctx), in)
+}
+
+// collectUnder is Collect once ctx carries the run's baseline (a test
+// replays it under a successor).
+func collectUnder(ctx workflow.Context, in CollectInput) (CollectResult, error) {
 	info := workflow.GetInfo(ctx)
 	key := info.WorkflowExecution.ID + "/" + info.WorkflowExecution.RunID
 	out := CollectResult{Requested: in.Repo}

@@ -121,7 +121,12 @@ var (
 // continues it). Runs recorded before parkedFailsChange complete with a
 // Parked result.
 func ExecuteShard(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResult, error) {
-	ctx = withBaseline(ctx, shardBaseline)
+	return executeShardUnder(shardBaselines.Apply(ctx), in)
+}
+
+// executeShardUnder is ExecuteShard once ctx carries the run's baseline (a
+// test replays it under a successor).
+func executeShardUnder(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResult, error) {
 	out, err := executeShard(ctx, in)
 	switch {
 	case temporal.IsCanceledError(err):

@@ -70,8 +70,10 @@ func TestCollectScansForSecrets(t *testing.T) {
 	if err != nil || res.Case != identity.CaseNew {
 		t.Fatalf("collect: %+v, %v", res, err)
 	}
-	recordHistory(t, "collect-with-scan", run.GetID(), run.GetRunID())
-	recordHistory(t, "execute-shard-after-collect", run.GetID()+"/scan", "")
+	// The path every new run takes, under the baselines (collect-with-scan
+	// and execute-shard-after-collect are the same path recorded before).
+	recordHistory(t, "collect-baseline-1-new", run.GetID(), run.GetRunID())
+	recordHistory(t, "execute-shard-baseline-1-new", run.GetID()+"/scan", "")
 	if res.Scan == nil || res.Scan.Status != shard.Done || res.Scan.Receipt == nil || !res.Scan.Receipt.Complete {
 		t.Fatalf("scan after collect: %+v", res.Scan)
 	}
@@ -95,7 +97,12 @@ func TestCollectScansForSecrets(t *testing.T) {
 
 	// A new commit: only its new blob is scanned.
 	commitFiles(t, o, "app", map[string]string{"deploy/aws.txt": "id " + awsKey + "\n"})
-	res = mustCollect(t, id(o, "app"), identity.CaseSame)
+	res, run, err = collectRun(t, id(o, "app"))
+	if err != nil || res.Case != identity.CaseSame || res.Scan == nil {
+		t.Fatalf("collect after a commit: %+v, %v", res, err)
+	}
+	// A re-collection of a changed repository: the path most runs take.
+	recordHistory(t, "collect-baseline-1-changed", run.GetID(), run.GetRunID())
 	if r := res.Scan.Receipt; r.BlobsScanned != 1 || r.Findings != 1 {
 		t.Fatalf("incremental scan: %+v, want 1 blob and 1 new finding (first scan: %d blobs)", r, scanned)
 	}
