@@ -58,15 +58,22 @@ func archiveSuffix(inner string) string {
 // further than that.
 func gitleaksIgnore(repo *repository, tips map[string]plumbing.Hash) (suppress.Ignore, error) {
 	all := suppress.Ignore{}
-	read := map[plumbing.Hash]bool{}
+	// Many refs share a tip and many tips a tree (50,001 branches on one
+	// commit read that commit 50,001 times): each object is read once.
+	seenTip, seenTree, read := map[plumbing.Hash]bool{}, map[plumbing.Hash]bool{}, map[plumbing.Hash]bool{}
 	for _, tip := range tips {
+		if seenTip[tip] {
+			continue
+		}
+		seenTip[tip] = true
 		tree, err := tipTree(repo, tip)
 		if err != nil {
 			return nil, err
 		}
-		if tree == nil {
+		if tree == nil || seenTree[tree.Hash] {
 			continue
 		}
+		seenTree[tree.Hash] = true
 		e, err := tree.FindEntry(suppress.IgnoreFileName)
 		if errors.Is(err, object.ErrEntryNotFound) || errors.Is(err, object.ErrDirectoryNotFound) {
 			continue

@@ -327,8 +327,16 @@ func (m *Mirrors) fetchInto(ctx context.Context, path, remoteURL string, head pl
 	if err != nil {
 		return err
 	}
-	rem, st, release := remote(repo, path, remoteURL)
+	st, release := withPackWriter(repo.Storer, path)
 	defer release()
+	var refs *refBuffer
+	if ps, ok := st.(*packStorage); ok {
+		if refs, err = bufferRefs(ps); err != nil {
+			return fmt.Errorf("%w: %v", errDamaged, err)
+		}
+		st = refs
+	}
+	rem := git.NewRemote(st, &config.RemoteConfig{Name: "origin", URLs: []string{remoteURL}})
 	err = rem.FetchContext(ctx, &git.FetchOptions{
 		RefSpecs: []config.RefSpec{"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"},
 		Tags:     git.NoTags, // the refspec above already takes them all
@@ -337,6 +345,13 @@ func (m *Mirrors) fetchInto(ctx context.Context, path, remoteURL string, head pl
 		Auth:     method(auth),
 		Progress: serverProgress,
 	})
+	if refs != nil {
+		// What go-git set before a failure is kept, as its own storage
+		// would have kept it: every object those refs name is stored.
+		if ferr := refs.flush(); ferr != nil && (err == nil || errors.Is(err, git.NoErrAlreadyUpToDate)) {
+			return ferr
+		}
+	}
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return fmt.Errorf("fetch %s: %w", remoteURL, err)
 	}
