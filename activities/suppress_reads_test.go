@@ -36,7 +36,7 @@ func TestGitleaksIgnoreReadsEachTipOnce(t *testing.T) {
 	blob.SetType(plumbing.BlobObject)
 	w, _ := blob.Writer()
 	io.WriteString(w, "abc123:config.env:generic-api-key:1\n") //nolint:errcheck // memory
-	w.Close()                                                //nolint:errcheck // memory
+	w.Close()                                                  //nolint:errcheck // memory
 	blobHash := put(t, st, blob)
 	tree := &object.Tree{Entries: []object.TreeEntry{{Name: ".gitleaksignore", Mode: 0o100644, Hash: blobHash}}}
 	treeHash := encode(t, st, tree)
