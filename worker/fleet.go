@@ -21,6 +21,11 @@ const (
 	fleetUpkeep    = time.Minute
 )
 
+// unownedGrace is how long a worker keeps the mirror of a repository
+// another worker owns: a drain undone, a worker back within the hour, keep
+// their mirrors; past it a move leaves one copy, not one per owner it had.
+const unownedGrace = time.Hour
+
 // fleetStore is what the fleet's bookkeeping asks of the database.
 type fleetStore interface {
 	RegisterWorker(ctx context.Context, id, taskQueue string) error
@@ -99,10 +104,19 @@ func (fl *fleet) upkeepLoop(ctx context.Context, tick <-chan time.Time) {
 	}
 }
 
-// upkeep keeps the mirrors within the quota, then counts them for the
-// heartbeat.
+// upkeep removes the mirrors this worker has not owned for unownedGrace,
+// keeps the rest within the quota, then counts them for the heartbeat.
 func (fl *fleet) upkeep(ctx context.Context) {
 	owned := fl.owned(ctx)
+	if owned != nil {
+		released, err := fl.mirrors.ReleaseUnowned(ctx, owned, unownedGrace, time.Now())
+		if err != nil && ctx.Err() == nil {
+			fl.log.Warn("mirrors of other workers' repositories", zap.Error(err))
+		}
+		if len(released) > 0 {
+			fl.log.Info("mirrors removed: their repositories are other workers' for an hour", zap.Int("mirrors", len(released)))
+		}
+	}
 	if fl.f.MirrorQuota > 0 {
 		evicted, err := fl.mirrors.Evict(ctx, fl.f.MirrorQuota, owned)
 		if err != nil && ctx.Err() == nil {

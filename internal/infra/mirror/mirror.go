@@ -38,6 +38,9 @@ type Mirrors struct {
 
 	mu    sync.Mutex
 	locks map[string]*pathLock
+
+	umu     sync.Mutex
+	unowned map[string]time.Time // ReleaseUnowned: since when a mirror is another's
 }
 
 // pathLock serialises the goroutines of this process on one mirror; the

@@ -265,3 +265,58 @@ func (m *Mirrors) removeIdle(path string) (bool, error) {
 	}
 	return true, nil
 }
+
+// ReleaseUnowned removes the mirrors of repositories this worker has not
+// owned for grace (another worker took them: this one joined, was drained,
+// or came back after the others took its share), as seen by its calls at
+// now: a mirror is not owned from the first call that finds another owner,
+// and owned again, its time forgotten, by any call that finds it owns it.
+// A worker restarted gives each mirror a full grace period. Like Evict, it
+// keeps a mirror busy or used within the last 10 minutes (a scan placed here
+// before the move may still read it), and one whose URL is not recorded. It
+// returns the paths removed.
+func (m *Mirrors) ReleaseUnowned(ctx context.Context, owned Owned, grace time.Duration, now time.Time) ([]string, error) {
+	held, err := m.Held()
+	if err != nil {
+		return nil, err
+	}
+	m.umu.Lock()
+	defer m.umu.Unlock()
+	if m.unowned == nil {
+		m.unowned = map[string]time.Time{}
+	}
+	seen := make(map[string]bool, len(held))
+	var removed []string
+	for _, h := range held {
+		seen[h.Path] = true
+		if !notOwned(h, owned) {
+			delete(m.unowned, h.Path)
+			continue
+		}
+		since, ok := m.unowned[h.Path]
+		if !ok {
+			m.unowned[h.Path] = now
+			continue
+		}
+		if now.Sub(since) < grace || time.Since(h.LastUsed) < recentUse {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return removed, err
+		}
+		ok, err := m.removeIdle(h.Path)
+		if err != nil {
+			return removed, err
+		}
+		if ok {
+			delete(m.unowned, h.Path)
+			removed = append(removed, h.Path)
+		}
+	}
+	for p := range m.unowned {
+		if !seen[p] {
+			delete(m.unowned, p)
+		}
+	}
+	return removed, nil
+}

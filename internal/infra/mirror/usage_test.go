@@ -236,3 +236,64 @@ func TestEvictNotOwnedFirst(t *testing.T) {
 		t.Fatalf("evicted %v, %v; want its own, oldest first", removed, err)
 	}
 }
+
+// Mirrors of repositories another worker owns are removed once this worker
+// has not owned them for the grace period, as its upkeep sees it; one owned
+// again meanwhile starts over, and one busy, used in the last 10 minutes,
+// or of unknown URL stays. Failed before: nothing removed a mirror this
+// worker no longer owned (without a quota, kept forever).
+func TestReleaseUnowned(t *testing.T) {
+	_, m, urls := synced(t, 6)
+	mine, gone, recent, back, unknown, busy := urls[0], urls[1], urls[2], urls[3], urls[4], urls[5]
+	age(t, m.Path(recent), 5*time.Minute)
+	sc, _ := readSidecar(m.Path(unknown))
+	sc.URL = ""
+	m.writeSidecar(m.Path(unknown), sc)
+	unlock, err := m.lock(context.Background(), m.Path(busy))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t0 := time.Now()
+	ownedAt := map[time.Duration]func(string) bool{
+		0:                func(u string) bool { return u == mine },
+		30 * time.Minute: func(u string) bool { return u == mine || u == back },
+		61 * time.Minute: func(u string) bool { return u == mine },
+		62 * time.Minute: func(u string) bool { return u == mine },
+	}
+	for _, step := range []struct {
+		at   time.Duration
+		want []string
+	}{
+		{0, nil},
+		{30 * time.Minute, nil},
+		{61 * time.Minute, []string{m.Path(gone)}}, // back was owned at 30m: its hour starts at 61m
+		{62 * time.Minute, nil},
+	} {
+		removed, err := m.ReleaseUnowned(context.Background(), ownedAt[step.at], time.Hour, t0.Add(step.at))
+		if err != nil || !slices.Equal(removed, step.want) {
+			t.Fatalf("at %v: removed %v, %v; want %v", step.at, removed, err, step.want)
+		}
+	}
+	for _, u := range []string{mine, recent, back, unknown, busy} {
+		if !exists(m.Path(u)) {
+			t.Errorf("%s removed", u)
+		}
+	}
+	// Not owned since 61m, back goes at 2h01; busy once its lock is free.
+	unlock()
+	removed, err := m.ReleaseUnowned(context.Background(), ownedAt[0], time.Hour, t0.Add(121*time.Minute))
+	if want := []string{m.Path(back), m.Path(busy)}; err != nil || !slices.Equal(sorted(removed), sorted(want)) {
+		t.Fatalf("at 2h01: removed %v, %v; want %v", removed, err, want)
+	}
+	// Without knowing who owns what, nothing is taken for another's.
+	if removed, err := m.ReleaseUnowned(context.Background(), nil, 0, t0.Add(5*time.Hour)); err != nil || len(removed) != 0 {
+		t.Fatalf("ownership unknown: removed %v, %v", removed, err)
+	}
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
