@@ -115,16 +115,20 @@ func (s *Shards) open(ctx context.Context, spec shard.Spec, refsDigest string, p
 // finalizes: the watermarks of the refs it walked to their tips, what it
 // could not read recorded as holes. It returns the receipt.
 //
-// A retried attempt takes over the lease with a new fence first, so the
-// attempt it replaces — if still running somewhere — can no longer write.
+// A retried attempt, and a scan placed again on another worker
+// (w.TakeOver), take over the lease with a new fence first, so the attempt
+// they replace — if still running somewhere — can no longer write; they
+// carry what it made durable into their receipt.
 func (s *Shards) ScanShard(ctx context.Context, w workflows.ShardWork) (shard.Receipt, error) {
 	lease := w.Lease
 	var carried store.Tally // what the attempts this one retries made durable
-	if !activity.IsActivity(ctx) || activity.GetInfo(ctx).Attempt == 1 {
+	if !w.TakeOver && (!activity.IsActivity(ctx) || activity.GetInfo(ctx).Attempt == 1) {
 		// The attempt may have waited in the queue past the lease.
 		if err := s.renew(ctx, lease); err != nil {
 			return shard.Receipt{}, AppError(err)
 		}
+		// The claim reset the tally already (AcquireShard); so does this,
+		// for claims of workers from before.
 		if err := s.Store.ResetRunTally(ctx, lease); err != nil {
 			return shard.Receipt{}, AppError(err)
 		}

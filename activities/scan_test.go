@@ -26,6 +26,7 @@ import (
 	"gitfleet/internal/domain/target"
 	"gitfleet/internal/infra/errclass"
 	"gitfleet/internal/infra/mirror"
+	"gitfleet/internal/infra/store"
 )
 
 var env *testenv.Env
@@ -214,6 +215,97 @@ func TestZombieAttemptWritesNothing(t *testing.T) {
 	}
 	if n := seenCount(t, shardID); n != 0 {
 		t.Fatalf("the zombie wrote %d seen blobs", n)
+	}
+}
+
+// A scan placed again on another worker (its owner did not take it in
+// time: workflows.runGit) takes the shard over at its first attempt: a new
+// fence, so the attempt it left — still running on the old owner, paused
+// here mid-scan — can no longer write; and its receipt counts what that
+// attempt made durable before, as a retried attempt's does.
+func TestAScanPlacedAgainTakesTheShardOver(t *testing.T) {
+	ctx := context.Background()
+	// Blobs over 250 bytes are skipped (oversized): the scan has skips to
+	// count.
+	cfg := scan.DefaultConfig()
+	cfg.MaxBlobBytes = 250
+	rs, err := scan.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := scan.New(rs, cfg, []byte("0123456789abcdef-test-key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, next := shards(t, time.Minute, 20), shards(t, time.Minute, 20)
+	old.Scanner, next.Scanner = sc, sc
+	// The old owner reads one blob at a time, each with the one slot the
+	// test holds between them: it is paused wherever the test keeps it.
+	slots := make(chan struct{}, 1)
+	old.ScanSlots = slots
+	slots <- struct{}{}
+	dir, info := generate(t, repogen.Spec{Commits: 150, FilesPerCommit: 3, BlobSize: 200, Seed: 41})
+	spec, shardID := localShard(t, old, dir)
+	l := lease(t, old, shardID, "owner")
+	zombie := make(chan error, 1)
+	go func() {
+		_, err := old.ScanShard(ctx, workflows.ShardWork{Lease: l, Spec: spec})
+		zombie <- err
+	}()
+	// Let it go a blob at a time (the test's send waits behind the scan's
+	// release, in order) until a batch with skipped blobs is durable.
+	oversized := func() int {
+		return count(t, `SELECT count(*) FROM seen_blobs b JOIN scan_scopes s ON s.id = b.scope_id
+			WHERE s.shard_id = $1 AND b.outcome = 'oversized'`, shardID)
+	}
+	deadline := time.Now().Add(2 * time.Minute) // a bound on failure only
+	for oversized() == 0 {
+		select {
+		case err := <-zombie:
+			t.Fatalf("the old owner's scan ended before it was paused: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no skipped blob durable after 2 minutes (%d seen)", seenCount(t, shardID))
+		}
+		<-slots
+		slots <- struct{}{}
+	}
+	before, err := env.Store.RunTally(ctx, shardID)
+	if err != nil || before.Scanned+before.Skipped == 0 || before.Scanned+before.Skipped >= int64(info.Blobs) {
+		t.Fatalf("the old owner's durable tally %+v, %v; want part of the %d blobs", before, err, info.Blobs)
+	}
+
+	// Placed again, on another worker.
+	r, err := next.ScanShard(ctx, workflows.ShardWork{Lease: l, Spec: spec, TakeOver: true})
+	if err != nil || !r.Covered {
+		t.Fatalf("the scan placed again: %+v, %v", r, err)
+	}
+	if r.Fence <= l.Fence {
+		t.Fatalf("the scan placed again kept fence %d (lease %d): the attempt it left may still write", r.Fence, l.Fence)
+	}
+	if got := r.BlobsScanned + r.BlobsSkipped; got != int64(info.Blobs) {
+		t.Fatalf("the receipt counts %d blobs (%d scanned, %d skipped), the repository has %d: what the old owner made durable (%+v) is lost",
+			got, r.BlobsScanned, r.BlobsSkipped, info.Blobs, before)
+	}
+
+	// The old owner wakes up: it cannot write.
+	<-slots
+	if err := <-zombie; !isClass(err, errclass.StaleOwner) {
+		t.Fatalf("the old owner's attempt after the takeover: %v, want StaleOwner", err)
+	}
+	if _, err := env.Store.WriteData(ctx, l, r.ScopeID, store.DataOps{Tally: store.Tally{Scanned: 1}}); !isClass(activities.AppError(err), errclass.StaleOwner) {
+		t.Fatalf("a write under the old fence: %v, want StaleOwner", err)
+	}
+	after, err := env.Store.RunTally(ctx, shardID)
+	if err != nil || after.Scanned != r.BlobsScanned || after.Skipped != r.BlobsSkipped {
+		t.Fatalf("tally after the old owner woke up: %+v, %v; want the receipt's %d scanned, %d skipped", after, err, r.BlobsScanned, r.BlobsSkipped)
+	}
+	if n := count(t, `SELECT count(*) FROM shard_receipts WHERE shard_id = $1`, shardID); n != 1 {
+		t.Fatalf("%d receipts, want the new owner's only", n)
+	}
+	if _, err := next.CheckpointShard(ctx, workflows.CheckpointInput{Lease: shard.Lease{ShardID: shardID, Owner: l.Owner, Fence: r.Fence}, ReceiptID: r.ID}); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -131,6 +131,15 @@ func (s *Shards) AcquireShard(ctx context.Context, in workflows.AcquireShardInpu
 		e.RetryAfter = time.Until(c.Deadline) + 100*time.Millisecond
 		return workflows.Claim{}, AppError(e)
 	}
+	if c.Status == shard.Active {
+		// A new scan (a pass, an owner) starts its tally here, not in its
+		// scan's first attempt: a scan placed again takes the shard over
+		// at its first attempt and keeps what the owner it left made
+		// durable (ScanShard).
+		if err := s.Store.ResetRunTally(ctx, c.Lease); err != nil {
+			return workflows.Claim{}, AppError(err)
+		}
+	}
 	s.logger(ctx, in.ShardID, c.Lease.Fence).Info("shard claimed", zap.String("status", string(c.Status)))
 	return workflows.Claim{Lease: c.Lease, Status: c.Status, ParkReason: c.ParkReason}, nil
 }

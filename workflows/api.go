@@ -381,6 +381,12 @@ type ShardWork struct {
 	MaxDuration time.Duration `json:"maxDuration,omitempty"`
 	// RefsDigest is what this job's mirror sync saw ("": sync first).
 	RefsDigest string `json:"refsDigest,omitempty"`
+	// TakeOver: the scan was placed again (its owner did not take it in
+	// time, see runGit) and takes the shard over with a new fence from its
+	// first attempt, so that an attempt still running on the old owner (a
+	// paused VM, a partition from Temporal only) can no longer write; it
+	// keeps what that attempt made durable in the run's tally.
+	TakeOver bool `json:"takeOver,omitempty"`
 }
 
 // CheckpointInput advances a shard's frontier to a receipt.

@@ -148,6 +148,11 @@ func executeShardUnder(ctx workflow.Context, in ExecuteShardInput) (ExecuteShard
 	return out, err
 }
 
+// replacedTakesOver: the runs whose scan, placed again, takes the shard
+// over with a new fence (before: it renewed the fence of the owner it
+// left, and reset the run's tally).
+const replacedTakesOver = "replaced-scan-takes-over"
+
 // parkedFailsChange: the runs in which a parked shard fails the run.
 const parkedFailsChange = "parked-fails-run"
 
@@ -241,8 +246,14 @@ func executeShard(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResul
 		if err == nil {
 			enter(PhaseExecuting, fmt.Sprintf("shard %d, fence %d", out.ShardID, lease.Fence))
 			var receipt shard.Receipt
-			err = runGit(ctx, &place, scanOptions, activityScanShard, ShardWork{
-				Lease: lease, Spec: in.Spec, MaxDuration: in.MaxDuration, RefsDigest: refs,
+			work := ShardWork{Lease: lease, Spec: in.Spec, MaxDuration: in.MaxDuration, RefsDigest: refs}
+			err = runGitPlaced(ctx, &place, scanOptions, activityScanShard, func(again bool) any {
+				// A scan placed again may still run on the owner it left:
+				// it takes the shard over (runs recorded before replay
+				// without).
+				w := work
+				w.TakeOver = again && version(ctx, replacedTakesOver, 1) == 1
+				return w
 			}, &receipt)
 			if err == nil {
 				out.Receipt = &receipt

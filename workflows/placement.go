@@ -57,8 +57,15 @@ const affinityChange = "repository-affinity"
 // placing the work first if it is not placed yet, and again when the owner
 // does not take it within the bound.
 func runGit(ctx workflow.Context, place *GitPlace, o workflow.ActivityOptions, name string, arg, result any) error {
+	return runGitPlaced(ctx, place, o, name, func(bool) any { return arg }, result)
+}
+
+// runGitPlaced is runGit with the activity's input made by arg, told
+// whether the work is being placed again (after its owner did not take
+// it in time).
+func runGitPlaced(ctx workflow.Context, place *GitPlace, o workflow.ActivityOptions, name string, arg func(again bool) any, result any) error {
 	if version(ctx, affinityChange, 1) == workflow.DefaultVersion {
-		return workflow.ExecuteActivity(gitWork(ctx, o), name, arg).Get(ctx, result)
+		return workflow.ExecuteActivity(gitWork(ctx, o), name, arg(false)).Get(ctx, result)
 	}
 	base := workflow.GetInfo(ctx).TaskQueueName
 	for n := 1; ; n++ {
@@ -78,7 +85,7 @@ func runGit(ctx workflow.Context, place *GitPlace, o workflow.ActivityOptions, n
 				ao.ScheduleToStartTimeout = DefaultPlaceWait
 			}
 		}
-		err := workflow.ExecuteActivity(withOptions(ctx, ao), name, arg).Get(ctx, result)
+		err := workflow.ExecuteActivity(withOptions(ctx, ao), name, arg(n > 1)).Get(ctx, result)
 		if err == nil || !bounded || !isScheduleToStart(err) {
 			return err
 		}

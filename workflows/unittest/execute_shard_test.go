@@ -1,6 +1,7 @@
 package unittest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"testing"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/stretchr/testify/mock"
@@ -244,7 +247,11 @@ func parkedResult(t *testing.T, env *testsuite.TestWorkflowEnvironment) workflow
 }
 
 // Git work its owner does not take within the bound is placed again: the
-// scan that waited on a worker that went quiet runs on the next.
+// scan that waited on a worker that went quiet runs on the next, and
+// takes the shard over (a new fence: the attempt it left, if it still
+// runs, can no longer write); the run checkpoints under the new fence.
+// (The activity's side, the fence and the counts kept, is
+// activities.TestAScanPlacedAgainTakesTheShardOver.)
 func TestExecuteShardPlacesGitWorkAgain(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
@@ -256,10 +263,18 @@ func TestExecuteShardPlacesGitWorkAgain(t *testing.T) {
 	env.OnActivity(a.EnsureShard, mock.Anything, mock.Anything).Return(int64(42), nil)
 	env.OnActivity(placer.PlaceGitWork, mock.Anything, mock.Anything).Return(workflows.WorkerGitQueue(workflows.TaskQueue, "w2"), nil).Once()
 	env.OnActivity(a.AcquireShard, mock.Anything, mock.Anything).Return(claim(3), nil).Once()
-	env.OnActivity(a.ScanShard, mock.Anything, mock.Anything).
+	var queues []string
+	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		if info.ActivityType.Name == "ScanShard" {
+			queues = append(queues, info.TaskQueue)
+		}
+	})
+	env.OnActivity(a.ScanShard, mock.Anything, mock.MatchedBy(func(w workflows.ShardWork) bool { return !w.TakeOver && w.Lease.Fence == 3 })).
 		Return(shard.Receipt{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)).Once()
-	env.OnActivity(a.ScanShard, mock.Anything, mock.Anything).Return(shard.Receipt{ID: 9, ShardID: 42, Fence: 3, Complete: true}, nil).Once()
-	env.OnActivity(a.CheckpointShard, mock.Anything, mock.Anything).Return(shard.Done, nil).Once()
+	// Placed again: it takes the shard over, and its receipt is of the new fence.
+	env.OnActivity(a.ScanShard, mock.Anything, mock.MatchedBy(func(w workflows.ShardWork) bool { return w.TakeOver && w.Lease.Fence == 3 })).
+		Return(shard.Receipt{ID: 9, ShardID: 42, Fence: 4, Complete: true}, nil).Once()
+	env.OnActivity(a.CheckpointShard, mock.Anything, workflows.CheckpointInput{Lease: claim(4).Lease, ReceiptID: 9}).Return(shard.Done, nil).Once()
 	// Placed on w1 by the job that synced (a Collect), which then went quiet.
 	env.ExecuteWorkflow(workflows.ExecuteShard, workflows.ExecuteShardInput{Spec: shard.Spec{Key: "k"}, RefsDigest: "d1",
 		Place: workflows.GitPlace{Location: "https://github.com/acme/app", Queue: workflows.WorkerGitQueue(workflows.TaskQueue, "w1")}})
@@ -267,8 +282,11 @@ func TestExecuteShardPlacesGitWorkAgain(t *testing.T) {
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != shard.Done || res.Receipt == nil {
+	if res.Status != shard.Done || res.Receipt == nil || res.Receipt.Fence != 4 {
 		t.Fatalf("result = %+v", res)
+	}
+	if want := []string{workflows.WorkerGitQueue(workflows.TaskQueue, "w1"), workflows.WorkerGitQueue(workflows.TaskQueue, "w2")}; fmt.Sprint(queues) != fmt.Sprint(want) {
+		t.Fatalf("the scan ran on %v, want %v", queues, want)
 	}
 	env.AssertExpectations(t)
 }
