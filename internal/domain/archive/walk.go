@@ -257,7 +257,7 @@ func (w *walker) count(at string) error {
 }
 
 // open walks the archive or stream of format f at path as level level. r
-// reads it; all is its whole content, which zip and xz need (see file).
+// reads it; all is its whole content, which zip needs (see file).
 func (w *walker) open(f Format, r io.Reader, all []byte, at string, level int) error {
 	switch f {
 	case Zip:
@@ -265,7 +265,7 @@ func (w *walker) open(f Format, r io.Reader, all []byte, at string, level int) e
 	case Tar:
 		return w.tar(r, at, level)
 	}
-	return w.stream(f, r, all, at, level)
+	return w.stream(f, r, at, level)
 }
 
 // file reads one file at path: an entry of an archive at level (entry), or
@@ -297,7 +297,7 @@ func (w *walker) file(r io.Reader, at string, level int, entry bool) error {
 		if entry {
 			w.fn(Entry{Path: at, Opened: true})
 		}
-		if f != Zip && f != Xz { // streamed
+		if f != Zip { // streamed
 			return w.open(f, io.MultiReader(bytes.NewReader(head), r), nil, at, next)
 		}
 	} else if w.opt.Binary != nil && w.opt.Binary(head) {
@@ -476,8 +476,8 @@ func sparse(h *tar.Header) bool {
 
 // stream walks a compressed stream at path as level: what it holds is an
 // archive of the same level (a tar), or one file at the stream's path.
-func (w *walker) stream(f Format, r io.Reader, all []byte, at string, level int) error {
-	rc, reason, err := decompressor(f, r, all)
+func (w *walker) stream(f Format, r io.Reader, at string, level int) error {
+	rc, reason, err := decompressor(f, r)
 	if err != nil {
 		w.skip(at, reason, err.Error())
 		return nil

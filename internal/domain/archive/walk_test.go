@@ -3,7 +3,9 @@ package archive
 import (
 	"archive/tar"
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"go/parser"
 	"go/token"
 	"maps"
@@ -118,6 +120,8 @@ func TestWalk(t *testing.T) {
 			files: map[string]string{"after.txt": "after\n"}, skipped: []string{"holes"}, skips: []string{"holes: unsupported"}},
 		{name: "zstd window over the limit", content: zstdWindow(30), opt: opts(8), skips: []string{": memory"}},
 		{name: "xz dictionary over the limit", content: xzDict(t, 40), opt: opts(8), skips: []string{": memory"}},
+		{name: "xz block the index hides, over the limit", content: xzHiddenBlock(t, 40), opt: opts(8),
+			files: map[string]string{}, skips: []string{": memory"}},
 		{name: "path tricks are shown, escaped, never resolved", opt: opts(8),
 			content: zipOf(t, f("../../etc/passwd", "1"), f("/abs/key.pem", "2"), f("./dot/x", "3"), f("nul\x00name", "4"),
 				f("line\nbreak", "5"), f("\u202etxt.exe", "6"), f("bad\xffutf8", "7")),
@@ -183,15 +187,59 @@ func zstdWindow(log int) []byte {
 }
 
 // xzDict is an xz file whose block asks for an LZMA2 dictionary of
-// property bits (40: 4 GiB).
+// property bits (40: 4 GiB), its header's checksum made right.
 func xzDict(t *testing.T, bits byte) []byte {
 	b := xzOf(t, []byte("xz says hello\n"))
-	i := bytes.Index(b[12:], []byte{0x21, 0x01})
+	setXzDict(t, b[12:], bits)
+	return b
+}
+
+// setXzDict sets the dictionary of the block whose header block starts
+// with, and the header's CRC32.
+func setXzDict(t *testing.T, block []byte, bits byte) {
+	t.Helper()
+	size := (int(block[0]) + 1) * 4
+	i := bytes.Index(block[:size], []byte{0x21, 0x01})
 	if i < 0 {
 		t.Fatal("no LZMA2 filter in the block header")
 	}
-	b[12+i+2] = bits
-	return b
+	block[i+2] = bits
+	binary.LittleEndian.PutUint32(block[size-4:], crc32.ChecksumIEEE(block[:size-4]))
+}
+
+// xzHiddenBlock is the attack on a guard that reads the stream's index: a
+// second block asking for a dictionary of property bits, which the index
+// folds into the first block's record (one record for two blocks), so
+// that a reader of the index never sees the second block's header.
+func xzHiddenBlock(t *testing.T, bits byte) []byte {
+	b := xzOf(t, []byte("xz says hello\n"))
+	// The stream footer's backward size locates the index: indicator 0,
+	// the number of records (1), the block's unpadded and uncompressed
+	// sizes.
+	footer := b[len(b)-12:]
+	index := len(b) - 12 - (int(binary.LittleEndian.Uint32(footer[4:8]))+1)*4
+	unpadded, n := binary.Uvarint(b[index+2:])
+	uncompressed, m := binary.Uvarint(b[index+2+n:])
+	if b[index] != 0 || b[index+1] != 1 || n <= 0 || m <= 0 {
+		t.Fatalf("unexpected xz layout % x", b[12:])
+	}
+	end := 12 + (int(unpadded)+3)&^3
+	hidden := bytes.Clone(b[12:end])
+	setXzDict(t, hidden, bits)
+	out := append(bytes.Clone(b[:end]), hidden...)
+
+	// One record covering both blocks, then a footer that agrees.
+	rec := binary.AppendUvarint([]byte{0, 1}, uint64(end-12)+unpadded)
+	rec = binary.AppendUvarint(rec, uncompressed)
+	for len(rec)%4 != 0 {
+		rec = append(rec, 0)
+	}
+	rec = binary.LittleEndian.AppendUint32(rec, crc32.ChecksumIEEE(rec))
+	foot := binary.LittleEndian.AppendUint32(nil, uint32(len(rec)/4-1))
+	foot = append(foot, footer[8:10]...)
+	foot = append(binary.LittleEndian.AppendUint32(nil, crc32.ChecksumIEEE(foot)), foot...)
+	out = append(append(out, rec...), foot...)
+	return append(out, "YZ"...)
 }
 
 func TestDetect(t *testing.T) {
@@ -248,6 +296,24 @@ func TestWalkMemoryIsBounded(t *testing.T) {
 		if n := after.TotalAlloc - before.TotalAlloc; n > 16<<20 {
 			t.Errorf("%s: %d MiB allocated", tc.name, n>>20)
 		}
+	}
+}
+
+// An xz block's dictionary is refused before it is allocated, wherever the
+// block is: a 324-byte blob whose index hid its second block cost 1 GiB of
+// heap (4 GiB with property bits 40: a fatal out of memory under a limit).
+func TestXzDictionaryRefusedBeforeAllocation(t *testing.T) {
+	attack := xzHiddenBlock(t, 36) // 1 GiB
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	got := walk(attack, opts(8))
+	runtime.ReadMemStats(&after)
+	if len(got.skips) != 1 || got.skips[0].Reason != SkipMemory {
+		t.Errorf("skips %+v, want one for memory", got.skips)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > MaxWindow {
+		t.Errorf("a %d-byte blob allocated %d MiB", len(attack), n>>20)
 	}
 }
 
