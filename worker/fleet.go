@@ -14,8 +14,9 @@ import (
 )
 
 // Fleet bookkeeping runs on these periods: a heartbeat (six within
-// GITFLEET_WORKER_OFFLINE_AFTER's default), and the mirrors' upkeep (the
-// quota, their count and bytes).
+// GITFLEET_WORKER_OFFLINE_AFTER's default), and the mirrors' upkeep
+// (mirrors of others' repositories, the quota, repacks, their count and
+// bytes).
 const (
 	fleetHeartbeat = 10 * time.Second
 	fleetUpkeep    = time.Minute
@@ -105,7 +106,8 @@ func (fl *fleet) upkeepLoop(ctx context.Context, tick <-chan time.Time) {
 }
 
 // upkeep removes the mirrors this worker has not owned for unownedGrace,
-// keeps the rest within the quota, then counts them for the heartbeat.
+// keeps the rest within the quota, merges the packs of those past
+// mirror.RepackAbove, then counts them for the heartbeat.
 func (fl *fleet) upkeep(ctx context.Context) {
 	owned := fl.owned(ctx)
 	if owned != nil {
@@ -125,6 +127,13 @@ func (fl *fleet) upkeep(ctx context.Context) {
 		if len(evicted) > 0 {
 			fl.log.Info("mirrors evicted over the quota", zap.Int("mirrors", len(evicted)), zap.Int64("quota", fl.f.MirrorQuota))
 		}
+	}
+	repacked, err := fl.mirrors.Repack(ctx, mirror.RepackAbove)
+	if err != nil && ctx.Err() == nil {
+		fl.log.Warn("mirror repack", zap.Error(err))
+	}
+	if len(repacked) > 0 {
+		fl.log.Info("mirrors repacked", zap.Int("mirrors", len(repacked)))
 	}
 	held, bytes, err := fl.mirrors.Usage()
 	if err != nil {

@@ -52,6 +52,8 @@ type sidecar struct {
 	// repository's placement key), without user information.
 	URL   string `json:"url,omitempty"`
 	Bytes int64  `json:"bytes"`
+	// Packs counts its pack files (Repack merges them past RepackAbove).
+	Packs int `json:"packs"`
 }
 
 func readSidecar(path string) (sidecar, bool) {
@@ -89,7 +91,7 @@ func (m *Mirrors) record(path, remoteURL string) {
 	if remoteURL != "" {
 		sc.URL = withoutUserinfo(remoteURL)
 	}
-	sc.Bytes = dirBytes(path)
+	sc.Bytes, sc.Packs = dirBytes(path), countPacks(path)
 	m.writeSidecar(path, sc)
 }
 
@@ -132,6 +134,7 @@ type Held struct {
 	// of an earlier release not synced since).
 	URL      string
 	Bytes    int64
+	Packs    int
 	LastUsed time.Time
 }
 
@@ -157,10 +160,10 @@ func (m *Mirrors) Held() ([]Held, error) {
 				unlock()
 			}
 			if !ok {
-				sc.Bytes = dirBytes(path)
+				sc.Bytes, sc.Packs = dirBytes(path), countPacks(path)
 			}
 		}
-		out = append(out, Held{Path: path, URL: sc.URL, Bytes: sc.Bytes, LastUsed: lastUse(path)})
+		out = append(out, Held{Path: path, URL: sc.URL, Bytes: sc.Bytes, Packs: sc.Packs, LastUsed: lastUse(path)})
 	}
 	return out, nil
 }
