@@ -307,6 +307,13 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 		}
 	}
 	covered := walkErr == nil && !tainted
+	// What the attempts this one retries skipped is the scan's too: its
+	// breakdown, and the partial run it makes.
+	run.counts.AddBreakdown(carried.Skips)
+	var was shard.Counts
+	was.AddBreakdown(carried.Skips)
+	run.partial = run.partial || (was.Oversized > 0 && s.Scanner.IsPartial(scan.SkipOversized)) ||
+		(was.Binary > 0 && s.Scanner.IsPartial(scan.SkipBinary))
 	// Blobs earlier runs skipped as oversized are seen: no run reads them
 	// again, and every run says they were never scanned.
 	oversized, err := s.Store.OversizedBlobs(ctx, scopeID)
@@ -782,7 +789,9 @@ func (r *scanRun) flushBatch(ctx context.Context, batch, again []gitread.Blob, h
 		r.worked.Store(true)
 	}
 	results := make([]scanned, len(todo))
-	c := &r.counts
+	// The batch's skips by reason, durable with its data (Tally.Skips),
+	// then the run's.
+	var c shard.Counts
 	var wg sync.WaitGroup
 	work := make(chan []int)
 	for i, reader := range r.readers {
@@ -792,7 +801,7 @@ func (r *scanRun) flushBatch(ctx context.Context, batch, again []gitread.Blob, h
 			for run := range work {
 				for _, j := range run {
 					r.s.acquire()
-					results[j] = r.scanBlob(reader, &r.buffers[i], todo[j], c)
+					results[j] = r.scanBlob(reader, &r.buffers[i], todo[j], &c)
 					r.s.release()
 					r.progress.step()
 				}
@@ -845,11 +854,13 @@ func (r *scanRun) flushBatch(ctx context.Context, batch, again []gitread.Blob, h
 		}
 		r.partial = r.partial || res.partial
 		for _, k := range res.archiveSkips {
-			r.counts.ArchiveSkips.Add(k.Reason, 1)
+			c.ArchiveSkips.Add(k.Reason, 1)
 		}
 	}
 	r.bytes, r.scanned, r.skipped = r.bytes+bytes, r.scanned+scanned, r.skipped+skipped
-	ops.Tally = store.Tally{Scanned: scanned, Skipped: skipped, Bytes: bytes}
+	skips := c.Breakdown()
+	r.counts.AddBreakdown(skips)
+	ops.Tally = store.Tally{Scanned: scanned, Skipped: skipped, Bytes: bytes, Skips: skips}
 	for _, b := range again {
 		if r.wanted[b.Hash] || r.isHole(b.Hash) {
 			ops.Paths = append(ops.Paths, store.BlobPath{Blob: b.Hash[:], Path: b.Path})

@@ -288,6 +288,12 @@ func TestAScanPlacedAgainTakesTheShardOver(t *testing.T) {
 		t.Fatalf("the receipt counts %d blobs (%d scanned, %d skipped), the repository has %d: what the old owner made durable (%+v) is lost",
 			got, r.BlobsScanned, r.BlobsSkipped, info.Blobs, before)
 	}
+	// Its breakdown is the scan's too, not the last attempt's: every skip
+	// is an oversized blob, this scan's own (none an earlier run's).
+	if n := int64(oversized()); r.BlobsSkipped != n || r.Oversized != n || r.EarlierOversized != 0 || r.Complete {
+		t.Fatalf("the receipt says %d skipped, %d oversized (%d by an earlier run), complete=%t; the scan skipped %d oversized blobs (the old owner %d)",
+			r.BlobsSkipped, r.Oversized, r.EarlierOversized, r.Complete, n, before.Skips["oversized"])
+	}
 
 	// The old owner wakes up: it cannot write.
 	<-slots

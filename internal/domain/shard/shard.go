@@ -79,6 +79,42 @@ type Counts struct {
 	ArchiveSkips ArchiveSkips `json:"archiveSkips,omitzero"`
 }
 
+// Breakdown is the part of the counts that a scan's batches count blob by
+// blob — its skips by reason and its archives' skips — flat, by name, with
+// only the counts that are not zero: the store sums a run's batches key by
+// key (shards.run_skips), so a receipt reports the breakdown of every
+// attempt of the scan, as it does its totals.
+func (c Counts) Breakdown() map[string]int64 {
+	m := map[string]int64{}
+	for k, p := range c.breakdown() {
+		if *p != 0 {
+			m[k] = *p
+		}
+	}
+	return m
+}
+
+// AddBreakdown adds a Breakdown to the counts (names it does not know are
+// left out).
+func (c *Counts) AddBreakdown(m map[string]int64) {
+	fields := c.breakdown()
+	for k, n := range m {
+		if p, ok := fields[k]; ok {
+			*p += n
+		}
+	}
+}
+
+func (c *Counts) breakdown() map[string]*int64 {
+	a := &c.ArchiveSkips
+	return map[string]*int64{
+		"missing": &c.Missing, "corrupt": &c.Corrupt, "unreadable": &c.Unreadable, "oversized": &c.Oversized, "binary": &c.Binary,
+		"archive.depth": &a.Depth, "archive.entrySize": &a.EntrySize, "archive.expandedSize": &a.Bytes,
+		"archive.entries": &a.Entries, "archive.ratio": &a.Ratio, "archive.memory": &a.Memory, "archive.corrupt": &a.Corrupt,
+		"archive.encrypted": &a.Encrypted, "archive.unsupported": &a.Unsupported,
+	}
+}
+
 // ArchiveSkips counts skips by archive.Reason. A struct rather than a map,
 // so that counts and receipts compare with ==.
 type ArchiveSkips struct {

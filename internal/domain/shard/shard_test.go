@@ -55,3 +55,31 @@ func TestReceiptSettled(t *testing.T) {
 		}
 	}
 }
+
+// A breakdown names every count a batch adds blob by blob, each once, and
+// adding two attempts' breakdowns adds each count.
+func TestBreakdownAddsEveryCount(t *testing.T) {
+	var a Counts
+	a.Missing, a.Corrupt, a.Unreadable, a.Oversized, a.Binary = 1, 2, 3, 4, 5
+	for i, r := range archive.Reasons() {
+		a.ArchiveSkips.Add(r, int64(10+i))
+	}
+	a.Commits, a.BlobsScanned, a.OutOfTime = 7, 8, true // not the batches' to sum
+	m := a.Breakdown()
+	if len(m) != 5+len(archive.Reasons()) {
+		t.Fatalf("breakdown %v: %d names, want %d", m, len(m), 5+len(archive.Reasons()))
+	}
+	b := Counts{Binary: 1, Commits: 3}
+	b.AddBreakdown(m)
+	b.AddBreakdown(m)
+	want := Counts{Missing: 2, Corrupt: 4, Unreadable: 6, Oversized: 8, Binary: 11, Commits: 3}
+	for i, r := range archive.Reasons() {
+		want.ArchiveSkips.Add(r, 2*int64(10+i))
+	}
+	if b != want {
+		t.Fatalf("two breakdowns added: %+v, want %+v", b, want)
+	}
+	if m := (Counts{Commits: 1}).Breakdown(); len(m) != 0 {
+		t.Fatalf("breakdown of no skips: %v, want none", m)
+	}
+}

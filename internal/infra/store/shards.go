@@ -344,8 +344,13 @@ func (s *Store) WriteData(ctx context.Context, l shard.Lease, scopeID int64, ops
 			return err
 		}
 		t := ops.Tally
+		skips := t.Skips
+		if skips == nil {
+			skips = map[string]int64{}
+		}
 		_, err = tx.Exec(ctx, `UPDATE shards SET run_scanned = run_scanned + $2, run_skipped = run_skipped + $3,
-			run_bytes = run_bytes + $4, run_findings = run_findings + $5 WHERE id = $1`, l.ShardID, t.Scanned, t.Skipped, t.Bytes, n)
+			run_bytes = run_bytes + $4, run_findings = run_findings + $5, run_skips = `+addSkips+` WHERE id = $1`,
+			l.ShardID, t.Scanned, t.Skipped, t.Bytes, n, skips)
 		return err
 	})
 	return n, err
