@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"gitfleet/activities"
 	"gitfleet/internal/domain/ghaccount"
 	"gitfleet/internal/domain/repoid"
 	"gitfleet/workflows"
@@ -28,7 +29,9 @@ func (a *app) collectCmd() *cobra.Command {
 given, waits for each and prints its identity case, codebase and commit.
 
 Concurrent requests for the same repository share one workflow run.
-Every name is checked before anything starts; credentials in URLs are refused.`,
+Every name is checked before anything starts; credentials in URLs are refused.
+With --org, collections start only while fewer than GITFLEET_SWEEP_MAX_RUNNING
+(default 100) Collect runs run, fleet-wide, as the sweep's do.`,
 		Example: `  starter collect github.com/octocat/Hello-World
   starter collect octocat/Hello-World https://github.com/octocat/Spoon-Knife
   starter collect --no-wait ghe.example.com/platform/api
@@ -93,7 +96,9 @@ func (a *app) collectOrg(ctx context.Context, user, org string, archived, wait b
 		TaskQueue:                workflows.TaskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		Memo:                     map[string]any{"organization": org, "user": user},
-	}, workflows.CollectOrg, workflows.CollectOrgInput{UserID: l.User.ID, Org: org, IncludeArchived: archived})
+	}, workflows.CollectOrg, workflows.CollectOrgInput{UserID: l.User.ID, Org: org, IncludeArchived: archived,
+		// The sweep's bound: both count every running Collect.
+		MaxRunning: activities.WorkflowSettings(a.cfg).SweepMaxRunning})
 	if err != nil {
 		return fmt.Errorf("start the collection of %s: %w", org, err)
 	}

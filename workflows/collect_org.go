@@ -3,8 +3,11 @@ package workflows
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"go.temporal.io/sdk/workflow"
+
+	"gitfleet/internal/domain/repoid"
 )
 
 // CollectOrgWorkflowID is the id of the collection of an organization's
@@ -25,9 +28,22 @@ type CollectOrgInput struct {
 	IncludeArchived bool   `json:"includeArchived,omitempty"`
 	// Window bounds the starts in flight (default 10).
 	Window int `json:"window,omitempty"`
+	// MaxRunning bounds the Collect runs running at once, fleet-wide (the
+	// sweep's and manual ones too), before the organization starts more:
+	// it waits for room (the runs since org-bounded-running; the starter
+	// gives GITFLEET_SWEEP_MAX_RUNNING); zero means DefaultMaxRunning.
+	MaxRunning int `json:"maxRunning,omitempty"`
+	// RunningPoll is how long a collection that found no room waits before
+	// it counts again; zero means DefaultRunningPoll.
+	RunningPoll time.Duration `json:"runningPoll,omitempty"`
 	// After and Progress carry a run's state into the next one.
 	After    string             `json:"after,omitempty"`
 	Progress CollectOrgProgress `json:"progress"`
+	// Pending are the repositories of the page read last that are not
+	// started yet (After is past them), and LastPage says that page was the
+	// last: a run that hands over while it waits for room passes them on.
+	Pending  []repoid.ID `json:"pending,omitempty"`
+	LastPage bool        `json:"lastPage,omitempty"`
 }
 
 // CollectOrgProgress is how far a CollectOrg has come, over all its runs.
@@ -37,19 +53,36 @@ type CollectOrgProgress struct {
 	Failed  int  `json:"failed"`
 	Done    bool `json:"done"`
 	Runs    int  `json:"runs"`
+	// Waits counts the times MaxRunning Collects ran and it waited for room.
+	Waits int `json:"waits,omitempty"`
 }
 
 func (p CollectOrgProgress) String() string {
-	return fmt.Sprintf("%d repositories listed, %d collections started, %d failed to start", p.Listed, p.Started, p.Failed)
+	s := fmt.Sprintf("%d repositories listed, %d collections started, %d failed to start", p.Listed, p.Started, p.Failed)
+	if p.Waits > 0 {
+		s += fmt.Sprintf(", waited for room %d times", p.Waits)
+	}
+	return s
 }
 
 // orgPagesPerRun bounds a run's history (each start is three events); the
 // collection continues as new after it, or sooner when Temporal suggests.
 const orgPagesPerRun = 10
 
+// orgBoundedRunningChange: the runs that start only while fewer than
+// MaxRunning Collects run.
+const orgBoundedRunningChange = "org-bounded-running"
+
 // CollectOrg pages through an organization's cached repositories and
 // starts a Collect for each, a window at a time. The Collects are the
 // ordinary ones: same ids, joined when one is already running.
+//
+// Runs since org-bounded-running start only while fewer than MaxRunning
+// Collects run, fleet-wide, as the sweep does (§5): before each window
+// they count the running Collects (RunningCollects), start no more than
+// the room left, and with no room wait RunningPoll and count again. A
+// 100,000-repository import runs MaxRunning collections at a time, not
+// all of them at once.
 func CollectOrg(ctx workflow.Context, in CollectOrgInput) (CollectOrgProgress, error) {
 	if in.Window <= 0 {
 		in.Window = 10
@@ -58,6 +91,9 @@ func CollectOrg(ctx workflow.Context, in CollectOrgInput) (CollectOrgProgress, e
 	p.Runs++
 	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (CollectOrgProgress, error) { return p, nil }); err != nil {
 		return p, err
+	}
+	if version(ctx, orgBoundedRunningChange, 1) == 1 {
+		return collectOrgBounded(ctx, in, &p)
 	}
 	for pages := 0; ; pages++ {
 		if pages == orgPagesPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
@@ -93,5 +129,84 @@ func CollectOrg(ctx workflow.Context, in CollectOrgInput) (CollectOrgProgress, e
 			workflow.SetCurrentDetails(ctx, fmt.Sprintf("Done with %s: %s", in.Org, p))
 			return p, nil
 		}
+	}
+}
+
+// collectOrgBounded is CollectOrg since org-bounded-running.
+func collectOrgBounded(ctx workflow.Context, in CollectOrgInput, p *CollectOrgProgress) (CollectOrgProgress, error) {
+	if in.MaxRunning <= 0 {
+		in.MaxRunning = DefaultMaxRunning
+	}
+	if in.RunningPoll <= 0 {
+		in.RunningPoll = DefaultRunningPoll
+	}
+	handOver := func() (CollectOrgProgress, error) {
+		in.Progress = *p
+		return *p, workflow.NewContinueAsNewError(ctx, CollectOrg, in)
+	}
+	// full: the run's history is large enough to hand over (waits add
+	// events that the page count does not bound).
+	full := func() bool {
+		info := workflow.GetInfo(ctx)
+		return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() >= runEventTarget
+	}
+	// unseen is what the last window started: the visibility store the
+	// count reads may not show those runs yet (as in the sweep).
+	unseen := 0
+	for pages := 0; ; {
+		for len(in.Pending) > 0 {
+			if full() {
+				return handOver()
+			}
+			var running int
+			if err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityRunningCollects).Get(ctx, &running); err != nil {
+				return *p, err
+			}
+			room := min(in.Window, in.MaxRunning-running-unseen)
+			if room <= 0 {
+				p.Waits++
+				workflow.SetCurrentDetails(ctx, fmt.Sprintf("Collecting %s, waiting for room: %d collections running, at most %d; %s",
+					in.Org, running, in.MaxRunning, p))
+				if err := workflow.Sleep(ctx, in.RunningPoll); err != nil {
+					return *p, err
+				}
+				unseen = 0
+				continue
+			}
+			window := in.Pending[:min(room, len(in.Pending))]
+			futures := make([]workflow.Future, len(window))
+			for i, r := range window {
+				futures[i] = workflow.ExecuteActivity(withOptions(ctx, startOptions), activityStartCollect, r)
+			}
+			in.Pending = in.Pending[len(window):]
+			unseen = 0
+			for _, f := range futures {
+				if err := f.Get(ctx, nil); err != nil {
+					p.Failed++
+					continue
+				}
+				p.Started++
+				unseen++
+			}
+			workflow.SetCurrentDetails(ctx, fmt.Sprintf("Collecting %s: %s", in.Org, p))
+		}
+		if in.LastPage {
+			p.Done = true
+			workflow.SetCurrentDetails(ctx, fmt.Sprintf("Done with %s: %s", in.Org, p))
+			return *p, nil
+		}
+		if pages == orgPagesPerRun || full() {
+			return handOver()
+		}
+		var page CachedReposPage
+		err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityListCachedRepos, ListCachedReposInput{
+			UserID: in.UserID, Org: in.Org, IncludeArchived: in.IncludeArchived, After: in.After, Limit: 100,
+		}).Get(ctx, &page)
+		if err != nil {
+			return *p, err
+		}
+		pages++
+		p.Listed += len(page.Repos)
+		in.After, in.Pending, in.LastPage = page.Next, page.Repos, page.Done
 	}
 }

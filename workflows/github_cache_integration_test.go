@@ -10,9 +10,12 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"gitfleet/internal/devstack/forge"
+	"gitfleet/internal/devstack/poll"
 	"gitfleet/internal/domain/ghaccount"
 	"gitfleet/internal/domain/repoid"
 	"gitfleet/internal/infra/ghcache"
@@ -261,7 +264,8 @@ func TestCollectOrg(t *testing.T) {
 	if err := run.Get(ctx, &p); err != nil || !p.Done || p.Started != n || p.Failed != 0 {
 		t.Fatalf("CollectOrg: %+v, %v", p, err)
 	}
-	recordHistory(t, "collect-org", run.GetID(), run.GetRunID())
+	// collect-org.json is this test's run from before org-bounded-running;
+	// TestCollectOrgBoundsRunningCollectionsOnTheServer records the path since.
 	if got := currentRun(t, workflows.CollectWorkflowID(first)); got != sweepRun || got == "" {
 		t.Fatalf("the sweep's collection of %s is run %s, the organization's %s: doubled", first, sweepRun, got)
 	}
@@ -270,6 +274,82 @@ func TestCollectOrg(t *testing.T) {
 		var res workflows.CollectResult
 		if err := env.Client.GetWorkflow(ctx, workflows.CollectWorkflowID(r), "").Get(ctx, &res); err != nil || !res.Empty {
 			t.Fatalf("collect %s: %+v, %v", r, res, err)
+		}
+	}
+}
+
+// An organization starts collections only while fewer than MaxRunning
+// Collect runs run, counted in the server's visibility store: with its
+// collections slowed down by the host, no more than MaxRunning of them ever
+// overlap, and all are collected.
+func TestCollectOrgBoundsRunningCollectionsOnTheServer(t *testing.T) {
+	ctx := context.Background()
+	o := owner(t)
+	org := o + "-bounded"
+	u := addGitHubUser(t, o+"-importer")
+	if err := fg.CreateOrg(org); err != nil {
+		t.Fatal(err)
+	}
+	if err := fg.AddMember(org, u.gh.Login); err != nil {
+		t.Fatal(err)
+	}
+	const n, maxRunning = 6, 2
+	for i := range n {
+		createRepo(t, org, fmt.Sprintf("r%d", i), "README.md")
+	}
+	if l, err := ghCache().Repos(ctx, u.Name, ghaccount.Filter{Org: org}, false); err != nil || len(l.Repos) != n {
+		t.Fatalf("cache: %d repositories, %v", len(l.Repos), err)
+	}
+	// Every git request of the organization takes a second: a collection
+	// makes a few, so it runs for seconds.
+	defer fg.AddFault(forge.Fault{Kind: forge.Git, Path: "/" + org + "/", Latency: time.Second})()
+	since := time.Now()
+	run, err := env.Client.ExecuteWorkflow(ctx, orgOptions(u.Name, org), workflows.CollectOrg,
+		workflows.CollectOrgInput{UserID: u.ID, Org: org, Window: 4, MaxRunning: maxRunning, RunningPoll: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p workflows.CollectOrgProgress
+	if err := run.Get(ctxTimeout(t, 5*time.Minute), &p); err != nil || !p.Done || p.Started != n || p.Failed != 0 || p.Waits == 0 {
+		t.Fatalf("CollectOrg: %+v, %v; want all %d started after waiting for room", p, err, n)
+	}
+	recordHistory(t, "collect-org-bounded", run.GetID(), run.GetRunID())
+	type span struct{ start, end time.Time }
+	var spans []span
+	for i := range n {
+		wid := workflows.CollectWorkflowID(repoid.ID{Host: fg.Host(), Owner: org, Name: fmt.Sprintf("r%d", i)})
+		var res workflows.CollectResult
+		if err := env.Client.GetWorkflow(ctx, wid, "").Get(ctxTimeout(t, 2*time.Minute), &res); err != nil {
+			t.Fatalf("collect %s: %v", wid, err)
+		}
+		var runs []*workflowpb.WorkflowExecutionInfo
+		poll.Until(t, wid+"'s run closed in visibility", time.Minute, func() (bool, string) {
+			resp, err := env.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+				Query: fmt.Sprintf("WorkflowId = '%s' AND StartTime >= '%s'", wid, since.UTC().Format(time.RFC3339Nano))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs = resp.Executions
+			for _, e := range runs {
+				if e.GetCloseTime() == nil {
+					return false, "still open"
+				}
+			}
+			return len(runs) > 0, "no run"
+		})
+		for _, e := range runs {
+			spans = append(spans, span{e.GetStartTime().AsTime(), e.GetCloseTime().AsTime()})
+		}
+	}
+	for _, s := range spans {
+		overlapping := 0
+		for _, o := range spans {
+			if !o.start.After(s.start) && o.end.After(s.start) {
+				overlapping++
+			}
+		}
+		if overlapping > maxRunning {
+			t.Fatalf("%d collections ran at once (at %s), over the bound of %d", overlapping, s.start, maxRunning)
 		}
 	}
 }

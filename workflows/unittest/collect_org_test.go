@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/converter"
@@ -50,6 +52,7 @@ func pages(n int) func(context.Context, workflows.ListCachedReposInput) (workflo
 func TestCollectOrgStartsEveryRepository(t *testing.T) {
 	env, g, sw := newOrgEnv()
 	env.OnActivity(g.ListCachedRepos, mock.Anything, mock.Anything).Return(pages(250))
+	env.OnActivity(sw.RunningCollects, mock.Anything).Return(0, nil)
 	var started, inFlight, maxInFlight atomic.Int32
 	env.OnActivity(sw.StartCollect, mock.Anything, mock.Anything).Return(func(_ context.Context, r repoid.ID) error {
 		n := inFlight.Add(1)
@@ -79,6 +82,7 @@ func TestCollectOrgStartsEveryRepository(t *testing.T) {
 func TestCollectOrgContinuesAsNew(t *testing.T) {
 	env, g, sw := newOrgEnv()
 	env.OnActivity(g.ListCachedRepos, mock.Anything, mock.Anything).Return(pages(5000))
+	env.OnActivity(sw.RunningCollects, mock.Anything).Return(0, nil)
 	env.OnActivity(sw.StartCollect, mock.Anything, mock.Anything).Return(nil)
 	env.ExecuteWorkflow(workflows.CollectOrg, workflows.CollectOrgInput{UserID: 1, Org: "acme"})
 	var can *workflow.ContinueAsNewError
@@ -91,6 +95,62 @@ func TestCollectOrgContinuesAsNew(t *testing.T) {
 	}
 	if next.Progress.Started != 1000 || next.Progress.Listed != 1000 || next.After != "acme/r00999" || next.Progress.Runs != 1 {
 		t.Fatalf("carried over %+v", next)
+	}
+}
+
+// An organization starts collections only while fewer than MaxRunning run,
+// fleet-wide, as the sweep does. The count is a visibility store's: it does
+// not show the runs started since the last count yet. A collection ends
+// every few counts, slower than room is asked for. Unbounded (the
+// runs before org-bounded-running), all 250 would run at once.
+func TestCollectOrgBoundsRunningCollections(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		window, maxRunning int
+		endEvery           int // counts; 0: none ends
+		wantWaits          bool
+	}{
+		{"room for less than a window", 10, 25, 2, true},
+		{"a bound below the window", 10, 4, 3, true},
+		{"room for every window", 10, 1000, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, g, sw := newOrgEnv()
+			env.OnActivity(g.ListCachedRepos, mock.Anything, mock.Anything).Return(pages(250))
+			var mu sync.Mutex
+			running, sinceCount, counts, most, started := 0, 0, 0, 0, map[string]int{}
+			env.OnActivity(sw.RunningCollects, mock.Anything).Return(func(context.Context) (int, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				seen := running - sinceCount
+				if counts++; tc.endEvery > 0 && counts%tc.endEvery == 0 && running > 0 {
+					running--
+				}
+				sinceCount = 0
+				return seen, nil
+			})
+			env.OnActivity(sw.StartCollect, mock.Anything, mock.Anything).Return(func(_ context.Context, r repoid.ID) error {
+				mu.Lock()
+				defer mu.Unlock()
+				running++
+				sinceCount++
+				most = max(most, running)
+				started[r.Name]++
+				return nil
+			})
+			env.ExecuteWorkflow(workflows.CollectOrg, workflows.CollectOrgInput{UserID: 1, Org: "acme", Window: tc.window,
+				MaxRunning: tc.maxRunning, RunningPoll: time.Second})
+			var p workflows.CollectOrgProgress
+			if err := env.GetWorkflowResult(&p); err != nil {
+				t.Fatal(err)
+			}
+			if bound := min(tc.maxRunning, 250); most > bound {
+				t.Fatalf("%d collections ran at once, over the bound of %d", most, bound)
+			}
+			if !p.Done || p.Started != 250 || len(started) != 250 || (p.Waits > 0) != tc.wantWaits {
+				t.Fatalf("progress = %+v, %d repositories started", p, len(started))
+			}
+		})
 	}
 }
 
