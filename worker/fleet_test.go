@@ -2,15 +2,22 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"go.uber.org/zap"
 
+	"gitfleet/internal/devstack/forge"
+	"gitfleet/internal/devstack/poll"
+	"gitfleet/internal/domain/placement"
 	"gitfleet/internal/infra/config"
 	"gitfleet/internal/infra/mirror"
+	"gitfleet/internal/infra/store"
 	"gitfleet/workflows"
 )
 
@@ -101,4 +108,106 @@ func TestHeartbeatDoesNotWaitForUpkeep(t *testing.T) {
 	if b := next(); b != [2]int64{1, 3} {
 		t.Fatalf("heartbeat after the upkeep = %v, want 1 mirror of 3 bytes", b)
 	}
+}
+
+// A real worker process over its quota (1 MiB, the least it accepts)
+// evicts the mirror of a repository another live worker owns before its
+// own, though its own was used longer ago, and keeps its own once under the
+// quota; its heartbeat then counts what is left. Failed before: eviction
+// went by last use alone and removed both (the worker's own first, which
+// left the other's copy over the quota).
+func TestWorkerQuotaEvictsOthersFirst(t *testing.T) {
+	ctx := context.Background()
+	fg, err := forge.Start(forge.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fg.Close() })
+	const self, other = "quota-self", "quota-other"
+	if err := env.Store.RegisterWorker(ctx, other, workflows.TaskQueue); err != nil {
+		t.Fatal(err)
+	}
+	// The other worker stays live for as long as the test runs.
+	beatCtx, stopBeat := context.WithCancel(ctx)
+	t.Cleanup(stopBeat)
+	go func() {
+		tick := time.NewTicker(fleetHeartbeat)
+		defer tick.Stop()
+		for {
+			select {
+			case <-beatCtx.Done():
+				return
+			case <-tick.C:
+				_ = env.Store.HeartbeatWorker(beatCtx, other, 0, 0)
+			}
+		}
+	}()
+	live, err := env.Store.LiveWorkers(ctx, workflows.TaskQueue, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live = append(live, self)
+	// One repository this worker will own, one the other owns.
+	var mine, others string
+	for i := 0; mine == "" || others == ""; i++ {
+		u := fg.CloneURL("acme", fmt.Sprintf("repo-%d", i))
+		switch placement.Owner(placement.URLKey(u), live) {
+		case self:
+			if mine == "" {
+				mine = fmt.Sprintf("repo-%d", i)
+			}
+		case other:
+			if others == "" {
+				others = fmt.Sprintf("repo-%d", i)
+			}
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "mirrors")
+	m, err := mirror.New(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noise := make([]byte, 3<<19) // 1.5 MiB that no compression shrinks
+	if _, err := rand.Read(noise); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{mine: "small\n", others: string(noise)} {
+		if _, err := fg.CreateRepo("acme", name); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fg.Commit("acme", name, "main", map[string]string{"f": content}, "add"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Sync(ctx, fg.CloneURL("acme", name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Its own used 2 hours ago, the other's 20 minutes ago: by last use
+	// alone its own would go first.
+	for name, ago := range map[string]time.Duration{mine: 2 * time.Hour, others: 20 * time.Minute} {
+		at := time.Now().Add(-ago)
+		if err := os.Chtimes(m.Path(fg.CloneURL("acme", name))+".used", at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := startWorker(t, config.EnvMirrorDir+"="+dir, config.EnvWorkerID+"="+self, config.EnvMirrorQuota+"=1MiB")
+	w.waitLine(t, "mirrors evicted over the quota")
+	if _, err := os.Stat(m.Path(fg.CloneURL("acme", others))); !os.IsNotExist(err) {
+		t.Fatalf("the other worker's mirror is still there: %v", err)
+	}
+	if _, err := os.Stat(m.Path(fg.CloneURL("acme", mine))); err != nil {
+		t.Fatalf("its own mirror was evicted: %v", err)
+	}
+	// The heartbeat carries the count: one mirror, under the quota.
+	poll.Until(t, "the worker's heartbeat counts 1 mirror under 1 MiB", 2*time.Minute, func() (bool, string) {
+		ws, err := env.Store.Workers(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		i := slices.IndexFunc(ws, func(w store.Worker) bool { return w.ID == self })
+		if i < 0 {
+			return false, "no row"
+		}
+		return ws[i].Mirrors == 1 && ws[i].MirrorBytes > 0 && ws[i].MirrorBytes <= 1<<20, fmt.Sprintf("%+v", ws[i])
+	})
 }
