@@ -49,6 +49,10 @@ type PlaceGitWorkInput struct {
 	TaskQueue string `json:"taskQueue"`
 }
 
+// gitFallbackChange: the runs whose Git work with a fallback gives way at
+// its own schedule-to-start timeout.
+const gitFallbackChange = "git-fallback-gives-way"
+
 // affinityChange: the runs whose Git work goes to the repository's owner
 // (before: the shared Git queue, or the workflow's own queue).
 const affinityChange = "repository-affinity"
@@ -68,6 +72,12 @@ func runGitPlaced(ctx workflow.Context, place *GitPlace, o workflow.ActivityOpti
 		return workflow.ExecuteActivity(gitWork(ctx, o), name, arg(false)).Get(ctx, result)
 	}
 	base := workflow.GetInfo(ctx).TaskQueueName
+	// Work with a schedule-to-start bound of its own has a better way
+	// than waiting (VerifyCommit: the API answers at once): it gives way at
+	// its first timeout, wherever it was placed, instead of being placed
+	// again (runs recorded before placed it again, with the placement's
+	// bound).
+	fallback := o.ScheduleToStartTimeout > 0 && version(ctx, gitFallbackChange, 1) == 1
 	for n := 1; ; n++ {
 		if place.Queue == "" {
 			err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityPlaceGitWork,
@@ -78,7 +88,7 @@ func runGitPlaced(ctx workflow.Context, place *GitPlace, o workflow.ActivityOpti
 		}
 		ao := o
 		ao.TaskQueue = place.Queue
-		bounded := place.Queue != GitTaskQueue(base) && n < maxPlacements
+		bounded := place.Queue != GitTaskQueue(base) && n < maxPlacements && !fallback
 		if bounded {
 			ao.ScheduleToStartTimeout = place.Wait
 			if ao.ScheduleToStartTimeout <= 0 {

@@ -11,6 +11,7 @@ import (
 	"gitfleet/workflows"
 
 	"github.com/stretchr/testify/mock"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -370,4 +371,39 @@ func TestCollectCancelIsACancel(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A fetch by SHA that waits in its owner's queue past its own bound (5
+// minutes) gives way to the API at once: it is not placed again, as Git
+// work without a fallback is (12 placements, an hour, before).
+func TestResolveIdentityVerifyGivesWayToTheAPI(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(workflows.ResolveIdentity)
+	env.RegisterActivity(&activities.Activities{})
+	var a *activities.Activities
+	verifies, placements := 0, 0
+	env.OnActivity(a.PlaceGitWork, mock.Anything, mock.Anything).Return(func(context.Context, workflows.PlaceGitWorkInput) (string, error) {
+		placements++
+		return workflows.WorkerGitQueue(workflows.TaskQueue, "w1"), nil
+	}).Maybe()
+	env.OnActivity(a.LookupCodebase, mock.Anything, repo).Return(&identity.Codebase{ID: 4, ExternalID: "100", LastCommitSHA: "c1"}, nil).Once()
+	env.OnActivity(a.VerifyCommit, mock.Anything, mock.Anything).Return(func(context.Context, workflows.VerifyCommitInput) (bool, error) {
+		verifies++
+		return false, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
+	})
+	env.OnActivity(a.LookupRepository, mock.Anything, repo).Return(identity.Repository{ExternalID: "100", Owner: "alice", Name: "repo"}, nil).Once()
+	env.OnActivity(a.ApplyIdentity, mock.Anything, mock.MatchedBy(func(in workflows.ApplyIdentityInput) bool {
+		return in.API != nil && in.VerifiedSHA == ""
+	})).Return(identity.Outcome{Case: identity.CaseSame, CodebaseID: 4}, nil).Once()
+
+	env.ExecuteWorkflow(workflows.ResolveIdentity, workflows.ResolveIdentityInput{Key: "k", Cloned: repo, Head: "c2",
+		Place: workflows.GitPlace{Repo: &repo, Queue: workflows.WorkerGitQueue(workflows.TaskQueue, "w1")}})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if verifies != 1 || placements != 0 {
+		t.Fatalf("the fetch by SHA ran %d times after %d placements; want once, then the API", verifies, placements)
+	}
+	env.AssertExpectations(t)
 }
