@@ -12,9 +12,10 @@ import (
 	txz "github.com/therootcompany/xz"
 )
 
-// decompressor opens the compressed stream of format f that r reads. On
-// failure it says why.
-func decompressor(f Format, r io.Reader) (_ io.ReadCloser, reason Reason, err error) {
+// decompressor opens the compressed stream of format f that r reads,
+// holding a zstd or xz decoder to window (see streamMemory). On failure it
+// says why.
+func decompressor(f Format, r io.Reader, window int64) (_ io.ReadCloser, reason Reason, err error) {
 	defer func() { // see safeRead
 		if v := recover(); v != nil {
 			reason, err = SkipCorrupt, fmt.Errorf("decompressor failure: %v", v)
@@ -31,21 +32,18 @@ func decompressor(f Format, r io.Reader) (_ io.ReadCloser, reason Reason, err er
 	case Bzip2:
 		return io.NopCloser(newBzip2(r)), "", nil
 	case Zstd:
-		rc, err := newZstd(r)
+		rc, err := newZstd(r, window)
 		if err != nil {
 			return nil, SkipCorrupt, err
 		}
 		return rc, "", nil
 	case Xz:
-		// The decoder refuses a block whose dictionary is over MaxWindow
-		// as it reaches the block's header, before allocating it (the
+		// The decoder refuses a block whose dictionary is over window as
+		// it reaches the block's header, before allocating it (the
 		// stream's index cannot be trusted to list every block).
-		x, err := txz.NewReader(r, MaxWindow)
-		switch {
-		case memoryError(err):
-			return nil, SkipMemory, err
-		case err != nil:
-			return nil, SkipCorrupt, err
+		x, err := txz.NewReader(r, uint32(min(window, 1<<32-1)))
+		if err != nil {
+			return nil, reasonOf(err), err
 		}
 		return io.NopCloser(x), "", nil
 	case Snappy:
@@ -58,20 +56,25 @@ func decompressor(f Format, r io.Reader) (_ io.ReadCloser, reason Reason, err er
 
 func newBzip2(r io.Reader) io.Reader { return bzip2.NewReader(r) }
 
-func newZstd(r io.Reader) (io.ReadCloser, error) {
-	// One goroutine-free decoder per stream; its window is bounded so
-	// that a header cannot make it allocate gigabytes.
+func newZstd(r io.Reader, window int64) (io.ReadCloser, error) {
+	// One goroutine-free decoder per stream, held to the window granted
+	// (a single segment's content size is bounded by MaxMemory, not by
+	// MaxWindow).
 	d, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
-		zstd.WithDecoderMaxWindow(MaxWindow))
+		zstd.WithDecoderMaxWindow(uint64(window)), zstd.WithDecoderMaxMemory(uint64(window)))
 	if err != nil {
 		return nil, err
 	}
 	return d.IOReadCloser(), nil
 }
 
-// memoryError reports whether a decompressor refused a stream for the
-// memory it would take.
-func memoryError(err error) bool {
-	return errors.Is(err, zstd.ErrWindowSizeExceeded) || errors.Is(err, zstd.ErrDecoderSizeExceeded) ||
-		errors.Is(err, txz.ErrMemlimit)
+// reasonOf is why a stream failed: memory when it would take more than
+// granted (the walk's refusal, or its decoder's), damage otherwise.
+func reasonOf(err error) Reason {
+	var m *errMemory
+	if errors.As(err, &m) || errors.Is(err, zstd.ErrWindowSizeExceeded) || errors.Is(err, zstd.ErrDecoderSizeExceeded) ||
+		errors.Is(err, txz.ErrMemlimit) {
+		return SkipMemory
+	}
+	return SkipCorrupt
 }

@@ -3,7 +3,9 @@ package archive
 import (
 	"archive/tar"
 	"archive/zip"
+	"bufio"
 	"bytes"
+	"compress/flate"
 	"errors"
 	"fmt"
 	"io"
@@ -38,6 +40,9 @@ type Limits struct {
 	// walked content, once it has produced RatioGrace bytes: a zip bomb
 	// stops at its first megabyte, not at Bytes.
 	Ratio int
+	// Memory bounds what the walk holds besides the walked content (see
+	// memory.go): files being read, zip directories, decoders' windows.
+	Memory int64
 }
 
 const (
@@ -53,15 +58,16 @@ const (
 	// RatioGrace is how much decompression may produce before Ratio
 	// applies, so that a small archive of repetitive text is read whole.
 	RatioGrace = 1 << 20
-	// MaxWindow: a stream whose header asks for a larger window or
-	// dictionary (zstd, xz) is not decompressed: it would take that much
-	// memory. xz -9 asks 64 MiB, zstd --ultra -22 128 MiB.
-	MaxWindow = 64 << 20
+	// DefaultMemory: a 10 MiB file read at each of three levels and the
+	// window of zstd -19 (8 MiB) or the dictionary of xz -6 (8 MiB) fit
+	// many times over; a stream asking a larger window or dictionary than
+	// is left (xz -9: 64 MiB, zstd --ultra -22: 128 MiB) is not read.
+	DefaultMemory = 64 << 20
 )
 
 // DefaultLimits are the defaults of every field.
 func DefaultLimits() Limits {
-	return Limits{Bytes: DefaultBytes, Entries: DefaultEntries, Ratio: DefaultRatio}
+	return Limits{Bytes: DefaultBytes, Entries: DefaultEntries, Ratio: DefaultRatio, Memory: DefaultMemory}
 }
 
 // WithDefaults is l with its zero (or negative) fields set to the defaults.
@@ -76,13 +82,16 @@ func (l Limits) WithDefaults() Limits {
 	if l.Ratio <= 0 {
 		l.Ratio = d.Ratio
 	}
+	if l.Memory <= 0 {
+		l.Memory = d.Memory
+	}
 	return l
 }
 
 // String is the effective limits, for a policy digest.
 func (l Limits) String() string {
 	l = l.WithDefaults()
-	return fmt.Sprintf("bytes:%d,entries:%d,ratio:%d,grace:%d,window:%d", l.Bytes, l.Entries, l.Ratio, RatioGrace, MaxWindow)
+	return fmt.Sprintf("bytes:%d,entries:%d,ratio:%d,grace:%d,memory:%d", l.Bytes, l.Entries, l.Ratio, RatioGrace, l.Memory)
 }
 
 // Options say how deep Walk goes and what it reads.
@@ -101,6 +110,9 @@ type Options struct {
 	// further (a jar's classes cost 8 KiB each, not their size).
 	Binary   func(head []byte) bool
 	SniffLen int
+	// Pool, when set, bounds the walks in progress at once: Walk waits
+	// for a place in it.
+	Pool *Pool
 }
 
 // Entry is a regular file inside the walked archive.
@@ -130,7 +142,7 @@ const (
 	SkipBytes       Reason = "expanded-size" // Limits.Bytes reached: the walk ends
 	SkipEntries     Reason = "entries"       // Limits.Entries reached: the walk ends
 	SkipRatio       Reason = "ratio"         // Limits.Ratio reached: the walk ends
-	SkipMemory      Reason = "memory"        // a window or dictionary over MaxWindow
+	SkipMemory      Reason = "memory"        // over Limits.Memory: a window, a dictionary, a directory, a file
 	SkipCorrupt     Reason = "corrupt"       // damaged or truncated: the rest of that archive
 	SkipEncrypted   Reason = "encrypted"     // an encrypted zip entry
 	SkipUnsupported Reason = "unsupported"   // a compression method or entry kind not read
@@ -176,9 +188,8 @@ type Skip struct {
 // level down to opt.Depth. It returns what it skipped, and why; content
 // that Detect does not recognise has nothing to walk.
 //
-// Memory: besides content, a walk holds the file being read at each level,
-// and a nested zip or xz whole (each at most MaxEntryBytes), plus the
-// decompressors' windows (at most MaxWindow each).
+// Memory: besides content, a walk holds at most opt.Limits.Memory (see
+// memory.go).
 func Walk(content []byte, opt Options, fn func(Entry)) []Skip {
 	f := Detect(content)
 	if f == None {
@@ -189,6 +200,8 @@ func Walk(content []byte, opt Options, fn func(Entry)) []Skip {
 	if opt.MaxEntryBytes <= 0 {
 		opt.MaxEntryBytes = math.MaxInt64 - 1
 	}
+	opt.Pool.acquire()
+	defer opt.Pool.release()
 	w := &walker{opt: opt, fn: fn, input: int64(len(content))}
 	if opt.Depth < 1 {
 		w.skip("", SkipDepth, fmt.Sprintf("%s, archives not opened", f))
@@ -208,6 +221,7 @@ type walker struct {
 	halted   bool     // a limit of the whole walk was reached
 	reading  int      // how deep the file reads in progress are nested
 	bufs     [][]byte // by reading, reused file to file
+	held     int64    // memory held: bufs' arrays, directories, windows (memory.go)
 }
 
 // errHalt unwinds the walk once a limit of the whole walk is reached (the
@@ -257,15 +271,16 @@ func (w *walker) count(at string) error {
 }
 
 // open walks the archive or stream of format f at path as level level. r
-// reads it; all is its whole content, which zip needs (see file).
-func (w *walker) open(f Format, r io.Reader, all []byte, at string, level int) error {
+// reads it; b is its whole content for a zip, its first bytes (at least
+// DetectLen) otherwise.
+func (w *walker) open(f Format, r io.Reader, b []byte, at string, level int) error {
 	switch f {
 	case Zip:
-		return w.zip(all, at, level)
+		return w.zip(b, at, level)
 	case Tar:
 		return w.tar(r, at, level)
 	}
-	return w.stream(f, r, at, level)
+	return w.stream(f, r, b, at, level)
 }
 
 // file reads one file at path: an entry of an archive at level (entry), or
@@ -298,7 +313,7 @@ func (w *walker) file(r io.Reader, at string, level int, entry bool) error {
 			w.fn(Entry{Path: at, Opened: true})
 		}
 		if f != Zip { // streamed
-			return w.open(f, io.MultiReader(bytes.NewReader(head), r), nil, at, next)
+			return w.open(f, io.MultiReader(bytes.NewReader(head), r), head, at, next)
 		}
 	} else if w.opt.Binary != nil && w.opt.Binary(head) {
 		if entry {
@@ -306,16 +321,21 @@ func (w *walker) file(r io.Reader, at string, level int, entry bool) error {
 		}
 		return nil
 	}
-	all := head
+	// The file is read whole into this level's buffer, which may grow by
+	// what the walk's memory has left.
+	all, limit, reason := head, w.opt.MaxEntryBytes, SkipEntrySize
+	if room := int64(cap(head)) + w.opt.Limits.Memory - w.held; room < limit {
+		limit, reason = room, SkipMemory
+	}
 	if !eof {
-		all, _, err = fill(head, r, w.opt.MaxEntryBytes+1)
+		all, _, err = fill(head, r, limit+1)
 		w.keep(all)
 		if err != nil {
 			return err
 		}
 	}
-	if int64(len(all)) > w.opt.MaxEntryBytes {
-		w.skip(at, SkipEntrySize, fmt.Sprintf("over %d bytes", w.opt.MaxEntryBytes))
+	if int64(len(all)) > limit {
+		w.skip(at, reason, fmt.Sprintf("over %d bytes", limit))
 		if entry && f == None {
 			w.fn(Entry{Path: at, Skipped: true})
 		}
@@ -341,7 +361,8 @@ func (w *walker) buf() []byte {
 
 // keep keeps b's array as the current read's buffer when it grew.
 func (w *walker) keep(b []byte) {
-	if cap(b) > cap(w.bufs[w.reading]) {
+	if old := cap(w.bufs[w.reading]); cap(b) > old {
+		w.held += int64(cap(b) - old)
 		w.bufs[w.reading] = b[:0]
 	}
 }
@@ -381,19 +402,23 @@ const (
 )
 
 func (w *walker) zip(b []byte, at string, level int) error {
+	if need, ok := zipDirectoryMemory(b); ok {
+		if err := w.reserve(need, "zip directory"); err != nil {
+			w.skip(at, SkipMemory, err.Error())
+			return nil
+		}
+		defer w.unreserve(need)
+	}
 	z, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
 	if err != nil && !errors.Is(err, zip.ErrInsecurePath) { // names are only displayed
 		w.skip(at, SkipCorrupt, err.Error())
 		return nil
 	}
-	z.RegisterDecompressor(zipBzip2, func(r io.Reader) io.ReadCloser { return io.NopCloser(newBzip2(r)) })
-	z.RegisterDecompressor(zipZstd, func(r io.Reader) io.ReadCloser {
-		rc, err := newZstd(r)
-		if err != nil {
-			return io.NopCloser(errReader{err})
-		}
-		return rc
-	})
+	// Each entry's decoder is granted its memory when the entry is opened
+	// and gives it back when it is closed.
+	for method, f := range map[uint16]Format{zip.Deflate: Gzip, zipBzip2: Bzip2, zipZstd: Zstd} {
+		z.RegisterDecompressor(method, func(r io.Reader) io.ReadCloser { return w.zipDecoder(f, r) })
+	}
 	for _, f := range z.File {
 		if err := w.count(at); err != nil {
 			return err
@@ -476,8 +501,17 @@ func sparse(h *tar.Header) bool {
 
 // stream walks a compressed stream at path as level: what it holds is an
 // archive of the same level (a tar), or one file at the stream's path.
-func (w *walker) stream(f Format, r io.Reader, at string, level int) error {
-	rc, reason, err := decompressor(f, r)
+func (w *walker) stream(f Format, r io.Reader, head []byte, at string, level int) error {
+	need, window, err := streamMemory(f, head)
+	if err == nil {
+		err = w.reserve(need, f.String())
+	}
+	if err != nil {
+		w.skip(at, reasonOf(err), err.Error())
+		return nil
+	}
+	defer w.unreserve(need)
+	rc, reason, err := decompressor(f, r, window)
 	if err != nil {
 		w.skip(at, reason, err.Error())
 		return nil
@@ -525,11 +559,7 @@ func (c *counter) Read(p []byte) (int, error) {
 		if errors.Is(err, errHalt) {
 			return n, err
 		}
-		reason := SkipCorrupt
-		if memoryError(err) {
-			reason = SkipMemory
-		}
-		w.skip(c.at, reason, err.Error())
+		w.skip(c.at, reasonOf(err), err.Error())
 		c.err = recorded{err}
 		return n, c.err
 	}
@@ -545,6 +575,46 @@ func safeRead(r io.Reader, p []byte) (n int, err error) {
 		}
 	}()
 	return r.Read(p)
+}
+
+// zipDecoder decodes a zip entry compressed as f (Gzip for deflate) within
+// the walk's memory: what its header asks is reserved until Close.
+func (w *walker) zipDecoder(f Format, r io.Reader) io.ReadCloser {
+	br := bufio.NewReaderSize(r, entryHeadLen)
+	head, _ := br.Peek(entryHeadLen) // what the stream has of it
+	need, window := int64(gzipMemory), int64(0)
+	var err error
+	if f != Gzip {
+		need, window, err = streamMemory(f, head)
+	}
+	if err == nil {
+		err = w.reserve(need, f.String())
+	}
+	if err != nil {
+		return io.NopCloser(errReader{err})
+	}
+	var rc io.ReadCloser
+	if f == Gzip {
+		rc = flate.NewReader(br)
+	} else if rc, _, err = decompressor(f, br, window); err != nil {
+		w.unreserve(need)
+		return io.NopCloser(errReader{err})
+	}
+	return &reserved{ReadCloser: rc, release: func() { w.unreserve(need) }}
+}
+
+// reserved gives back its reservation once, when closed.
+type reserved struct {
+	io.ReadCloser
+	release func()
+}
+
+func (r *reserved) Close() error {
+	if r.release != nil {
+		r.release()
+		r.release = nil
+	}
+	return r.ReadCloser.Close()
 }
 
 type errReader struct{ err error }

@@ -118,8 +118,8 @@ func TestWalk(t *testing.T) {
 			skipped: []string{"lzma.bin"}, skips: []string{"lzma.bin: unsupported"}},
 		{name: "sparse tar file", content: sparseTar(t, "holes", "abc", f("after.txt", "after\n")), opt: opts(8),
 			files: map[string]string{"after.txt": "after\n"}, skipped: []string{"holes"}, skips: []string{"holes: unsupported"}},
-		{name: "zstd window over the limit", content: zstdWindow(30), opt: opts(8), skips: []string{": memory"}},
-		{name: "xz dictionary over the limit", content: xzDict(t, 40), opt: opts(8), skips: []string{": memory"}},
+		{name: "zstd window over the limit", content: zstdFrameOfWindow(30), opt: opts(8), skips: []string{": memory"}},
+		{name: "xz dictionary over the limit", content: xzOfDict(t, 40), opt: opts(8), skips: []string{": memory"}},
 		{name: "xz block the index hides, over the limit", content: xzHiddenBlock(t, 40), opt: opts(8),
 			files: map[string]string{}, skips: []string{": memory"}},
 		{name: "path tricks are shown, escaped, never resolved", opt: opts(8),
@@ -177,18 +177,18 @@ func flip(b []byte, s string) []byte {
 	return b
 }
 
-// zstdWindow is a zstd frame whose header asks for a 2^log-byte window,
+// zstdFrameOfWindow is a zstd frame whose header asks for a 2^log-byte window,
 // then holds five raw bytes.
-func zstdWindow(log int) []byte {
+func zstdFrameOfWindow(log int) []byte {
 	b := append([]byte{}, zstdMagic...)
 	b = append(b, 0x00, byte(log-10)<<3) // no single segment, no checksum; window descriptor
 	b = append(b, 5<<3|1, 0, 0)          // the last block, raw, 5 bytes
 	return append(b, "hello"...)
 }
 
-// xzDict is an xz file whose block asks for an LZMA2 dictionary of
+// xzOfDict is an xz file whose block asks for an LZMA2 dictionary of
 // property bits (40: 4 GiB), its header's checksum made right.
-func xzDict(t *testing.T, bits byte) []byte {
+func xzOfDict(t *testing.T, bits byte) []byte {
 	b := xzOf(t, []byte("xz says hello\n"))
 	setXzDict(t, b[12:], bits)
 	return b
@@ -312,7 +312,7 @@ func TestXzDictionaryRefusedBeforeAllocation(t *testing.T) {
 	if len(got.skips) != 1 || got.skips[0].Reason != SkipMemory {
 		t.Errorf("skips %+v, want one for memory", got.skips)
 	}
-	if n := after.TotalAlloc - before.TotalAlloc; n > MaxWindow {
+	if n := after.TotalAlloc - before.TotalAlloc; n > DefaultMemory {
 		t.Errorf("a %d-byte blob allocated %d MiB", len(attack), n>>20)
 	}
 }
@@ -367,7 +367,7 @@ func FuzzWalk(fz *testing.F) {
 		zst(fz, []byte("zstd\n")),
 		xzOf(fz, zipOf(fz, f("x", "x"))),
 		snappy(fz, []byte("snappy\n")),
-		zstdWindow(30),
+		zstdFrameOfWindow(30),
 	} {
 		fz.Add(seed)
 		fz.Add(seed[:len(seed)/2])

@@ -104,7 +104,7 @@ func (s *Scanner) scanArchive(sc *scratch, path string, content []byte, commit s
 
 func (s *Scanner) archiveOptions() archive.Options {
 	return archive.Options{Depth: s.cfg.ArchiveDepth, MaxEntryBytes: max(s.cfg.MaxBlobBytes, 0), Limits: s.cfg.ArchiveLimits,
-		SniffLen: binarySniffLen, Binary: func(head []byte) bool { return bytes.IndexByte(head, 0) >= 0 }}
+		SniffLen: binarySniffLen, Binary: func(head []byte) bool { return bytes.IndexByte(head, 0) >= 0 }, Pool: s.walks}
 }
 
 // allowlistedEntry reports whether a global allowlist that applies to every

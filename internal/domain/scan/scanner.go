@@ -51,7 +51,16 @@ type Config struct {
 	// field means archive.DefaultLimits'. A file in an archive larger than
 	// MaxBlobBytes is skipped.
 	ArchiveLimits archive.Limits
+	// ArchiveWalks is how many blobs' archives are opened at once, by all
+	// the goroutines scanning with the scanner (and the scanners made from
+	// it): their memory is at most ArchiveWalks × ArchiveLimits.Memory.
+	// 0 means DefaultArchiveWalks.
+	ArchiveWalks int
 }
+
+// DefaultArchiveWalks: four archives opened at once, 256 MiB at most with
+// the default limits, whatever the scan's parallelism.
+const DefaultArchiveWalks = 4
 
 // DefaultConfig is 10 MiB, oversized → Partial, binary → not Partial,
 // decoding DefaultDecodeDepth deep, archives opened DefaultArchiveDepth
@@ -150,7 +159,8 @@ type Scanner struct {
 	hashKey    []byte
 	nameKey    []byte
 	policy     string
-	pool       sync.Pool // *scratch
+	pool       sync.Pool     // *scratch
+	walks      *archive.Pool // shared by the scanners made from this one
 
 	// onRegex, when set (tests only), is called each time a rule's regex runs
 	// on a blob.
@@ -185,6 +195,9 @@ func newScanner(rs *RuleSet, cfg Config, key []byte, version int) (*Scanner, err
 		cfg.MaxBlobBytes = DefaultMaxBlobBytes
 	}
 	cfg.DecodeDepth = max(cfg.DecodeDepth, 0)
+	if cfg.ArchiveWalks <= 0 {
+		cfg.ArchiveWalks = DefaultArchiveWalks
+	}
 	s := &Scanner{rs: rs, cfg: cfg, key: slices.Clone(key), keyVersion: version}
 	// Version 1 is the key itself, so hashes made before keys had
 	// versions stay valid under the key they were made with; a later
@@ -197,6 +210,7 @@ func newScanner(rs *RuleSet, cfg Config, key []byte, version int) (*Scanner, err
 	s.nameKey = derive(s.hashKey, "gitfleet name digest")
 	s.policy = policyHash(rs, cfg, s.hashKey)
 	s.pool.New = func() any { return newScratch(rs) }
+	s.walks = archive.NewPool(cfg.ArchiveWalks)
 	return s, nil
 }
 
@@ -217,7 +231,7 @@ func (s *Scanner) WithKeyVersion(v int) (*Scanner, error) {
 	if err != nil {
 		return nil, err
 	}
-	n.onRegex, n.wholeBlob, n.onDecode, n.budget = s.onRegex, s.wholeBlob, s.onDecode, s.budget
+	n.onRegex, n.wholeBlob, n.onDecode, n.budget, n.walks = s.onRegex, s.wholeBlob, s.onDecode, s.budget, s.walks
 	return n, nil
 }
 
@@ -253,6 +267,9 @@ func (s *Scanner) withConfig(cfg Config) *Scanner {
 		panic(err) // s was made with the same key and version
 	}
 	n.onRegex, n.wholeBlob, n.onDecode, n.budget = s.onRegex, s.wholeBlob, s.onDecode, s.budget
+	if cfg.ArchiveWalks == s.cfg.ArchiveWalks {
+		n.walks = s.walks
+	}
 	return n
 }
 
