@@ -3,6 +3,7 @@ package activities
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -69,21 +70,72 @@ func (s *Sweeps) ListDue(ctx context.Context, in workflows.SweepPageInput) (work
 	if table == nil {
 		table = decay.Default
 	}
-	cands, err := s.Store.SweepCandidates(ctx, store.SweepCursor(in.After), in.Now.Add(-table.Horizon()), in.Now, in.Limit)
+	list := s.Store.SweepCandidates
+	if in.Newest {
+		list = s.Store.SweepCandidatesNewest
+	}
+	cands, err := list(ctx, store.SweepCursor(in.After), in.Now.Add(-table.Horizon()), in.Now, in.Limit, in.SkipHosts)
 	if err != nil {
 		return workflows.SweepPage{}, AppError(err)
 	}
 	page := workflows.SweepPage{Next: in.After, Considered: len(cands), Done: len(cands) < in.Limit}
 	for _, c := range cands {
 		page.Next = workflows.SweepCursor{Viewed: *c.LastViewedAt, ID: c.ID}
+		if resumedAfter(in.Resume, c) {
+			page.Deferred++
+			continue
+		}
 		due, _ := table.Decide(decay.Candidate{LastViewed: c.LastViewedAt, LastCompleted: c.LastCompletedAt,
 			LastChecked: c.LastCheckedAt, ConsecutiveFailures: c.ConsecutiveFailures}, in.Now)
 		if due {
-			page.Due = append(page.Due, workflows.DueRepo{CodebaseID: c.ID, Repo: c.Repo, LastCommit: c.LastCommitSHA,
+			page.Due = append(page.Due, workflows.DueRepo{CodebaseID: c.ID, Viewed: *c.LastViewedAt, Repo: c.Repo, LastCommit: c.LastCommitSHA,
 				RefsDigest: c.LastRefsDigest, PolicyCurrent: c.ScanPolicy != "" && c.ScanPolicy == s.Policy})
 		}
 	}
 	return page, nil
+}
+
+// resumedAfter reports whether the last sweep halted c's host or owner at
+// or after c (in newest-first order: c is not older than where it
+// stopped): c was handled then, or is left for the sweep after this one, so
+// that this one takes up the host where the last one stopped.
+func resumedAfter(resume map[string]workflows.SweepCursor, c store.SweepCandidate) bool {
+	for _, key := range []string{blame.HostKey(c.Repo.Host), blame.OwnerKey(c.Repo.Host, c.Repo.Owner)} {
+		at, ok := resume[key]
+		if !ok {
+			continue
+		}
+		if v := *c.LastViewedAt; v.After(at.Viewed) || v.Equal(at.Viewed) && c.ID >= at.ID {
+			return true
+		}
+	}
+	return false
+}
+
+// LoadSweepResume is what the last sweep of a Carry left: where each host
+// (owner) it halted stopped.
+func (s *Sweeps) LoadSweepResume(ctx context.Context, carry string) (workflows.SweepResumeState, error) {
+	state := workflows.SweepResumeState{Carry: carry}
+	v, err := s.Store.SweepResume(ctx, carry)
+	if err != nil || v == nil {
+		return state, AppError(err)
+	}
+	if err := json.Unmarshal(v, &state); err != nil {
+		// A row nobody can read resumes nothing: the sweep starts fresh.
+		s.log().Warn("unreadable sweep resume state", zap.String("carry", carry), zap.Error(err))
+		return workflows.SweepResumeState{Carry: carry}, nil
+	}
+	return state, nil
+}
+
+// SaveSweepResume leaves a sweep's halted hosts (owners) for the next sweep
+// of its Carry, replacing what the last one left.
+func (s *Sweeps) SaveSweepResume(ctx context.Context, state workflows.SweepResumeState) error {
+	v, err := json.Marshal(state)
+	if err != nil {
+		return AppError(err)
+	}
+	return AppError(s.Store.SetSweepResume(ctx, state.Carry, v))
 }
 
 // CheckHeadsProgress is CheckHeads' heartbeat: the outcomes so far, in

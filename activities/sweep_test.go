@@ -526,3 +526,56 @@ func TestSweepCheckHeadsChargesTheHost(t *testing.T) {
 		})
 	}
 }
+
+// ListDue pages the most recently viewed candidates first (the hottest
+// tier cannot be starved by a sweep that stops early), and defers a halted
+// host's candidates up to where the last sweep stopped it, so the sweep
+// takes the host up after that point. On the real store.
+func TestSweepListDueNewestFirstAndResumes(t *testing.T) {
+	// A clock of its own, far from the other tests' views.
+	now := time.Now().UTC().AddDate(40, 0, 0).Truncate(time.Second)
+	h1, h2 := fmt.Sprintf("a-%d.test", time.Now().UnixNano()), fmt.Sprintf("b-%d.test", time.Now().UnixNano())
+	views := map[string]time.Duration{"a": time.Hour, "b": 2 * time.Hour, "c": 3 * time.Hour, "d": 90 * time.Minute, "e": 150 * time.Minute}
+	var all []workflows.DueRepo
+	all = append(all, dueReposOn(t, h1, false, "a", "b", "c")...)
+	all = append(all, dueReposOn(t, h2, false, "d", "e")...)
+	cursor := map[string]workflows.SweepCursor{}
+	for _, r := range all {
+		v := now.Add(-views[r.Repo.Name])
+		if _, err := env.Store.Pool().Exec(context.Background(), `UPDATE codebases SET last_viewed_at = $2 WHERE id = $1`, r.CodebaseID, v); err != nil {
+			t.Fatal(err)
+		}
+		cursor[r.Repo.Name] = workflows.SweepCursor{Viewed: v, ID: r.CodebaseID}
+	}
+	s := &activities.Sweeps{Store: env.Store}
+	list := func(in workflows.SweepPageInput) (names []string, deferred int) {
+		t.Helper()
+		in.Now, in.Limit = now, 2
+		for {
+			page, _ := runSweep[workflows.SweepPage, struct{}](t, s, s.ListDue, in, nil)
+			for _, d := range page.Due {
+				names = append(names, d.Repo.Name)
+			}
+			deferred += page.Deferred
+			if page.Done {
+				return names, deferred
+			}
+			in.After = page.Next
+		}
+	}
+	if got, _ := list(workflows.SweepPageInput{Newest: true}); strings.Join(got, " ") != "a d b e c" {
+		t.Fatalf("newest first: %v, want a d b e c", got)
+	}
+	if got, _ := list(workflows.SweepPageInput{}); strings.Join(got, " ") != "c e b d a" {
+		t.Fatalf("oldest first (the runs before): %v, want c e b d a", got)
+	}
+	// A host the breaker halted is not read at all.
+	if got, _ := list(workflows.SweepPageInput{Newest: true, SkipHosts: []string{h1}}); strings.Join(got, " ") != "d e" {
+		t.Fatalf("%s halted: %v, want d e", h1, got)
+	}
+	// The last sweep halted h1 at b: a and b wait for the next sweep.
+	got, deferred := list(workflows.SweepPageInput{Newest: true, Resume: map[string]workflows.SweepCursor{h1: cursor["b"]}})
+	if strings.Join(got, " ") != "d e c" || deferred != 2 {
+		t.Fatalf("resuming %s after b: %v (%d deferred), want d e c (2 deferred)", h1, got, deferred)
+	}
+}

@@ -223,6 +223,8 @@ const (
 	activityStartCollect    = "StartCollect"    // repoid.ID
 	activityStartCollects   = "StartCollects"   // StartCollectsInput → []StartOutcome
 	activityRunningCollects = "RunningCollects" // → how many Collect runs run now
+	activityLoadSweepResume = "LoadSweepResume" // carry string → SweepResumeState
+	activitySaveSweepResume = "SaveSweepResume" // SweepResumeState
 
 	// The GitHub cache (activities.GitHub).
 	activityRefreshGitHubCache = "RefreshGitHubCache" // RefreshGitHubCacheInput → RefreshGitHubCacheResult
@@ -242,6 +244,7 @@ var ActivityNames = []string{
 	activityEnsureShard, activityAcquireShard, activitySyncShardMirror, activityScanShard, activityCheckpointShard,
 	activityParkShard,
 	activityListDue, activityCheckHeads, activityStartCollect, activityStartCollects, activityRunningCollects,
+	activityLoadSweepResume, activitySaveSweepResume,
 	activityRefreshGitHubCache, activityListCachedRepos,
 	activityCleanUpDatabase,
 }
@@ -415,6 +418,17 @@ type SweepPageInput struct {
 	After SweepCursor `json:"after"`
 	Limit int         `json:"limit"`
 	Now   time.Time   `json:"now"`
+	// Newest pages the most recently viewed first ((last view, id)
+	// descending; a zero After starts at Now); else the oldest views
+	// first.
+	Newest bool `json:"newest,omitempty"`
+	// Resume: per host (blame.HostKey) or owner (blame.OwnerKey), where the
+	// last sweep halted it; a candidate of it at or before that point (in
+	// Newest order) is deferred to the next sweep, not due.
+	Resume map[string]SweepCursor `json:"resume,omitempty"`
+	// SkipHosts are hosts whose breaker halted: none of their candidates
+	// is read (a sweep through a host's outage stops reading its pages).
+	SkipHosts []string `json:"skipHosts,omitempty"`
 }
 
 // SweepPage is one page of decisions.
@@ -424,11 +438,23 @@ type SweepPage struct {
 	Done       bool        `json:"done"`
 	Considered int         `json:"considered"`
 	Due        []DueRepo   `json:"due,omitempty"`
+	// Deferred counts the candidates of the page Resume deferred.
+	Deferred int `json:"deferred,omitempty"`
+}
+
+// SweepResumeState is what a sweep with a Carry leaves for the next: where
+// each host (owner) it halted stopped.
+type SweepResumeState struct {
+	Carry  string                 `json:"carry"`
+	Resume map[string]SweepCursor `json:"resume,omitempty"`
 }
 
 // DueRepo is a codebase the sweep found due.
 type DueRepo struct {
-	CodebaseID int64     `json:"codebaseId"`
+	CodebaseID int64 `json:"codebaseId"`
+	// Viewed is its last view: with CodebaseID, its place in the sweep's
+	// order.
+	Viewed     time.Time `json:"viewed,omitempty"`
 	Repo       repoid.ID `json:"repository"`
 	LastCommit string    `json:"lastCommit,omitempty"`
 	// RefsDigest names the branches and tags its last collection saw ("":

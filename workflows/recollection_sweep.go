@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"gitfleet/internal/domain/blame"
 	"gitfleet/internal/domain/repoid"
 )
 
@@ -52,8 +53,26 @@ type RecollectionSweepInput struct {
 	// LastPage: the page read last was the last one.
 	LastPage bool `json:"lastPage,omitempty"`
 	// Streak is the failures in a row so far (the circuit breaker's count
-	// spans the sweep's runs).
+	// spans the sweep's runs); since GetVersion sweep-host-breaker, of
+	// starts only.
 	Streak int `json:"streak,omitempty"`
+	// Breakers are the change checks' breakers, one a host and one an
+	// owner of a host, with failures in a row so far (the runs since
+	// GetVersion sweep-host-breaker).
+	Breakers blame.Breakers `json:"breakers,omitempty"`
+	// HaltedAt is, for each halted breaker, the last candidate of its
+	// host (owner) the sweep handled: the candidate whose check tripped it.
+	HaltedAt map[string]SweepCursor `json:"haltedAt,omitempty"`
+	// Resume is, for each host (owner) the last sweep halted, where it
+	// stopped (that sweep's HaltedAt): this sweep takes up its candidates
+	// after that point, so a host that halts every sweep is still worked
+	// through (the runs since GetVersion sweep-newest-first).
+	Resume map[string]SweepCursor `json:"resume,omitempty"`
+	// Carry names the state sweeps hand on to the next: a sweep with a
+	// Carry starts from the Resume the last sweep of that name left, and
+	// leaves its HaltedAt for the next. The scheduled sweep's is its
+	// schedule's id (SweepScheduleID); empty: nothing is handed on.
+	Carry string `json:"carry,omitempty"`
 }
 
 // CheckHeadsRequest is CheckHeads' input: the batch (CheckHeadsInput, whose
@@ -125,6 +144,14 @@ const (
 	// sweepUnseenStartedChange: the runs that count as unseen the starts a
 	// window made, not the window's size.
 	sweepUnseenStartedChange = "sweep-unseen-started"
+	// sweepHostBreakerChange: the runs whose change checks trip a breaker
+	// per host and per owner (the others go on), and whose starts trip
+	// the sweep's.
+	sweepHostBreakerChange = "sweep-host-breaker"
+	// sweepNewestFirstChange: the runs that page the most recently viewed
+	// candidates first and resume halted hosts where the last sweep of
+	// their Carry stopped.
+	sweepNewestFirstChange = "sweep-newest-first"
 	// DefaultMaxRunning is how many Collects may run at once before a
 	// sweep waits (GITFLEET_SWEEP_MAX_RUNNING).
 	DefaultMaxRunning = 100
@@ -148,10 +175,19 @@ type SweepResult struct {
 	// and waited for room.
 	Waits  int  `json:"waits,omitempty"`
 	Halted bool `json:"halted,omitempty"`
-	// HaltReason says why the circuit breaker stopped the sweep; the next
-	// cycle starts fresh.
+	// HaltReason says why a circuit breaker stopped the sweep or a part
+	// of it (a host's, an owner's).
 	HaltReason string `json:"haltReason,omitempty"`
-	Runs       int    `json:"runs"`
+	// HaltedHosts names the hosts (host/owner: owners) whose breaker
+	// halted their part of the sweep; the others went on. The next
+	// scheduled sweep resumes each where it stopped.
+	HaltedHosts []string `json:"haltedHosts,omitempty"`
+	// Skipped counts due candidates left unchecked or unstarted because
+	// their host's (owner's) breaker had halted; Deferred those before
+	// where the last sweep halted their host (owner), left to the next.
+	Skipped  int `json:"skipped,omitempty"`
+	Deferred int `json:"deferred,omitempty"`
+	Runs     int `json:"runs"`
 }
 
 func (r SweepResult) String() string {
@@ -160,14 +196,19 @@ func (r SweepResult) String() string {
 	if r.Waits > 0 {
 		s += fmt.Sprintf(", waited for room %d times", r.Waits)
 	}
+	if r.Skipped > 0 || r.Deferred > 0 {
+		s += fmt.Sprintf(", skipped %d behind a halted host, deferred %d", r.Skipped, r.Deferred)
+	}
 	if r.Halted {
 		s = "HALTED (" + r.HaltReason + "): " + s
 	}
 	return s
 }
 
-// breakerLimit: this many failures in a row (checks or starts) halt a sweep.
-const breakerLimit = 3
+// breakerLimit: this many failures in a row (checks or starts; since
+// sweep-host-breaker, starts, and each host's or owner's checks) halt a
+// sweep (a host's or an owner's part of it).
+const breakerLimit = blame.BreakerLimit
 
 // pagesPerRun bounds a run's history; the sweep continues as new after it.
 const pagesPerRun = 25
@@ -291,6 +332,15 @@ func recollectionSweepV0(ctx workflow.Context, in RecollectionSweepInput) (Sweep
 // and with no room the sweep waits RunningPoll and counts again. A rules
 // change that makes every repository due re-scans the fleet MaxRunning at a
 // time, not all at once.
+//
+// Runs since GetVersion sweep-host-breaker count the change checks'
+// failures per host and per owner (blame.Breakers, carried across runs):
+// three in a row halt that host's (owner's) part of the sweep only, in any
+// page order; failed starts still halt the whole sweep. Runs since
+// sweep-newest-first page the most recently viewed first and, with a Carry
+// (the scheduled sweep's), take up each host (owner) the last sweep halted
+// after the candidate it halted on, and leave their own halted hosts for
+// the next.
 func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepResult, error) {
 	if workflow.GetVersion(ctx, sweepBudgetChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return recollectionSweepV0(ctx, in)
@@ -310,6 +360,13 @@ func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepRe
 	// it started: a page with two changed repositories left no room for
 	// the next, and the sweep waited RunningPoll after every such page.
 	countsStarted := bounded && workflow.GetVersion(ctx, sweepUnseenStartedChange, workflow.DefaultVersion, 1) == 1
+	// Runs recorded before counted every check failure against one
+	// fleet-wide breaker, in page order: a dead host between healthy ones
+	// was never halted, one next to them halted them too.
+	perHost := countsStarted && version(ctx, sweepHostBreakerChange, 1) == 1
+	// Runs recorded before paged the oldest views first: a sweep that
+	// halted or ran out of its hour never reached the most viewed.
+	newest := perHost && version(ctx, sweepNewestFirstChange, 1) == 1
 	if in.MaxRunning <= 0 {
 		in.MaxRunning = DefaultMaxRunning
 	}
@@ -328,8 +385,17 @@ func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepRe
 		in.Streak++
 		if in.Streak >= breakerLimit {
 			stats.Halted, stats.HaltReason = true, fmt.Sprintf("%d %s failures in a row", in.Streak, what)
+			return true
 		}
-		return stats.Halted
+		return false
+	}
+	if perHost {
+		if in.Breakers == nil {
+			in.Breakers = blame.Breakers{}
+		}
+		if in.HaltedAt == nil {
+			in.HaltedAt = map[string]SweepCursor{}
+		}
 	}
 	scheduled := 0 // activities this run
 	// full reports whether scheduling n more activities would take the run
@@ -347,6 +413,28 @@ func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepRe
 		in.Stats = stats
 		workflow.SetCurrentDetails(ctx, "Continuing as new: "+stats.String())
 		return stats, workflow.NewContinueAsNewError(ctx, RecollectionSweep, in)
+	}
+
+	// done ends the sweep; one with a Carry leaves where its halted hosts
+	// (owners) stopped for the next.
+	done := func() (SweepResult, error) {
+		if newest && in.Carry != "" {
+			err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activitySaveSweepResume,
+				SweepResumeState{Carry: in.Carry, Resume: in.HaltedAt}).Get(ctx, nil)
+			if err != nil {
+				return stats, err
+			}
+		}
+		return finish(ctx, stats)
+	}
+	if newest && in.Carry != "" && in.Stats.Runs == 0 && in.Resume == nil {
+		// The first run of the sweep: where the last one stopped.
+		scheduled++
+		var last SweepResumeState
+		if err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityLoadSweepResume, in.Carry).Get(ctx, &last); err != nil {
+			return stats, err
+		}
+		in.Resume = last.Resume
 	}
 
 	// unseen is the window started since the last count: Temporal's
@@ -391,8 +479,8 @@ func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepRe
 				unseen = min(window, len(in.Pending))
 			}
 			if err := startBatch(ctx, &in, window, &stats, fail, &scheduled); err != nil {
-				if stats.Halted {
-					return finish(ctx, stats)
+				if errors.Is(err, errHalted) {
+					return done()
 				}
 				return stats, err
 			}
@@ -422,7 +510,7 @@ func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepRe
 			workflow.SetCurrentDetails(ctx, "Sweeping: "+stats.String())
 		}
 		if in.LastPage {
-			return finish(ctx, stats)
+			return done()
 		}
 		if pages == pagesPerRun || full(2) {
 			return handOver()
@@ -431,9 +519,12 @@ func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepRe
 
 		var page SweepPage
 		scheduled++
-		err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityListDue, SweepPageInput{
-			After: in.After, Limit: in.PageSize, Now: in.Now,
-		}).Get(ctx, &page)
+		listIn := SweepPageInput{After: in.After, Limit: in.PageSize, Now: in.Now}
+		if newest {
+			listIn.Newest, listIn.Resume = true, in.Resume
+			listIn.SkipHosts = in.Breakers.HaltedHosts()
+		}
+		err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityListDue, listIn).Get(ctx, &page)
 		if err != nil {
 			return stats, err
 		}
@@ -441,16 +532,37 @@ func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepRe
 		in.LastPage = page.Done
 		stats.Considered += page.Considered
 		stats.Due += len(page.Due)
+		stats.Deferred += page.Deferred
 
+		due := page.Due
+		if perHost {
+			// A halted host's (owner's) candidates are not checked.
+			due = nil
+			for _, r := range page.Due {
+				if in.Breakers.Halted(r.Repo.Host, r.Repo.Owner) {
+					stats.Skipped++
+					continue
+				}
+				due = append(due, r)
+			}
+		}
 		var outcomes []HeadOutcome
-		if len(page.Due) > 0 {
+		if len(due) > 0 {
 			scheduled++
-			err := workflow.ExecuteActivity(withOptions(ctx, checkHeadsOptions(len(page.Due), in.RemoteTimeout)), activityCheckHeads,
-				CheckHeadsRequest{CheckHeadsInput: CheckHeadsInput{Repos: page.Due, Now: in.Now}, Sweep: sweepID, RemoteTimeout: in.RemoteTimeout},
+			err := workflow.ExecuteActivity(withOptions(ctx, checkHeadsOptions(len(due), in.RemoteTimeout)), activityCheckHeads,
+				CheckHeadsRequest{CheckHeadsInput: CheckHeadsInput{Repos: due, Now: in.Now}, Sweep: sweepID, RemoteTimeout: in.RemoteTimeout,
+					PerOwner: perHost},
 			).Get(ctx, &outcomes)
 			if err != nil {
 				return stats, err
 			}
+		}
+		if perHost {
+			for i, o := range outcomes {
+				in.Pending = append(in.Pending, countCheck(&in, &stats, due[i], o)...)
+			}
+			workflow.SetCurrentDetails(ctx, "Sweeping: "+stats.String())
+			continue
 		}
 		for i, o := range outcomes {
 			switch o {
@@ -470,6 +582,49 @@ func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepRe
 		}
 		workflow.SetCurrentDetails(ctx, "Sweeping: "+stats.String())
 	}
+}
+
+// countCheck counts one change check's outcome against its host's and its
+// owner's breakers (the runs since sweep-host-breaker) and returns the
+// repository to start, if any. A check of a host (an owner) halted by an
+// earlier one of the page is not counted against it; an unchanged one was
+// recorded as checked all the same.
+func countCheck(in *RecollectionSweepInput, stats *SweepResult, r DueRepo, o HeadOutcome) []repoid.ID {
+	hostKey, ownerKey := blame.HostKey(r.Repo.Host), blame.OwnerKey(r.Repo.Host, r.Repo.Owner)
+	if in.Breakers.Halted(r.Repo.Host, r.Repo.Owner) {
+		if o == HeadUnchanged {
+			stats.Unchanged++
+		} else {
+			stats.Skipped++
+		}
+		return nil
+	}
+	switch o {
+	case HeadUnchanged:
+		stats.Unchanged++
+		in.Breakers.Succeed(hostKey, ownerKey)
+	case HeadGone:
+		stats.Gone++
+	case HeadFailed, HeadOwnerFailed:
+		stats.Failed++
+		key := hostKey
+		if o == HeadOwnerFailed {
+			key = ownerKey
+		}
+		if in.Breakers.Fail(key) {
+			in.HaltedAt[key] = SweepCursor{Viewed: r.Viewed, ID: r.CodebaseID}
+			stats.HaltedHosts = append(stats.HaltedHosts, key)
+			reason := fmt.Sprintf("%d change check failures in a row on %s", breakerLimit, key)
+			if stats.Halted {
+				reason = stats.HaltReason + "; " + reason
+			}
+			stats.Halted, stats.HaltReason = true, reason
+		}
+	default:
+		in.Breakers.Succeed(hostKey, ownerKey)
+		return []repoid.ID{r.Repo}
+	}
+	return nil
 }
 
 // errHalted: the breaker stopped the sweep in the middle of a window.

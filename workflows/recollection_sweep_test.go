@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -373,5 +375,197 @@ func TestSweepWaitsOnlyForRunsItStarted(t *testing.T) {
 	}
 	if res.Started != pages*changedPerPage || res.Waits != 0 {
 		t.Fatalf("result = %+v, want all %d started without a wait (%d running at most, of 10)", res, pages*changedPerPage, 2*changedPerPage)
+	}
+}
+
+// The change checks' breaker is per host (and per owner): a dead host stops
+// only its own part of the sweep after three failures in a row of its own,
+// whatever the order of the candidates; the healthy host's are all checked
+// and started, the dead host's later pages are not even checked. An owner
+// refusing gitfleet stops only that owner's. (Before, one fleet-wide count
+// in page order: interleaved, the dead host was never halted and all its
+// checks failed, 30 s each; adjacent, the sweep halted and the healthy
+// host's repositories were never checked.)
+func TestSweepBreakerPerHost(t *testing.T) {
+	repo := func(host, owner string, i int) workflows.DueRepo {
+		return workflows.DueRepo{CodebaseID: int64(i + 1), Viewed: time.Unix(int64(1000-i), 0),
+			Repo: repoid.ID{Host: host, Owner: owner, Name: fmt.Sprintf("r%02d", i)}}
+	}
+	for _, tc := range []struct {
+		name   string
+		layout func(i int) workflows.DueRepo // candidate i of 40, in sweep order
+		failed map[string]workflows.HeadOutcome
+		halted string
+	}{
+		{"interleaved", func(i int) workflows.DueRepo {
+			if i%2 == 0 {
+				return repo("dead.example", "o", i)
+			}
+			return repo("fine.example", "o", i)
+		}, map[string]workflows.HeadOutcome{"dead.example": workflows.HeadFailed}, "dead.example"},
+		{"adjacent", func(i int) workflows.DueRepo {
+			if i < 20 {
+				return repo("dead.example", "o", i)
+			}
+			return repo("fine.example", "o", i)
+		}, map[string]workflows.HeadOutcome{"dead.example": workflows.HeadFailed}, "dead.example"},
+		{"an owner refusing gitfleet", func(i int) workflows.DueRepo {
+			if i%2 == 0 {
+				return repo("gh.example", "org", i)
+			}
+			return repo("gh.example", "others", i)
+		}, map[string]workflows.HeadOutcome{"gh.example/org": workflows.HeadOwnerFailed}, "gh.example/org"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, a := newSweepEnv()
+			var cands []workflows.DueRepo
+			for i := range 40 {
+				cands = append(cands, tc.layout(i))
+			}
+			// Pages of 10.
+			var skipped [][]string
+			env.OnActivity(a.ListDue, mock.Anything, mock.Anything).Return(func(_ context.Context, in workflows.SweepPageInput) (workflows.SweepPage, error) {
+				skipped = append(skipped, in.SkipHosts)
+				start := int(in.After.ID)
+				page := workflows.SweepPage{Due: cands[start : start+10], Considered: 10, Next: workflows.SweepCursor{ID: int64(start + 10)}}
+				page.Done = start+10 == len(cands)
+				return page, nil
+			})
+			var mu sync.Mutex
+			checked := map[string]int{}
+			var perOwner bool
+			env.OnActivity(a.CheckHeads, mock.Anything, mock.Anything).Return(func(_ context.Context, r workflows.CheckHeadsRequest) ([]workflows.HeadOutcome, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				perOwner = r.PerOwner
+				out := make([]workflows.HeadOutcome, len(r.Repos))
+				for i, d := range r.Repos {
+					checked[d.Repo.Host+"/"+d.Repo.Owner]++
+					out[i] = workflows.HeadChanged
+					for key, o := range tc.failed {
+						if key == d.Repo.Host || key == d.Repo.Host+"/"+d.Repo.Owner {
+							out[i] = o
+						}
+					}
+				}
+				return out, nil
+			})
+			env.OnActivity(a.RunningCollects, mock.Anything).Return(0, nil)
+			started := map[string]int{}
+			env.OnActivity(a.StartCollects, mock.Anything, mock.Anything).Return(func(_ context.Context, in workflows.StartCollectsInput) ([]workflows.StartOutcome, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				out := make([]workflows.StartOutcome, len(in.Repos))
+				for i, r := range in.Repos {
+					started[r.Host+"/"+r.Owner]++
+					out[i] = workflows.StartOutcome{Result: workflows.StartStarted}
+				}
+				return out, nil
+			})
+			env.ExecuteWorkflow(workflows.RecollectionSweep, workflows.RecollectionSweepInput{Now: time.Now(), PageSize: 10})
+			var res workflows.SweepResult
+			if err := env.GetWorkflowResult(&res); err != nil {
+				t.Fatal(err)
+			}
+			healthy := 0
+			for _, c := range cands {
+				if _, ok := tc.failed[c.Repo.Host]; ok {
+					continue
+				}
+				if _, ok := tc.failed[c.Repo.Host+"/"+c.Repo.Owner]; ok {
+					continue
+				}
+				healthy++
+			}
+			if !res.Halted || res.Failed != 3 || res.Started != healthy || !slices.Equal(res.HaltedHosts, []string{tc.halted}) {
+				t.Fatalf("result = %+v, want %s halted after 3 failures and all %d healthy started", res, tc.halted, healthy)
+			}
+			got := 0
+			for k, n := range started {
+				got += n
+				if strings.HasPrefix(k+"/", tc.halted+"/") {
+					t.Errorf("%d of the halted %s started", n, k)
+				}
+			}
+			if got != healthy || !perOwner {
+				t.Fatalf("started %v (per owner %v), want the %d healthy", started, perOwner, healthy)
+			}
+			// The halted host's (owner's) later pages were not checked:
+			// only the page that tripped it.
+			dead := 0
+			for k, n := range checked {
+				if strings.HasPrefix(k+"/", tc.halted+"/") {
+					dead += n
+				}
+			}
+			if dead > 10 || dead < 3 {
+				t.Fatalf("the halted %s was checked %d times (%v), want its checks up to the page that halted it", tc.halted, dead, checked)
+			}
+			// Once a host halted, its candidates are not even read (an
+			// owner's are left out as they come).
+			wantSkip := []string{}
+			if !strings.Contains(tc.halted, "/") {
+				wantSkip = []string{tc.halted}
+			}
+			if last := skipped[len(skipped)-1]; len(skipped) != 4 || !slices.Equal(append([]string{}, last...), wantSkip) || len(skipped[0]) != 0 {
+				t.Fatalf("ListDue skipped hosts %v, want none at first and %v at the end", skipped, wantSkip)
+			}
+		})
+	}
+}
+
+// A halted host's place carries into the next sweep of the same Carry: the
+// sweep reads where the last one stopped, asks ListDue to take each halted
+// host up after it, and leaves where the hosts it halts stopped (the
+// candidate whose check tripped the breaker). Each sweep pages the most
+// recently viewed first.
+func TestSweepCarriesHaltedHostsToTheNext(t *testing.T) {
+	env, a := newSweepEnv()
+	last := map[string]workflows.SweepCursor{"dead.example": {Viewed: time.Unix(900, 0), ID: 7}}
+	env.OnActivity(a.LoadSweepResume, mock.Anything, "carry-test").Return(workflows.SweepResumeState{Carry: "carry-test", Resume: last}, nil).Once()
+	var listed []workflows.SweepPageInput
+	cands := []workflows.DueRepo{
+		{CodebaseID: 11, Viewed: time.Unix(800, 0), Repo: repoid.ID{Host: "dead.example", Owner: "o", Name: "a"}},
+		{CodebaseID: 12, Viewed: time.Unix(790, 0), Repo: repoid.ID{Host: "dead.example", Owner: "o", Name: "b"}},
+		{CodebaseID: 13, Viewed: time.Unix(780, 0), Repo: repoid.ID{Host: "fine.example", Owner: "o", Name: "c"}},
+		{CodebaseID: 14, Viewed: time.Unix(770, 0), Repo: repoid.ID{Host: "dead.example", Owner: "o", Name: "d"}},
+		{CodebaseID: 15, Viewed: time.Unix(760, 0), Repo: repoid.ID{Host: "dead.example", Owner: "o", Name: "e"}},
+	}
+	env.OnActivity(a.ListDue, mock.Anything, mock.Anything).Return(func(_ context.Context, in workflows.SweepPageInput) (workflows.SweepPage, error) {
+		listed = append(listed, in)
+		return workflows.SweepPage{Due: cands, Considered: len(cands) + 2, Deferred: 2, Done: true}, nil
+	})
+	env.OnActivity(a.CheckHeads, mock.Anything, mock.Anything).Return(func(_ context.Context, r workflows.CheckHeadsRequest) ([]workflows.HeadOutcome, error) {
+		out := make([]workflows.HeadOutcome, len(r.Repos))
+		for i, d := range r.Repos {
+			out[i] = workflows.HeadFailed
+			if d.Repo.Host == "fine.example" {
+				out[i] = workflows.HeadChanged
+			}
+		}
+		return out, nil
+	})
+	env.OnActivity(a.RunningCollects, mock.Anything).Return(0, nil)
+	env.OnActivity(a.StartCollects, mock.Anything, mock.Anything).Return([]workflows.StartOutcome{{Result: workflows.StartStarted}}, nil)
+	var saved []workflows.SweepResumeState
+	env.OnActivity(a.SaveSweepResume, mock.Anything, mock.Anything).Return(func(_ context.Context, s workflows.SweepResumeState) error {
+		saved = append(saved, s)
+		return nil
+	})
+	env.ExecuteWorkflow(workflows.RecollectionSweep, workflows.RecollectionSweepInput{Now: time.Now(), Carry: "carry-test"})
+	var res workflows.SweepResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if len(listed) != 1 || !listed[0].Newest || !maps.EqualFunc(listed[0].Resume, last, func(a, b workflows.SweepCursor) bool { return a.ID == b.ID && a.Viewed.Equal(b.Viewed) }) {
+		t.Fatalf("ListDue asked %+v, want newest first, resuming %v", listed, last)
+	}
+	if res.Failed != 3 || res.Started != 1 || res.Skipped != 1 || res.Deferred != 2 || !slices.Equal(res.HaltedHosts, []string{"dead.example"}) {
+		t.Fatalf("result = %+v", res)
+	}
+	want := map[string]workflows.SweepCursor{"dead.example": {Viewed: time.Unix(770, 0), ID: 14}}
+	if len(saved) != 1 || saved[0].Carry != "carry-test" || len(saved[0].Resume) != 1 || !saved[0].Resume["dead.example"].Viewed.Equal(want["dead.example"].Viewed) ||
+		saved[0].Resume["dead.example"].ID != 14 {
+		t.Fatalf("left for the next sweep %+v, want %v", saved, want)
 	}
 }

@@ -44,6 +44,11 @@ func Schedules(cfg ScheduleConfig) map[string]client.ScheduleOptions {
 	if cfg.RevalidateEvery <= 0 {
 		cfg.RevalidateEvery = 24 * time.Hour
 	}
+	// Each scheduled sweep takes up the hosts the last one halted where
+	// it stopped.
+	if cfg.Sweep.Carry == "" {
+		cfg.Sweep.Carry = SweepScheduleID
+	}
 	return map[string]client.ScheduleOptions{
 		SecretRevalidationScheduleID: {
 			ID:      SecretRevalidationScheduleID,

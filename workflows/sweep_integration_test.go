@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -83,6 +84,30 @@ func setUp(t *testing.T, now time.Time, o string, repos []sweepRepo) map[string]
 
 func runSweep(t *testing.T, in workflows.RecollectionSweepInput) workflows.SweepResult {
 	t.Helper()
+	res, run := runSweepRun(t, in)
+	if res.Started > 0 && !res.Halted {
+		// recollection-sweep.json holds a run from before the event budget
+		// (GetVersion sweep-event-budget), recollection-sweep-budget.json one
+		// after it with a StartCollect a repository,
+		// recollection-sweep-batched.json one with batched starts (GetVersion
+		// sweep-batched-starts); recollection-sweep-bounded.json one that
+		// counts the running Collects before it starts (GetVersion
+		// sweep-bounded-running); recollection-sweep-unseen-started.json one
+		// that counts as unseen only the runs a window started (GetVersion
+		// sweep-unseen-started); this is one with a breaker per host, newest
+		// first (GetVersion sweep-host-breaker, sweep-newest-first).
+		name := "recollection-sweep-newest-first"
+		if in.Carry != "" {
+			name = "recollection-sweep-newest-first-carried" // reads and leaves where hosts halted
+		}
+		recordHistory(t, name, run.GetID(), run.GetRunID())
+	}
+	return res
+}
+
+// runSweepRun runs a sweep to its end and returns its result and run.
+func runSweepRun(t *testing.T, in workflows.RecollectionSweepInput) (workflows.SweepResult, client.WorkflowRun) {
+	t.Helper()
 	run, err := env.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{TaskQueue: workflows.TaskQueue},
 		workflows.RecollectionSweep, in)
 	if err != nil {
@@ -92,18 +117,7 @@ func runSweep(t *testing.T, in workflows.RecollectionSweepInput) workflows.Sweep
 	if err := run.Get(ctxTimeout(t, 2*time.Minute), &res); err != nil {
 		t.Fatal(err)
 	}
-	if res.Started > 0 && !res.Halted {
-		// recollection-sweep.json holds a run from before the event budget
-		// (GetVersion sweep-event-budget), recollection-sweep-budget.json one
-		// after it with a StartCollect a repository,
-		// recollection-sweep-batched.json one with batched starts (GetVersion
-		// sweep-batched-starts); recollection-sweep-bounded.json one that
-		// counts the running Collects before it starts (GetVersion
-		// sweep-bounded-running); this is one that counts as unseen only the
-		// runs a window started (GetVersion sweep-unseen-started).
-		recordHistory(t, "recollection-sweep-unseen-started", run.GetID(), run.GetRunID())
-	}
-	return res
+	return res, run
 }
 
 func ctxTimeout(t *testing.T, d time.Duration) context.Context {
@@ -625,5 +639,62 @@ func TestSweepBoundsRunningCollectionsOnTheServer(t *testing.T) {
 		if overlapping > maxRunning {
 			t.Fatalf("%d collections ran at once (at %s), over the bound of %d", overlapping, s.start, maxRunning)
 		}
+	}
+}
+
+// A host halted by its breaker is taken up by the next sweep where it
+// stopped, and each sweep checks the most recently viewed first. Three
+// repositories of the host, the most viewed, fail their checks (503): the
+// first sweep checks them first, halts the host after them and leaves its
+// place for the next sweep of its Carry; the next sweep, the three still
+// failing, defers them and checks and collects the host's other three —
+// before, every sweep restarted at the same place (the oldest view) and a
+// host that halted on the same repositories never went past them. The
+// sweep after the outage collects the three that failed.
+func TestSweepResumesAHaltedHostWhereItStopped(t *testing.T) {
+	now := sweepClock()
+	o := owner(t)
+	var repos []sweepRepo
+	for i, name := range []string{"hot1", "hot2", "hot3", "cold1", "cold2", "cold3"} {
+		repos = append(repos, sweepRepo{name: name, viewed: ago(time.Duration(i+1) * time.Hour), done: ago(10 * time.Hour), changeAfterDone: true})
+	}
+	ids := setUp(t, now, o, repos)
+	var removes []func()
+	for _, name := range []string{"hot1", "hot2", "hot3"} {
+		removes = append(removes, fg.AddFault(forge.Fault{Kind: forge.Git, Path: "/" + o + "/" + name + ".", Status: http.StatusServiceUnavailable}))
+	}
+	carry := "test-" + o
+	before := time.Now()
+
+	first, run := runSweepRun(t, workflows.RecollectionSweepInput{Now: now, Carry: carry})
+	host := strings.ToLower(fg.Host())
+	if !first.Halted || first.Failed != 3 || first.Started != 0 || first.Skipped != 3 || !slices.Equal(first.HaltedHosts, []string{host}) {
+		t.Fatalf("first sweep: %+v, want the three most viewed checked first, failing, and %s halted after them", first, host)
+	}
+	recordHistory(t, "recollection-sweep-host-halted", run.GetID(), run.GetRunID())
+
+	second, run := runSweepRun(t, workflows.RecollectionSweepInput{Now: now.Add(time.Minute), Carry: carry})
+	if second.Halted || second.Deferred != 3 || second.Started != 3 || second.Failed != 0 {
+		t.Fatalf("second sweep, the three still failing: %+v, want them deferred and the other three started", second)
+	}
+	recordHistory(t, "recollection-sweep-resumed", run.GetID(), run.GetRunID())
+	for _, name := range []string{"cold1", "cold2", "cold3"} {
+		waitCompleted(t, ids[name], before)
+	}
+	for _, name := range []string{"hot1", "hot2", "hot3"} {
+		if collectedSince(t, ids[name], before) {
+			t.Fatalf("%s collected while its checks failed", name)
+		}
+	}
+
+	for _, remove := range removes {
+		remove()
+	}
+	third := runSweep(t, workflows.RecollectionSweepInput{Now: now.Add(2 * time.Minute), Carry: carry})
+	if third.Halted || third.Deferred != 0 || third.Started != 3 || third.Unchanged != 3 {
+		t.Fatalf("sweep after the outage: %+v, want the three that failed started, the others unchanged", third)
+	}
+	for _, name := range []string{"hot1", "hot2", "hot3"} {
+		waitCompleted(t, ids[name], before)
 	}
 }

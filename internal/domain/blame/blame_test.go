@@ -183,3 +183,55 @@ func TestDecideOwners(t *testing.T) {
 		}
 	}
 }
+
+// Each host and each owner has its own breaker: a dead host's failures in a
+// row halt it whatever lies between them, a healthy host goes on, an
+// owner's failures halt that owner only.
+func TestBreakers(t *testing.T) {
+	type event struct {
+		host, owner string
+		what        byte // 'F' host failure, 'O' owner failure, 'S' success
+	}
+	dead := func(owner string) event { return event{"dead.example", owner, 'F'} }
+	fine := func(owner string) event { return event{"fine.example", owner, 'S'} }
+	for _, tc := range []struct {
+		name   string
+		events []event
+		halts  string // for each event: h halted by it, - not, x already halted (skipped)
+	}{
+		{"a dead host interleaved with a healthy one", []event{dead("a"), fine("b"), dead("a"), fine("b"), dead("a"), fine("b"), dead("a"), fine("b")},
+			"----h-x-"},
+		{"a dead host adjacent to a healthy one", []event{dead("a"), dead("a"), dead("a"), dead("a"), fine("b"), fine("b")}, "--hx--"},
+		{"a success of the same host ends the streak", []event{dead("a"), dead("a"), {"dead.example", "c", 'S'}, dead("a"), dead("a"), dead("a")},
+			"-----h"},
+		{"an owner refusing gitfleet", []event{{"gh", "org", 'O'}, fine("x"), {"gh", "org", 'O'}, {"gh", "other", 'S'}, {"gh", "org", 'O'},
+			{"gh", "org", 'S'}, {"gh", "other", 'S'}}, "----hx-"},
+		{"owners are case-insensitive", []event{{"gh", "Org", 'O'}, {"gh", "org", 'O'}, {"GH", "ORG", 'O'}}, "--h"},
+	} {
+		b := Breakers{}
+		got := ""
+		for _, e := range tc.events {
+			switch {
+			case b.Halted(e.host, e.owner):
+				got += "x"
+				continue
+			case e.what == 'S':
+				b.Succeed(HostKey(e.host), OwnerKey(e.host, e.owner))
+				got += "-"
+				continue
+			}
+			key := HostKey(e.host)
+			if e.what == 'O' {
+				key = OwnerKey(e.host, e.owner)
+			}
+			if b.Fail(key) {
+				got += "h"
+			} else {
+				got += "-"
+			}
+		}
+		if got != tc.halts {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.halts)
+		}
+	}
+}

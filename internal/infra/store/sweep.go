@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"errors"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -35,7 +37,8 @@ type SweepCursor struct {
 
 // SweepCandidatesQuery pages through the candidates: live, fewer than five
 // failures in a row, viewed between $3 and $4, after the cursor ($1, $2) in
-// (last_viewed_at, id) order — the partial index codebases_sweep.
+// (last_viewed_at, id) order — the partial index codebases_sweep —, on none
+// of the hosts $6 (those the sweep's breaker halted).
 const SweepCandidatesQuery = `SELECT c.id, c.host, c.owner, c.name, coalesce(c.last_commit_sha, ''), c.last_viewed_at,
 		c.last_completed_at, c.last_checked_at, c.consecutive_failures, coalesce(sc.policy_hash, ''), coalesce(c.last_refs_digest, '')
 	FROM codebases c
@@ -44,15 +47,48 @@ const SweepCandidatesQuery = `SELECT c.id, c.host, c.owner, c.name, coalesce(c.l
 	LEFT JOIN scan_scopes sc ON sc.id = r.scope_id
 	WHERE NOT c.is_stale AND c.consecutive_failures < 5
 		AND c.last_viewed_at >= $3 AND c.last_viewed_at <= $4 AND (c.last_viewed_at, c.id) > ($1, $2)
+		AND c.host <> ALL($6)
 	ORDER BY c.last_viewed_at, c.id LIMIT $5`
 
+// SweepCandidatesNewestQuery is SweepCandidatesQuery in the other
+// direction: the most recently viewed first, before the cursor (the same
+// index, read backwards).
+const SweepCandidatesNewestQuery = `SELECT c.id, c.host, c.owner, c.name, coalesce(c.last_commit_sha, ''), c.last_viewed_at,
+		c.last_completed_at, c.last_checked_at, c.consecutive_failures, coalesce(sc.policy_hash, ''), coalesce(c.last_refs_digest, '')
+	FROM codebases c
+	LEFT JOIN shards s ON s.key = 'codebase:' || c.id AND s.status = 'Done'
+	LEFT JOIN shard_receipts r ON r.id = s.checkpoint_receipt_id
+	LEFT JOIN scan_scopes sc ON sc.id = r.scope_id
+	WHERE NOT c.is_stale AND c.consecutive_failures < 5
+		AND c.last_viewed_at >= $3 AND c.last_viewed_at <= $4 AND (c.last_viewed_at, c.id) < ($1, $2)
+		AND c.host <> ALL($6)
+	ORDER BY c.last_viewed_at DESC, c.id DESC LIMIT $5`
+
+// SweepCandidatesNewest returns up to limit candidates before the cursor,
+// viewed between since and until, the most recently viewed first. A zero
+// cursor starts at until.
+func (s *Store) SweepCandidatesNewest(ctx context.Context, after SweepCursor, since, until time.Time, limit int, skipHosts []string) ([]SweepCandidate, error) {
+	if after.Viewed.IsZero() || after.Viewed.After(until) {
+		after = SweepCursor{Viewed: until, ID: math.MaxInt64}
+	}
+	return s.sweepCandidates(ctx, SweepCandidatesNewestQuery, after, since, until, limit, skipHosts)
+}
+
 // SweepCandidates returns up to limit candidates after the cursor, viewed
-// between since and until. A zero cursor starts at since.
-func (s *Store) SweepCandidates(ctx context.Context, after SweepCursor, since, until time.Time, limit int) ([]SweepCandidate, error) {
+// between since and until, on none of skipHosts. A zero cursor starts at
+// since.
+func (s *Store) SweepCandidates(ctx context.Context, after SweepCursor, since, until time.Time, limit int, skipHosts []string) ([]SweepCandidate, error) {
 	if after.Viewed.Before(since) {
 		after = SweepCursor{Viewed: since}
 	}
-	rows, err := s.pool.Query(ctx, SweepCandidatesQuery, after.Viewed, after.ID, since, until, limit)
+	return s.sweepCandidates(ctx, SweepCandidatesQuery, after, since, until, limit, skipHosts)
+}
+
+func (s *Store) sweepCandidates(ctx context.Context, query string, after SweepCursor, since, until time.Time, limit int, skipHosts []string) ([]SweepCandidate, error) {
+	if skipHosts == nil {
+		skipHosts = []string{}
+	}
+	rows, err := s.pool.Query(ctx, query, after.Viewed, after.ID, since, until, limit, skipHosts)
 	if err != nil {
 		return nil, err
 	}
@@ -119,5 +155,26 @@ func (s *Store) ResetFailures(ctx context.Context, r repoid.ID, now time.Time) e
 	_, err := s.pool.Exec(ctx, `UPDATE codebases SET consecutive_failures = 0, updated_at = $4
 		WHERE host = $1 AND lower(owner) = lower($2) AND lower(name) = lower($3) AND NOT is_stale AND consecutive_failures > 0`,
 		r.Host, r.Owner, r.Name, now)
+	return err
+}
+
+// sweepResumeSetting names the settings row holding what the sweeps of a
+// Carry hand on to the next.
+func sweepResumeSetting(carry string) string { return "sweep-resume:" + carry }
+
+// SweepResume is what the last sweep of carry left for the next (nil: none).
+func (s *Store) SweepResume(ctx context.Context, carry string) ([]byte, error) {
+	var v []byte
+	err := s.pool.QueryRow(ctx, `SELECT value FROM settings WHERE name = $1`, sweepResumeSetting(carry)).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	return v, err
+}
+
+// SetSweepResume replaces what the sweeps of carry hand on to the next.
+func (s *Store) SetSweepResume(ctx context.Context, carry string, value []byte) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO settings (name, value) VALUES ($1, $2)
+		ON CONFLICT (name) DO UPDATE SET value = excluded.value`, sweepResumeSetting(carry), value)
 	return err
 }
