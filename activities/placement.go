@@ -2,10 +2,12 @@ package activities
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
 	"gitfleet/internal/domain/placement"
+	"gitfleet/internal/infra/errclass"
 	"gitfleet/workflows"
 )
 
@@ -13,10 +15,18 @@ import (
 // repositories (GITFLEET_WORKER_OFFLINE_AFTER): six of its heartbeats.
 const DefaultWorkerOffline = time.Minute
 
+// ForgetWorkersAfter: a worker silent this long is no longer counted as
+// part of the fleet when none is live (see PlaceGitWork).
+const ForgetWorkersAfter = 24 * time.Hour
+
 // PlaceGitWork names the task queue of the worker that owns a
 // repository's Git work (placement.Owner over the live workers: active,
 // heard of within WorkerOffline by the database's clock), or the shared
 // Git queue when no worker has registered (in-process test workers).
+// Registered workers none of which is live (every heartbeat stale at once,
+// as after a database outage) are a Retryable error: placed now, the work
+// would go to any worker and be cloned again there, and its children
+// would inherit that place.
 func (a *Activities) PlaceGitWork(ctx context.Context, in workflows.PlaceGitWorkInput) (string, error) {
 	live, err := a.Store.LiveWorkers(ctx, in.TaskQueue, a.workerOffline())
 	if err != nil {
@@ -24,6 +34,16 @@ func (a *Activities) PlaceGitWork(ctx context.Context, in workflows.PlaceGitWork
 	}
 	owner := placement.Owner(a.placeKey(in), live)
 	if owner == "" {
+		n, err := a.Store.RegisteredWorkers(ctx, in.TaskQueue, ForgetWorkersAfter)
+		if err != nil {
+			return "", AppError(err)
+		}
+		if n > 0 {
+			e := errclass.Wrap(errclass.Retryable, "no live worker",
+				fmt.Errorf("none of the %d workers registered for %s has heartbeated within %s: placing when they are back", n, in.TaskQueue, a.workerOffline()))
+			e.RetryAfter = a.workerOffline() / 6 // a worker's heartbeat
+			return "", AppError(e)
+		}
 		return workflows.GitTaskQueue(in.TaskQueue), nil
 	}
 	return workflows.WorkerGitQueue(in.TaskQueue, owner), nil
