@@ -16,6 +16,7 @@ import (
 	"gitfleet/internal/domain/identity"
 	"gitfleet/internal/domain/repoid"
 	"gitfleet/internal/infra/errclass"
+	"gitfleet/internal/infra/gitcreds"
 	"gitfleet/internal/infra/metrics"
 	"gitfleet/internal/infra/store"
 	"gitfleet/internal/infra/vcs"
@@ -89,13 +90,13 @@ func (a *Activities) LookupRepository(ctx context.Context, repo repoid.ID) (iden
 	if err != nil {
 		return identity.Repository{}, AppError(errclass.Wrap(errclass.Permanent, errclass.ReasonInvalidInput, err))
 	}
-	dir, _, _, err := a.directory(ctx, host, repo.Owner)
+	dir, _, viaCreds, err := a.directory(ctx, host, repo.Owner)
 	if err != nil {
 		return identity.Repository{}, AppError(err)
 	}
 	r, err := dir.Repository(ctx, repo.Owner, repo.Name)
 	if err != nil {
-		return identity.Repository{}, AppError(boundUnreachable(ctx, nil, err))
+		return identity.Repository{}, AppError(rejected(boundUnreachable(ctx, nil, err), viaCreds))
 	}
 	return r, nil
 }
@@ -103,11 +104,16 @@ func (a *Activities) LookupRepository(ctx context.Context, repo repoid.ID) (iden
 // ExplainRefusal asks the API what it means that git refused a name (see
 // identity.ExplainRefusal): by the external id of the codebase known by the
 // name, then by the name. The API's 404 for the id proves the repository
-// gone only to a token that sees every repository of the codebase's owner
-// (vcs.Directory.SeesOwner), which it asks then. A codebase whose
-// repository is gone is marked stale here; one gitfleet cannot read any
-// more (private, or deleted and the API cannot tell) is marked
-// inaccessible, which nothing deletes.
+// gone only to a credential that sees every repository of the host
+// wherever it went (vcs.Directory.ProvesGone: a site administrator's
+// token): the owner's installation or a member's token cannot see an
+// account the repository was transferred to, so its 404 leaves the
+// codebase inaccessible. When the credentials that read the owner cannot
+// prove it, the host's GITHUB_TOKEN is asked, if it is a site
+// administrator's. A codebase whose repository is gone is marked stale
+// here; one gitfleet cannot read any more (private, or deleted or moved
+// out of sight, the API cannot tell) is marked inaccessible, which nothing
+// deletes. A token the API rejects (401) fails the explanation naming it.
 func (a *Activities) ExplainRefusal(ctx context.Context, repo repoid.ID) (workflows.RefusalResult, error) {
 	host, err := a.Hosts.Lookup(repo.Host)
 	if err != nil {
@@ -126,25 +132,25 @@ func (a *Activities) ExplainRefusal(ctx context.Context, repo repoid.ID) (workfl
 		return workflows.RefusalResult{}, AppError(err)
 	}
 	var byID, byName *identity.Repository
-	seesOwner := false
+	provesGone, adminRejected := false, false
 	if cb != nil {
 		if byID, err = found(dir.RepositoryByID(ctx, cb.ExternalID)); err != nil {
-			return workflows.RefusalResult{}, AppError(err)
+			return workflows.RefusalResult{}, AppError(rejected(err, viaCreds))
 		}
 		if byID == nil {
-			if seesOwner, err = dir.SeesOwner(ctx, cb.Owner); err != nil {
-				return workflows.RefusalResult{}, AppError(err)
+			if byID, provesGone, adminRejected, err = a.proveGone(ctx, host, dir, viaCreds, cb.ExternalID); err != nil {
+				return workflows.RefusalResult{}, AppError(rejected(err, viaCreds))
 			}
 		}
 	}
 	if byID == nil {
 		if byName, err = found(dir.Repository(ctx, repo.Owner, repo.Name)); err != nil {
-			return workflows.RefusalResult{}, AppError(err)
+			return workflows.RefusalResult{}, AppError(rejected(err, viaCreds))
 		}
 	}
-	refusal, api := identity.ExplainRefusal(repo.Owner, repo.Name, cb.Identity(), byID, byName, seesOwner)
-	if refusal == identity.RefusedPrivate && api != nil && (!strings.EqualFold(api.Owner, repo.Owner) || !strings.EqualFold(api.Name, repo.Name)) &&
-		a.canRead(ctx, host, api.Owner) {
+	refusal, api := identity.ExplainRefusal(repo.Owner, repo.Name, cb.Identity(), byID, byName, provesGone)
+	moved := api != nil && (!strings.EqualFold(api.Owner, repo.Owner) || !strings.EqualFold(api.Name, repo.Name))
+	if refusal == identity.RefusedPrivate && moved && a.canRead(ctx, host, api.Owner) {
 		// A private repository transferred out of what the credentials of
 		// its old owner read, to an owner whose they read: collect it
 		// there (case D).
@@ -176,24 +182,17 @@ func (a *Activities) ExplainRefusal(ctx context.Context, repo repoid.ID) (workfl
 			return workflows.RefusalResult{}, AppError(err)
 		}
 		out.InaccessibleSince = since
-		whose := "the worker has no GITHUB_TOKEN"
-		switch {
-		case why != "":
-			whose = why
-		case viaCreds:
-			whose = fmt.Sprintf("%s does not see every repository of %s", a.Creds.Source(host.Name).Kind(), cb.Owner)
-		case host.Token != "":
-			whose = fmt.Sprintf("the worker's GITHUB_TOKEN does not see %s's private repositories", cb.Owner)
-		}
-		out.Message = fmt.Sprintf("%s can no longer be read since %s: git refuses it and the API does not know repository id %s, "+
-			"deleted or made private (%s, so it cannot tell); codebase %d is kept as inaccessible, never deleted for it",
-			repo, since.Format(time.RFC3339), cb.ExternalID, whose, cb.ID)
+		out.Message = fmt.Sprintf("%s can no longer be read since %s: git refuses it and the API does not know repository id %s: "+
+			"deleted, made private or transferred out of sight (%s, so it cannot tell); codebase %d is kept as inaccessible, never deleted for it",
+			repo, since.Format(time.RFC3339), cb.ExternalID, a.blindness(host, why, viaCreds, adminRejected), cb.ID)
 	case identity.RefusedPrivate:
 		switch {
+		case moved:
+			out.Message = fmt.Sprintf("%s is now %s, private, and gitfleet has no credentials that read %s", repo, repoid.ID{Host: repo.Host, Owner: api.Owner, Name: api.Name}, api.Owner)
 		case why != "":
 			out.Message = fmt.Sprintf("%s is private and %s: gitfleet cannot collect it", repo, why)
 		case viaCreds:
-			out.Message = fmt.Sprintf("%s is private and git refuses %s: gitfleet cannot collect it", repo, a.Creds.Source(host.Name).Kind())
+			out.Message = fmt.Sprintf("%s is private and %s does not read it (not granted to it): gitfleet cannot collect it", repo, a.Creds.Source(host.Name).Kind())
 		default:
 			out.Message = fmt.Sprintf("%s is private: gitfleet fetches without a token and cannot collect it (install the GitHub App on %s, or configure a token)", repo, owner)
 		}
@@ -222,6 +221,80 @@ func (a *Activities) ExplainRefusal(ctx context.Context, repo repoid.ID) (workfl
 	a.logger(ctx).Info("refused fetch explained", zap.String("repository", repo.String()),
 		zap.String("refusal", string(refusal)), zap.Int64("codebase", out.CodebaseID))
 	return out, nil
+}
+
+// proveGone asks, after dir's 404 for a codebase's id, a credential that
+// sees every repository of the host wherever it went: dir's own when it is
+// one, else the host's GITHUB_TOKEN when dir is the credentials' and that
+// token is a site administrator's. It returns the repository that token
+// found (moved out of the credentials' sight), or whether its 404 proves
+// the repository gone. A GITHUB_TOKEN the API rejects (401) proves nothing
+// and is reported, for the message to name it.
+func (a *Activities) proveGone(ctx context.Context, host vcs.Host, dir vcs.Directory, viaCreds bool, externalID string) (
+	r *identity.Repository, gone, adminRejected bool, err error) {
+	if viaCreds {
+		if ok, err := dir.ProvesGone(ctx); err != nil || ok {
+			return nil, ok, false, err
+		}
+		if host.Token == "" {
+			return nil, false, false, nil
+		}
+		if dir, err = vcs.NewGitHub(host, nil); err != nil {
+			return nil, false, false, err
+		}
+	}
+	ok, err := dir.ProvesGone(ctx)
+	if vcs.Unauthorized(err) {
+		return nil, false, true, nil
+	}
+	if err != nil || !ok {
+		return nil, false, false, err
+	}
+	if !viaCreds {
+		return nil, true, false, nil // dir's own 404 was the site administrator's
+	}
+	r, err = found(dir.RepositoryByID(ctx, externalID))
+	return r, err == nil && r == nil, false, err
+}
+
+// blindness says why the API's 404 for an id proves nothing.
+func (a *Activities) blindness(host vcs.Host, why string, viaCreds, adminRejected bool) string {
+	var s string
+	switch {
+	case why != "":
+		s = why
+	case viaCreds:
+		s = fmt.Sprintf("%s sees only the accounts it reads, not every account the repository may have gone to", a.Creds.Source(host.Name).Kind())
+	case host.Token == "":
+		s = "the worker has no GITHUB_TOKEN"
+	default:
+		s = "the worker's GITHUB_TOKEN is not a site administrator's: it does not see every account the repository may have gone to"
+	}
+	switch {
+	case adminRejected:
+		s += "; GitHub rejected the worker's GITHUB_TOKEN (401 Bad credentials): replace it"
+	case host.Token == "" || viaCreds && why == "":
+		s += "; only a site administrator's GITHUB_TOKEN proves a deletion"
+	}
+	return s
+}
+
+// rejected names the token the API refused (401): the user must replace
+// it, and until then the API cannot tell a deleted repository from a
+// hidden one. It is no verdict about the repository (reason credentials:
+// nothing is charged). A refusal of the credentials' tokens is named by
+// gitcreds already.
+func rejected(err error, viaCreds bool) error {
+	var ce *errclass.Error
+	if !vcs.Unauthorized(err) || (errors.As(err, &ce) && ce.Reason == gitcreds.ReasonCredentials) {
+		return err
+	}
+	whose := "the worker's GITHUB_TOKEN"
+	if viaCreds {
+		whose = "the credentials' token"
+	}
+	return &errclass.Error{Class: errclass.Permanent, Reason: gitcreds.ReasonCredentials,
+		Err: fmt.Errorf("GitHub rejected %s (401 Bad credentials): replace it; until then the API cannot say why git refuses a repository, nor tell a deleted one from a hidden one: %w", whose, err)}
 }
 
 // canRead reports whether the credentials have a token for owner's

@@ -206,7 +206,16 @@ func refused(ctx workflow.Context, repo repoid.ID, err error) (*repoid.ID, error
 	var r RefusalResult
 	if aerr := workflow.ExecuteActivity(withOptions(ctx, apiOptions), activityExplainRefusal, repo).Get(ctx, &r); aerr != nil {
 		workflow.GetLogger(ctx).Warn("Could not ask the API why git refused the repository", "error", aerr)
-		return nil, err
+		if version(ctx, unexplainedChange, 1) == workflow.DefaultVersion {
+			return nil, err
+		}
+		// Said where the user looks (the run's failure, the recorded
+		// collection, starter show): a rejected GITHUB_TOKEN or App token
+		// hides every deletion until it is replaced. Class and reason stay
+		// git's: nobody is charged for it.
+		class, reason := classOf(err)
+		return nil, temporal.NewApplicationError(fmt.Sprintf("%s; the API could not say why: %s", message(err), message(aerr)),
+			string(class), reason)
 	}
 	reason = errclass.ReasonPermissionDenied
 	switch r.Refusal {
@@ -277,6 +286,12 @@ func scanCodebase(ctx workflow.Context, out *CollectResult, refsDigest string, p
 // CompleteCollection when the scan is current — and that set what the Web
 // UI shows in one upsert at the end.
 const confirmChange = "confirm-codebase"
+
+// unexplainedChange: the runs whose failure, when git refused the
+// repository and the API could not say why (a rejected token, the API
+// down), says what the API answered; runs recorded before failed with
+// git's refusal alone.
+const unexplainedChange = "refusal-unexplained-says-why"
 
 // collectCancelChange: the runs in which a cancel is a cancel — recorded as
 // cancelled, charged to nobody, ending the run as cancelled — and in which

@@ -948,3 +948,32 @@ func TestExpiredTokenStrikesNobody(t *testing.T) {
 		t.Fatalf("after two collections under an expired token: %+v, history %+v; want two failures recorded, none counted", cb, hist)
 	}
 }
+
+// A GITHUB_TOKEN the API rejects hides every deletion until it is
+// replaced, so the collection's failure — the run's error and the
+// recorded collection `starter show` lists — names it, and charges
+// nobody. (Before, the failure said only "authentication required"; the
+// rejection was in the worker's log alone.)
+func TestRejectedTokenIsNamedInTheFailure(t *testing.T) {
+	o := owner(t)
+	createRepo(t, o, "app", "a.txt")
+	first := mustCollect(t, id(o, "app"), identity.CaseNew)
+	defer fg.AddFault(forge.Fault{Kind: forge.Git, Path: "/" + o + "/app", Status: http.StatusUnauthorized})()
+	// The worker's GITHUB_TOKEN's requests (the App's own are answered).
+	defer fg.AddFault(forge.Fault{Kind: forge.API, PathRE: regexp.MustCompile(`^/api/v3/(repos|repositories|user)(/|$)`),
+		Status: http.StatusUnauthorized})()
+	_, run, err := collectRun(t, id(o, "app"))
+	recordHistory(t, "collect-refused-token-rejected", run.GetID(), run.GetRunID())
+	app := mustFailPermanent(t, err, "GitHub rejected the worker's GITHUB_TOKEN (401 Bad credentials)")
+	if !strings.Contains(app.Error(), "the API could not say why") {
+		t.Errorf("the failure does not say git's refusal went unexplained: %v", app)
+	}
+	cb := codebase(t, first.CodebaseID)
+	hist, _ := env.Store.Collections(context.Background(), cb.ID, 1)
+	if len(hist) != 1 || hist[0].Status != "failed" || !strings.Contains(hist[0].ErrorMessage, "GitHub rejected the worker's GITHUB_TOKEN") {
+		t.Fatalf("the recorded collection (starter show's history): %+v; want it failed, naming the rejected token", hist)
+	}
+	if cb.ConsecutiveFailures != 0 || cb.StaleSince != nil || cb.InaccessibleSince != nil {
+		t.Fatalf("after a collection under a rejected token: %+v; want nothing charged or marked", cb)
+	}
+}

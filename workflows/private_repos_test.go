@@ -15,13 +15,17 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/worker"
 
+	"gitfleet/activities"
 	"gitfleet/internal/devstack/forge"
 	"gitfleet/internal/devstack/ociregistry"
 	"gitfleet/internal/domain/ghaccount"
 	"gitfleet/internal/domain/identity"
 	"gitfleet/internal/domain/shard"
 	"gitfleet/internal/domain/snapshot"
+	"gitfleet/internal/infra/mirror"
+	"gitfleet/internal/infra/vcs"
 	"gitfleet/workflows"
 )
 
@@ -182,7 +186,8 @@ func TestPrivateRepositoryAccessRevokedAndRestored(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := collect(t, id(org, "leaked"))
-	mustFailPermanent(t, err, "does not see every repository of "+org)
+	// The site administrator's GITHUB_TOKEN sees it: private, here.
+	mustFailPermanent(t, err, "is private and the GitHub App (id "+strconv.FormatInt(ghApp.ID, 10)+")")
 	cb := codebase(t, first.CodebaseID)
 	if cb.StaleSince != nil || cb.InaccessibleSince == nil {
 		t.Fatalf("codebase the App no longer reads: %+v, want live and inaccessible", cb)
@@ -511,5 +516,177 @@ func TestPrivateRepositoryForcePushGoneAndBack(t *testing.T) {
 	restore()
 	if back := mustCollect(t, id(org, "app"), identity.CaseReturned); back.CodebaseID != first.CodebaseID {
 		t.Fatalf("back: %+v", back)
+	}
+}
+
+// A private repository transferred to an account gitfleet cannot read is
+// inaccessible, never stale: the 404 by id of the old owner's installation
+// (granted every repository of it) or of a member's token (the token
+// file's) proves nothing, as the repository may have gone anywhere. The
+// test worker's GITHUB_TOKEN, a site administrator's, finds it where it
+// went and the failure says so. (Before, the installation's or the
+// member's 404 was taken as proof of deletion: the codebase went stale and
+// the daily cleanup deleted it with its findings 30 days later.)
+func TestPrivateRepositoryTransferredOutOfSightIsKept(t *testing.T) {
+	// Through the App.
+	org, _ := privateOrg(t)
+	privateRepo(t, org, "vault")
+	first := mustCollect(t, id(org, "vault"), identity.CaseNew)
+	away := owner(t)
+	if err := fg.CreateOrg(away); err != nil {
+		t.Fatal(err)
+	}
+	if err := fg.Transfer(org, "vault", away); err != nil {
+		t.Fatal(err)
+	}
+	_, err := collect(t, id(org, "vault"))
+	mustFailPermanent(t, err, "is now "+id(away, "vault").String()+", private")
+	if cb := codebase(t, first.CodebaseID); cb.StaleSince != nil || cb.InaccessibleSince == nil {
+		t.Fatalf("transferred out of the App's sight: %+v, want live and inaccessible", cb)
+	}
+
+	// Through a member's token in the token file.
+	team := owner(t)
+	if err := fg.CreateOrg(team); err != nil {
+		t.Fatal(err)
+	}
+	machine, err := fg.AddUser(team + "-bot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fg.AddMember(team, machine.Login); err != nil {
+		t.Fatal(err)
+	}
+	tokFile := filepath.Join(filepath.Dir(tokensFile), team+".token")
+	if err := os.WriteFile(tokFile, []byte(machine.Token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	appendLine(t, tokensFile, team+" "+filepath.Base(tokFile))
+	privateRepo(t, team, "keys")
+	second := mustCollect(t, id(team, "keys"), identity.CaseNew)
+	if err := fg.Transfer(team, "keys", away); err != nil {
+		t.Fatal(err)
+	}
+	_, err = collect(t, id(team, "keys"))
+	mustFailPermanent(t, err, "is now "+id(away, "keys").String()+", private")
+	if cb := codebase(t, second.CodebaseID); cb.StaleSince != nil || cb.InaccessibleSince == nil {
+		t.Fatalf("transferred out of the member's sight: %+v, want live and inaccessible", cb)
+	}
+}
+
+// A worker whose GITHUB_TOKEN is a member's, not a site administrator's,
+// reads an organization through the App: a private repository transferred
+// where neither sees it is inaccessible (kept), and the failure says that
+// only a site administrator's token proves a deletion. (Before: stale.)
+func TestTransferOutOfSightWithoutSiteAdministrator(t *testing.T) {
+	org, _ := privateOrg(t)
+	member, err := fg.AddUser(org + "-member")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fg.AddMember(org, member.Login); err != nil {
+		t.Fatal(err)
+	}
+	queue := appWorker(t, "member-token", member.Token)
+	privateRepo(t, org, "vault")
+	// Collected (and scanned) by the tests' worker; the member's worker
+	// collects it next, on its own queue.
+	first := mustCollect(t, id(org, "vault"), identity.CaseNew)
+	collectOn := func() error {
+		o := workflows.CollectOptions(id(org, "vault"))
+		o.TaskQueue = queue
+		run, err := env.Client.ExecuteWorkflow(context.Background(), o, workflows.Collect, workflows.CollectInput{Repo: id(org, "vault"), Trigger: "sweep"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return run.Get(ctxTimeout(t, 2*time.Minute), nil)
+	}
+	away := owner(t)
+	if err := fg.CreateOrg(away); err != nil {
+		t.Fatal(err)
+	}
+	if err := fg.Transfer(org, "vault", away); err != nil {
+		t.Fatal(err)
+	}
+	app := mustFailPermanent(t, collectOn(), "can no longer be read")
+	if !strings.Contains(app.Error(), "only a site administrator's GITHUB_TOKEN proves a deletion") {
+		t.Errorf("the failure does not say what would prove a deletion: %v", app)
+	}
+	if cb := codebase(t, first.CodebaseID); cb.StaleSince != nil || cb.InaccessibleSince == nil {
+		t.Fatalf("transferred where neither the App nor a member sees it: %+v, want live and inaccessible", cb)
+	}
+}
+
+// appWorker runs collections on a task queue of its own, reading private
+// repositories through the tests' App and token file (creds), with token
+// as its GITHUB_TOKEN.
+func appWorker(t *testing.T, name, token string) string {
+	t.Helper()
+	queue := "gitfleet-" + name
+	hs, err := vcs.NewHosts(vcs.Host{Name: fg.Host(), GitURL: fg.URL(), APIURL: fg.APIURL(), Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mirrors, err := mirror.New(filepath.Join(env.Dir, "mirrors-"+name), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mirrors.SetCredentials(creds)
+	stop, err := env.StartWorker(queue, func(w worker.Registry) {
+		workflows.Register(w)
+		w.RegisterActivity(&activities.Activities{Store: env.Store, Mirrors: mirrors, Hosts: hs, Creds: creds})
+	}, workflows.GitTaskQueue(queue))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return queue
+}
+
+// An installation token that ends just before an identity lookup (the
+// API answers it 401) is renewed for the lookup as for Git requests: the
+// collection goes through. (Before, the lookup failed "401 Bad
+// credentials" and so did the collection.)
+func TestInstallationTokenRefusedByTheAPIIsRenewed(t *testing.T) {
+	org, _ := privateOrg(t)
+	privateRepo(t, org, "vault")
+	var once sync.Once
+	path := regexp.MustCompile(`^/api/v3/repos/` + org + `/vault$`)
+	remove := fg.AddFault(forge.Fault{Kind: forge.API, PathRE: path,
+		Before: func(*http.Request) { once.Do(fg.ExpireInstallationTokens) }})
+	defer remove()
+	minted := fg.InstallationTokensMinted()
+	mustCollect(t, id(org, "vault"), identity.CaseNew)
+	refused := false
+	for _, r := range fg.Requests() {
+		if r.Kind == forge.API && path.MatchString(r.Path) && r.Status == http.StatusUnauthorized {
+			refused = true
+		}
+	}
+	if !refused {
+		t.Fatal("the API never refused the expired token: the test did not expire it before the lookup")
+	}
+	if fg.InstallationTokensMinted()-minted < 2 {
+		t.Errorf("%d tokens minted, want the first and its renewal", fg.InstallationTokensMinted()-minted)
+	}
+}
+
+// Right after the App is uninstalled the next collection is explained:
+// its refused token is dropped at once, the owner read anonymously, and
+// the explanation names the missing installation and keeps the codebase
+// inaccessible. (Before, a token less than a minute old was kept: the
+// explanation lookup reused it, and for that minute collections failed
+// "authentication required", nothing recorded on the codebase.)
+func TestUninstallIsExplainedAtOnce(t *testing.T) {
+	org, inst := privateOrg(t)
+	privateRepo(t, org, "vault")
+	first := mustCollect(t, id(org, "vault"), identity.CaseNew)
+	if err := fg.Uninstall(inst.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err := collect(t, id(org, "vault"))
+	mustFailPermanent(t, err, "is not installed on "+org)
+	if cb := codebase(t, first.CodebaseID); cb.StaleSince != nil || cb.InaccessibleSince == nil {
+		t.Fatalf("collected right after the uninstall: %+v, want live and inaccessible", cb)
 	}
 }

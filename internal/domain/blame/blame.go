@@ -21,14 +21,16 @@ const (
 // the way to it.
 const (
 	// ReasonGone: the API does not know the repository's id, asked with a
-	// token that sees every repository of its owner.
+	// token that sees every repository of the host wherever it went (a
+	// site administrator's).
 	ReasonGone = "gone"
 	// ReasonPrivate: the API sees the repository and it is private; git
 	// refuses gitfleet's anonymous fetch.
 	ReasonPrivate = "private"
 	// ReasonInaccessible: git refuses the repository and the API does not
-	// know its id, but the API's token cannot see the owner's private
-	// repositories: deleted or made private, gitfleet cannot tell.
+	// know its id, but no token asked sees every account of the host:
+	// deleted, made private or transferred out of sight, gitfleet cannot
+	// tell.
 	ReasonInaccessible = "inaccessible"
 	// ReasonCorrupt: the repository's data is damaged (errclass's
 	// ReasonCorrupt, a shard's park reason): fetching it again gives the

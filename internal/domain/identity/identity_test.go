@@ -120,26 +120,27 @@ func TestExplainRefusal(t *testing.T) {
 		name            string
 		byName          *Codebase
 		byID, byNameAPI *Repository
-		seesOwner       bool
+		provesGone      bool
 		want            Refusal
 		wantRepo        *Repository
 	}{
-		{"codebase, id unknown to a token that sees the owner", cb, nil, nil, true, RefusedGone, nil},
-		{"codebase, id unknown, name holds another", cb, nil, other, true, RefusedGone, nil},
-		// Deleted or made private: without a token that sees the owner's
-		// private repositories, the API's 404 proves nothing.
-		{"codebase, id unknown to a token blind to the owner", cb, nil, nil, false, RefusedInaccessible, nil},
-		{"codebase, id unknown to a blind token, name holds another", cb, nil, other, false, RefusedInaccessible, nil},
+		{"codebase, id unknown to a site administrator", cb, nil, nil, true, RefusedGone, nil},
+		{"codebase, id unknown to a site administrator, name holds another", cb, nil, other, true, RefusedGone, nil},
+		// Deleted, made private, or transferred to an account the token
+		// cannot see (the owner's installation, a member's token): the
+		// API's 404 proves nothing.
+		{"codebase, id unknown to a token that sees only some accounts", cb, nil, nil, false, RefusedInaccessible, nil},
+		{"codebase, id unknown to such a token, name holds another", cb, nil, other, false, RefusedInaccessible, nil},
 		{"codebase, renamed", cb, moved, nil, false, RefusedMoved, moved},
 		{"codebase, private", cb, private, nil, true, RefusedPrivate, private},
 		{"codebase, public and here", cb, here, nil, false, RefusedDenied, here},
 		{"no codebase, unknown", nil, nil, nil, false, RefusedNotFound, nil},
-		{"no codebase, unknown to a token that sees the owner", nil, nil, nil, true, RefusedNotFound, nil},
+		{"no codebase, unknown to a site administrator", nil, nil, nil, true, RefusedNotFound, nil},
 		{"no codebase, private", nil, nil, private, false, RefusedPrivate, private},
 		{"no codebase, moved", nil, nil, moved, false, RefusedMoved, moved},
 		{"no codebase, public", nil, nil, here, false, RefusedDenied, here},
 	} {
-		got, repo := ExplainRefusal("o", "app", tc.byName, tc.byID, tc.byNameAPI, tc.seesOwner)
+		got, repo := ExplainRefusal("o", "app", tc.byName, tc.byID, tc.byNameAPI, tc.provesGone)
 		if got != tc.want || repo != tc.wantRepo {
 			t.Errorf("%s: %s %+v, want %s %+v", tc.name, got, repo, tc.want, tc.wantRepo)
 		}

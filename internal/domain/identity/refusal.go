@@ -10,13 +10,15 @@ type Refusal string
 const (
 	// RefusedGone: the codebase's repository is unknown to the API by id
 	// (and so by name), asked with a token that sees every repository of
-	// its owner, private ones too: it no longer exists. Mark the codebase
-	// stale.
+	// the host wherever it went (a site administrator's): it no longer
+	// exists. Mark the codebase stale.
 	RefusedGone Refusal = "gone"
 	// RefusedInaccessible: the codebase's repository is unknown to the API
-	// by id, but the API was asked without a token that sees the owner's
-	// private repositories: it was deleted, or made private, and the
-	// answer cannot tell which. The codebase is kept (inaccessible), never
+	// by id, but the API was asked without a token that sees every
+	// repository of the host: it was deleted, made private or transferred
+	// to an account the token cannot see, and the answer cannot tell which
+	// (the owner's installation, or a member's token, does not see where a
+	// transferred repository went). The codebase is kept (inaccessible), never
 	// deleted for it: a repository is often hidden exactly when it leaked.
 	RefusedInaccessible Refusal = "inaccessible"
 	// RefusedMoved: the repository lives under another owner/name now
@@ -39,15 +41,16 @@ const (
 // none), byID the API's answer for that codebase's external id, and
 // byNameAPI its answer for owner/name (nil: 404, or not asked). The id is
 // asked first: it follows renames and transfers, and it alone says whether
-// the codebase's repository still exists — when seesOwner, the API's token
-// sees every repository of the codebase's owner, so that its 404 is proof;
-// otherwise the repository may as well be private now. It returns the
+// the codebase's repository still exists — when provesGone, the 404 for the
+// id came from a token that sees every repository of the host wherever it
+// went, so that it is proof; otherwise the repository may as well be
+// private now, or under an account the token cannot see. It returns the
 // repository the decision rests on (nil for gone, inaccessible and not
 // found).
-func ExplainRefusal(owner, name string, byName *Codebase, byID, byNameAPI *Repository, seesOwner bool) (Refusal, *Repository) {
+func ExplainRefusal(owner, name string, byName *Codebase, byID, byNameAPI *Repository, provesGone bool) (Refusal, *Repository) {
 	repo := byNameAPI
 	if byName != nil {
-		if byID == nil && seesOwner {
+		if byID == nil && provesGone {
 			return RefusedGone, nil
 		}
 		if byID == nil {

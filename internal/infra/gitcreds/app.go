@@ -49,7 +49,6 @@ type installation struct {
 	token   string
 	expires time.Time
 	renewAt time.Time
-	minted  time.Time
 }
 
 // How long the listing of the App's installations is trusted: an owner
@@ -156,15 +155,18 @@ func (a *App) tokenOf(ctx context.Context, in *installation) (string, error) {
 			fmt.Errorf("the App's installation token for %s expires at %v", in.account, exp))
 	}
 	early := min(renewBefore, exp.Sub(now)/4)
-	in.token, in.expires, in.renewAt, in.minted = tok.GetToken(), exp, exp.Add(-early), now
+	in.token, in.expires, in.renewAt = tok.GetToken(), exp, exp.Add(-early)
 	return in.token, nil
 }
 
 // Refused forgets a token the host refused (401: expired early, revoked,
-// the installation suspended): the next Token mints another, and finds
-// the owner's installation again. A token minted within freshToken is
-// kept: its refusal is not its age (a proxy, a host answering 401 to
-// everything), and minting more would not help.
+// the installation suspended or removed): the next Token mints another,
+// and finds the owner's installation again first — so right after an
+// uninstall the next request reads anonymously and its refusal is
+// explained ("not installed"), rather than the refused token being used
+// again. A host that refuses every token (a proxy answering 401 to
+// everything) costs a listing and a mint per refused request: each Git
+// request and API lookup renews at most once.
 func (a *App) Refused(owner, token string) {
 	a.mu.Lock()
 	id, ok := a.owners[strings.ToLower(owner)]
@@ -174,7 +176,7 @@ func (a *App) Refused(owner, token string) {
 		return
 	}
 	in.mu.Lock()
-	drop := in.token == token && a.now().Sub(in.minted) >= freshToken
+	drop := in.token == token
 	if drop {
 		in.token = ""
 	}
@@ -183,9 +185,6 @@ func (a *App) Refused(owner, token string) {
 		a.forget(owner)
 	}
 }
-
-// freshToken is how young a refused token is kept.
-const freshToken = time.Minute
 
 // forget makes the next lookup list the installations again.
 func (a *App) forget(string) {
@@ -275,41 +274,6 @@ func (a *App) list(ctx context.Context) ([]*github.Installation, error) {
 // maxListed bounds a listing of installations (an App on 10,000 accounts).
 const maxListed = 10000
 
-// lookup asks the API for owner's installation (nil and ErrNotInstalled
-// when there is none).
-func (a *App) lookup(ctx context.Context, owner string) (*github.Installation, error) {
-	c, err := a.asApp()
-	if err != nil {
-		return nil, err
-	}
-	for _, find := range []func(context.Context, string) (*github.Installation, *github.Response, error){
-		c.Apps.FindUserInstallation, c.Apps.FindOrganizationInstallation,
-	} {
-		inst, _, err := find(ctx, owner)
-		if err == nil {
-			return inst, nil
-		}
-		if c := errclass.Classify(err); c.Reason != errclass.ReasonNotFound {
-			return nil, fmt.Errorf("find the App's installation on %s: %w", owner, err)
-		}
-	}
-	return nil, fmt.Errorf("%w on %s", ErrNotInstalled, owner)
-}
-
-// SeesAll reports whether owner's installation was granted every
-// repository of owner (not a selection), asked now: then its token's 404
-// for one of them proves it gone.
-func (a *App) SeesAll(ctx context.Context, owner string) (bool, error) {
-	inst, err := a.lookup(ctx, owner)
-	if errors.Is(err, ErrNotInstalled) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return inst.GetRepositorySelection() == "all", nil
-}
-
 // Installations lists the accounts the App is installed on, for finding
 // a repository transferred out of the owner's installation by its id.
 func (a *App) Installations(ctx context.Context) ([]string, error) {
@@ -325,15 +289,15 @@ func (a *App) Installations(ctx context.Context) ([]string, error) {
 }
 
 // client is an API client acting as owner's installation, behind the
-// installation's rate gate.
-func (a *App) client(ctx context.Context, owner string) (*vcs.GitHub, error) {
+// installation's rate gate, and the token it sends.
+func (a *App) client(ctx context.Context, owner string) (*vcs.GitHub, string, error) {
 	in, err := a.installationOf(ctx, owner)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	tok, err := a.tokenOf(ctx, in)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	h := a.host
 	h.Token = tok
@@ -347,5 +311,6 @@ func (a *App) client(ctx context.Context, owner string) (*vcs.GitHub, error) {
 		base = http.DefaultTransport
 	}
 	hc.Transport = gatedTransport{gate: in.gate, base: base}
-	return vcs.NewGitHub(h, hc)
+	c, err := vcs.NewGitHub(h, hc)
+	return c, tok, err
 }

@@ -215,14 +215,12 @@ func (s *Set) Directory(ctx context.Context, h vcs.Host, owner string) (dir vcs.
 func directory(ctx context.Context, src Source, h vcs.Host, owner string) (vcs.Directory, string, error) {
 	switch src := src.(type) {
 	case *App:
-		c, err := src.client(ctx, owner)
-		if none(err) {
+		if _, err := src.installationOf(ctx, owner); none(err) {
 			return nil, fmt.Sprintf("the GitHub App (id %d) is not installed on %s", src.id, owner), nil
-		}
-		if err != nil {
+		} else if err != nil {
 			return nil, "", err
 		}
-		return &appDirectory{GitHub: c, app: src, owner: owner}, "", nil
+		return &appDirectory{app: src, owner: owner}, "", nil
 	case chained:
 		var whys []string
 		for _, s := range src {
@@ -234,41 +232,80 @@ func directory(ctx context.Context, src Source, h vcs.Host, owner string) (vcs.D
 		}
 		return nil, strings.Join(whys, "; "), nil
 	}
-	tok, err := src.Token(ctx, owner)
-	if none(err) {
+	if _, err := src.Token(ctx, owner); none(err) {
 		return nil, fmt.Sprintf("%s has no token for %s", src.Kind(), owner), nil
-	}
-	if err != nil {
+	} else if err != nil {
 		return nil, "", err
 	}
-	hh := h
-	hh.Token = tok
-	d, err := vcs.NewGitHub(hh, nil)
+	return &tokenDirectory{src: src, host: h, owner: owner}, "", nil
+}
+
+// renewed runs ask with a client for account's token; when the API refuses
+// that token (401: expired early, revoked), the source drops it and ask
+// runs once more with the token it gives next — as a Git request does
+// (mirror.authed) — so a token that ends mid-collection is renewed for API
+// lookups too. A token refused again, or not replaced, fails naming the
+// credentials, of reason ReasonCredentials: it is no answer about the
+// repository.
+func renewed(ctx context.Context, src Source, account string, client func(context.Context, string) (*vcs.GitHub, string, error),
+	ask func(*vcs.GitHub) error) error {
+	c, tok, err := client(ctx, account)
 	if err != nil {
-		return nil, "", err
+		return err
 	}
-	return d, "", nil
+	err = ask(c)
+	if !vcs.Unauthorized(err) {
+		return err
+	}
+	src.Refused(account, tok)
+	again, next, cerr := client(ctx, account)
+	if cerr == nil && next != tok {
+		if err = ask(again); !vcs.Unauthorized(err) {
+			return err
+		}
+	}
+	return &errclass.Error{Class: errclass.Permanent, Reason: ReasonCredentials,
+		Err: fmt.Errorf("the API refused %s's token for %s (401), renewed or not: %w", src.Kind(), account, err)}
 }
 
 // appDirectory answers as owner's installation.
 type appDirectory struct {
-	*vcs.GitHub
 	app   *App
 	owner string
 }
 
-// SeesOwner: an installation sees every repository of its account when it
-// was granted all of them; of any other account, only the public ones.
-func (d *appDirectory) SeesOwner(ctx context.Context, owner string) (bool, error) {
-	return d.app.SeesAll(ctx, owner)
+func (d *appDirectory) ask(ctx context.Context, account string, f func(*vcs.GitHub) error) error {
+	return renewed(ctx, d.app, account, d.app.client, f)
 }
+
+// Repository asks owner's installation.
+func (d *appDirectory) Repository(ctx context.Context, owner, name string) (r identity.Repository, err error) {
+	err = d.ask(ctx, d.owner, func(c *vcs.GitHub) error {
+		r, err = c.Repository(ctx, owner, name)
+		return err
+	})
+	return r, err
+}
+
+// ProvesGone: never. An installation sees the repositories of the accounts
+// the App is installed on; one transferred to any other account answers
+// its 404 as a deleted one does (§3: a site administrator's GITHUB_TOKEN
+// proves a deletion).
+func (d *appDirectory) ProvesGone(context.Context) (bool, error) { return false, nil }
 
 // RepositoryByID asks owner's installation, then the App's other ones (at
 // most maxTransferLookups of them: each costs a token): a private
 // repository transferred to another account the App is installed on is
 // found where it went.
 func (d *appDirectory) RepositoryByID(ctx context.Context, externalID string) (identity.Repository, error) {
-	r, err := d.GitHub.RepositoryByID(ctx, externalID)
+	byID := func(account string) (r identity.Repository, err error) {
+		err = d.ask(ctx, account, func(c *vcs.GitHub) error {
+			r, err = c.RepositoryByID(ctx, externalID)
+			return err
+		})
+		return r, err
+	}
+	r, err := byID(d.owner)
 	if err == nil || errclass.Classify(err).Reason != errclass.ReasonNotFound {
 		return r, err
 	}
@@ -284,14 +321,10 @@ func (d *appDirectory) RepositoryByID(ctx context.Context, externalID string) (i
 		if asked++; asked > maxTransferLookups {
 			break
 		}
-		c, cerr := d.app.client(ctx, acc)
-		if none(cerr) {
+		r, oerr := byID(acc)
+		if none(oerr) {
 			continue
 		}
-		if cerr != nil {
-			return identity.Repository{}, cerr
-		}
-		r, oerr := c.RepositoryByID(ctx, externalID)
 		if oerr == nil || errclass.Classify(oerr).Reason != errclass.ReasonNotFound {
 			return r, oerr
 		}
@@ -301,6 +334,55 @@ func (d *appDirectory) RepositoryByID(ctx context.Context, externalID string) (i
 
 // maxTransferLookups bounds the other installations a lookup by id asks.
 const maxTransferLookups = 20
+
+// tokenDirectory answers with the token a source configures for owner
+// (a token file's), read at each lookup.
+type tokenDirectory struct {
+	src   Source
+	host  vcs.Host
+	owner string
+}
+
+func (d *tokenDirectory) client(ctx context.Context, owner string) (*vcs.GitHub, string, error) {
+	tok, err := d.src.Token(ctx, owner)
+	if err != nil {
+		return nil, "", err
+	}
+	h := d.host
+	h.Token = tok
+	c, err := vcs.NewGitHub(h, nil)
+	return c, tok, err
+}
+
+func (d *tokenDirectory) ask(ctx context.Context, f func(*vcs.GitHub) error) error {
+	return renewed(ctx, d.src, d.owner, d.client, f)
+}
+
+func (d *tokenDirectory) Repository(ctx context.Context, owner, name string) (r identity.Repository, err error) {
+	err = d.ask(ctx, func(c *vcs.GitHub) error {
+		r, err = c.Repository(ctx, owner, name)
+		return err
+	})
+	return r, err
+}
+
+func (d *tokenDirectory) RepositoryByID(ctx context.Context, externalID string) (r identity.Repository, err error) {
+	err = d.ask(ctx, func(c *vcs.GitHub) error {
+		r, err = c.RepositoryByID(ctx, externalID)
+		return err
+	})
+	return r, err
+}
+
+// ProvesGone: only when the configured token is a site administrator's
+// (vcs.GitHub.ProvesGone); a machine user's, a member of the owner, is not.
+func (d *tokenDirectory) ProvesGone(ctx context.Context) (ok bool, err error) {
+	err = d.ask(ctx, func(c *vcs.GitHub) error {
+		ok, err = c.ProvesGone(ctx)
+		return err
+	})
+	return ok, err
+}
 
 // chained asks its sources in order: the first that has a token for the
 // owner answers.

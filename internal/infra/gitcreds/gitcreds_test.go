@@ -154,18 +154,18 @@ func TestAppTokens(t *testing.T) {
 		}
 		tok = got
 	}
-	s.clock.Add(freshToken)
 	app.Refused("acme", tok)
 	if again, _ := app.Token(ctx, "acme"); again == tok || s.f.InstallationTokensMinted() != 4 {
 		t.Errorf("after Refused: same token %v, %d minted; want a new one", again == tok, s.f.InstallationTokensMinted())
 	}
-	// A token refused as soon as it is minted is kept: not its age.
+	// A token refused as soon as it is minted is dropped too: it may be
+	// the last of an installation removed since (below), which must not
+	// answer the lookup that explains the refusal.
 	fresh, _ := app.Token(ctx, "acme")
 	app.Refused("acme", fresh)
-	if again, _ := app.Token(ctx, "acme"); again != fresh || s.f.InstallationTokensMinted() != 4 {
-		t.Errorf("a fresh token refused: replaced %v, %d minted; want it kept", again != fresh, s.f.InstallationTokensMinted())
+	if again, _ := app.Token(ctx, "acme"); again == fresh || s.f.InstallationTokensMinted() != 5 {
+		t.Errorf("a fresh token refused: kept %v, %d minted; want a new one", again == fresh, s.f.InstallationTokensMinted())
 	}
-	s.clock.Add(freshToken)
 
 	_, err = app.Token(ctx, "nobody")
 	if !errors.Is(err, ErrNotInstalled) || !strings.Contains(err.Error(), "the App is not installed on nobody") {
@@ -238,7 +238,6 @@ func TestMirrorWithApp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.clock.Add(freshToken) // tokens end early, not as soon as minted
 	s.f.ExpireInstallationTokens()
 	if r, err = m.Sync(ctx, url); err != nil || r.Head != sha {
 		t.Fatalf("sync after the token expired: %+v, %v (want head %s)", r, err, sha)
@@ -246,12 +245,10 @@ func TestMirrorWithApp(t *testing.T) {
 	if n := s.f.InstallationTokensMinted(); n != 2 {
 		t.Errorf("%d tokens minted, want 2", n)
 	}
-	s.clock.Add(freshToken)
 	s.f.ExpireInstallationTokens()
 	if ok, err := m.HasCommit(ctx, url, sha); !ok || err != nil {
 		t.Errorf("HasCommit with an expired token: %v, %v", ok, err)
 	}
-	s.clock.Add(freshToken)
 	s.f.ExpireInstallationTokens()
 	if refs, err := mirror.ListRefsWith(ctx, url, set); err != nil || len(refs) == 0 {
 		t.Errorf("ListRefsWith: %d refs, %v", len(refs), err)
@@ -261,7 +258,6 @@ func TestMirrorWithApp(t *testing.T) {
 	}
 
 	// A runner's build fetches one commit of the private repository.
-	s.clock.Add(freshToken)
 	s.f.ExpireInstallationTokens()
 	if _, ok, err := mirror.FetchSnapshotWith(ctx, url, sha, filepath.Join(t.TempDir(), "build"), set); !ok || err != nil {
 		t.Errorf("FetchSnapshotWith: %v, %v", ok, err)
@@ -352,10 +348,11 @@ func TestAppDirectory(t *testing.T) {
 	if err != nil || !vault.Private {
 		t.Fatalf("private repository through the installation: %+v, %v", vault, err)
 	}
-	for owner, want := range map[string]bool{"acme": true, "beta": false, "nobody": false} {
-		if got, err := dir.SeesOwner(ctx, owner); got != want || err != nil {
-			t.Errorf("SeesOwner(%s) = %v, %v; want %v", owner, got, err, want)
-		}
+	// An installation never proves a deletion, even one granted every
+	// repository of its account: a repository transferred to an account
+	// the App is not installed on answers it 404 (below).
+	if got, err := dir.ProvesGone(ctx); got || err != nil {
+		t.Errorf("ProvesGone = %v, %v; want false", got, err)
 	}
 	if err := s.f.Transfer("acme", "vault", "beta"); err != nil {
 		t.Fatal(err)
@@ -455,5 +452,139 @@ func TestGateHoldsRateLimit(t *testing.T) {
 		t.Errorf("after the reset: %v", err)
 	} else {
 		leave()
+	}
+}
+
+// An installation token the API refuses mid-way (401: it ended early) is
+// renewed for API lookups as for Git requests: the lookup is made once
+// more with a fresh token and answers. One refused again fails naming the
+// credentials (reason credentials), never as an answer about the
+// repository. (Before, the lookup failed "401 Bad credentials".)
+func TestDirectoryRenewsARefusedToken(t *testing.T) {
+	s := newStack(t)
+	set := s.set(t)
+	ctx := context.Background()
+	dir, _, err := set.Directory(ctx, s.host, "acme")
+	if err != nil || dir == nil {
+		t.Fatalf("Directory(acme) = %v, %v", dir, err)
+	}
+	vault, err := dir.Repository(ctx, "acme", "vault")
+	if err != nil {
+		t.Fatal(err)
+	}
+	minted := s.f.InstallationTokensMinted()
+	s.f.ExpireInstallationTokens()
+	if r, err := dir.RepositoryByID(ctx, vault.ExternalID); err != nil || r.Name != "vault" {
+		t.Fatalf("lookup by id across an expired token: %+v, %v", r, err)
+	}
+	s.f.ExpireInstallationTokens()
+	if r, err := dir.Repository(ctx, "acme", "vault"); err != nil || r.ExternalID != vault.ExternalID {
+		t.Fatalf("lookup by name across an expired token: %+v, %v", r, err)
+	}
+	if n := s.f.InstallationTokensMinted() - minted; n != 2 {
+		t.Errorf("%d tokens minted across two expiries, want 2", n)
+	}
+	defer s.f.AddFault(forge.Fault{Kind: forge.API, Path: "/api/v3/repos/acme/vault", Status: http.StatusUnauthorized})()
+	_, err = dir.Repository(ctx, "acme", "vault")
+	c := errclass.Classify(err)
+	if c.Class != errclass.Permanent || c.Reason != ReasonCredentials ||
+		!strings.Contains(err.Error(), "the API refused the GitHub App (id "+itoa(s.app.ID)+")'s token for acme (401)") {
+		t.Errorf("a token refused twice: %v (%+v), want Permanent %q naming the App", err, c, ReasonCredentials)
+	}
+}
+
+// Right after an uninstall the installation's last token is refused: it
+// is dropped at once, the installations listed again, and the owner read
+// anonymously; the lookup that explains the refusal is told "not
+// installed" rather than handed the refused token. (Before, a token less
+// than a minute old was kept: the explanation failed on it.)
+func TestUninstallIsFoundOutAtOnce(t *testing.T) {
+	s := newStack(t)
+	set := s.set(t)
+	ctx := context.Background()
+	url := s.host.CloneURL("acme", "vault")
+	tok, err := set.GitToken(ctx, url)
+	if err != nil || tok == "" {
+		t.Fatalf("GitToken = %q, %v", tok, err)
+	}
+	if err := s.f.Uninstall(s.inst.ID); err != nil {
+		t.Fatal(err)
+	}
+	set.GitTokenRefused(url, tok)
+	if again, err := set.GitToken(ctx, url); again != "" || err != nil {
+		t.Errorf("GitToken after the refusal of an uninstalled App's token = %q (the same: %v), %v; want anonymous", again, again == tok, err)
+	}
+	dir, why, err := set.Directory(ctx, s.host, "acme")
+	if dir != nil || err != nil || !strings.Contains(why, "is not installed on acme") {
+		t.Errorf("Directory(acme) after the uninstall = %v, %q, %v; want none, not installed", dir, why, err)
+	}
+}
+
+// A token file's token for an owner is a member's: its 404 for an id
+// proves nothing (a repository transferred to an account the member cannot
+// see answers it too), and it is asked again, read from the file anew,
+// when the API refuses it.
+func TestTokenFileDirectory(t *testing.T) {
+	s := newStack(t)
+	ctx := context.Background()
+	bot, err := s.f.AddUser("acme-bot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.f.AddMember("acme", "acme-bot"); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "acme.token"), []byte(bot.Token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tokens"), []byte("acme acme.token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := s.host
+	h.AppID, h.AppKeyFile, h.TokensFile = 0, "", filepath.Join(dir, "tokens")
+	hosts, err := vcs.NewHosts(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := FromHosts(hosts, AppOptions{Now: s.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _, err := set.Directory(ctx, h, "acme")
+	if err != nil || d == nil {
+		t.Fatalf("Directory(acme) = %v, %v", d, err)
+	}
+	vault, err := d.Repository(ctx, "acme", "vault")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := d.ProvesGone(ctx); ok || err != nil {
+		t.Errorf("a member's token proves a deletion: %v, %v", ok, err)
+	}
+	if err := s.f.CreateOrg("elsewhere"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.f.Transfer("acme", "vault", "elsewhere"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.RepositoryByID(ctx, vault.ExternalID); errclass.Classify(err).Reason != errclass.ReasonNotFound {
+		t.Errorf("the transferred repository by id, to the member: %v, want 404", err)
+	}
+	// The token rotated: the file holds the new one when the old is refused.
+	s.f.AddFault(forge.Fault{Kind: forge.API, Path: "/api/v3/repos/elsewhere", Times: 1, Before: func(*http.Request) {
+		rotated, err := s.f.RotateToken("acme-bot")
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, "acme.token"), []byte(rotated.Token+"\n"), 0o600)
+		}
+		if err != nil {
+			t.Error(err)
+		}
+	}})
+	if err := s.f.AddMember("elsewhere", "acme-bot"); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := d.Repository(ctx, "elsewhere", "vault"); err != nil || r.ExternalID != vault.ExternalID {
+		t.Errorf("lookup across a rotated token: %+v, %v", r, err)
 	}
 }

@@ -2,10 +2,10 @@ package vcs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/google/go-github/v66/github"
 
@@ -62,14 +62,12 @@ func (g *GitHub) RepositoryByID(ctx context.Context, externalID string) (identit
 	return repository(r), nil
 }
 
-// SeesOwner reports whether the token sees every repository of owner: its
-// user is the owner, an active member of the owning organization (GET
-// /user/memberships/orgs/{org}), or a site administrator. Without a token it
-// sees no private repository at all. A member of an organization whose base
-// permission is "none" may not see a private repository that a team keeps
-// from it: gitfleet takes membership for sight, as GitHub's default base
-// permission (read) gives it.
-func (g *GitHub) SeesOwner(ctx context.Context, owner string) (bool, error) {
+// ProvesGone reports whether the token is a site administrator's, which
+// sees every repository of the host: its 404 for an id is proof that the
+// repository was deleted. An owner's or a member's token is not: a
+// repository transferred to an account its user cannot see answers it 404
+// as a deleted one does. Without a token it proves nothing.
+func (g *GitHub) ProvesGone(ctx context.Context) (bool, error) {
 	if !g.authed {
 		return false, nil
 	}
@@ -77,17 +75,15 @@ func (g *GitHub) SeesOwner(ctx context.Context, owner string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("who is the token: %w", err)
 	}
-	if strings.EqualFold(me.GetLogin(), owner) || me.GetSiteAdmin() {
-		return true, nil
-	}
-	m, resp, err := g.client.Organizations.GetOrgMembership(ctx, "", owner)
-	if err != nil {
-		if resp != nil && (resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusForbidden) {
-			return false, nil // not a member (or owner is a user)
-		}
-		return false, fmt.Errorf("membership of %s: %w", owner, err)
-	}
-	return m.GetState() == "active", nil
+	return me.GetSiteAdmin(), nil
+}
+
+// Unauthorized reports the API's 401: it refused the token itself
+// (expired, revoked, mistyped), which says nothing of the repository asked
+// for.
+func Unauthorized(err error) bool {
+	var gh *github.ErrorResponse
+	return errors.As(err, &gh) && gh.Response != nil && gh.Response.StatusCode == http.StatusUnauthorized
 }
 
 func repository(r *github.Repository) identity.Repository {

@@ -46,10 +46,11 @@ func TestGitHubRepository(t *testing.T) {
 	}
 }
 
-// SeesOwner: a token sees every repository of its own user, of the
-// organizations its user is a member of, and of everybody when it is a
-// site administrator's; no token sees no private repository.
-func TestGitHubSeesOwner(t *testing.T) {
+// ProvesGone: only a site administrator's token sees every repository of
+// the host wherever it went, so that its 404 proves a deletion; the
+// owner's or a member's token does not (a repository transferred out of
+// their sight answers 404 too), nor does no token.
+func TestGitHubProvesGone(t *testing.T) {
 	const admin = "ghp_forgeAdminToken0123456789abcdefghijk"
 	fg, err := forge.Start(forge.Options{Dir: t.TempDir(), Token: admin})
 	if err != nil {
@@ -60,47 +61,55 @@ func TestGitHubSeesOwner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fg.AddUser("bob"); err != nil {
-		t.Fatal(err)
-	}
 	if err := fg.CreateOrg("acme"); err != nil {
-		t.Fatal(err)
-	}
-	if err := fg.CreateOrg("umbrella"); err != nil {
 		t.Fatal(err)
 	}
 	if err := fg.AddMember("acme", "alice"); err != nil {
 		t.Fatal(err)
 	}
+	vault, err := fg.CreateRepo("acme", "vault")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fg.SetPrivate("acme", "vault", true); err != nil {
+		t.Fatal(err)
+	}
+	// What a 404 means: alice, a member, sees acme/vault until it is
+	// transferred to an account she is no member of; then it is 404 to
+	// her, found by the site administrator.
+	if err := fg.CreateOrg("umbrella"); err != nil {
+		t.Fatal(err)
+	}
+	if err := fg.Transfer("acme", "vault", "umbrella"); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		who, token string
-		owner      string
 		want       bool
+		sees       bool // the transferred repository by id
 	}{
-		{"alice", alice.Token, "alice", true},
-		{"alice", alice.Token, "ALICE", true},
-		{"alice", alice.Token, "acme", true},
-		{"alice", alice.Token, "umbrella", false},
-		{"alice", alice.Token, "bob", false},
-		{"the site administrator", admin, "bob", true},
-		{"the site administrator", admin, "umbrella", true},
-		{"no token", "", "acme", false},
+		{"alice, a member of the old owner", alice.Token, false, false},
+		{"the site administrator", admin, true, true},
+		{"no token", "", false, false},
 	} {
 		gh, err := vcs.NewGitHub(vcs.Host{Name: fg.Host(), GitURL: fg.URL() + "/", APIURL: fg.APIURL(), Token: tc.token}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := gh.SeesOwner(context.Background(), tc.owner)
+		got, err := gh.ProvesGone(context.Background())
 		if err != nil || got != tc.want {
-			t.Errorf("%s sees %s: %v, %v; want %v", tc.who, tc.owner, got, err, tc.want)
+			t.Errorf("%s proves a deletion: %v, %v; want %v", tc.who, got, err, tc.want)
+		}
+		if _, err := gh.RepositoryByID(context.Background(), strconv.FormatInt(vault.ID, 10)); (err == nil) != tc.sees {
+			t.Errorf("%s finds the transferred repository by id: %v, want %v", tc.who, err == nil, tc.sees)
 		}
 	}
-	// A token the host rejects proves nothing and says so.
+	// A token the host rejects proves nothing and says so: 401.
 	gh, err := vcs.NewGitHub(vcs.Host{Name: fg.Host(), GitURL: fg.URL() + "/", APIURL: fg.APIURL(), Token: "ghp_expired"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := gh.SeesOwner(context.Background(), "acme"); err == nil || ok {
-		t.Errorf("a rejected token: %v, %v; want an error", ok, err)
+	if ok, err := gh.ProvesGone(context.Background()); err == nil || ok || !vcs.Unauthorized(err) {
+		t.Errorf("a rejected token: %v, %v; want a 401", ok, err)
 	}
 }

@@ -65,7 +65,7 @@ func TestTokensDoNotFollowRedirects(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = gh.SeesOwner(context.Background(), "acme")
+			_, err = gh.ProvesGone(context.Background())
 			if c := errclass.Classify(err); c == nil || c.Class != errclass.Permanent {
 				t.Errorf("the host's token: %v (%+v), want Permanent", err, c)
 			}

@@ -19,10 +19,13 @@ type Directory interface {
 	// RepositoryByID looks a repository up by its external id, wherever it
 	// lives now.
 	RepositoryByID(ctx context.Context, externalID string) (identity.Repository, error)
-	// SeesOwner reports whether the directory's token sees every
-	// repository of owner, private ones included, so that its 404 for one
-	// of them proves the repository gone rather than hidden from it.
-	SeesOwner(ctx context.Context, owner string) (bool, error)
+	// ProvesGone reports whether the directory's 404 for a repository id
+	// proves the repository deleted: its token sees every repository of
+	// the host wherever it went (a site administrator's, on GitHub
+	// Enterprise Server). Any other token's 404 may be a repository moved
+	// out of its sight — transferred to an account it cannot read, made
+	// private — so it proves nothing (§3).
+	ProvesGone(ctx context.Context) (bool, error)
 }
 
 // Host is one configured Git host.
