@@ -148,6 +148,10 @@ func executeShardUnder(ctx workflow.Context, in ExecuteShardInput) (ExecuteShard
 	return out, err
 }
 
+// recheckPlaceChange: the runs that check the place they inherited (a
+// Collect's) again before their first Git work.
+const recheckPlaceChange = "recheck-inherited-place"
+
 // replacedTakesOver: the runs whose scan, placed again, takes the shard
 // over with a new fence (before: it renewed the fence of the owner it
 // left, and reset the run's tally).
@@ -215,6 +219,9 @@ func executeShard(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResul
 	if place.Repo == nil && place.Location == "" {
 		place.Location = in.Spec.Target.Location
 	}
+	// Runs recorded before it send their Git work to the place they
+	// inherited as it was.
+	inherited := place.Queue != "" && version(ctx, recheckPlaceChange, 1) == 1
 
 	for (failureModel && lost < maxOwners) || (!failureModel && out.Owners < maxOwners) {
 		var claim Claim
@@ -232,6 +239,18 @@ func executeShard(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResul
 		out.Owners++
 		lease := claim.Lease
 		enter(PhaseClaimed, fmt.Sprintf("shard %d, fence %d", out.ShardID, lease.Fence))
+		if inherited {
+			// The place the job that started this run made (its sync's
+			// worker) is checked again before any Git work goes there: that
+			// worker may have died since, and a worker known to be gone
+			// gets no new work. An owner still live is placed as itself.
+			inherited = false
+			if err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityPlaceGitWork, PlaceGitWorkInput{
+				Repo: place.Repo, Location: place.Location, TaskQueue: workflow.GetInfo(ctx).TaskQueueName,
+			}).Get(ctx, &place.Queue); err != nil {
+				return out, err
+			}
+		}
 
 		switch {
 		case !oneSync:

@@ -261,6 +261,9 @@ func TestExecuteShardPlacesGitWorkAgain(t *testing.T) {
 	var a *activities.Shards
 	var placer *activities.Activities
 	env.OnActivity(a.EnsureShard, mock.Anything, mock.Anything).Return(int64(42), nil)
+	// w1 is live when the run checks the place it inherited, then goes
+	// quiet: the scan waits on w1, and is placed again on w2.
+	env.OnActivity(placer.PlaceGitWork, mock.Anything, mock.Anything).Return(workflows.WorkerGitQueue(workflows.TaskQueue, "w1"), nil).Once()
 	env.OnActivity(placer.PlaceGitWork, mock.Anything, mock.Anything).Return(workflows.WorkerGitQueue(workflows.TaskQueue, "w2"), nil).Once()
 	env.OnActivity(a.AcquireShard, mock.Anything, mock.Anything).Return(claim(3), nil).Once()
 	var queues []string
@@ -287,6 +290,43 @@ func TestExecuteShardPlacesGitWorkAgain(t *testing.T) {
 	}
 	if want := []string{workflows.WorkerGitQueue(workflows.TaskQueue, "w1"), workflows.WorkerGitQueue(workflows.TaskQueue, "w2")}; fmt.Sprint(queues) != fmt.Sprint(want) {
 		t.Fatalf("the scan ran on %v, want %v", queues, want)
+	}
+	env.AssertExpectations(t)
+}
+
+// The place a run inherits from the job that started it (a Collect's
+// sync, on w1) is checked again before its first Git work: w1 died
+// meanwhile, so the scan goes to the next owner at once, never to w1's
+// queue to wait out a placement bound there.
+func TestExecuteShardChecksItsInheritedPlace(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(workflows.ExecuteShard)
+	env.RegisterActivity(&activities.Shards{})
+	env.RegisterActivity(&activities.Activities{})
+	var a *activities.Shards
+	var placer *activities.Activities
+	env.OnActivity(a.EnsureShard, mock.Anything, mock.Anything).Return(int64(42), nil)
+	env.OnActivity(placer.PlaceGitWork, mock.Anything, mock.MatchedBy(func(in workflows.PlaceGitWorkInput) bool {
+		return in.Location == "https://github.com/acme/app"
+	})).Return(workflows.WorkerGitQueue(workflows.TaskQueue, "w2"), nil).Once()
+	var queues []string
+	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		if info.ActivityType.Name == "ScanShard" {
+			queues = append(queues, info.TaskQueue)
+		}
+	})
+	env.OnActivity(a.AcquireShard, mock.Anything, mock.Anything).Return(claim(3), nil).Once()
+	env.OnActivity(a.ScanShard, mock.Anything, mock.MatchedBy(func(w workflows.ShardWork) bool { return !w.TakeOver })).
+		Return(shard.Receipt{ID: 9, ShardID: 42, Fence: 3, Complete: true}, nil).Once()
+	env.OnActivity(a.CheckpointShard, mock.Anything, mock.Anything).Return(shard.Done, nil).Once()
+	env.ExecuteWorkflow(workflows.ExecuteShard, workflows.ExecuteShardInput{Spec: shard.Spec{Key: "k"}, RefsDigest: "d1",
+		Place: workflows.GitPlace{Location: "https://github.com/acme/app", Queue: workflows.WorkerGitQueue(workflows.TaskQueue, "w1")}})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{workflows.WorkerGitQueue(workflows.TaskQueue, "w2")}; fmt.Sprint(queues) != fmt.Sprint(want) {
+		t.Fatalf("the scan ran on %v, want %v (the place checked again)", queues, want)
 	}
 	env.AssertExpectations(t)
 }
