@@ -98,6 +98,13 @@ func (b *Builds) build(ctx context.Context, in workflows.BuildInput) (res workfl
 	if err != nil {
 		return res, err
 	}
+	// Marked read while the build reads it (open just used it, which
+	// spares it meanwhile): eviction and repacks leave it alone.
+	reading, err := b.Mirrors.Reading(ctx, url)
+	if err != nil {
+		return res, err
+	}
+	defer reading.Close()
 	var base v1.Image
 	if in.BaseImage != "" {
 		if base, err = ocibuild.Base(ctx, in.BaseImage, nameOptions(b.Insecure, in.BaseImage)...); err != nil {

@@ -47,9 +47,18 @@ type repository struct {
 	// held: the mirror already held the refs this job's sync saw (this
 	// attempt did not fetch).
 	held bool
+	// reading marks the mirror read while the scan reads it
+	// (Mirrors.Reading): eviction and repacks leave it alone.
+	reading io.Closer
 }
 
-func (r *repository) Close() error { return r.closer.Close() }
+func (r *repository) Close() error {
+	err := r.closer.Close()
+	if r.reading != nil {
+		err = errors.Join(err, r.reading.Close())
+	}
+	return err
+}
 
 // reopen opens the repository afresh: go-git reads a repository's list of
 // packs once, and a fetch by SHA adds a pack.
@@ -95,8 +104,13 @@ func (s *Shards) open(ctx context.Context, spec shard.Spec, refsDigest string, p
 			return nil, stalled(fetch, err)
 		}
 	}
+	reading, err := s.Mirrors.Reading(ctx, remote.URL)
+	if err != nil {
+		return nil, err
+	}
 	repo, closer, err := gitread.Open(s.Mirrors.Path(remote.URL), walkCacheBytes)
 	if err != nil {
+		reading.Close()
 		if remote.Empty {
 			return nil, errclass.Permanentf(errclass.ReasonEmptyRepository, "the repository is empty")
 		}
@@ -105,7 +119,7 @@ func (s *Shards) open(ctx context.Context, spec shard.Spec, refsDigest string, p
 		return nil, errclass.Wrap(errclass.Retryable, errclass.ReasonRace, fmt.Errorf("open the mirror: %w", err))
 	}
 	return &repository{repo: repo, closer: closer, path: s.Mirrors.Path(remote.URL), mirror: true, url: remote.URL,
-		refsDigest: remote.RefsDigest, held: held}, nil
+		refsDigest: remote.RefsDigest, held: held, reading: reading}, nil
 }
 
 // ScanShard is Executing and InnerDurable: it walks (watermark, tip] of

@@ -289,18 +289,42 @@ func (v *Validity) open(ctx context.Context, t store.ValidationTarget) (*openRep
 		path = p
 	} else {
 		path = v.Mirrors.Path(t.Location)
-		if r, closer, err := gitread.Open(path, walkCacheBytes); err == nil {
-			return &openRepo{repo: r, closer: closer}, nil
-		}
-		if _, err := v.Mirrors.Sync(ctx, t.Location); err != nil {
+		// Marked read while the checks read it: eviction and repacks
+		// leave it alone.
+		reading, err := v.Mirrors.Reading(ctx, t.Location)
+		if err != nil {
 			return nil, err
 		}
+		if r, closer, err := gitread.Open(path, walkCacheBytes); err == nil {
+			return &openRepo{repo: r, closer: closers{closer, reading}}, nil
+		}
+		if _, err := v.Mirrors.Sync(ctx, t.Location); err != nil {
+			reading.Close()
+			return nil, err
+		}
+		r, closer, err := gitread.Open(path, walkCacheBytes)
+		if err != nil {
+			reading.Close()
+			return nil, fmt.Errorf("open the repository: %w", err)
+		}
+		return &openRepo{repo: r, closer: closers{closer, reading}}, nil
 	}
 	r, closer, err := gitread.Open(path, walkCacheBytes)
 	if err != nil {
 		return nil, fmt.Errorf("open the repository: %w", err)
 	}
 	return &openRepo{repo: r, closer: closer}, nil
+}
+
+// closers closes each of them, in order.
+type closers []io.Closer
+
+func (cs closers) Close() error {
+	var err error
+	for _, c := range cs {
+		err = errors.Join(err, c.Close())
+	}
+	return err
 }
 
 func (v *Validity) readBlob(repo *openRepo, blob []byte) ([]byte, error) {

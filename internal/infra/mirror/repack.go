@@ -24,10 +24,10 @@ const RepackAbove = 16
 
 // Repack merges the packs of each mirror holding more than maxPacks into
 // one, in the background: under the mirror's lock (a busy mirror is
-// skipped, and a sync waits for the repack), and only for a mirror not
-// used within the last 10 minutes, the rule eviction keeps, since readers
-// (a scan, a build) read a mirror without its lock and a repack removes
-// the packs it merged. It returns the paths repacked.
+// skipped, and a sync waits for the repack), and only for a mirror no one
+// is reading (Reading; one opening it waits for the repack) nor used within
+// the last 10 minutes, the rules eviction keeps, since a repack removes the
+// packs it merged. It returns the paths repacked.
 func (m *Mirrors) Repack(ctx context.Context, maxPacks int) ([]string, error) {
 	held, err := m.Held()
 	if err != nil {
@@ -63,6 +63,13 @@ func (m *Mirrors) repackIdle(ctx context.Context, path string, maxPacks int) (bo
 	if time.Since(lastUse(path)) < recentUse {
 		return false, nil
 	}
+	// Readers wait for the repack to end (Reading): it removes the packs
+	// it merged, which a reader may have listed and not yet opened.
+	readers, ok := noReaders(path)
+	if !ok {
+		return false, nil
+	}
+	defer readers.Close()
 	defer m.record(path, "")
 	if err := removeTemp(path); err != nil {
 		return false, err

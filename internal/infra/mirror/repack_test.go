@@ -248,3 +248,50 @@ func TestRepackAfterACrash(t *testing.T) {
 		}
 	}
 }
+
+// A mirror being read (a scan longer than 10 minutes, a build) is neither
+// evicted nor repacked, however long ago it was last used; once its reader
+// is done it is. Failed before: only the last use (10 minutes) spared it,
+// so eviction removed a mirror a long scan was still reading.
+func TestReadMirrorIsSpared(t *testing.T) {
+	fg, m := setup(t)
+	ctx := context.Background()
+	if _, err := fg.CreateRepo("acme", "app"); err != nil {
+		t.Fatal(err)
+	}
+	url := fg.CloneURL("acme", "app")
+	path := m.Path(url)
+	for i := range 2 {
+		mustCommit(t, fg, "acme", "app", fmt.Sprintf("f%d.txt", i))
+		if _, err := m.Sync(ctx, url); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reading, err := m.Reading(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := m.Reading(ctx, url) // readers share
+	if err != nil {
+		t.Fatal(err)
+	}
+	age(t, path, time.Hour)
+	if done, err := m.Repack(ctx, 1); err != nil || len(done) != 0 {
+		t.Fatalf("repacked %v, %v while read", done, err)
+	}
+	if removed, err := m.Evict(ctx, 0, nil); err != nil || len(removed) != 0 {
+		t.Fatalf("evicted %v, %v while read", removed, err)
+	}
+	reading.Close()
+	if removed, err := m.Evict(ctx, 0, nil); err != nil || len(removed) != 0 {
+		t.Fatalf("evicted %v, %v while another reader reads", removed, err)
+	}
+	other.Close()
+	if done, err := m.Repack(ctx, 1); err != nil || len(done) != 1 {
+		t.Fatalf("repacked %v, %v once no one reads", done, err)
+	}
+	age(t, path, time.Hour)
+	if removed, err := m.Evict(ctx, 0, nil); err != nil || len(removed) != 1 {
+		t.Fatalf("evicted %v, %v once no one reads", removed, err)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
 	"os"
@@ -11,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/gofrs/flock"
 )
 
 // A mirror's use (a sync, a read for a scan or a verification) touches its
@@ -177,9 +181,42 @@ func (m *Mirrors) Usage() (mirrors, bytes int64, err error) {
 	return mirrors, bytes, err
 }
 
-// recentUse protects a mirror from eviction: a scan may be reading it
-// without its lock.
+// recentUse protects a mirror from eviction and repacks: a reader that
+// does not mark its reading (Reading) may be reading it.
 const recentUse = 10 * time.Minute
+
+// Readers of a mirror (a scan, a build, a validity check) share a lock on
+// <mirror>.read while they read: eviction and repacks, which remove files,
+// take it exclusively without waiting and leave a mirror being read alone,
+// however long ago its reader started. Syncs do not take it: they only add.
+const readSuffix = ".read"
+
+// readPoll is how often Reading asks again while an eviction or a repack
+// holds the mirror.
+const readPoll = 50 * time.Millisecond
+
+// Reading marks the mirror of remoteURL read until the returned Closer is
+// closed. It waits while an eviction or a repack is at work on the mirror
+// (they take idle mirrors only, so seldom), until ctx ends; after an
+// eviction the mirror is gone, and opening it fails as it would have.
+func (m *Mirrors) Reading(ctx context.Context, remoteURL string) (io.Closer, error) {
+	fl := flock.New(m.Path(remoteURL) + readSuffix)
+	ok, err := fl.TryRLockContext(ctx, readPoll)
+	if err != nil || !ok {
+		return nil, fmt.Errorf("mark the mirror read: %w", errors.Join(err, ctx.Err()))
+	}
+	return fl, nil
+}
+
+// noReaders takes the mirror's read lock exclusively if no reader holds
+// it; the caller closes it when done removing files.
+func noReaders(path string) (*flock.Flock, bool) {
+	fl := flock.New(path + readSuffix)
+	if ok, err := fl.TryLock(); err != nil || !ok {
+		return nil, false
+	}
+	return fl, true
+}
 
 // Owned tells whether this worker owns the repository a mirror was synced
 // from (Held.URL, never ""); nil: it owns them all.
@@ -193,8 +230,9 @@ func notOwned(h Held, owned Owned) bool {
 // Evict removes mirrors until those left hold at most quota bytes
 // (GITFLEET_MIRROR_QUOTA): first those this worker does not own, then
 // those it owns, each group least recently used first. It never removes
-// one used within the last 10 minutes, nor one busy (a sync or a fetch
-// holding its lock: skipped, not waited for), and looks at a mirror's last
+// one used within the last 10 minutes, one being read (Reading), nor one
+// busy (a sync or a fetch holding its lock: skipped, not waited for), and
+// looks at a mirror's last
 // use again once it holds its lock, so a sync that ended meanwhile keeps
 // it. An evicted mirror is fetched again when next needed. It returns the
 // paths removed.
@@ -258,6 +296,11 @@ func (m *Mirrors) removeIdle(path string) (bool, error) {
 	if time.Since(lastUse(path)) < recentUse {
 		return false, nil
 	}
+	readers, ok := noReaders(path)
+	if !ok {
+		return false, nil
+	}
+	defer readers.Close()
 	if err := os.RemoveAll(path); err != nil {
 		return false, err
 	}
