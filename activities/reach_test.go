@@ -91,8 +91,9 @@ func TestScanTargetsOutsideTheAllowedHostsAreRefused(t *testing.T) {
 }
 
 // A local target is opened on a worker only under GITFLEET_LOCAL_ROOT,
-// after its links are resolved: one outside, or linked from inside to
-// outside, is refused (Permanent); one inside is scanned.
+// after its links are resolved: one outside, linked from inside to
+// outside, or whose .git file names a repository outside, is refused
+// (Permanent); one inside is scanned.
 func TestLocalTargetsOnlyUnderTheLocalRoot(t *testing.T) {
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -109,6 +110,14 @@ func TestLocalTargetsOnlyUnderTheLocalRoot(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(root, "link.git")); err != nil {
 		t.Fatal(err)
 	}
+	// A work tree inside whose .git file names the repository outside.
+	escape := filepath.Join(root, "escape")
+	if err := os.MkdirAll(escape, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(escape, ".git"), []byte("gitdir: "+outside+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	s := shards(t, time.Minute, 100)
 	scan := func(dir string) error {
 		spec, id := localShard(t, s, dir)
@@ -120,8 +129,8 @@ func TestLocalTargetsOnlyUnderTheLocalRoot(t *testing.T) {
 		t.Errorf("no root: %v, want Permanent, GITFLEET_LOCAL_ROOT is not set", err)
 	}
 	narrow(t, nil, root)
-	for _, dir := range []string{outside, filepath.Join(root, "link.git"), filepath.Join(root, "..", "out.git")} {
-		if err := scan(dir); !isClass(err, errclass.Permanent) || !strings.Contains(err.Error(), "is not under GITFLEET_LOCAL_ROOT") {
+	for _, dir := range []string{outside, filepath.Join(root, "link.git"), filepath.Join(root, "..", "out.git"), escape} {
+		if err := scan(dir); !isClass(err, errclass.Permanent) || !strings.Contains(err.Error(), "not under GITFLEET_LOCAL_ROOT") {
 			t.Errorf("%s: %v, want Permanent, not under GITFLEET_LOCAL_ROOT", dir, err)
 		}
 	}

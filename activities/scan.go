@@ -81,7 +81,7 @@ func (s *Shards) open(ctx context.Context, spec shard.Spec, refsDigest string, p
 	if spec.Local {
 		// The starter checked the path on its own machine: this one opens
 		// only what lies under its local root (GITFLEET_LOCAL_ROOT).
-		path, err := reach.LocalPath(reach.LocalRoot(), spec.Location)
+		path, err := reach.LocalRepository(reach.LocalRoot(), spec.Location)
 		if err != nil {
 			return nil, err
 		}

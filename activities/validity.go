@@ -282,7 +282,7 @@ func (v *Validity) secretAt(content []byte, sp store.Span) (string, bool) {
 func (v *Validity) open(ctx context.Context, t store.ValidationTarget) (*openRepo, error) {
 	var path string
 	if t.Local {
-		p, err := reach.LocalPath(reach.LocalRoot(), t.Location)
+		p, err := reach.LocalRepository(reach.LocalRoot(), t.Location)
 		if err != nil {
 			return nil, err
 		}

@@ -19,6 +19,7 @@ import (
 	"gitfleet/internal/domain/textsafe"
 	"gitfleet/internal/infra/errclass"
 	"gitfleet/internal/infra/mirror"
+	"gitfleet/internal/infra/reach"
 	"gitfleet/internal/infra/store"
 	"gitfleet/workflows"
 )
@@ -162,12 +163,23 @@ func (a *app) checkTarget(ctx context.Context, t target.Target) error {
 		case !fi.IsDir():
 			return usageError{fmt.Errorf("%s is not a directory (a Git repository is)", t.Location)}
 		}
+		found := false
 		for _, p := range []string{filepath.Join(t.Location, ".git"), filepath.Join(t.Location, "HEAD")} {
 			if _, err := os.Stat(p); err == nil {
-				return nil
+				found = true
 			}
 		}
-		return usageError{fmt.Errorf("%s is not a Git repository (no .git and no HEAD)", t.Location)}
+		if !found {
+			return usageError{fmt.Errorf("%s is not a Git repository (no .git and no HEAD)", t.Location)}
+		}
+		// Where this machine's settings say where local repositories lie,
+		// the workers' presumably say the same: refuse here what they would.
+		if a.cfg.LocalRoot != "" {
+			if _, err := reach.LocalRepository(a.cfg.LocalRoot, t.Location); err != nil {
+				return usageError{err}
+			}
+		}
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

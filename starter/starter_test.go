@@ -540,6 +540,31 @@ func TestScanChecksTargetsBeforeStarting(t *testing.T) {
 			t.Errorf("scan %s: exit %d, want %d saying %q and starting nothing\n%s%s", tc.target, code, exitUsage, tc.want, out, errOut)
 		}
 	}
+
+	// With GITFLEET_LOCAL_ROOT set, a repository the workers would refuse
+	// is refused here, naming the setting: one outside the root, and a
+	// work tree inside whose .git file names one outside.
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, outside, escape := filepath.Join(base, "repos"), filepath.Join(base, "outside"), filepath.Join(base, "repos", "escape")
+	for _, d := range []string{filepath.Join(outside, ".git"), escape} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(escape, ".git"), []byte("gitdir: "+filepath.Join(outside, ".git")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	vars[config.EnvLocalRoot] = root
+	defer delete(vars, config.EnvLocalRoot)
+	for _, dir := range []string{outside, escape} {
+		out, errOut, code := starter(t, "scan", dir)
+		if code != exitUsage || !strings.Contains(errOut, "not under GITFLEET_LOCAL_ROOT") || strings.Contains(out, "Scanning") {
+			t.Errorf("scan %s: exit %d, want %d naming GITFLEET_LOCAL_ROOT and starting nothing\n%s%s", dir, code, exitUsage, out, errOut)
+		}
+	}
 }
 
 // A scan whose shard parks exits non-zero, and its run says "parked" in the

@@ -27,6 +27,11 @@ import (
 // gitDir is where a repository's files are: path itself (bare), its .git
 // directory (not a link to one), or, when .git is a file, the repository
 // that file names (see linkedGitDir).
+// GitDir is the directory holding the repository at path: path itself
+// (bare), path/.git, or the repository a .git file names (see
+// linkedGitDir). It is what Open reads.
+func GitDir(path string) (string, error) { return gitDir(path) }
+
 func gitDir(path string) (string, error) {
 	fi, err := os.Lstat(filepath.Join(path, ".git"))
 	switch {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"gitfleet/internal/infra/errclass"
+	"gitfleet/internal/infra/gitread"
 )
 
 // The settings that narrow where workers reach.
@@ -277,6 +278,31 @@ func LocalPath(root, path string) (string, error) {
 		return "", errclass.Permanentf(errclass.ReasonInvalidInput, "local repository %s is not under %s: %w", path, SettingLocalRoot, ErrRefused)
 	}
 	return p, nil
+}
+
+// LocalRepository is LocalPath for a repository, and the directory that
+// holds it: the one a .git file names (a linked work tree's common
+// directory, a submodule's or a separated git directory) must lie under
+// root too, or a .git file reading "gitdir: /anywhere" would lead a scan
+// out of it. Open the directory it returns, which is the one checked.
+func LocalRepository(root, path string) (string, error) {
+	p, err := LocalPath(root, path)
+	if err != nil {
+		return "", err
+	}
+	dir, err := gitread.GitDir(p)
+	if err != nil {
+		return "", errclass.Wrap(errclass.Permanent, errclass.ReasonNotFound, fmt.Errorf("open the local repository: %w", err))
+	}
+	d, err := LocalPath(root, dir)
+	if err != nil {
+		if errors.Is(err, ErrRefused) {
+			return "", errclass.Permanentf(errclass.ReasonInvalidInput, "local repository %s: its .git file leads to %s, which is not under %s: %w",
+				path, dir, SettingLocalRoot, ErrRefused)
+		}
+		return "", err
+	}
+	return d, nil
 }
 
 // within reports whether p is root or below it (both clean and absolute).

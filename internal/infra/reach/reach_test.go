@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"gitfleet/internal/infra/errclass"
@@ -179,6 +180,66 @@ func TestLocalPath(t *testing.T) {
 				t.Fatalf("LocalPath(%s, %s) = %q, %v; want refused, Permanent", tt.root, tt.path, got, err)
 			}
 			t.Log(err)
+		})
+	}
+}
+
+// A local repository's .git file may not lead out of the root: "gitdir:
+// /anywhere" read a repository elsewhere on the worker (another mirror's
+// 1,497 refs, in a probe).
+func TestLocalRepository(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(base, "repos")
+	write := func(path, content string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Repositories as git lays them out: a work tree, a bare one outside
+	// the root, a submodule's separated git directory inside it.
+	for _, d := range []string{filepath.Join(root, "app", ".git"), filepath.Join(base, "secret.git"),
+		filepath.Join(root, "modules", "lib"), filepath.Join(base, "other.git", "worktrees", "wt")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(root, "escape", ".git"), "gitdir: "+filepath.Join(base, "secret.git")+"\n")
+	write(filepath.Join(root, "escape-relative", ".git"), "gitdir: ../../secret.git\n")
+	write(filepath.Join(root, "sub", ".git"), "gitdir: ../modules/lib\n")
+	// A work tree whose git directory is inside the root but whose common
+	// directory is not.
+	write(filepath.Join(root, "wt-out", ".git"), "gitdir: "+filepath.Join(base, "other.git", "worktrees", "wt")+"\n")
+	write(filepath.Join(base, "other.git", "worktrees", "wt", "commondir"), "../..\n")
+	for _, tt := range []struct {
+		name, path, want string
+	}{
+		{"a work tree", filepath.Join(root, "app"), filepath.Join(root, "app", ".git")},
+		{"a submodule's git directory inside", filepath.Join(root, "sub"), filepath.Join(root, "modules", "lib")},
+		{"a .git file naming a repository outside", filepath.Join(root, "escape"), ""},
+		{"a relative .git file leading outside", filepath.Join(root, "escape-relative"), ""},
+		{"a linked work tree of a repository outside", filepath.Join(root, "wt-out"), ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := LocalRepository(root, tt.path)
+			if tt.want != "" {
+				if err != nil || got != tt.want {
+					t.Fatalf("LocalRepository(%s) = %q, %v; want %q", tt.path, got, err, tt.want)
+				}
+				return
+			}
+			if c := errclass.Classify(err); err == nil || c.Class != errclass.Permanent || !errors.Is(err, ErrRefused) {
+				t.Fatalf("LocalRepository(%s) = %q, %v; want refused, Permanent", tt.path, got, err)
+			}
+			if !strings.Contains(err.Error(), SettingLocalRoot) {
+				t.Errorf("%v does not name %s", err, SettingLocalRoot)
+			}
 		})
 	}
 }
