@@ -14,10 +14,13 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"gitfleet/activities"
+	"gitfleet/internal/devstack/poll"
 	"gitfleet/internal/devstack/testenv"
 	"gitfleet/internal/domain/identity"
 	"gitfleet/internal/domain/placement"
 	"gitfleet/internal/domain/repoid"
+	"gitfleet/internal/domain/shard"
+	"gitfleet/internal/domain/target"
 	"gitfleet/internal/infra/mirror"
 	"gitfleet/workflows"
 )
@@ -159,6 +162,10 @@ func TestRepositoryAffinity(t *testing.T) {
 		t.Fatalf("collect with its owner gone: %+v, %v", res, err)
 	}
 	recordHistory(t, "collect-owner-changed", run.GetID(), run.GetRunID())
+	// Its verification gave way to nothing (git-fallback-gives-way), its
+	// scan checked the place it inherited (recheck-inherited-place).
+	recordHistory(t, "resolve-identity-owner-changed", run.GetID()+"/identity", "")
+	recordHistory(t, "execute-shard-owner-changed", run.GetID()+"/scan", "")
 	var live []string
 	for _, id := range ids {
 		if id != gone {
@@ -203,4 +210,99 @@ func TestRepositoryAffinity(t *testing.T) {
 			t.Fatalf("after its owner restarted, %s was not fetched: %+v", r, after[key])
 		}
 	}
+}
+
+// A scan whose owner stops taking work after the run checked its place
+// is placed again on the next owner, and takes the shard over there: its
+// receipt is of a fence newer than the run's claim, so whatever the old
+// owner may still run can no longer write (the activity's side:
+// activities.TestAScanPlacedAgainTakesTheShardOver). Also records the
+// path's history.
+func TestScanPlacedAgainTakesTheShardOver(t *testing.T) {
+	ctx := context.Background()
+	o := owner(t)
+	queue := "gitfleet-takeover-" + o
+	scanner, err := activities.NewScanner("", testenv.FindingKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	control, err := env.StartWorker(queue, func(w worker.Registry) {
+		workflows.Register(w)
+		w.RegisterActivity(&activities.Activities{Store: env.Store, Hosts: hosts})
+		w.RegisterActivity(&activities.Shards{Store: env.Store, Scanner: scanner})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer control()
+	w1, w2 := o+"-w1", o+"-w2"
+	// w1 registers but takes nothing (it is paused); w2 works.
+	mirrors, err := mirror.New(filepath.Join(t.TempDir(), "w2"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := worker.New(env.Client, workflows.WorkerGitQueue(queue, w2), worker.Options{DisableWorkflowWorker: true})
+	gw.RegisterActivity(&activities.Activities{Store: env.Store, Hosts: hosts, Mirrors: mirrors})
+	gw.RegisterActivity(&activities.Shards{Store: env.Store, Mirrors: mirrors, Scanner: scanner, BatchBlobs: 50})
+	if err := gw.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer gw.Stop()
+	for _, id := range []string{w1, w2} {
+		if err := env.Store.RegisterWorker(ctx, id, queue); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func() { _, _ = env.Store.Pool().Exec(ctx, `DELETE FROM workers WHERE task_queue = $1`, queue) }()
+	// A repository w1 owns.
+	var name string
+	for i := 0; name == ""; i++ {
+		if n := fmt.Sprintf("app%d", i); placement.Owner(strings.ToLower(fg.CloneURL(o, n)), []string{w1, w2}) == w1 {
+			name = n
+		}
+	}
+	createRepo(t, o, name, "README.md")
+	commitFiles(t, o, name, map[string]string{"a.txt": "x\n"})
+	url := fg.CloneURL(o, name)
+	spec := shard.Spec{Key: "target:" + url, Target: target.Target{Location: url}}
+	run, err := env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.ShardWorkflowID(spec.Key), TaskQueue: queue},
+		workflows.ExecuteShard, workflows.ExecuteShardInput{Spec: spec, RefsDigest: "synced-by-the-job",
+			Place: workflows.GitPlace{Location: url, Queue: workflows.WorkerGitQueue(queue, w1), Wait: 2 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The scan waits in w1's queue (w1 was live when the run checked the
+	// place); then w1 goes silent.
+	poll.Until(t, "the scan never waited in w1's queue", 2*time.Minute, func() (bool, string) {
+		d, err := env.Client.DescribeWorkflowExecution(ctx, run.GetID(), run.GetRunID())
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, pa := range d.GetPendingActivities() {
+			if pa.GetActivityType().GetName() == "ScanShard" {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d pending activities", len(d.GetPendingActivities()))
+	})
+	if _, err := env.Store.Pool().Exec(ctx, `UPDATE workers SET last_heartbeat = now() - interval '2 hours' WHERE id = $1`, w1); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	var res workflows.ExecuteShardResult
+	if err := run.Get(wctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	sh, err := env.Store.ShardByID(ctx, res.ShardID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The run claimed the shard once (fence 1); the scan placed again took
+	// it over (fence 2) and the run checkpointed under that fence.
+	if res.Status != shard.Done || res.Owners != 1 || res.Receipt == nil || res.Receipt.Fence != 2 || sh.Fence != 2 {
+		t.Fatalf("scan placed again: %+v (receipt %+v), shard fence %d; want Done under fence 2, taken over from the run's claim (1)",
+			res, res.Receipt, sh.Fence)
+	}
+	recordHistory(t, "execute-shard-scan-placed-again", run.GetID(), run.GetRunID())
 }
