@@ -110,11 +110,21 @@ func countUpTo(n, shown int) string {
 	return fmt.Sprint(n)
 }
 
+// systemActor reports whether name reads as gitfleet's own actor,
+// "gitfleet (validity check)", in any case or spacing: a person may not
+// sign a change as the system.
+func systemActor(name string) bool {
+	return strings.HasPrefix(strings.ToLower(strings.Join(strings.Fields(name), "")), "gitfleet(")
+}
+
 // actor is who --as names, else the OS user.
 func actor(as string) (string, error) {
 	if as != "" {
 		if strings.ContainsFunc(as, func(r rune) bool { return r < ' ' || r == 0x7f }) {
 			return "", usageError{errors.New("--as: control characters")}
+		}
+		if systemActor(as) {
+			return "", usageError{fmt.Errorf("--as %q: names like %q are gitfleet's own (its validity checks), not a person's", as, store.ValidityActor)}
 		}
 		return as, nil
 	}

@@ -18,6 +18,7 @@ import (
 	"gitfleet/internal/devstack/gittest"
 	"gitfleet/internal/devstack/testenv"
 	"gitfleet/internal/domain/report"
+	"gitfleet/internal/infra/store"
 )
 
 // hashOf is a secret's hash as the tests' workers make it.
@@ -200,5 +201,27 @@ func validSARIF(t *testing.T, doc string) {
 	}
 	if err := schema.Validate(v); err != nil {
 		t.Fatalf("not SARIF 2.1.0: %v", err)
+	}
+}
+
+// --as cannot sign a change as gitfleet's own validity checks, in any case
+// or spacing; ordinary names pass.
+func TestActorRefusesTheSystemsName(t *testing.T) {
+	for _, tc := range []struct {
+		as string
+		ok bool
+	}{
+		{"ann", true},
+		{"gitfleet", true}, // a deploy user may be called that
+		{"gitfleet-bot", true},
+		{store.ValidityActor, false},
+		{"GitFleet (validity check)", false},
+		{"gitfleet  ( anything )", false},
+		{"line\nbreak", false},
+	} {
+		_, err := actor(tc.as)
+		if (err == nil) != tc.ok {
+			t.Errorf("actor(%q) = %v, want ok %v", tc.as, err, tc.ok)
+		}
 	}
 }
