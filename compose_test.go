@@ -609,3 +609,40 @@ func TestComposeLeastPrivilege(t *testing.T) {
 		t.Errorf("gitfleet-grants: %q as %v, want psql -f /etc/gitfleet/grants.sql as the owner", script, grants.Environment["PGUSER"])
 	}
 }
+
+// A worker's id stays with its mirror volume, never with the container's
+// host name (which every recreate changes, moving the worker's
+// repositories and leaving a dead row): the worker service sets no
+// GITFLEET_WORKER_ID, so its configuration has none and the worker claims
+// one stored in the mirror directory, which is on a named volume that
+// outlives the containers. Replicas sharing the volume each claim their own.
+func TestComposeWorkerIDStaysWithTheVolume(t *testing.T) {
+	p := composeProject(t)
+	w := p.Services["worker"]
+	env := w.Environment
+	if v := env[config.EnvWorkerID]; v != nil && *v != "" {
+		t.Errorf("worker: %s = %q: an id is claimed in the mirror volume, one per replica", config.EnvWorkerID, *v)
+	}
+	cfg, err := config.Load(func(k string) string {
+		if v := env[k]; v != nil && !strings.HasSuffix(k, "_FILE") {
+			return *v
+		}
+		return ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Fleet.WorkerID != "" {
+		t.Errorf("worker: the configuration names the worker %q (the host name?): want none, the id claimed beside the mirrors", cfg.Fleet.WorkerID)
+	}
+	dir := *env[config.EnvMirrorDir]
+	onVolume := false
+	for _, v := range w.Volumes {
+		if _, named := p.Volumes[v.Source]; v.Type == types.VolumeTypeVolume && named && strings.HasPrefix(dir+"/", v.Target+"/") {
+			onVolume = true
+		}
+	}
+	if !onVolume {
+		t.Errorf("worker: the mirror directory %s (and the ids beside it) is on no named volume: %+v", dir, w.Volumes)
+	}
+}

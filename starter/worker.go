@@ -19,8 +19,10 @@ func (a *app) workerCmd() *cobra.Command {
 		Short: "The workers that hold the mirrors",
 		Long: `Each repository's Git work — its mirror, the syncs and fetches into it, its
 scans — runs on the live worker that owns it, chosen by rendezvous hashing
-over the active workers with a fresh heartbeat. A draining worker takes no
-new repositories: they go to their next owner, which clones once.`,
+over the active workers with a fresh heartbeat (a worker heartbeats only
+while it reaches Temporal and polls its queue). A draining worker takes no
+new repositories: they go to their next owner, which clones once. A
+stopped worker leaves at once ("left"); rows silent for a day are deleted.`,
 	}
 	cmd.AddCommand(a.workerListCmd(),
 		a.workerStateCmd("drain", placement.Draining, "Hand a worker's repositories to their next owners (before taking it down for good)"),
@@ -76,9 +78,12 @@ func (a *app) workerListCmd() *cobra.Command {
 }
 
 // workerState is what a worker's row says, with the silence read now: a
-// worker silent past GITFLEET_WORKER_OFFLINE_AFTER owns nothing, whatever
-// its row says.
+// worker that stopped (left) or is silent past
+// GITFLEET_WORKER_OFFLINE_AFTER owns nothing, whatever its row says.
 func (a *app) workerState(w store.Worker) string {
+	if !w.Left.IsZero() {
+		return "left"
+	}
 	if w.Silent > a.cfg.Fleet.WorkerOffline {
 		return "offline"
 	}

@@ -21,6 +21,7 @@ import (
 
 	"go.temporal.io/sdk/worker"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"gitfleet/activities"
 	"gitfleet/internal/infra/config"
@@ -113,8 +114,24 @@ func run() error {
 	}
 	defer st.Close()
 
+	// Unnamed, the worker is named by its mirror directory: the id an
+	// earlier process on it claimed, so that a restart on the same volume
+	// owns the same repositories (§2, "Repository affinity").
+	if cfg.Fleet.WorkerID == "" {
+		id, release, err := mirror.ClaimWorkerID(cfg.MirrorDir)
+		if err != nil {
+			return fmt.Errorf("%w (or set %s)", err, config.EnvWorkerID)
+		}
+		defer release()
+		cfg.Fleet.WorkerID = id
+	}
+
 	sdk := metrics.NewSDK()
-	c, err := dial(ctx, cfg, log, sdk)
+	// The heartbeat in `workers` follows the polls of this worker's own
+	// queue (§2, "Repository affinity").
+	ownQueue := workflows.WorkerGitQueue(workflows.TaskQueue, cfg.Fleet.WorkerID)
+	polls := newPollWatch(ownQueue)
+	c, err := dial(ctx, cfg, log, sdk, grpc.WithChainUnaryInterceptor(polls.interceptor()))
 	if err != nil {
 		return err
 	}
@@ -172,7 +189,7 @@ func run() error {
 	// The Git work of the repositories this worker owns comes to its own
 	// queue (§2, "Repository affinity"); the shared Git queue serves runs
 	// from before, and runs while no worker had registered.
-	ownW := worker.New(c, workflows.WorkerGitQueue(workflows.TaskQueue, cfg.Fleet.WorkerID), worker.Options{
+	ownW := worker.New(c, ownQueue, worker.Options{
 		MaxConcurrentActivityExecutionSize: cfg.ActivitySlots,
 		DisableWorkflowWorker:              true,
 		WorkerStopTimeout:                  cfg.StopTimeout,
@@ -225,10 +242,14 @@ func run() error {
 		}
 	}
 	// Registered once its queue is polled: work placed on it is taken.
-	if err := joinFleet(ctx, st, cfg.Fleet, mirrors, log); err != nil {
+	member, err := joinFleet(ctx, st, cfg.Fleet, polling(c, ownQueue, polls), mirrors, log)
+	if err != nil {
+		for _, x := range []worker.Worker{ownW, gitW, w} {
+			x.Stop()
+		}
 		return err
 	}
-	return drain(ctx, stop, cfg.StopTimeout, log, w, ownW, gitW)
+	return drain(ctx, stop, member.leave, cfg.StopTimeout, log, w, ownW, gitW)
 }
 
 // stopOnFatal returns a context that ends when the worker reports a fatal
@@ -244,12 +265,16 @@ func stopOnFatal(ctx context.Context, log *zap.Logger) (context.Context, func(er
 	}
 }
 
-// drain waits for SIGTERM or SIGINT, then stops polling and lets running
-// activities finish, up to timeout (then their contexts are cancelled). A
-// second signal ends the process at once.
-func drain(ctx context.Context, stopSignals func(), timeout time.Duration, log *zap.Logger, ws ...worker.Worker) error {
+// drain waits for SIGTERM or SIGINT, then leaves (leave, if not nil: the
+// worker's repositories go to others before it drains), stops polling and
+// lets running activities finish, up to timeout (then their contexts are
+// cancelled). A second signal ends the process at once.
+func drain(ctx context.Context, stopSignals, leave func(), timeout time.Duration, log *zap.Logger, ws ...worker.Worker) error {
 	<-ctx.Done()
 	stopSignals()
+	if leave != nil {
+		leave()
+	}
 	log.Info("worker draining: polling stopped, running activities may finish", zap.Duration("stopTimeout", timeout))
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -372,9 +397,11 @@ Configuration comes from the environment:
   GITFLEET_ACTIVITY_SLOTS       Git activity tasks (syncs, scans) run at once (default 2 x CPUs,
                                 at least 4; a runner: --capacity)
   GITFLEET_CONTROL_SLOTS        other activity tasks (database, API, starts) run at once (default 16)
-  GITFLEET_WORKER_ID            this worker's name: its row and its task queue gitfleet:git:<id>;
-                                keep it with the mirror directory (default: the host name)
-  GITFLEET_WORKER_OFFLINE_AFTER a worker silent this long hands its repositories on (default 1m)
+  GITFLEET_WORKER_ID            this worker's name: its row and its task queue gitfleet:git:<id>
+                                (default: an id claimed once and kept in GITFLEET_MIRROR_DIR/.worker-ids/,
+                                so a restart on the same mirror directory is the same worker)
+  GITFLEET_WORKER_OFFLINE_AFTER a worker silent this long hands its repositories on; it heartbeats only
+                                while Temporal answers it and it polls its queue (default 1m)
   GITFLEET_MAX_OBJECT_BYTES     the largest Git object held in memory; a repository needing more is refused (default 256MiB)
   GITFLEET_MAX_PACK_BYTES       the largest pack a fetch receives (default 8GiB)
   GITFLEET_MIRROR_QUOTA         bytes the mirrors may hold, at least 1MiB: past it, mirrors other workers

@@ -188,7 +188,7 @@ func runRunner(rf runnerFlags) error {
 	if err := w.Start(); err != nil {
 		return err
 	}
-	return drain(ctx, stop, cfg.StopTimeout, log, w)
+	return drain(ctx, stop, nil, cfg.StopTimeout, log, w)
 }
 
 // adminSlots are the runner's slots for listings and removals, beside its

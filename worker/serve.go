@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"gitfleet/internal/infra/config"
 	"gitfleet/internal/infra/logging"
@@ -26,12 +27,13 @@ import (
 
 // dial connects to Temporal with the SDK's environment configuration
 // (address, namespace, API key, TLS and mTLS; see config.TemporalEnvVars),
-// reporting the SDK's metrics to sdk.
-func dial(ctx context.Context, cfg config.Config, log *zap.Logger, sdk *metrics.SDK) (client.Client, error) {
+// reporting the SDK's metrics to sdk, with dialOpts on its connection.
+func dial(ctx context.Context, cfg config.Config, log *zap.Logger, sdk *metrics.SDK, dialOpts ...grpc.DialOption) (client.Client, error) {
 	opts, err := cfg.TemporalOptions()
 	if err != nil {
 		return nil, err
 	}
+	opts.ConnectionOptions.DialOptions = append(opts.ConnectionOptions.DialOptions, dialOpts...)
 	opts.Logger = logging.Temporal(log.Named("temporal"))
 	opts.MetricsHandler = sdk.Handler()
 	c, err := client.DialContext(ctx, opts)

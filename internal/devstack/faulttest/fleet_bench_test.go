@@ -652,7 +652,7 @@ func fetches(repos []repoid.ID) forge.Fetches {
 }
 
 // forgetAllWorkers deletes every workers row: workers of earlier tests in
-// this binary (their host name for an id) must not own the benchmark's
+// this binary (the shared id, or their own) must not own the benchmark's
 // repositories.
 func forgetAllWorkers(b *testing.B) {
 	b.Helper()

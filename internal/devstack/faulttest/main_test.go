@@ -33,6 +33,10 @@ var (
 // environment and must never log it or put it in a workflow.
 const forgeToken = "ghp_faulttestForgeToken0123456789ABCDEF"
 
+// sharedWorkerID is the GITFLEET_WORKER_ID of the workers a test does not
+// name.
+const sharedWorkerID = "faulttest"
+
 // tokenKey seals gitfleet users' tokens, for the workers and the tests.
 var tokenKey = secrets.NewKey()
 
@@ -160,6 +164,10 @@ func launchProc(t testing.TB, name string, args, extraEnv []string) *workerProc 
 		config.EnvHashKey+"="+testenv.FindingKey.Format(),
 		config.EnvMetricsAddr+"=off", // many workers on one host
 		config.EnvLocalRoot+"=/",     // the tests' local repositories, wherever their temporary directories are
+		// One id for the tests' workers unless a test names them: a
+		// worker started after another was killed serves the queue the
+		// killed one's work waits on, as on one host.
+		config.EnvWorkerID+"="+sharedWorkerID,
 	)
 	// Later entries win (os/exec keeps the last value of a key).
 	cmd.Env = append(cmd.Env, extraEnv...)

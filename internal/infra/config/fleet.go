@@ -2,8 +2,6 @@ package config
 
 import (
 	"fmt"
-	"os"
-	"strings"
 	"time"
 
 	"gitfleet/internal/domain/placement"
@@ -12,8 +10,9 @@ import (
 // Many workers (architecture §2, "Repository affinity").
 const (
 	// EnvWorkerID names this worker: its row in the workers table and its
-	// own task queue, gitfleet:git:<id>. Keep it with the mirror directory
-	// across restarts: the mirrors it holds are found again under it.
+	// own task queue, gitfleet:git:<id>. Unset, the worker claims an id
+	// stored in its mirror directory (mirror.ClaimWorkerID), so that it
+	// stays with the mirrors across restarts.
 	EnvWorkerID = "GITFLEET_WORKER_ID"
 	// EnvWorkerOffline is how long a silent worker keeps its repositories.
 	EnvWorkerOffline = "GITFLEET_WORKER_OFFLINE_AFTER"
@@ -23,8 +22,8 @@ const (
 
 // Fleet is a worker's place among the others.
 type Fleet struct {
-	// WorkerID: default the host name, with what a worker id cannot hold
-	// replaced by '-'.
+	// WorkerID: "" when unset: the worker claims one in its mirror
+	// directory (never the host name, which a recreated container changes).
 	WorkerID string
 	// WorkerOffline: default 1m.
 	WorkerOffline time.Duration
@@ -35,12 +34,10 @@ type Fleet struct {
 
 func loadFleet(getenv func(string) string) (Fleet, error) {
 	f := Fleet{WorkerID: getenv(EnvWorkerID), WorkerOffline: time.Minute}
-	if f.WorkerID == "" {
-		host, _ := os.Hostname()
-		f.WorkerID = workerIDFrom(host)
-	}
-	if err := placement.ValidWorkerID(f.WorkerID); err != nil {
-		return f, fmt.Errorf("%s: %w", EnvWorkerID, err)
+	if f.WorkerID != "" {
+		if err := placement.ValidWorkerID(f.WorkerID); err != nil {
+			return f, fmt.Errorf("%s: %w", EnvWorkerID, err)
+		}
 	}
 	if v := getenv(EnvWorkerOffline); v != "" {
 		d, err := time.ParseDuration(v)
@@ -57,21 +54,4 @@ func loadFleet(getenv func(string) string) (Fleet, error) {
 		f.MirrorQuota = n
 	}
 	return f, nil
-}
-
-// workerIDFrom makes a worker id of a host name.
-func workerIDFrom(host string) string {
-	id := strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_' {
-			return r
-		}
-		return '-'
-	}, host)
-	if len(id) > 64 {
-		id = id[:64]
-	}
-	if id == "" {
-		id = "worker"
-	}
-	return id
 }

@@ -83,3 +83,89 @@ func TestWorkerLifecycle(t *testing.T) {
 		t.Fatal("a worker id with a space and '!' was registered")
 	}
 }
+
+// A stopping worker leaves: it is out of the live set at once, though its
+// last heartbeat is fresh, and a heartbeat or a registration under its id
+// (a process polling its queue again) brings it back. Workers silent for
+// longer than the bound — left or dead — are forgotten; the others stay.
+func TestWorkerLeavesAndIsForgotten(t *testing.T) {
+	ctx := context.Background()
+	f := newFleet(t)
+	live := func() []string {
+		t.Helper()
+		ids, err := env.Store.LiveWorkers(ctx, "gitfleet", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f.own(ids)
+	}
+	silent := func(name string, ago time.Duration) {
+		t.Helper()
+		if _, err := env.Store.Pool().Exec(ctx, `UPDATE workers SET last_heartbeat = now() - $2 * interval '1 second' WHERE id = $1`,
+			f.id(name), ago.Seconds()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"a", "b", "c", "d"} {
+		if err := env.Store.RegisterWorker(ctx, f.id(name), "gitfleet"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := env.Store.LeaveWorker(ctx, f.id("a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Store.LeaveWorker(ctx, f.id("b")); err != nil {
+		t.Fatal(err)
+	}
+	if got := live(); !slices.Equal(got, []string{"c", "d"}) {
+		t.Fatalf("live = %v, want c and d (a and b left a moment ago)", got)
+	}
+	all, err := env.Store.Workers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range all {
+		if name := f.own([]string{w.ID}); len(name) == 1 {
+			if left := name[0] == "a" || name[0] == "b"; left != !w.Left.IsZero() {
+				t.Errorf("worker %s: left at %v, want left %v", name[0], w.Left, left)
+			}
+		}
+	}
+	if err := env.Store.HeartbeatWorker(ctx, f.id("a"), 0, 0); err != nil { // another process under a's id
+		t.Fatal(err)
+	}
+	if err := env.Store.RegisterWorker(ctx, f.id("b"), "gitfleet"); err != nil { // b restarted
+		t.Fatal(err)
+	}
+	if got := live(); !slices.Equal(got, []string{"a", "b", "c", "d"}) {
+		t.Fatalf("live = %v, want all four back", got)
+	}
+
+	if err := env.Store.LeaveWorker(ctx, f.id("a")); err != nil {
+		t.Fatal(err)
+	}
+	silent("a", 25*time.Hour) // left a day ago
+	silent("b", 25*time.Hour) // died a day ago
+	silent("c", 23*time.Hour) // silent, not for a day yet
+	forgotten, err := env.Store.ForgetWorkers(ctx, 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.own(forgotten); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("forgotten = %v, want a and b", got)
+	}
+	all, err = env.Store.Workers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, w := range all {
+		left = append(left, w.ID)
+	}
+	if got := f.own(left); !slices.Equal(got, []string{"c", "d"}) {
+		t.Fatalf("rows left = %v, want c and d", got)
+	}
+	if err := env.Store.HeartbeatWorker(ctx, f.id("a"), 0, 0); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("heartbeat of a forgotten worker = %v, want not found (it registers again)", err)
+	}
+}
