@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -152,6 +153,10 @@ type CheckHeadsProgress struct {
 	Failed    int                     `json:"failed"`
 	Outcomes  []workflows.HeadOutcome `json:"outcomes"`
 	Checks    []blame.Check           `json:"checks"`
+	// Stopped are the hosts given up (StopHostAfter), Streaks the failures
+	// in a row of the others, as the checks ended.
+	Stopped []string       `json:"stopped,omitempty"`
+	Streaks map[string]int `json:"streaks,omitempty"`
 }
 
 func (p *CheckHeadsProgress) add(i int, o workflows.HeadOutcome, c blame.Check) {
@@ -165,6 +170,25 @@ func (p *CheckHeadsProgress) add(i int, o workflows.HeadOutcome, c blame.Check) 
 		p.Unchanged++
 	case workflows.HeadFailed:
 		p.Failed++
+	}
+}
+
+// countHost counts a check of host, as the checks end: a failure that is
+// never a repository's (a timeout, a 5xx, DNS, TLS) lengthens the host's
+// streak, an answer ends it; at limit the host is given up for the rest of
+// the batch — a dead host's checks cost their whole timeout each.
+func (p *CheckHeadsProgress) countHost(host string, c blame.Check, limit int) {
+	if p.Streaks == nil {
+		p.Streaks = map[string]int{}
+	}
+	switch {
+	case !c.Failed:
+		delete(p.Streaks, host)
+	case !c.Refused:
+		p.Streaks[host]++
+		if p.Streaks[host] >= limit && !slices.Contains(p.Stopped, host) {
+			p.Stopped = append(p.Stopped, host)
+		}
 	}
 }
 
@@ -202,7 +226,13 @@ func (s *Sweeps) CheckHeads(ctx context.Context, in workflows.CheckHeadsRequest)
 		timeout = workflows.DefaultRemoteTimeout
 	}
 	var mu sync.Mutex
-	err := inParallel(ctx, len(in.Repos), workflows.CheckHeadsParallel, func(i int) bool { return p.Outcomes[i] == "" },
+	stopped := func(host string) bool { return slices.Contains(p.Stopped, host) }
+	err := inParallel(ctx, len(in.Repos), workflows.CheckHeadsParallel,
+		func(i int) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return p.Outcomes[i] == "" && !stopped(blame.HostKey(in.Repos[i].Repo.Host))
+		},
 		func(i int) error {
 			o, c := s.checkHead(ctx, in.Repos[i], timeout)
 			if ctx.Err() != nil {
@@ -211,13 +241,22 @@ func (s *Sweeps) CheckHeads(ctx context.Context, in workflows.CheckHeadsRequest)
 			mu.Lock()
 			defer mu.Unlock()
 			p.add(i, o, c)
+			if in.StopHostAfter > 0 {
+				p.countHost(blame.HostKey(in.Repos[i].Repo.Host), c, in.StopHostAfter)
+			}
 			progress := p
 			progress.Outcomes, progress.Checks = slices.Clone(p.Outcomes), slices.Clone(p.Checks)
+			progress.Stopped, progress.Streaks = slices.Clone(p.Stopped), maps.Clone(p.Streaks)
 			activity.RecordHeartbeat(ctx, progress)
 			return nil
 		})
 	if err = cmp.Or(err, ctx.Err()); err != nil {
 		return nil, AppError(err)
+	}
+	for i, r := range in.Repos {
+		if p.Outcomes[i] == "" && stopped(blame.HostKey(r.Repo.Host)) {
+			p.Outcomes[i] = workflows.HeadSkipped
+		}
 	}
 	outcomes, err := s.charge(ctx, in, p, timeout)
 	if err != nil {
@@ -245,6 +284,9 @@ func (s *Sweeps) charge(ctx context.Context, in workflows.CheckHeadsRequest, p C
 	byHost := map[string][]int{}
 	var hosts []string
 	for i, r := range in.Repos {
+		if outcomes[i] == workflows.HeadSkipped {
+			continue // not checked: nothing to decide
+		}
 		if _, ok := byHost[r.Repo.Host]; !ok {
 			hosts = append(hosts, r.Repo.Host)
 		}

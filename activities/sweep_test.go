@@ -579,3 +579,69 @@ func TestSweepListDueNewestFirstAndResumes(t *testing.T) {
 		t.Fatalf("resuming %s after b: %v (%d deferred), want d e c (2 deferred)", h1, got, deferred)
 	}
 }
+
+// A host whose checks fail in a row (timeouts, 5xx, TLS: never a
+// repository's) is given up for the rest of the batch once StopHostAfter
+// of them ended: its remaining repositories come back HeadSkipped, not
+// checked (a dead host's checks cost their whole timeout each, 30 s in
+// production), the skipped ones the last of the host's in the batch; a
+// healthy host between them is checked in full. Nothing is charged.
+func TestSweepCheckHeadsGivesADeadHostUp(t *testing.T) {
+	now := time.Now().UTC().Truncate(time.Second)
+	dead, fine := fmt.Sprintf("dead-%d.test", time.Now().UnixNano()), fmt.Sprintf("fine-%d.test", time.Now().UnixNano())
+	hs, err := vcs.NewHosts(vcs.Host{Name: dead, GitURL: "https://" + dead + "/", APIURL: "https://" + dead + "/api/"},
+		vcs.Host{Name: fine, GitURL: "https://" + fine + "/", APIURL: "https://" + fine + "/api/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deadNames, fineNames []string
+	for i := range 20 {
+		deadNames, fineNames = append(deadNames, fmt.Sprintf("tls%02d", i)), append(fineNames, fmt.Sprintf("same%02d", i))
+	}
+	d, f := dueReposOn(t, dead, false, deadNames...), dueReposOn(t, fine, false, fineNames...)
+	var due []workflows.DueRepo
+	for i := range 20 {
+		due = append(due, d[i], f[i]) // interleaved
+	}
+	heads := &remotes{calls: map[string]int{}}
+	s := &activities.Sweeps{Store: env.Store, Hosts: hs, Heads: heads}
+	out, _ := checkHeads(t, s, workflows.CheckHeadsRequest{CheckHeadsInput: workflows.CheckHeadsInput{Repos: due, Now: now},
+		Sweep: "recollection-sweep-test/" + dead, RemoteTimeout: time.Second, StopHostAfter: 3}, nil)
+	skipped, checked := 0, 0
+	for i, o := range out {
+		r := due[i]
+		if r.Repo.Host == fine {
+			if o != workflows.HeadUnchanged {
+				t.Fatalf("%s: %s, want unchanged", r.Repo, o)
+			}
+			continue
+		}
+		switch o {
+		case workflows.HeadSkipped:
+			skipped++
+			if heads.count(r.Repo.Name) != 0 {
+				t.Errorf("%s skipped but checked", r.Repo)
+			}
+		case workflows.HeadFailed:
+			if skipped > 0 {
+				t.Errorf("%s checked after a skipped one: the skipped are not the last of the host's", r.Repo)
+			}
+			checked++
+		default:
+			t.Fatalf("%s: %s", r.Repo, o)
+		}
+		if n := failures(t, r.CodebaseID); n != 0 {
+			t.Errorf("%s: %d failures, want none", r.Repo, n)
+		}
+	}
+	// 3 failures ended, at most 8 more in flight and one about to go.
+	if checked < 3 || checked > 12 || skipped != 20-checked {
+		t.Fatalf("the dead host: %d checked, %d skipped; want it given up after 3 failures in a row", checked, skipped)
+	}
+	// Without StopHostAfter (the runs before) every one is checked.
+	all, _ := checkHeads(t, s, workflows.CheckHeadsRequest{CheckHeadsInput: workflows.CheckHeadsInput{Repos: d, Now: now},
+		Sweep: "recollection-sweep-test-all/" + dead, RemoteTimeout: time.Second}, nil)
+	if slices.Contains(all, workflows.HeadSkipped) {
+		t.Fatalf("skipped without StopHostAfter: %v", all)
+	}
+}

@@ -490,6 +490,11 @@ const (
 	// repository and not the host. Only for a request with PerOwner (a
 	// request without it gets HeadFailed).
 	HeadOwnerFailed HeadOutcome = "owner-failed"
+	// HeadSkipped: not checked: its host failed StopHostAfter checks in a
+	// row in this batch (timeouts, 5xx, DNS, TLS: never a repository's),
+	// so the rest of the host's batch was given up. Only for a request
+	// with StopHostAfter.
+	HeadSkipped HeadOutcome = "skipped"
 )
 
 // Payloads of the GitHub cache activities.

@@ -89,6 +89,10 @@ type CheckHeadsRequest struct {
 	// PerOwner: the sweep keeps a breaker per owner too, and takes
 	// HeadOwnerFailed (the runs since GetVersion sweep-host-breaker).
 	PerOwner bool `json:"perOwner,omitempty"`
+	// StopHostAfter: a host whose checks fail this many times in a row in
+	// the batch (failures never a repository's) is not checked further in
+	// it: HeadSkipped (the runs since sweep-host-breaker; 0: check all).
+	StopHostAfter int `json:"stopHostAfter,omitempty"`
 }
 
 // StartCollectsInput is StartCollects' input: a window of the sweep's
@@ -551,15 +555,16 @@ func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepRe
 			scheduled++
 			err := workflow.ExecuteActivity(withOptions(ctx, checkHeadsOptions(len(due), in.RemoteTimeout)), activityCheckHeads,
 				CheckHeadsRequest{CheckHeadsInput: CheckHeadsInput{Repos: due, Now: in.Now}, Sweep: sweepID, RemoteTimeout: in.RemoteTimeout,
-					PerOwner: perHost},
+					PerOwner: perHost, StopHostAfter: stopHostAfter(perHost)},
 			).Get(ctx, &outcomes)
 			if err != nil {
 				return stats, err
 			}
 		}
 		if perHost {
+			last := map[string]DueRepo{} // each host's last candidate checked
 			for i, o := range outcomes {
-				in.Pending = append(in.Pending, countCheck(&in, &stats, due[i], o)...)
+				in.Pending = append(in.Pending, countCheck(&in, &stats, due[i], o, last)...)
 			}
 			workflow.SetCurrentDetails(ctx, "Sweeping: "+stats.String())
 			continue
@@ -589,8 +594,24 @@ func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepRe
 // repository to start, if any. A check of a host (an owner) halted by an
 // earlier one of the page is not counted against it; an unchanged one was
 // recorded as checked all the same.
-func countCheck(in *RecollectionSweepInput, stats *SweepResult, r DueRepo, o HeadOutcome) []repoid.ID {
+//
+// A HeadSkipped (CheckHeads gave the host up after StopHostAfter failures in
+// a row, in the order the checks ended) halts the host where it is: after
+// its last candidate checked, as the skipped ones are the last of the
+// host's in the batch.
+func countCheck(in *RecollectionSweepInput, stats *SweepResult, r DueRepo, o HeadOutcome, last map[string]DueRepo) []repoid.ID {
 	hostKey, ownerKey := blame.HostKey(r.Repo.Host), blame.OwnerKey(r.Repo.Host, r.Repo.Owner)
+	halt := func(key string, at *DueRepo) {
+		if at != nil {
+			in.HaltedAt[key] = SweepCursor{Viewed: at.Viewed, ID: at.CodebaseID}
+		}
+		stats.HaltedHosts = append(stats.HaltedHosts, key)
+		reason := fmt.Sprintf("%d change check failures in a row on %s", breakerLimit, key)
+		if stats.Halted {
+			reason = stats.HaltReason + "; " + reason
+		}
+		stats.Halted, stats.HaltReason = true, reason
+	}
 	if in.Breakers.Halted(r.Repo.Host, r.Repo.Owner) {
 		if o == HeadUnchanged {
 			stats.Unchanged++
@@ -599,6 +620,17 @@ func countCheck(in *RecollectionSweepInput, stats *SweepResult, r DueRepo, o Hea
 		}
 		return nil
 	}
+	if o == HeadSkipped {
+		stats.Skipped++
+		in.Breakers.Halt(hostKey)
+		var at *DueRepo
+		if prev, ok := last[hostKey]; ok {
+			at = &prev
+		}
+		halt(hostKey, at)
+		return nil
+	}
+	last[hostKey] = r
 	switch o {
 	case HeadUnchanged:
 		stats.Unchanged++
@@ -612,19 +644,22 @@ func countCheck(in *RecollectionSweepInput, stats *SweepResult, r DueRepo, o Hea
 			key = ownerKey
 		}
 		if in.Breakers.Fail(key) {
-			in.HaltedAt[key] = SweepCursor{Viewed: r.Viewed, ID: r.CodebaseID}
-			stats.HaltedHosts = append(stats.HaltedHosts, key)
-			reason := fmt.Sprintf("%d change check failures in a row on %s", breakerLimit, key)
-			if stats.Halted {
-				reason = stats.HaltReason + "; " + reason
-			}
-			stats.Halted, stats.HaltReason = true, reason
+			halt(key, &r)
 		}
 	default:
 		in.Breakers.Succeed(hostKey, ownerKey)
 		return []repoid.ID{r.Repo}
 	}
 	return nil
+}
+
+// stopHostAfter is CheckHeads' StopHostAfter: the breaker's limit for the
+// runs with a breaker per host.
+func stopHostAfter(perHost bool) int {
+	if perHost {
+		return breakerLimit
+	}
+	return 0
 }
 
 // errHalted: the breaker stopped the sweep in the middle of a window.

@@ -569,3 +569,49 @@ func TestSweepCarriesHaltedHostsToTheNext(t *testing.T) {
 		t.Fatalf("left for the next sweep %+v, want %v", saved, want)
 	}
 }
+
+// CheckHeads giving a dead host up (HeadSkipped: the rest of the host's
+// batch) halts the host after its last candidate checked, even when its
+// failures were not three in a row in page order (the checks end in any
+// order); the skipped ones are left to the next sweep.
+func TestSweepHaltsAHostCheckHeadsGaveUp(t *testing.T) {
+	env, a := newSweepEnv()
+	r := func(host string, i int) workflows.DueRepo {
+		return workflows.DueRepo{CodebaseID: int64(i), Viewed: time.Unix(int64(1000-i), 0), Repo: repoid.ID{Host: host, Owner: "o", Name: fmt.Sprint(i)}}
+	}
+	due := []workflows.DueRepo{r("dead.example", 1), r("dead.example", 2), r("fine.example", 3), r("dead.example", 4), r("dead.example", 5), r("fine.example", 6), r("dead.example", 7)}
+	env.OnActivity(a.ListDue, mock.Anything, mock.Anything).Return(workflows.SweepPage{Due: due, Considered: len(due), Done: true}, nil)
+	var req workflows.CheckHeadsRequest
+	env.OnActivity(a.CheckHeads, mock.Anything, mock.Anything).Return(func(_ context.Context, in workflows.CheckHeadsRequest) ([]workflows.HeadOutcome, error) {
+		req = in
+		return []workflows.HeadOutcome{workflows.HeadFailed, workflows.HeadChanged, workflows.HeadChanged, workflows.HeadFailed,
+			workflows.HeadSkipped, workflows.HeadChanged, workflows.HeadSkipped}, nil
+	})
+	env.OnActivity(a.RunningCollects, mock.Anything).Return(0, nil)
+	var started []repoid.ID
+	env.OnActivity(a.StartCollects, mock.Anything, mock.Anything).Return(func(_ context.Context, in workflows.StartCollectsInput) ([]workflows.StartOutcome, error) {
+		started = append(started, in.Repos...)
+		return slices.Repeat([]workflows.StartOutcome{{Result: workflows.StartStarted}}, len(in.Repos)), nil
+	})
+	var saved workflows.SweepResumeState
+	env.OnActivity(a.LoadSweepResume, mock.Anything, mock.Anything).Return(workflows.SweepResumeState{}, nil)
+	env.OnActivity(a.SaveSweepResume, mock.Anything, mock.Anything).Return(func(_ context.Context, s workflows.SweepResumeState) error {
+		saved = s
+		return nil
+	})
+	env.ExecuteWorkflow(workflows.RecollectionSweep, workflows.RecollectionSweepInput{Now: time.Now(), Carry: "c"})
+	var res workflows.SweepResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if req.StopHostAfter != 3 {
+		t.Fatalf("CheckHeads asked to stop a host after %d failures, want 3", req.StopHostAfter)
+	}
+	// dead.example 2 (changed) was checked before the host was given up.
+	if !res.Halted || res.Failed != 2 || res.Skipped != 2 || res.Started != 3 || !slices.Equal(res.HaltedHosts, []string{"dead.example"}) {
+		t.Fatalf("result = %+v (started %v)", res, started)
+	}
+	if at := saved.Resume["dead.example"]; at.ID != 4 {
+		t.Fatalf("left for the next sweep %+v, want dead.example after its last checked candidate (4)", saved)
+	}
+}

@@ -45,6 +45,11 @@ func (b Breakers) Fail(key string) bool {
 	return k.Halted
 }
 
+// Halt halts key at once (the checks gave its host up on their own).
+func (b Breakers) Halt(key string) {
+	b[key] = Breaker{Streak: max(b[key].Streak, BreakerLimit), Halted: true}
+}
+
 // Succeed ends the streaks of keys that are not halted.
 func (b Breakers) Succeed(keys ...string) {
 	for _, key := range keys {
