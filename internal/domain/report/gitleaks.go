@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+
+	"gitfleet/internal/domain/textsafe"
 )
 
 // Redacted is what gitleaks --redact writes for a secret (and in a match).
@@ -71,6 +73,7 @@ func (g *Gitleaks) Write(o Occurrence) error {
 		g.err = err
 		return err
 	}
+	b = textsafe.EscapeJSON(b)
 	sep := ",\n "
 	if g.n == 0 {
 		sep = "[\n "

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -281,6 +282,47 @@ func TestNoSecretInAnyFormat(t *testing.T) {
 		out := string(write(t, format, occurrences()))
 		if strings.Contains(out, "ghp_0") || !strings.Contains(out, hash1) && format != "gitleaks" {
 			t.Errorf("%s: %s", format, out)
+		}
+	}
+}
+
+// A repository names its own files: no name reaches a report as bytes a
+// terminal acts on (C0, C1, bidirectional overrides) or as a formula a
+// spreadsheet runs in a locale whose separator is ";". The JSON formats
+// escape them (\u…), so the name decodes as it is.
+func TestHostileNamesInReports(t *testing.T) {
+	names := []string{"x;=1+1;y.env", "evil\u202etxt.env", "c1\u009bcontrol.env", "esc\x1b[2Jclear.env"}
+	var in []Occurrence
+	for i, n := range names {
+		in = append(in, Occurrence{Repository: "github.com/acme/api", RuleID: "github-pat", Path: n, Line: i + 1,
+			Commit: strings.Repeat("c", 40), SecretHash: hash1, Preview: "ghp_…(40)"})
+	}
+	for _, format := range Formats {
+		out := write(t, format, in)
+		for _, bad := range []string{"\u202e", "\u009b", "\x1b"} {
+			if bytes.Contains(out, []byte(bad)) {
+				t.Errorf("%s: %q written raw", format, bad)
+			}
+		}
+		if format == "gitleaks" || format == "sarif" {
+			for _, n := range names[1:3] {
+				if !bytes.Contains(out, []byte(strings.Trim(strconv.QuoteToASCII(n), `"`))) {
+					t.Errorf("%s: %q not escaped as JSON", format, n)
+				}
+			}
+		}
+	}
+	// Every cell is quoted: split at ";" as such a locale would, outside
+	// quotes, no cell starts a formula.
+	for _, line := range strings.Split(string(write(t, "csv", in)), "\r\n") {
+		inQuote := false
+		for i, c := range line {
+			switch {
+			case c == '"':
+				inQuote = !inQuote
+			case c == ';' && !inQuote && i+1 < len(line) && strings.ContainsRune("=+-@", rune(line[i+1])):
+				t.Errorf("csv: a formula after an unquoted ';': %q", line)
+			}
 		}
 	}
 }

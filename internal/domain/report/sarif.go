@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+
+	"gitfleet/internal/domain/textsafe"
 )
 
 // SARIFSchema is the schema a SARIF report names.
@@ -107,6 +109,7 @@ func NewSARIF(w io.Writer, tool Tool, rules []Rule) (*SARIF, error) {
 	if err != nil {
 		return nil, err
 	}
+	d = textsafe.EscapeJSON(d)
 	fmt.Fprintf(s.w, "{\n  \"$schema\": %q,\n  \"version\": \"2.1.0\",\n  \"runs\": [\n    {\n      \"tool\": {\"driver\": %s},\n      \"results\": [", SARIFSchema, d)
 	return s, nil
 }
@@ -145,6 +148,7 @@ func (s *SARIF) Write(o Occurrence) error {
 		s.err = err
 		return err
 	}
+	b = textsafe.EscapeJSON(b)
 	sep := ","
 	if s.n == 0 {
 		sep = ""

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -73,4 +74,41 @@ func safe(r rune) bool {
 		return false
 	}
 	return unicode.IsGraphic(r)
+}
+
+// EscapeJSON returns encoded JSON (as encoding/json writes it: C0 already
+// escaped) with every other rune a terminal could act on — C1 controls,
+// bidirectional overrides, zero-width and separator characters — written
+// as a \u escape. The JSON decodes to the same values; only its bytes are
+// safe to show. JSON that needs no escape is returned as it is.
+func EscapeJSON(b []byte) []byte {
+	var out []byte
+	done := 0
+	for i := 0; i < len(b); {
+		if b[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 || safe(r) {
+			i += size // encoding/json writes invalid UTF-8 as U+FFFD already
+			continue
+		}
+		if out == nil {
+			out = make([]byte, 0, len(b)+16)
+		}
+		out = append(out, b[done:i]...)
+		if r > 0xffff {
+			r1, r2 := utf16.EncodeRune(r)
+			out = fmt.Appendf(out, `\u%04x\u%04x`, r1, r2)
+		} else {
+			out = fmt.Appendf(out, `\u%04x`, r)
+		}
+		i += size
+		done = i
+	}
+	if out == nil {
+		return b
+	}
+	return append(out, b[done:]...)
 }
