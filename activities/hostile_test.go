@@ -3,9 +3,12 @@ package activities_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"net/http/httptest"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +18,7 @@ import (
 	"gitfleet/internal/domain/shard"
 	"gitfleet/internal/domain/target"
 	"gitfleet/internal/infra/errclass"
+	"gitfleet/internal/infra/gitread"
 	"gitfleet/internal/infra/mirror"
 	"gitfleet/workflows"
 )
@@ -87,5 +91,81 @@ func TestScanShardRefusesDeltaBombs(t *testing.T) {
 				t.Errorf("allocated %d MiB", n>>20)
 			}
 		})
+	}
+}
+
+// One crafted object of each kind (the nested delta bomb, a delta
+// declaring 2^40 bytes, a delta cycle, a tree nested 5,000 deep) beside
+// two ordinary secrets, in one commit (issue 31): the scan reads around
+// each refused object — a hole, lost, with the limit as its reason —
+// finds both secrets, and finalizes a Partial run that counts the
+// refusals; nothing is refused as a whole, so the shard is not parked.
+// (Before: the first refusal stopped the scan, Permanent, and neither
+// secret was reported.)
+func TestOneRefusedObjectHidesNothing(t *testing.T) {
+	s := shards(t, time.Minute, 100)
+	files := map[string]string{"ci.env": "GITHUB_TOKEN=" + ghToken + "\n", "keys.py": "token = \"" + gittest.FakePAT("Tw0") + "\"\n"}
+	dir := filepath.Join(t.TempDir(), "one-of-each.git")
+	gittest.OneOfEach(5000, files).Write(t, dir)
+	spec, shardID := localShard(t, s, dir)
+	l := lease(t, s, shardID, "o")
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	rc, err := s.ScanShard(context.Background(), workflows.ShardWork{Lease: l, Spec: spec})
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatalf("scan: %v; want the refused objects read around", err)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 128<<20 {
+		t.Errorf("allocated %d MiB", n>>20)
+	}
+	st, err := s.CheckpointShard(context.Background(), workflows.CheckpointInput{Lease: l, ReceiptID: rc.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc.Complete || !rc.Covered || rc.Refused != 4 || rc.Lost != 4 || rc.Holes != 0 || st != shard.Done {
+		t.Fatalf("%s %+v; want Done, covered, Partial, 4 objects refused and lost", st, rc)
+	}
+	got := map[string]bool{}
+	for k := range findingSet(t, shardID) {
+		got[k.path] = true
+	}
+	if len(got) != 2 || !got["ci.env"] || !got["keys.py"] {
+		t.Errorf("findings at %v, want ci.env and keys.py", got)
+	}
+	scope, err := env.Store.Scope(context.Background(), shardID, s.Scanner.Policy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, err := env.Store.Holes(context.Background(), scope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	holes := map[string]string{}
+	for _, h := range hs {
+		if !h.Lost {
+			t.Errorf("hole %+v not lost: the same data trips the same bound", h)
+		}
+		// The refused tree is the one below MaxTreeDepth levels: its path
+		// is written short (deep/ and the number of d/ levels).
+		path := h.Path
+		if rest, ok := strings.CutPrefix(path, "deep/"); ok && strings.Trim(rest, "d/") == "" {
+			path = fmt.Sprintf("deep/%d×d/", strings.Count(rest, "d/"))
+		}
+		holes[path] = h.Reason
+	}
+	want := map[string]string{
+		"bomb.bin": "over a limit: object size", "declared.bin": "over a limit: object size",
+		"cycle.bin": "over a limit: delta chain", fmt.Sprintf("deep/%d×d/", gitread.MaxTreeDepth): "over a limit: tree depth",
+	}
+	if !maps.Equal(holes, want) {
+		t.Errorf("holes (path → reason) %v, want %v", holes, want)
+	}
+
+	// The next run reads the same repository again: the refused objects
+	// are not tried again, and nothing new is found or refused.
+	l = lease(t, s, shardID, "o2")
+	if rc, err = s.ScanShard(context.Background(), workflows.ShardWork{Lease: l, Spec: spec}); err != nil || rc.Refused != 0 || rc.Lost != 4 {
+		t.Fatalf("second scan: %v %+v; want the 4 refused objects still lost, none refused again", err, rc)
 	}
 }

@@ -247,10 +247,12 @@ func (t *tipTrees) tree(h plumbing.Hash, raw []byte, dir *pathNode) ([]plumbing.
 					continue
 				}
 			}
-			// The walk refused trees nested deeper; a tip read here is
-			// bounded the same way, never recursing to Go's stack limit.
+			// The walk refused trees nested deeper (holes: nothing below
+			// was scanned, so no finding is known from there); a tip read
+			// here is bounded the same way, never recursing to Go's stack
+			// limit, and skips them too.
 			if t.depth == gitread.MaxTreeDepth {
-				return nil, &gitread.LimitError{What: "tree depth", Detail: fmt.Sprintf("trees nested deeper than %d below a tip", gitread.MaxTreeDepth)}
+				continue
 			}
 			t.depth++
 			under, err := t.tree(e, nil, sub)

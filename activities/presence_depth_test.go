@@ -2,7 +2,7 @@ package activities
 
 import (
 	"context"
-	"errors"
+	"slices"
 	"testing"
 
 	git "github.com/go-git/go-git/v5"
@@ -13,8 +13,9 @@ import (
 )
 
 // Reading a tip's trees for the findings is bounded in depth like the
-// walk: a tree nested deeper than gitread.MaxTreeDepth is over a limit,
-// not a recursion to Go's fatal stack limit.
+// walk: a tree nested deeper than gitread.MaxTreeDepth is skipped, as the
+// walk refused it (a hole), not a recursion to Go's fatal stack limit,
+// nor an error that would refuse the rest of the scan.
 func TestPresenceTreeDepthIsBounded(t *testing.T) {
 	for _, tc := range []struct {
 		depth int
@@ -33,11 +34,15 @@ func TestPresenceTreeDepthIsBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		bottom := gittest.Hash("blob", []byte("deep down\n")) // DeepTree's blob
 		tt := &tipTrees{ctx: context.Background(), reader: packs.NewReader(), repo: repo,
-			want: map[plumbing.Hash]bool{}, memo: map[memoKey][]plumbing.Hash{}}
-		_, err = tt.object(c.Commit, 0)
-		if tc.over != errors.Is(err, gitread.ErrLimit) {
-			t.Errorf("a tree %d deep: %v; want over a limit: %t", tc.depth, err, tc.over)
+			want: map[plumbing.Hash]bool{bottom: true}, memo: map[memoKey][]plumbing.Hash{}}
+		found, err := tt.object(c.Commit, 0)
+		if err != nil {
+			t.Fatalf("a tree %d deep: %v", tc.depth, err)
+		}
+		if got := slices.Contains(found, bottom); got == tc.over {
+			t.Errorf("a tree %d deep: blob at the bottom found: %t, want %t", tc.depth, got, !tc.over)
 		}
 		packs.Close()
 	}

@@ -286,6 +286,7 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 		}
 		return shard.Receipt{}, walkErr
 	}
+	run.counts.Refused += int64(stats.RefusedBlobs + stats.RefusedTrees)
 	// The holes the walk did not meet again are tried once more, as if met.
 	holesCut := false
 	if walkErr == nil {
@@ -295,6 +296,13 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 	}
 	if err := run.flush(ctx); err != nil {
 		return shard.Receipt{}, err
+	}
+	// Objects refused over a limit are read around, as holes (lost), and
+	// the rest is scanned: one crafted object hides nothing else. Only a
+	// scope of which nothing could be read at all is refused with the
+	// first refusal's reason (Permanent: the workflow parks the shard).
+	if run.refusal != nil && !anySeen && run.seenRows.Load() == 0 {
+		return shard.Receipt{}, run.refusal
 	}
 	// The walk's reader has the tips' trees cached: presence reads them.
 	walker.Done()
@@ -337,9 +345,10 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 	run.counts.EarlierOversized = max(oversized-run.counts.Oversized, 0)
 	earlierPartial := run.counts.EarlierOversized > 0 && s.Scanner.IsPartial(scan.SkipOversized)
 	complete := covered && !holesCut && !run.partial && !earlierPartial &&
-		run.counts.Missing == 0 && run.counts.Corrupt == 0 && run.counts.Unreadable == 0
+		run.counts.Missing == 0 && run.counts.Corrupt == 0 && run.counts.Unreadable == 0 && run.counts.Refused == 0
 	if !complete {
 		log.Warn("scan partial", zap.Int64("missing", run.counts.Missing), zap.Int64("corrupt", run.counts.Corrupt),
+			zap.Int64("refused", run.counts.Refused),
 			zap.Int64("unreadable", run.counts.Unreadable), zap.Int64("oversized", run.counts.Oversized),
 			zap.Bool("outOfTime", run.counts.OutOfTime), zap.Bool("covered", covered), zap.Int("refsWalked", len(watermarks)))
 	}
@@ -375,7 +384,9 @@ func holesOf(holes []store.Hole) map[plumbing.Hash]store.Hole {
 func (r *scanRun) retryHoles(holes []store.Hole) (cut bool, _ error) {
 	for _, h := range holes {
 		var k plumbing.Hash
-		if copy(k[:], h.Blob) != len(k) || r.met[k] {
+		// A refused object is not tried again: the same data trips the
+		// same bound (and a refused tree is no blob).
+		if copy(k[:], h.Blob) != len(k) || r.met[k] || errclass.IsLimit(h.Reason) {
 			continue
 		}
 		err := r.add(gitread.Blob{Hash: k, Path: h.Path, Commit: plumbing.NewHash(h.Commit)})
@@ -566,6 +577,11 @@ type scanRun struct {
 	holesMu   sync.Mutex
 	newHoles  map[plumbing.Hash]bool
 	openHoles bool
+	// refusal is the first object refused over a limit (under holesMu);
+	// seenRows counts the blobs the run marked seen (read, or skipped by
+	// the scanner): with none, and none before, nothing could be read.
+	refusal  error
+	seenRows atomic.Int64
 	// sourceOnly: the repository is the source itself (a local one): what
 	// it lacks or has damaged cannot be recovered.
 	sourceOnly bool
@@ -594,29 +610,48 @@ func (r *scanRun) isHole(h plumbing.Hash) bool {
 
 // hole records that blob b could not be read, for reason. It is lost when
 // the repository is the source, or when it stayed unreadable in as many
-// mirrors fetched afresh as maxHoleAttempts.
-func (r *scanRun) hole(b gitread.Blob, reason string) store.Hole {
-	lost := r.sourceOnly || r.holes[b.Hash].Attempts+1 >= maxHoleAttempts
+// mirrors fetched afresh as maxHoleAttempts, or when refused (not nil: the
+// object is over one of gitread's limits, reason the limit's).
+func (r *scanRun) hole(b gitread.Blob, reason string, refused error) store.Hole {
+	lost := r.sourceOnly || r.holes[b.Hash].Attempts+1 >= maxHoleAttempts || refused != nil
 	r.holesMu.Lock()
 	r.newHoles[b.Hash] = true
 	r.openHoles = r.openHoles || !lost
+	if r.refusal == nil {
+		r.refusal = refused
+	}
 	r.holesMu.Unlock()
 	return store.Hole{Blob: append([]byte(nil), b.Hash[:]...), Path: b.Path, Commit: b.Commit.String(), Reason: reason, Lost: lost}
 }
 
-// missed takes a blob the walk met and could not read: a hole.
+// missed takes a blob the walk met and could not read, or an object it
+// refused over a limit (a tree too deep included): a hole.
 func (r *scanRun) missed(b gitread.Blob, err error) error {
 	r.progress.step()
 	r.reach(b.Ref)
 	if _, ok := r.holes[b.Hash]; ok {
 		r.met[b.Hash] = true
 	}
-	reason := store.HoleMissing
-	if errors.Is(err, gitread.ErrCorrupt) {
-		reason = store.HoleCorrupt
+	var h store.Hole
+	switch reason, refused := limitReason(err); {
+	case refused:
+		h = r.hole(b, reason, err)
+	case errors.Is(err, gitread.ErrCorrupt):
+		h = r.hole(b, store.HoleCorrupt, nil)
+	default:
+		h = r.hole(b, store.HoleMissing, nil)
 	}
-	r.pendingHoles = append(r.pendingHoles, r.hole(b, reason))
+	r.pendingHoles = append(r.pendingHoles, h)
 	return nil
+}
+
+// limitReason is the reason of an error over one of gitread's limits
+// ("over a limit: delta chain"), if it is one.
+func limitReason(err error) (string, bool) {
+	if !errors.Is(err, gitread.ErrLimit) {
+		return "", false
+	}
+	return errclass.Classify(err).Reason, true
 }
 
 func (r *scanRun) batchSize() int {
@@ -749,14 +784,16 @@ type scanned struct {
 	bytes    int64
 	skipped  bool
 	partial  bool
-	// hole: why it could not be read (a store.Hole* reason), if so
-	hole string
+	// hole: why it could not be read (a store.Hole* reason, or a limit's),
+	// if so; refused: the error of a limit it is over
+	hole    string
+	refused error
 	// why it was skipped (a field of shard.Counts)
 	why *int64
 	// archiveSkips: what of an archive blob was left out, and why
 	archiveSkips []archive.Skip
-	// err: the blob's repository is refused, not read around (over one of
-	// gitread's limits, or unsafe): the scan stops, Permanent
+	// err: the blob's repository is refused, not read around (unsafe): the
+	// scan stops, Permanent
 	err error
 }
 
@@ -842,7 +879,7 @@ func (r *scanRun) flushBatch(ctx context.Context, batch, again []gitread.Blob, h
 		b := todo[i]
 		switch {
 		case res.hole != "":
-			h := r.hole(b, res.hole)
+			h := r.hole(b, res.hole, res.refused)
 			ops.Holes = append(ops.Holes, h)
 			ops.Paths = append(ops.Paths, store.BlobPath{Blob: h.Blob, Path: b.Path})
 		case res.seen.Blob != nil && r.isHole(b.Hash):
@@ -851,6 +888,7 @@ func (r *scanRun) flushBatch(ctx context.Context, batch, again []gitread.Blob, h
 		}
 		if res.seen.Blob != nil {
 			ops.Seen = append(ops.Seen, res.seen)
+			r.seenRows.Add(1)
 		}
 		if len(res.findings) > 0 {
 			r.wanted[todo[i].Hash] = true
@@ -922,8 +960,14 @@ func (r *scanRun) scanBlob(reader *gitread.PackReader, buf *[]byte, b gitread.Bl
 	}
 	hash := append([]byte(nil), b.Hash[:]...)
 	switch {
-	case errors.Is(err, gitread.ErrLimit), errors.Is(err, gitread.ErrUnsafe):
+	case errors.Is(err, gitread.ErrUnsafe):
 		return scanned{err: err}
+	case errors.Is(err, gitread.ErrLimit):
+		// Over a limit (a delta cycle, a bomb the walk's size read let
+		// through): a hole, lost, and the rest of the batch is scanned.
+		reason, _ := limitReason(err)
+		err = fmt.Errorf("blob %s at %q in commit %s: %w", b.Hash, b.Path, b.Commit, err)
+		return scanned{skipped: true, partial: true, why: &c.Refused, hole: reason, refused: err}
 	case errors.Is(err, gitread.ErrTooLarge):
 		res := r.s.Scanner.Oversized(size)
 		return scanned{seen: store.SeenBlob{Blob: hash, Outcome: store.OutcomeOversized}, skipped: true, partial: res.Partial, why: &c.Oversized}

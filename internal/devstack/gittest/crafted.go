@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -134,6 +135,66 @@ func DeepTree(depth int) *Crafted {
 	c := &Crafted{Name: "deep-tree", Pack: p}
 	c.Commit = commit(p, tree(p, mode, name, h))
 	return c
+}
+
+// OneOfEach is one commit whose root tree holds one crafted object of
+// each kind — the nested delta bomb of 1 GiB and 64 GiB (bomb.bin), a delta
+// declaring 2^40 bytes (declared.bin), a delta cycle (cycle.bin), a tree
+// nested depth levels deep (deep/d/…/bomb.bin) — beside the given files
+// (top-level name → content): the repository of issue 31, in which whoever
+// can push one commit tries to hide every other file from a scan.
+func OneOfEach(depth int, files map[string]string) *Crafted {
+	p := NewPack()
+	_, zeros := p.Blob(make([]byte, ZeroBytes))
+	type entry struct {
+		mode, name string
+		h          plumbing.Hash
+	}
+	var entries []entry
+	// The nested bomb.
+	off, base := zeros, int64(ZeroBytes)
+	for i, size := range []int64{1 << 30, 64 << 30} {
+		h := madeUp(fmt.Sprintf("one of each: bomb level %d", i))
+		off = p.OfsDelta(h, off, Repeat(base, size))
+		base = size
+		if i == 1 {
+			entries = append(entries, entry{"100644", "bomb.bin", h})
+		}
+	}
+	declared := madeUp("one of each: declared")
+	p.OfsDelta(declared, zeros, NewDelta(ZeroBytes, 1<<40).Copy(0, 16))
+	entries = append(entries, entry{"100644", "declared.bin", declared})
+	a, b := madeUp("one of each: cycle a"), madeUp("one of each: cycle b")
+	p.RefDelta(a, b, NewDelta(16, 16).Copy(0, 16))
+	p.RefDelta(b, a, NewDelta(16, 16).Copy(0, 16))
+	entries = append(entries, entry{"100644", "cycle.bin", a})
+	deep, _ := p.Blob([]byte("deep down\n"))
+	name, mode := "bomb.bin", "100644"
+	for range depth - 1 {
+		deep = tree(p, mode, name, deep)
+		name, mode = "d", "40000"
+	}
+	entries = append(entries, entry{"40000", "deep", tree(p, mode, name, deep)})
+	for name, content := range files {
+		h, _ := p.Blob([]byte(content))
+		entries = append(entries, entry{"100644", name, h})
+	}
+	// Git's order: a directory's name sorts as if it ended in "/".
+	key := func(e entry) string {
+		if e.mode == "40000" {
+			return e.name + "/"
+		}
+		return e.name
+	}
+	sort.Slice(entries, func(i, j int) bool { return key(entries[i]) < key(entries[j]) })
+	var raw bytes.Buffer
+	for _, e := range entries {
+		fmt.Fprintf(&raw, "%s %s\x00", e.mode, e.name)
+		raw.Write(e.h[:])
+	}
+	root := Hash("tree", raw.Bytes())
+	p.Entry(root, Tree, uint64(raw.Len()), nil, raw.Bytes())
+	return &Crafted{Name: "one-of-each", Pack: p, Commit: commit(p, root)}
 }
 
 // wrap starts a crafted repository whose commit's tree holds bomb.bin

@@ -56,10 +56,14 @@ type Counts struct {
 	// otherwise: each makes the run Partial. Oversized and Binary blobs are
 	// skipped by the scanner; its configuration says whether that makes the
 	// run Partial (by default oversized ones do, binary ones do not).
-	// OutOfTime: the time budget ended the run (Partial).
+	// OutOfTime: the time budget ended the run (Partial). Refused counts
+	// objects refused over one of the reading limits (a delta bomb, a
+	// delta cycle, a tree nested too deep): recorded as lost holes with
+	// the limit, read around, and making the run Partial.
 	Missing    int64 `json:"missing,omitempty"`
 	Corrupt    int64 `json:"corrupt,omitempty"`
 	Unreadable int64 `json:"unreadable,omitempty"`
+	Refused    int64 `json:"refused,omitempty"`
 	Oversized  int64 `json:"oversized,omitempty"`
 	Binary     int64 `json:"binary,omitempty"`
 	OutOfTime  bool  `json:"outOfTime,omitempty"`
@@ -108,7 +112,7 @@ func (c *Counts) AddBreakdown(m map[string]int64) {
 func (c *Counts) breakdown() map[string]*int64 {
 	a := &c.ArchiveSkips
 	return map[string]*int64{
-		"missing": &c.Missing, "corrupt": &c.Corrupt, "unreadable": &c.Unreadable, "oversized": &c.Oversized, "binary": &c.Binary,
+		"missing": &c.Missing, "corrupt": &c.Corrupt, "unreadable": &c.Unreadable, "refused": &c.Refused, "oversized": &c.Oversized, "binary": &c.Binary,
 		"archive.depth": &a.Depth, "archive.entrySize": &a.EntrySize, "archive.expandedSize": &a.Bytes,
 		"archive.entries": &a.Entries, "archive.ratio": &a.Ratio, "archive.memory": &a.Memory, "archive.corrupt": &a.Corrupt,
 		"archive.encrypted": &a.Encrypted, "archive.unsupported": &a.Unsupported,

@@ -72,7 +72,14 @@ type Options struct {
 	// CorruptBlobs; err says which: plumbing.ErrObjectNotFound or
 	// ErrCorrupt), so the caller can record where it was. Its Size is zero.
 	// Called from Walk's goroutine; an error stops the walk and is returned
-	// as is.
+	// as is. When set, it is also called for what the walk refuses over one
+	// of the limits (err wraps ErrLimit, a *LimitError; counted in
+	// RefusedBlobs or RefusedTrees): a blob whose size is over them (a
+	// delta declaring a huge target), and a tree nested deeper than
+	// MaxTreeDepth (b is the tree, its Mode filemode.Dir, its Path its
+	// directory's), whose content is not walked. The walk then goes on
+	// with the rest: one crafted object hides nothing else. Unset, a
+	// refusal is an error that stops the walk.
 	Missed func(b Blob, err error) error
 	// TreeCacheBytes bounds the LRU cache of parsed trees; 0 means 8 MiB,
 	// negative disables it.
@@ -121,6 +128,9 @@ type Stats struct {
 	// whose data is damaged (ErrCorrupt), not reported either. A damaged
 	// commit or tree is an error: the walk cannot know what lies behind it.
 	MissingTips, MissingCommits, MissingTrees, MissingBlobs, CorruptBlobs int
+	// RefusedBlobs and RefusedTrees were refused over a limit and passed to
+	// Options.Missed (see there); not reported, nor walked.
+	RefusedBlobs, RefusedTrees int
 	// TreeTips and BlobTips count the ranges whose tip was a tree or a blob.
 	TreeTips, BlobTips int
 }
@@ -784,7 +794,19 @@ func (wk *walk) diffTree(oldH, newH plumbing.Hash) error {
 			}
 			if wk.depth == MaxTreeDepth {
 				// Refused, not walked: the walk recurses once per level.
-				return &LimitError{What: "tree depth", Detail: fmt.Sprintf("tree %s in commit %s nests more than %d trees deep", newH, wk.commit, MaxTreeDepth)}
+				limit := &LimitError{What: "tree depth", Detail: fmt.Sprintf("tree %s in commit %s nests more than %d trees deep", newH, wk.commit, MaxTreeDepth)}
+				if wk.w.opts.Missed == nil {
+					return limit
+				}
+				if _, dup := wk.blobs[h]; dup { // refused once per Walk, as blobs are reported
+					continue
+				}
+				wk.blobs[h] = struct{}{}
+				wk.stats.RefusedTrees++
+				if err := wk.missed(h, wk.pathOf(name)+"/", uint32(filemode.Dir), limit); err != nil {
+					return err
+				}
+				continue
 			}
 			wk.path = append(append(wk.path[:base], name...), '/')
 			wk.depth++
@@ -848,6 +870,9 @@ func (wk *walk) report(h plumbing.Hash, name []byte, mode uint32) error {
 	case errors.Is(err, ErrCorrupt):
 		wk.stats.CorruptBlobs++
 		return wk.missed(h, path, mode, ErrCorrupt)
+	case errors.Is(err, ErrLimit) && wk.w.opts.Missed != nil:
+		wk.stats.RefusedBlobs++
+		return wk.missed(h, path, mode, fmt.Errorf("blob %s at %q in commit %s: %w", h, path, wk.commit, err))
 	case err != nil:
 		// Quoted: a path is one name to whoever redacts the message,
 		// spaces and all.

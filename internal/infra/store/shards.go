@@ -290,7 +290,10 @@ type DataOps struct {
 	Tally Tally
 }
 
-// Reasons a blob is a hole.
+// Reasons a blob is a hole; an object refused over one of gitread's
+// limits has the limit's reason (errclass.ReasonLimit + ": " + what, as
+// "over a limit: delta chain"), and is lost: the same data trips the same
+// bound (a tree nested too deep is recorded under its own hash).
 const (
 	HoleMissing    = "missing"
 	HoleCorrupt    = "corrupt"
