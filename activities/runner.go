@@ -143,7 +143,12 @@ func (r *Runner) PullSnapshot(ctx context.Context, in workflows.PullInput) (work
 	sources = append(sources, ocistore.Source{Name: snapshot.Registry, Registry: ref.Context().RegistryStr(),
 		Insecure: ref.Context().Scheme() == "http"})
 
-	rep := r.reportProgress(ctx, in.Snapshot, earlier, log)
+	// The attempt's bytes are recorded durably under its name as they
+	// arrive: a kill loses at most those since the last progress write.
+	info := activity.GetInfo(ctx)
+	attempt := store.PullAttempt{RunID: info.WorkflowExecution.RunID, Attempt: fmt.Sprintf("%s/%d", info.ActivityID, info.Attempt),
+		RunnerID: r.ID, Snapshot: in.Snapshot}
+	rep := r.reportProgress(ctx, in.Snapshot, attempt, earlier, log)
 	log.Info("pull started", zap.Int("peers", len(in.Peers)), zap.Strings("skipped", earlier.Skipped), r.busy())
 	res, err := r.Images.Pull(ctx, in.Snapshot, in.Ref, sources, ocistore.PullOptions{Progress: rep.set, Stall: r.stall(ctx)})
 	rep.stop(ctx)
@@ -164,7 +169,20 @@ func (r *Runner) PullSnapshot(ctx context.Context, in workflows.PullInput) (work
 	// a pull interrupted and retried counts, not only the last attempt's.
 	bySource := addCounts(earlier.Received, res.Received)
 	log.Info("pull done", zap.String("digest", res.Digest), zap.Int64("fetched", res.Fetched), zap.Any("bySource", bySource), r.busy())
-	return workflows.PullResult{Digest: res.Digest, Size: res.Size, Fetched: res.Fetched, BySource: bySource}, nil
+	return workflows.PullResult{Digest: res.Digest, Size: res.Size, Fetched: res.Fetched, BySource: bySource, Source: mainSource(res.BySource),
+		Count: &workflows.PullCount{RunID: attempt.RunID, Attempt: attempt.Attempt, Received: res.Received}}, nil
+}
+
+// mainSource is the source that sent the most of what a pull stored (by
+// name, on a tie), "" when it stored nothing.
+func mainSource(stored map[string]int64) string {
+	best := ""
+	for src, n := range stored {
+		if n > 0 && (best == "" || n > stored[best] || (n == stored[best] && src < best)) {
+			best = src
+		}
+	}
+	return best
 }
 
 // addCounts sums byte counts by source.
@@ -206,15 +224,16 @@ type progressReport struct {
 	kick   chan struct{}
 	cancel context.CancelFunc
 	done   chan struct{}
-	// write writes a report to the row.
-	write func(context.Context, ocistore.Progress)
+	// write writes the latest report to the row, and the attempt's own
+	// bytes to its durable count.
+	write func(context.Context)
 	take  func() ocistore.Progress
 }
 
 // reportProgress starts the reporting of one pull; earlier is what earlier
 // attempts reported: the sources they gave up and the bytes they received,
 // kept in every heartbeat (with this attempt's) for the next attempt.
-func (r *Runner) reportProgress(ctx context.Context, snap string, earlier ocistore.Progress, log *zap.Logger) *progressReport {
+func (r *Runner) reportProgress(ctx context.Context, snap string, attempt store.PullAttempt, earlier ocistore.Progress, log *zap.Logger) *progressReport {
 	every := r.ProgressEvery
 	if every <= 0 {
 		every = 500 * time.Millisecond
@@ -233,10 +252,14 @@ func (r *Runner) reportProgress(ctx context.Context, snap string, earlier ocisto
 		p.Received = addCounts(earlier.Received, p.Received)
 		return p
 	}
-	rep.write = func(ctx context.Context, p ocistore.Progress) {
+	rep.write = func(ctx context.Context) {
 		rep.mu.Lock()
-		source := rep.source
+		source, p := rep.source, rep.latest // latest.Received: this attempt's own
 		rep.mu.Unlock()
+		// The count first: a row showing progress has its bytes counted.
+		if err := r.Store.RecordPullBytes(ctx, attempt, p.Received); err != nil && ctx.Err() == nil {
+			log.Debug("bytes received not recorded", zap.Error(err))
+		}
 		if err := r.Store.SetSnapshotRunnerProgress(ctx, r.ID, snap, p.Done, p.Total, source, time.Now().UTC()); err != nil && ctx.Err() == nil {
 			log.Debug("progress not recorded", zap.Error(err))
 		}
@@ -264,7 +287,7 @@ func (r *Runner) reportProgress(ctx context.Context, snap string, earlier ocisto
 				later = time.After(wait)
 				continue
 			}
-			rep.write(ctx, take())
+			rep.write(ctx)
 			written, pending = time.Now(), false
 		}
 	}()
@@ -293,7 +316,7 @@ func (rep *progressReport) stop(ctx context.Context) {
 	<-rep.done
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	rep.write(ctx, rep.take())
+	rep.write(ctx)
 }
 
 // BuildSnapshot builds a snapshot's image from a repository's commit (one

@@ -81,7 +81,21 @@ func (s *Snapshots) PrepareSnapshotRunners(ctx context.Context, in workflows.Pre
 // TransitionSnapshotRow moves a row between states, when it is in one of
 // the expected ones.
 func (s *Snapshots) TransitionSnapshotRow(ctx context.Context, in workflows.TransitionRowInput) (bool, error) {
-	changed, err := s.Store.TransitionSnapshotRunner(ctx, in.RunnerID, in.Snapshot, in.From, in.To, in.Reason, s.now())
+	if c := in.Count; c != nil {
+		// The attempt's own result: exact, where the runner's last write
+		// may have lagged it.
+		if err := s.Store.RecordPullBytes(ctx, store.PullAttempt{RunID: c.RunID, Attempt: c.Attempt, RunnerID: in.RunnerID,
+			Snapshot: in.Snapshot}, c.Received); err != nil {
+			return false, AppError(err)
+		}
+	}
+	var changed bool
+	var err error
+	if in.To == snapshot.RowReady && (in.Size > 0 || in.Source != "") {
+		changed, err = s.Store.FinishSnapshotPull(ctx, in.RunnerID, in.Snapshot, in.From, in.Size, in.Source, s.now())
+	} else {
+		changed, err = s.Store.TransitionSnapshotRunner(ctx, in.RunnerID, in.Snapshot, in.From, in.To, in.Reason, s.now())
+	}
 	if err == nil && changed {
 		s.logger().Info("snapshot row", zap.String("snapshot", in.Snapshot), zap.String("runner", in.RunnerID),
 			zap.String("state", string(in.To)), zap.String("reason", in.Reason))
@@ -136,6 +150,13 @@ func (s *Snapshots) FinishSnapshotRemoval(ctx context.Context, name string) (boo
 func (s *Snapshots) RunnerHeard(ctx context.Context, in workflows.RunnerHeardInput) (bool, error) {
 	heard, err := s.Store.RunnerHeardWithin(ctx, in.RunnerID, in.Within)
 	return heard, AppError(err)
+}
+
+// PullBytes sums what every attempt of a propagation run's pulls made the
+// registry and the peers send.
+func (s *Snapshots) PullBytes(ctx context.Context, runID string) (workflows.PullBytes, error) {
+	registry, peers, err := s.Store.PullBytes(ctx, runID)
+	return workflows.PullBytes{Registry: registry, Peers: peers}, AppError(err)
 }
 
 // MarkRunnersOffline marks runners silent for longer than after offline,

@@ -63,13 +63,14 @@ func PropagateSnapshot(ctx workflow.Context, in PropagateSnapshotInput) (Propaga
 		p.planner = snapshot.NewPlanner(3, in.RegistrySlots)
 	}
 	if in.Carried != nil {
-		p.res = *in.Carried
+		p.res, p.carried = *in.Carried, *in.Carried
 	}
 	continues := workflow.GetVersion(ctx, "propagate-continue-as-new", workflow.DefaultVersion, 1) >= 1
 	p.buildBudget = workflow.GetVersion(ctx, "build-budget", workflow.DefaultVersion, 1) >= 1
 	p.busyWaits = workflow.GetVersion(ctx, "busy-is-not-offline", workflow.DefaultVersion, 1) >= 1
 	p.ownerBuilds = workflow.GetVersion(ctx, "build-on-owner", workflow.DefaultVersion, 1) >= 1
 	p.silentIsOffline = version(ctx, silentIsOfflineChange, 1) >= 1
+	p.durableBytes = version(ctx, durableBytesChange, 1) >= 1
 	// A signal asks for one more look after the round in progress; the
 	// signals that started the run are answered by its first round.
 	signals := workflow.GetSignalChannel(ctx, PropagateSignal)
@@ -86,10 +87,16 @@ func PropagateSnapshot(ctx workflow.Context, in PropagateSnapshotInput) (Propaga
 			// arrives meanwhile fails this task, which then drains it too).
 			for signals.ReceiveAsync(nil) {
 			}
+			if err := p.countBytes(ctx); err != nil {
+				return p.res, err
+			}
 			next := in
 			next.Carried = &p.res
 			return p.res, workflow.NewContinueAsNewError(ctx, PropagateSnapshot, next)
 		}
+	}
+	if err := p.countBytes(ctx); err != nil {
+		return p.res, err
 	}
 	switch {
 	case p.active:
@@ -109,6 +116,10 @@ type propagation struct {
 	planner *snapshot.Planner
 	snap    snapshot.Snapshot
 	res     PropagateSnapshotResult
+	// carried is what the runs this one continued did.
+	carried PropagateSnapshotResult
+	// pulled: this run started a pull.
+	pulled bool
 
 	active, removing bool
 	// buildBudget: builds have their own budget and failure reasons
@@ -128,6 +139,12 @@ type propagation struct {
 	// (version 1 of silentIsOfflineChange; before, a dead runner's pull
 	// waited a second queue bound for that answer).
 	silentIsOffline bool
+	// durableBytes: the bytes a run's pulls received are what their
+	// attempts recorded durably (PullBytes), every attempt's to its last
+	// write; before, the succeeding attempt's result, which carried the
+	// earlier ones' only as far as their last heartbeat reached Temporal
+	// (version 1 of durableBytesChange).
+	durableBytes bool
 	// permanent is the first failure no retry will change; lastReason the
 	// latest failure of any kind; transient says whether one may change.
 	permanent, lastReason string
@@ -195,6 +212,7 @@ func (p *propagation) round(ctx workflow.Context) error {
 			row := pending[0]
 			pending = pending[1:]
 			inflight++
+			p.pulled = true
 			f := p.pull(ctx, row, peer, fleet.Runners)
 			sel.AddFuture(f, func(f workflow.Future) {
 				inflight--
@@ -288,11 +306,13 @@ func (p *propagation) finish(ctx workflow.Context, row snapshot.Row, pullErr err
 	if pullErr != nil {
 		return p.fail(ctx, key, pullErr)
 	}
-	for src, n := range r.BySource {
-		if src == snapshot.Registry {
-			p.res.FromRegistry += n
-		} else {
-			p.res.FromPeers += n
+	if !p.durableBytes {
+		for src, n := range r.BySource {
+			if src == snapshot.Registry {
+				p.res.FromRegistry += n
+			} else {
+				p.res.FromPeers += n
+			}
 		}
 	}
 	if p.snap.Digest == "" {
@@ -300,7 +320,26 @@ func (p *propagation) finish(ctx workflow.Context, row snapshot.Row, pullErr err
 			return err
 		}
 	}
-	return p.ready(ctx, key, []snapshot.RowState{snapshot.RowPulling})
+	return p.ready(ctx, key, []snapshot.RowState{snapshot.RowPulling}, &r)
+}
+
+// durableBytesChange: a propagation's byte counts are its pulls' durable
+// per-attempt counts (PullBytes), not what the last attempt's result
+// carried.
+const durableBytesChange = "durable-pull-bytes"
+
+// countBytes sets the run's byte counts to what its pulls' attempts
+// recorded, added to the counts carried from the runs it continued.
+func (p *propagation) countBytes(ctx workflow.Context) error {
+	if !p.durableBytes || !p.pulled {
+		return nil
+	}
+	var b PullBytes
+	if err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityPullBytes, workflow.GetInfo(ctx).WorkflowExecution.RunID).Get(ctx, &b); err != nil {
+		return err
+	}
+	p.res.FromRegistry, p.res.FromPeers = p.carried.FromRegistry+b.Registry, p.carried.FromPeers+b.Peers
+	return nil
 }
 
 // build makes the image on one runner, which then holds it ready (before
@@ -337,7 +376,7 @@ func (p *propagation) build(ctx workflow.Context, row snapshot.Row, runners map[
 	if err := p.record(ctx, r.ImageRef, r.Digest); err != nil {
 		return err
 	}
-	return p.ready(ctx, key, []snapshot.RowState{snapshot.RowBuilding})
+	return p.ready(ctx, key, []snapshot.RowState{snapshot.RowBuilding}, nil)
 }
 
 // buildOnOwner builds the image on the repository's owner worker, from
@@ -381,10 +420,15 @@ func (p *propagation) record(ctx workflow.Context, ref, digest string) error {
 }
 
 // ready moves a row to ready; the first ready row activates the snapshot.
-func (p *propagation) ready(ctx workflow.Context, key RowKey, from []snapshot.RowState) error {
+// A pull's result goes with it: the row's bytes and source (a pull may end
+// before the runner's own progress write lands), and the attempt's count.
+func (p *propagation) ready(ctx workflow.Context, key RowKey, from []snapshot.RowState, pulled *PullResult) error {
+	in := TransitionRowInput{RowKey: key, From: from, To: snapshot.RowReady}
+	if pulled != nil {
+		in.Size, in.Source, in.Count = pulled.Size, pulled.Source, pulled.Count
+	}
 	var changed bool
-	err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityTransitionRow,
-		TransitionRowInput{RowKey: key, From: from, To: snapshot.RowReady}).Get(ctx, &changed)
+	err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityTransitionRow, in).Get(ctx, &changed)
 	if err != nil || !changed { // not changed: removal took the row over
 		return err
 	}

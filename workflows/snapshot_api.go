@@ -37,6 +37,7 @@ const (
 	activityUnplacedSnapshots      = "UnplacedSnapshots"      // UnplacedInput → NamesPage
 	activityStartPropagations      = "StartPropagations"      // []string
 	activityRunnerHeard            = "RunnerHeard"            // RunnerHeardInput → bool
+	activityPullBytes              = "PullBytes"              // run id → PullBytes
 
 	// A runner's image store (activities.Runner, task queue runner-<id>).
 	activityPullSnapshot        = "PullSnapshot"        // PullInput → PullResult
@@ -59,7 +60,7 @@ var (
 		activityDeleteSnapshotRow, activityFinishSnapshotRemoval, activityMarkRunnersOffline, activityForgetRunners,
 		activityReconcileView, activityStartPropagation, activityReconcileRunnerIDs, activityRunnerRows,
 		activityRepullSnapshotRows, activityRetryDueRows, activityUnplacedSnapshots, activityStartPropagations,
-		activityRunnerHeard,
+		activityRunnerHeard, activityPullBytes,
 	}
 	RunnerActivityNames = []string{
 		activityPullSnapshot, activityBuildSnapshot, activityRemoveSnapshotImage, activityListSnapshotImages,
@@ -107,6 +108,29 @@ type TransitionRowInput struct {
 	From   []snapshot.RowState `json:"from,omitempty"`
 	To     snapshot.RowState   `json:"to"`
 	Reason string              `json:"reason,omitempty"`
+	// A pull's outcome, written with its move to ready: the image's bytes
+	// and where they came from (empty: the row's stay), and what the
+	// attempt received (recorded as the runner records it).
+	Size   int64      `json:"size,omitempty"`
+	Source string     `json:"source,omitempty"`
+	Count  *PullCount `json:"count,omitempty"`
+}
+
+// PullCount is what one attempt of a pull made each source send, by
+// source name: recorded durably (the runner as bytes arrive, the
+// propagation with the attempt's result), keyed by the propagation run
+// that scheduled it, whose totals sum every attempt.
+type PullCount struct {
+	RunID    string           `json:"runId"`
+	Attempt  string           `json:"attempt"` // "<activity id>/<attempt>"
+	Received map[string]int64 `json:"received,omitempty"`
+}
+
+// PullBytes is what a propagation run's pulls made the registry and the
+// peers send, every attempt counted.
+type PullBytes struct {
+	Registry int64 `json:"registry"`
+	Peers    int64 `json:"peers"`
 }
 
 // RunnerHeardInput asks whether a runner heartbeated within Within (by
@@ -233,8 +257,14 @@ type PullResult struct {
 	Digest  string `json:"digest"`
 	Size    int64  `json:"size"`
 	Fetched int64  `json:"fetched"`
-	// BySource counts the bytes fetched per source ("registry", "peer:<id>").
+	// BySource counts the bytes every attempt received per source
+	// ("registry", "peer:<id>"), as far as the heartbeats carried them.
 	BySource map[string]int64 `json:"bySource,omitempty"`
+	// Source is where this attempt's bytes came from (the source that sent
+	// the most of what it stored); empty when it stored nothing.
+	Source string `json:"source,omitempty"`
+	// Count is what this attempt received, for the durable count.
+	Count *PullCount `json:"count,omitempty"`
 }
 
 // BuildInput asks the repository's owner worker (before "build-on-owner":

@@ -27,6 +27,7 @@ import (
 
 	"gitfleet/activities"
 	"gitfleet/internal/devstack/ociregistry"
+	"gitfleet/internal/devstack/poll"
 	"gitfleet/internal/domain/snapshot"
 	"gitfleet/internal/infra/errclass"
 	"gitfleet/internal/infra/ocistore"
@@ -384,6 +385,7 @@ func TestPullCountsEveryAttemptsBytes(t *testing.T) {
 	if n := reg.BlobGetsOf(d1.String()); n != 2 {
 		t.Fatalf("layer %s was fetched %d times, want 2 (cut off, then whole)", d1, n)
 	}
+	recordHistory(t, "propagate-snapshot-pull-bytes", workflows.PropagateSnapshotWorkflowID(name), "")
 	// Each attempt resolves the tag: the manifest is sent by each.
 	if sent := reg.BlobBytes() + int64(reg.ManifestGets()*len(raw)); res.FromRegistry != sent {
 		t.Errorf("propagation counted %d bytes from the registry, which sent %d (blobs and %d manifests)", res.FromRegistry, sent, reg.ManifestGets())
@@ -751,4 +753,80 @@ func TestAPullOnAStoppedRunnerEndsOfflineAtTheQueueBound(t *testing.T) {
 			t.Errorf("the stopped runner's admin queue was asked (%s): a second queue bound", a.GetTaskQueue().GetName())
 		}
 	}
+}
+
+// A pull that ends before the runner's own progress write lands (a fast
+// pull, a slow database; here the row is locked until the pull is over)
+// still leaves its row with where the image came from and its bytes: the
+// propagation writes them from the pull's result with the move to ready.
+// Before, the row kept what the runner managed to write — nothing, and
+// 'snapshot show' printed "-" for both.
+func TestAFastPullRecordsItsSourceAndBytes(t *testing.T) {
+	reg := startRegistry(t, ociregistry.Options{})
+	ref, digest, size := pushRandom(t, reg, "snap/fast", 9, 1, 32<<10)
+	r := startRunner(t, "fast", runnerOpts{})
+	name := snapName("fast")
+	ctx := context.Background()
+	if _, _, err := env.Store.CreateSnapshot(ctx, snapshot.Snapshot{Name: name, Kind: snapshot.KindImage, ImageRef: ref}, time.Now().UTC()); err != nil {
+		t.Fatal(err)
+	}
+	forget(t, name)
+	// The row, as the propagation adds it, locked by a transaction that
+	// outlives the pull: none of the runner's writes lands.
+	if _, _, err := env.Store.InsertSnapshotRunner(ctx, r.id, name, snapshot.RowPulling, time.Now().UTC()); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := env.Store.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM snapshot_runners WHERE runner_id = $1 AND snapshot_ref = $2 FOR UPDATE`, r.id, name); err != nil {
+		t.Fatal(err)
+	}
+	run, err := workflows.StartPropagation(ctx, env.Client, workflows.PropagateSnapshotInput{Name: name, Timing: fast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the pull over", 2*time.Minute, func() (bool, string) {
+		it := env.Client.GetWorkflowHistory(ctx, run.GetID(), run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			e, err := it.Next()
+			if err != nil {
+				return false, err.Error()
+			}
+			if a := e.GetActivityTaskCompletedEventAttributes(); a != nil && pulled(t, run, a.GetScheduledEventId()) {
+				return true, ""
+			}
+		}
+		return false, "no PullSnapshot completed"
+	})
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var res workflows.PropagateSnapshotResult
+	if err := run.Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	requireReady(t, name, digest, r)
+	if row := rowsOf(t, name)[r.id]; row.Source != snapshot.Registry || row.BytesTotal != size || row.BytesDone != size {
+		t.Errorf("row %+v: want its %d bytes from %s recorded", row, size, snapshot.Registry)
+	}
+}
+
+// pulled reports whether the event scheduled is a PullSnapshot.
+func pulled(t *testing.T, run client.WorkflowRun, scheduled int64) bool {
+	t.Helper()
+	it := env.Client.GetWorkflowHistory(context.Background(), run.GetID(), run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.GetEventId() == scheduled {
+			a := e.GetActivityTaskScheduledEventAttributes()
+			return a != nil && a.GetActivityType().GetName() == "PullSnapshot"
+		}
+	}
+	return false
 }

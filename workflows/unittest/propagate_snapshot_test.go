@@ -151,6 +151,8 @@ func TestARepositorySnapshotIsBuiltOnTheOwnerAndPulledByEveryRunner(t *testing.T
 	env.OnActivity("RecordSnapshotImage", mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity("SetSnapshotState", mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity("ActivateSnapshot", mock.Anything, mock.Anything).Return(true, nil)
+	// What the pulls' attempts recorded, summed for the run.
+	env.OnActivity("PullBytes", mock.Anything, "default-test-run-id").Return(workflows.PullBytes{Registry: 7, Peers: 3}, nil)
 	var mu sync.Mutex
 	var moves []workflows.TransitionRowInput
 	env.OnActivity("TransitionSnapshotRow", mock.Anything, mock.Anything).Return(
@@ -189,6 +191,9 @@ func TestARepositorySnapshotIsBuiltOnTheOwnerAndPulledByEveryRunner(t *testing.T
 	}
 	if len(pulls) != 2 || res.Ready != 2 || res.Digest != "sha256:0f" {
 		t.Errorf("pulls %+v, result %+v: want both runners to pull the built image", pulls, res)
+	}
+	if res.FromRegistry != 7 || res.FromPeers != 3 {
+		t.Errorf("result %+v: want the bytes the pulls' attempts recorded (7 from the registry, 3 from peers)", res)
 	}
 	for _, m := range moves {
 		if m.To == snapshot.RowBuilding || !slices.Equal(m.From, []snapshot.RowState{snapshot.RowPulling}) || m.To != snapshot.RowReady {
@@ -232,6 +237,7 @@ func TestAPullOnASilentRunnerEndsOfflineAtTheQueueBound(t *testing.T) {
 				Rows:    1}, nil)
 			env.OnActivity("SetSnapshotState", mock.Anything, mock.Anything).Return(nil)
 			env.OnActivity("ActivateSnapshot", mock.Anything, mock.Anything).Return(true, nil)
+			env.OnActivity("PullBytes", mock.Anything, mock.Anything).Return(workflows.PullBytes{}, nil)
 			var mu sync.Mutex
 			var moves []workflows.TransitionRowInput
 			var movedAt time.Time

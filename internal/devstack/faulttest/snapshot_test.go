@@ -62,6 +62,8 @@ func startRegistry(t testing.TB, o ociregistry.Options) *ociregistry.Registry {
 type testImage struct {
 	ref, digest string
 	size        int64 // manifest, config and layers
+	manifest    int64 // bytes of the manifest
+	config      int64 // bytes of the config
 	layers      []v1.Descriptor
 }
 
@@ -85,6 +87,7 @@ func pushImage(t testing.TB, reg *ociregistry.Registry, repo string, seed int64,
 		t.Fatal(err)
 	}
 	ti.size = int64(len(raw)) + m.Config.Size
+	ti.manifest, ti.config = int64(len(raw)), m.Config.Size
 	for _, l := range m.Layers {
 		ti.size += l.Size
 	}
@@ -281,21 +284,31 @@ func stopProc(w *workerProc, sig syscall.Signal) {
 // default a few heartbeats: workflows.DefaultPullHeartbeat) without
 // fetching again the layers it had finished: the registry sends each of
 // those exactly once. Its log lines carry the runner's id once.
+//
+// The propagation's count is what the registry sent, both attempts': the
+// killed attempt's bytes were recorded durably as they came (to the row's
+// progress write that showed them), not carried in a heartbeat the SDK
+// had not sent yet. Before ("durable-pull-bytes"), it counted the retry's
+// bytes and the killed attempt's only as far as its first heartbeat.
 func TestSnapshotPullResumesAfterRunnerKill(t *testing.T) {
 	startCentral(t)
-	// 5 layers of 2 MiB at 4 MiB/s: half a second per layer.
-	const layerSize = 2 << 20
+	// 5 layers of 2 MiB at 4 MiB/s: half a second per layer. The third
+	// stops after 1 MiB until the runner is gone.
+	const layerSize, held = 2 << 20, 1 << 20
 	reg := startRegistry(t, ociregistry.Options{BytesPerSecond: 4 << 20})
 	img := pushImage(t, reg, "snap/kill", 11, 5, layerSize)
+	reg.HoldAfter(img.layers[2].Digest.String(), held, 1)
 	id, dir := "kill-a", t.TempDir()
 	first := startRunner(t, id, dir)
 
 	name := snapName("kill")
-	run := propagate(t, name, img.ref, workflows.PullTiming{Queue: 30 * time.Second, Fresh: time.Minute})
-	// Wait until two layers are committed in the store (nothing signals a
-	// rename: the directory is polled).
-	poll.Until(t, "two layers stored", time.Minute, func() (bool, string) {
-		return len(storedLayers(dir, img.layers)) >= 2, "runner log:\n" + string(tail(first.logs(), 3000))
+	// A heartbeat timeout of 20s: the held layer's stall bound (10s) is
+	// well past the kill.
+	run := propagate(t, name, img.ref, workflows.PullTiming{Queue: 30 * time.Second, Fresh: time.Minute, Heartbeat: 20 * time.Second})
+	// Wait until the runner's row shows every byte it was sent before the
+	// hold: the config, two layers and the held one's first MiB.
+	waitRow(t, id, name, "progress to the held byte", func(r snapshot.Row) bool {
+		return r.BytesDone == img.config+2*layerSize+held
 	})
 	stopProc(first, syscall.SIGKILL)
 	done := storedLayers(dir, img.layers)
@@ -320,6 +333,10 @@ func TestSnapshotPullResumesAfterRunnerKill(t *testing.T) {
 	}
 	if total := reg.BlobBytes(); total > img.size+layerSize {
 		t.Errorf("the registry sent %d blob bytes for a %d-byte image: more than one layer was fetched again", total, img.size)
+	}
+	// Each attempt resolves the tag: the manifest is sent by each.
+	if sent := reg.BlobBytes() + int64(reg.ManifestGets())*img.manifest; res.FromRegistry != sent {
+		t.Errorf("the propagation counted %d bytes from the registry, which sent %d (blobs and %d manifests)", res.FromRegistry, sent, reg.ManifestGets())
 	}
 	// The restarted process finished it, on a later attempt of the same
 	// activity.

@@ -186,13 +186,14 @@ const (
 	truncate
 	fail500
 	failAfter
+	holdAfter
 )
 
 type fault struct {
 	kind   faultKind
 	digest string // "" = any blob
 	left   int
-	after  int64 // failAfter: bytes sent before the connection drops
+	after  int64 // failAfter, holdAfter: bytes sent before the connection drops, or holds
 }
 
 // Corrupt flips one byte in the middle of the next n GETs of digest (any
@@ -214,6 +215,14 @@ func (r *Registry) Fail(digest string, n int) { r.arm(&fault{kind: fail500, dige
 // then closes the connection.
 func (r *Registry) FailAfter(digest string, bytes int64, n int) {
 	r.arm(&fault{kind: failAfter, digest: digest, left: n, after: bytes})
+}
+
+// HoldAfter sends the first bytes of the body of the next n GETs of digest,
+// flushed, then nothing more until the client goes away: a transfer
+// stopped at a known byte, for as long as a test needs (a client's stall
+// bound still ends it).
+func (r *Registry) HoldAfter(digest string, bytes int64, n int) {
+	r.arm(&fault{kind: holdAfter, digest: digest, left: n, after: bytes})
 }
 
 // Clear disarms every fault.
@@ -289,7 +298,7 @@ func (r *Registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		fmt.Fprintf(w, `{"errors":[{"code":"UNKNOWN","message":"injected failure for %s"}]}`, digest)
 		return
 	}
-	r.inner.ServeHTTP(&blobWriter{ResponseWriter: w, reg: r, digest: digest, fault: f, limit: -1}, req)
+	r.inner.ServeHTTP(&blobWriter{ResponseWriter: w, reg: r, digest: digest, fault: f, limit: -1, ctx: req.Context()}, req)
 }
 
 // blobWriter counts a blob body and applies a fault to it.
@@ -301,6 +310,7 @@ type blobWriter struct {
 	length int64 // Content-Length announced, -1 if unknown
 	off    int64
 	limit  int64 // bytes after which the connection drops, -1 for none
+	ctx    context.Context
 }
 
 func (w *blobWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
@@ -314,7 +324,7 @@ func (w *blobWriter) WriteHeader(code int) {
 		switch w.fault.kind {
 		case truncate:
 			w.limit = w.length / 2
-		case failAfter:
+		case failAfter, holdAfter:
 			w.limit = w.fault.after
 		}
 	}
@@ -328,6 +338,9 @@ func (w *blobWriter) Write(p []byte) (int, error) {
 		// closes it silently on ErrAbortHandler, leaving the client short
 		// of the announced Content-Length.
 		http.NewResponseController(w).Flush() //nolint:errcheck
+		if w.fault.kind == holdAfter {
+			<-w.ctx.Done()
+		}
 		panic(http.ErrAbortHandler)
 	}
 	return w.write(p)

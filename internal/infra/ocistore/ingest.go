@@ -382,18 +382,3 @@ func (s *Store) record(name string, digest string, mediaType types.MediaType, si
 	}
 	return nil
 }
-
-// throttle limits progress reports to one per interval.
-type throttle struct {
-	last     time.Time
-	interval time.Duration
-}
-
-func (t *throttle) due() bool {
-	now := time.Now()
-	if now.Sub(t.last) < t.interval {
-		return false
-	}
-	t.last = now
-	return true
-}

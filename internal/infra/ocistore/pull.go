@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -60,8 +61,11 @@ const DefaultStall = 30 * time.Second
 type PullOptions struct {
 	// Progress is told how far the pull is: at most every 100 ms while
 	// bytes move — this pull's, or another pull's downloading a blob both
-	// need —, and at once when a source is given up. It is called on the
-	// download's goroutine and must not block.
+	// need —, at once when a source is given up, and, when the bytes stop,
+	// with the last of them within 100 ms (a watcher counting what was
+	// received misses nothing of a transfer that stalls). It is called on
+	// the download's goroutine or a timer's, never two at once, and must
+	// not block.
 	Progress func(Progress)
 	// Stall: a source that sends nothing for this long, or answers no
 	// request within it, is given up (default: the store's, DefaultStall).
@@ -120,8 +124,60 @@ func (s *Store) Pull(ctx context.Context, name, ref string, sources []Source, op
 	}
 	p := &puller{s: s, ref: ref, parsed: parsed, sources: sources, sessions: make([]*session, len(sources)),
 		stalled: make([]bool, len(sources)), stall: stall,
-		progress: opts.Progress, tick: throttle{interval: progressInterval}, res: PullResult{BySource: map[string]int64{}, Received: map[string]int64{}}}
+		rep: &reporter{fn: opts.Progress, interval: progressInterval}, res: PullResult{BySource: map[string]int64{}, Received: map[string]int64{}}}
+	defer p.rep.stop()
 	return p.run(ctx, name)
+}
+
+// reporter delivers a pull's progress at most once per interval, and the
+// latest report the interval held back once it has passed: a stream that
+// stops (a source holding a transfer, a kill to come) leaves its watcher
+// with every byte received, not those up to the last report that was due.
+type reporter struct {
+	fn       func(Progress)
+	interval time.Duration
+
+	mu      sync.Mutex
+	last    time.Time
+	pending *Progress
+	timer   *time.Timer
+}
+
+func (r *reporter) offer(p Progress, force bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	if force || now.Sub(r.last) >= r.interval {
+		r.pending, r.last = nil, now
+		r.fn(p)
+		return
+	}
+	r.pending = &p
+	if r.timer == nil {
+		r.timer = time.AfterFunc(r.interval-now.Sub(r.last), r.flush)
+	}
+}
+
+func (r *reporter) flush() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.timer = nil
+	if r.pending != nil {
+		r.fn(*r.pending)
+		r.pending, r.last = nil, time.Now()
+	}
+}
+
+// stop drops a report still held back: the pull is over, and its last
+// report was forced.
+func (r *reporter) stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.timer != nil {
+		r.timer.Stop()
+		r.timer = nil
+	}
+	r.pending = nil
 }
 
 func parseRef(ref string) (name.Reference, error) {
@@ -143,8 +199,7 @@ type puller struct {
 	parsed   name.Reference
 	sources  []Source
 	sessions []*session
-	progress func(Progress)
-	tick     throttle
+	rep      *reporter
 	res      PullResult
 	stall    time.Duration
 	// stalled marks the sources given up for stalling; skipped names them.
@@ -327,13 +382,14 @@ func imageBlobs(m *v1.Manifest) ([]blob, error) {
 	return out, nil
 }
 
-// report tells the progress, at most once per interval unless forced.
+// report tells the progress, at most once per interval unless forced (the
+// reporter delivers the last one held back when the interval has passed).
 func (p *puller) report(force bool) {
-	if p.progress == nil || (!force && !p.tick.due()) {
+	if p.rep.fn == nil {
 		return
 	}
-	p.progress(Progress{Done: p.done + p.current, Total: p.res.Size, Source: p.from, Skipped: slices.Clone(p.skipped),
-		Received: maps.Clone(p.res.Received)})
+	p.rep.offer(Progress{Done: p.done + p.current, Total: p.res.Size, Source: p.from, Skipped: slices.Clone(p.skipped),
+		Received: maps.Clone(p.res.Received)}, force)
 }
 
 // resolve finds the image manifest: locally when ref is a stored digest,

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"gitfleet/internal/devstack/ociregistry"
 )
 
 // hung is a source that accepts connections and answers nothing (or, with
@@ -232,5 +234,55 @@ func TestAPullWaitingOnAnotherPullsBlobReportsItsProgress(t *testing.T) {
 	}
 	if err := <-second; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A transfer that stops mid-blob leaves the pull's watcher with every byte
+// it received: the report the 100 ms interval held back is delivered once
+// the interval has passed, though no byte follows. Before, the bytes after
+// the last report that was due went unreported until the stall bound, and
+// a runner killed meanwhile could not count them.
+func TestProgressReportsTheLastBytesBeforeATransferStops(t *testing.T) {
+	reg := startRegistry(t)
+	// Sent in 32 KiB steps, many within one interval: the last step before
+	// the hold is most likely inside an interval already reported.
+	reg.SetRate(1 << 20)
+	const held = 300 << 10
+	l := layer(t, 71, 0, 1<<20)
+	img, err := ociregistry.ImageOf(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _, blobs := pushImage(t, reg, "hold/img", "v1", l)
+	reg.HoldAfter(blobs[1], held, 1)
+	s := newStore(t, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	var last Progress
+	reached := make(chan struct{})
+	var once sync.Once
+	go func() {
+		_, _ = s.Pull(ctx, "hold", ref, []Source{registrySource(reg)}, PullOptions{Stall: time.Hour, Progress: func(p Progress) {
+			mu.Lock()
+			defer mu.Unlock()
+			last = p
+			// The config stored, and the layer to the held byte.
+			if p.Done == m.Config.Size+held {
+				once.Do(func() { close(reached) })
+			}
+		}})
+	}()
+	select {
+	case <-reached:
+	case <-time.After(time.Minute):
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("the last report says %+v: the %d bytes of the layer sent before the hold (%d sent) were never all reported",
+			last, held, reg.BlobBytesOf(blobs[1]))
 	}
 }

@@ -232,6 +232,12 @@ func (s *Store) ForgetRunners(ctx context.Context, after time.Duration) ([]strin
 	if err != nil {
 		return nil, fmt.Errorf("forget runners: %w", err)
 	}
+	// Pull counts are summed by their propagation run within hours; kept
+	// as long as a forgotten runner, they are long past use.
+	if _, err := s.pool.Exec(ctx, `DELETE FROM snapshot_pull_bytes WHERE updated_at < now() - $1 * interval '1 microsecond'`,
+		micros(after)); err != nil {
+		return nil, fmt.Errorf("forget pull counts: %w", err)
+	}
 	slices.Sort(ids)
 	return ids, nil
 }

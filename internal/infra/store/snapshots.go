@@ -366,6 +366,75 @@ func (s *Store) TransitionSnapshotRunner(ctx context.Context, runnerID, ref stri
 	return tag.RowsAffected() > 0, nil
 }
 
+// FinishSnapshotPull moves a row from one of from to ready with what the
+// pull recorded: its bytes and, when not empty, where they came from. The
+// propagation writes them from the pull's result, so a pull that ended
+// before the runner's own progress write landed (a fast pull, a slow
+// database) still shows them. total 0 keeps the row's.
+func (s *Store) FinishSnapshotPull(ctx context.Context, runnerID, ref string, from []snapshot.RowState, total int64, source string, now time.Time) (bool, error) {
+	fromStates := make([]string, len(from))
+	for i, f := range from {
+		fromStates[i] = string(f)
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE snapshot_runners SET state = 'ready', error_reason = '', retries = 0,
+			bytes_total = CASE WHEN $4 > 0 THEN $4 ELSE bytes_total END,
+			bytes_done = CASE WHEN $4 > 0 THEN $4 ELSE bytes_total END,
+			source = coalesce(nullif($5, ''), source),
+			progress_at = CASE WHEN $4 > 0 THEN $6 ELSE progress_at END,
+			updated_at = $6
+		WHERE runner_id = $1 AND snapshot_ref = $2 AND (cardinality($3::text[]) = 0 OR state = ANY($3::text[]))`,
+		runnerID, ref, fromStates, total, source, now)
+	if err != nil {
+		return false, fmt.Errorf("move snapshot %q on runner %q to ready: %w", ref, runnerID, err)
+	}
+	return tag.RowsAffected() > 0, nil
+}
+
+// PullAttempt names one attempt of a pull: the propagation run that
+// scheduled it and "<activity id>/<attempt>".
+type PullAttempt struct {
+	RunID, Attempt, RunnerID, Snapshot string
+}
+
+// RecordPullBytes records what one attempt of a pull has received from
+// each source so far (its running totals): a count only grows, so a late
+// or repeated write (the runner's, then the propagation's with the
+// attempt's result) never lowers it.
+func (s *Store) RecordPullBytes(ctx context.Context, a PullAttempt, received map[string]int64) error {
+	if len(received) == 0 {
+		return nil
+	}
+	sources := make([]string, 0, len(received))
+	counts := make([]int64, 0, len(received))
+	for src, n := range received {
+		if n > 0 {
+			sources, counts = append(sources, src), append(counts, n)
+		}
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO snapshot_pull_bytes (run_id, attempt, source, runner_id, snapshot_ref, bytes)
+		SELECT $1, $2, src, $3, $4, n FROM unnest($5::text[], $6::bigint[]) AS c (src, n)
+		ON CONFLICT (run_id, attempt, source) DO UPDATE
+			SET bytes = greatest(snapshot_pull_bytes.bytes, excluded.bytes), updated_at = now()
+			WHERE excluded.bytes > snapshot_pull_bytes.bytes`,
+		a.RunID, a.Attempt, a.RunnerID, a.Snapshot, sources, counts)
+	if err != nil {
+		return fmt.Errorf("bytes of the pull of snapshot %q on runner %q: %w", a.Snapshot, a.RunnerID, err)
+	}
+	return nil
+}
+
+// PullBytes sums what every attempt of a propagation run's pulls made the
+// registry and the peers send.
+func (s *Store) PullBytes(ctx context.Context, runID string) (registry, peers int64, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT coalesce(sum(bytes) FILTER (WHERE source = $2), 0)::bigint,
+			coalesce(sum(bytes) FILTER (WHERE source <> $2), 0)::bigint
+		FROM snapshot_pull_bytes WHERE run_id = $1`, runID, snapshot.Registry).Scan(&registry, &peers)
+	if err != nil {
+		return 0, 0, fmt.Errorf("bytes of propagation run %s: %w", runID, err)
+	}
+	return registry, peers, nil
+}
+
 // RetrySnapshotRows puts a snapshot's rows in error back to
 // pulling_snapshot, whatever their reason (an operator asking again, e.g.
 // after raising a quota): their window starts again now, and their count

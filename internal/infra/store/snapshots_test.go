@@ -946,3 +946,45 @@ func TestRetryRowsInErrorMovesOnlyRowsStillInError(t *testing.T) {
 		t.Errorf("row on b = %+v, want left alone", r)
 	}
 }
+
+// A pull attempt's count only grows: the runner's writes as bytes arrive,
+// a late or repeated one, and the propagation's with the attempt's result
+// keep the largest; a run's total sums its attempts, the registry apart
+// from the peers, and no other run's. Counts older than ForgetRunners'
+// bound go.
+func TestPullBytesSumEveryAttemptOfARun(t *testing.T) {
+	ctx := context.Background()
+	run, other := fmt.Sprintf("run-%d", fleetSeq.Add(1)), fmt.Sprintf("run-%d", fleetSeq.Add(1))
+	for _, w := range []struct {
+		run, attempt string
+		received     map[string]int64
+	}{
+		{run, "5/1", map[string]int64{snapshot.Registry: 100}},
+		{run, "5/1", map[string]int64{snapshot.Registry: 300, "peer:a": 50}}, // the attempt goes on
+		{run, "5/1", map[string]int64{snapshot.Registry: 200}},               // a late write
+		{run, "5/2", map[string]int64{snapshot.Registry: 1000, "peer:b": 7}}, // the retry
+		{run, "9/1", map[string]int64{"peer:a": 40}},                         // another pull
+		{other, "5/1", map[string]int64{snapshot.Registry: 1 << 20}},
+		{run, "9/2", nil},
+	} {
+		if err := env.Store.RecordPullBytes(ctx, store.PullAttempt{RunID: w.run, Attempt: w.attempt, RunnerID: "r", Snapshot: "s"}, w.received); err != nil {
+			t.Fatal(err)
+		}
+	}
+	registry, peers, err := env.Store.PullBytes(ctx, run)
+	if err != nil || registry != 1300 || peers != 97 {
+		t.Errorf("PullBytes = %d from the registry, %d from peers (%v); want 1300 and 97", registry, peers, err)
+	}
+	if _, err := env.Store.Pool().Exec(ctx, `UPDATE snapshot_pull_bytes SET updated_at = now() - interval '8 days' WHERE run_id = $1`, other); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Store.ForgetRunners(ctx, 7*24*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if registry, peers, err := env.Store.PullBytes(ctx, other); err != nil || registry != 0 || peers != 0 {
+		t.Errorf("a week-old run's counts = %d, %d (%v); want forgotten", registry, peers, err)
+	}
+	if registry, _, _ := env.Store.PullBytes(ctx, run); registry != 1300 {
+		t.Errorf("a recent run's counts went with the old ones: %d", registry)
+	}
+}
