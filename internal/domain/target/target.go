@@ -151,6 +151,11 @@ func CanonicalURL(s string) (string, bool, error) {
 	if u.RawQuery != "" || u.Fragment != "" {
 		return "", false, invalid("repository URLs take no query or fragment")
 	}
+	// An encoded control character (%0a) is one once decoded: in a path
+	// git and the workflow id (a gRPC header) would carry.
+	if strings.IndexFunc(u.Path, unicode.IsControl) >= 0 {
+		return "", false, invalid("the URL's path holds an encoded control character (%%0a, %%09, %%1b...)")
+	}
 	stripped := u.User != nil
 	u.User = nil
 	u.Host = strings.ToLower(u.Host)

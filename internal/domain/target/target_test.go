@@ -96,6 +96,8 @@ func TestNormalizeRejects(t *testing.T) {
 		{"newline in a path", []Request{{Location: "/tmp/a\nb"}}, "control character"},
 		{"trailing newline", []Request{{Location: "/tmp/repo\n"}}, "control character"},
 		{"escape in a URL", []Request{{Location: "https://h/o/r\x1b[31m"}}, "control character"},
+		{"an encoded newline in a URL", []Request{{Location: "https://h/o/r%0a"}}, "control character"},
+		{"an encoded escape in a URL", []Request{{Location: "https://h/o%1b[31m/r"}}, "control character"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
