@@ -115,6 +115,25 @@ func (a *Activities) LookupRepository(ctx context.Context, repo repoid.ID) (iden
 // out of sight, the API cannot tell) is marked inaccessible, which nothing
 // deletes. A token the API rejects (401) fails the explanation naming it.
 func (a *Activities) ExplainRefusal(ctx context.Context, repo repoid.ID) (workflows.RefusalResult, error) {
+	return a.explain(ctx, repo, false)
+}
+
+// ExplainMissingName asks the API about a name git served but the API's
+// lookup by name did not know (404) while a codebase holds it: by the
+// codebase's id, which answers even when the name does not (a lagging
+// index, a rename without redirect), then by the name again. It returns
+// the repository found (by id; else the one the name holds now — a
+// repository deleted and created anew right after the clone), for
+// ResolveIdentity to decide with; when the API knows neither, the verdict
+// as ExplainRefusal gives it (gone with proof, else inaccessible), marked
+// on the codebase, in words that do not say git refused.
+func (a *Activities) ExplainMissingName(ctx context.Context, repo repoid.ID) (workflows.RefusalResult, error) {
+	return a.explain(ctx, repo, true)
+}
+
+// explain is ExplainRefusal, or ExplainMissingName when served: git served
+// the name.
+func (a *Activities) explain(ctx context.Context, repo repoid.ID, served bool) (workflows.RefusalResult, error) {
 	host, err := a.Hosts.Lookup(repo.Host)
 	if err != nil {
 		return workflows.RefusalResult{}, AppError(errclass.Wrap(errclass.Permanent, errclass.ReasonInvalidInput, err))
@@ -148,6 +167,17 @@ func (a *Activities) ExplainRefusal(ctx context.Context, repo repoid.ID) (workfl
 			return workflows.RefusalResult{}, AppError(rejected(err, viaCreds))
 		}
 	}
+	if served && cb != nil && (byID != nil || byName != nil) {
+		out := workflows.RefusalResult{CodebaseID: cb.ID, Found: byID}
+		if byID == nil {
+			out.Found = byName
+		}
+		out.Message = fmt.Sprintf("the API does not know %s by name, yet knows repository id %s at %s/%s",
+			repo, out.Found.ExternalID, out.Found.Owner, out.Found.Name)
+		a.logger(ctx).Info("missing name found", zap.String("repository", repo.String()),
+			zap.Bool("byID", byID != nil), zap.Int64("codebase", cb.ID))
+		return out, nil
+	}
 	refusal, api := identity.ExplainRefusal(repo.Owner, repo.Name, cb.Identity(), byID, byName, provesGone)
 	moved := api != nil && (!strings.EqualFold(api.Owner, repo.Owner) || !strings.EqualFold(api.Name, repo.Name))
 	if refusal == identity.RefusedPrivate && moved && a.canRead(ctx, host, api.Owner) {
@@ -169,6 +199,9 @@ func (a *Activities) ExplainRefusal(ctx context.Context, repo repoid.ID) (workfl
 		out.StaleSince = since
 		out.Message = fmt.Sprintf("repository %s no longer exists since %s (codebase %d is stale, deleted after %s)",
 			repo, since.Format(time.RFC3339), cb.ID, since.Add(workflows.StaleRetention).Format(time.RFC3339))
+		if served {
+			out.Message += ": deleted right after git served it, the API knows neither its name nor its id"
+		}
 		if byName != nil && byName.ExternalID != cb.ExternalID {
 			out.Message += fmt.Sprintf("; its name now holds another repository (id %s) that git refuses too", byName.ExternalID)
 		}
@@ -182,9 +215,13 @@ func (a *Activities) ExplainRefusal(ctx context.Context, repo repoid.ID) (workfl
 			return workflows.RefusalResult{}, AppError(err)
 		}
 		out.InaccessibleSince = since
-		out.Message = fmt.Sprintf("%s can no longer be read since %s: git refuses it and the API does not know repository id %s: "+
+		refuses := "git refuses it and the API does not know"
+		if served {
+			refuses = "git served it, but the API knows neither its name nor"
+		}
+		out.Message = fmt.Sprintf("%s can no longer be read since %s: %s repository id %s: "+
 			"deleted, made private or transferred out of sight (%s, so it cannot tell); codebase %d is kept as inaccessible, never deleted for it",
-			repo, since.Format(time.RFC3339), cb.ExternalID, a.blindness(host, why, viaCreds, adminRejected), cb.ID)
+			repo, since.Format(time.RFC3339), refuses, cb.ExternalID, a.blindness(host, why, viaCreds, adminRejected), cb.ID)
 	case identity.RefusedPrivate:
 		switch {
 		case moved:

@@ -205,6 +205,7 @@ const (
 	activityDeleteStaleCodebases = "DeleteStaleCodebases" // max age → count
 	activityCodebaseShard        = "CodebaseShard"        // codebase id → shard.Spec
 	activityExplainRefusal       = "ExplainRefusal"       // repoid.ID → RefusalResult
+	activityExplainMissingName   = "ExplainMissingName"   // repoid.ID → RefusalResult
 	activityPlaceGitWork         = "PlaceGitWork"         // PlaceGitWorkInput → task queue
 	activityScanNeeded           = "ScanNeeded"           // ScanNeededInput → bool
 	activityConfirmCodebase      = "ConfirmCodebase"      // ConfirmCodebaseInput → ConfirmCodebaseResult
@@ -239,7 +240,7 @@ const (
 var ActivityNames = []string{
 	activitySyncMirror, activityLookupCodebase, activityVerifyCommit, activityLookupRepository, activityApplyIdentity,
 	activityMarkStale, activityCompleteCollection, activityFailCollection, activityResetFailures,
-	activityDeleteStaleCodebases, activityCodebaseShard, activityExplainRefusal, activityPlaceGitWork, activityScanNeeded,
+	activityDeleteStaleCodebases, activityCodebaseShard, activityExplainRefusal, activityExplainMissingName, activityPlaceGitWork, activityScanNeeded,
 	activityConfirmCodebase,
 	activityEnsureShard, activityAcquireShard, activitySyncShardMirror, activityScanShard, activityCheckpointShard,
 	activityParkShard,
@@ -281,6 +282,11 @@ type RefusalResult struct {
 	InaccessibleSince time.Time `json:"inaccessibleSince,omitzero"`
 	// MovedTo is where the repository lives now (RefusedMoved).
 	MovedTo *repoid.ID `json:"movedTo,omitempty"`
+	// Found is, for ExplainMissingName, the repository the API knows where
+	// git served the name: the codebase's, found by id, or the one the name
+	// holds now; nil when it knows neither (then Refusal says what that
+	// means).
+	Found *identity.Repository `json:"found,omitempty"`
 	// Message says it for people.
 	Message string `json:"message"`
 }

@@ -977,3 +977,70 @@ func TestRejectedTokenIsNamedInTheFailure(t *testing.T) {
 		t.Fatalf("after a collection under a rejected token: %+v; want nothing charged or marked", cb)
 	}
 }
+
+// The API does not know a name git just served, yet knows the codebase's
+// id there (a lagging index): the collection resolves by the id, at once
+// (case F here), in one attempt, and nothing says git refused. (Before, it
+// was asked as a refused fetch, read as "moved under the clone", started
+// over 5 times in ~30 s and failed "git refused … although the API says it
+// exists and is public".)
+func TestMissingNameResolvedByID(t *testing.T) {
+	o := owner(t)
+	createRepo(t, o, "app", "a.txt")
+	first := mustCollect(t, id(o, "app"), identity.CaseNew)
+	if _, err := fg.ForcePush(o, "app", "main", map[string]string{"x": "y"}, "rewrite"); err != nil {
+		t.Fatal(err)
+	}
+	defer fg.AddFault(forge.Fault{Kind: forge.API, PathRE: regexp.MustCompile(`^/api/v3/repos/` + o + `/app$`), Status: http.StatusNotFound})()
+	res, run, err := collectRun(t, id(o, "app"))
+	recordHistory(t, "collect-missing-name-by-id", run.GetID(), run.GetRunID())
+	if os.Getenv("GITFLEET_RECORD_HISTORIES") != "" {
+		recordHistory(t, "resolve-identity-missing-name-by-id", run.GetID()+"/identity", firstChildRun(t, run.GetID(), run.GetRunID()))
+	}
+	if err != nil || res.Case != identity.CaseForcePush || res.CodebaseID != first.CodebaseID || res.Attempts != 1 {
+		t.Fatalf("collect with the name unknown to the API: %+v, %v; want case F on codebase %d in one attempt", res, err, first.CodebaseID)
+	}
+}
+
+// A repository deleted and created anew right after the clone, while the
+// API's index does not know the new one's name yet: the old id is gone,
+// the name asked again holds the new repository, created after the clone —
+// a race, detected in that run: resolution starts over and the old
+// codebase is replaced (case E). (Before, the old codebase was marked
+// stale and the collection failed "… its name now holds another repository
+// that git refuses too", though git had served it.)
+func TestMissingNameRecreatedUnderTheClone(t *testing.T) {
+	o := owner(t)
+	createRepo(t, o, "app", "a.txt")
+	first := mustCollect(t, id(o, "app"), identity.CaseNew)
+	if _, err := fg.ForcePush(o, "app", "main", map[string]string{"x": "y"}, "rewrite"); err != nil {
+		t.Fatal(err)
+	}
+	var recreated forge.Repo
+	var head string
+	remove := fg.AddFault(forge.Fault{Kind: forge.API, PathRE: regexp.MustCompile(`^/api/v3/repos/` + o + `/app$`), Times: 1,
+		Status: http.StatusNotFound, Before: func(*http.Request) {
+			// The API's creation times are whole seconds: let the clock
+			// pass the clone's second first.
+			time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
+			// This runs in the forge's handler: t.Error, not t.Fatal.
+			var err error
+			if err = fg.Delete(o, "app"); err == nil {
+				if recreated, err = fg.CreateRepo(o, "app"); err == nil {
+					head, err = fg.Commit(o, "app", "main", map[string]string{"b.txt": "new\n"}, "add b.txt")
+				}
+			}
+			if err != nil {
+				t.Error(err)
+			}
+		}})
+	defer remove()
+	res, err := collect(t, id(o, "app"))
+	if err != nil || res.Attempts != 2 || res.Case != identity.CaseReplaced || res.RetiredCodebaseID != first.CodebaseID || res.Commit != head {
+		t.Fatalf("recreated under the clone, the new name unknown to the API: %+v, %v; want 2 attempts, case E retiring %d at %s",
+			res, err, first.CodebaseID, head)
+	}
+	if n := codebasesWithExternalID(t, recreated.ID); n != 1 {
+		t.Fatalf("%d codebases for the new repository, want 1", n)
+	}
+}

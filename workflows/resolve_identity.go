@@ -90,10 +90,19 @@ func ResolveIdentity(ctx workflow.Context, in ResolveIdentityInput) (ResolveIden
 			out.APILookups++
 			err := workflow.ExecuteActivity(withOptions(ctx, apiOptions), activityLookupRepository, in.Cloned).Get(ctx, &repo)
 			if err != nil {
-				if _, reason := classOf(err); reason == errclass.ReasonNotFound && byName != nil {
+				_, reason := classOf(err)
+				if reason != errclass.ReasonNotFound || byName == nil {
+					return out, err
+				}
+				if workflow.GetVersion(ctx, missingNameChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 					return out, gone(ctx, in.Cloned, byName.ID)
 				}
-				return out, err
+				found, err := missingName(ctx, in.Cloned)
+				if err != nil {
+					return out, err
+				}
+				out.APILookups++
+				repo = *found
 			}
 			// Runs recorded before creation times were compared replay without.
 			clonedAt := in.ClonedAt
@@ -157,6 +166,41 @@ func verify(ctx workflow.Context, in ResolveIdentityInput, byName *identity.Code
 		return ""
 	}
 	return byName.LastCommitSHA
+}
+
+// missingNameChange: the runs in which the API's 404 for the name of a
+// codebase git just served is resolved by the codebase's id
+// (missingName); runs recorded before asked as for a refused fetch (gone)
+// and started over from the clone, up to 5 times, when the API knew the id.
+const missingNameChange = "missing-name-by-id"
+
+// missingName handles the API's 404 for the name of a codebase git just
+// served (ExplainMissingName): the API asked by the codebase's id — or
+// the name asked again — knows a repository, which the decision then
+// follows as if the name had answered it: the codebase's own at that name
+// (a lagging index: F or B), elsewhere (renamed under the clone) or
+// created after the clone (deleted and created anew under it), both a
+// race CheckRace reports, so resolution starts over once, as §3 says. When
+// the API knows neither, the verdict: gone (with proof) or inaccessible,
+// Permanent with its blame reason.
+func missingName(ctx workflow.Context, repo repoid.ID) (*identity.Repository, error) {
+	var r RefusalResult
+	if err := workflow.ExecuteActivity(withOptions(ctx, apiOptions), activityExplainMissingName, repo).Get(ctx, &r); err != nil {
+		return nil, err
+	}
+	if r.Found != nil {
+		return r.Found, nil
+	}
+	reason := errclass.ReasonNotFound
+	switch r.Refusal {
+	case identity.RefusedGone:
+		reason = blame.ReasonGone
+	case identity.RefusedInaccessible:
+		reason = blame.ReasonInaccessible
+	case identity.RefusedPrivate:
+		reason = blame.ReasonPrivate
+	}
+	return nil, temporal.NewApplicationError(r.Message, string(errclass.Permanent), reason)
 }
 
 // gone handles an API 404 for a known codebase's name. A 404 proves

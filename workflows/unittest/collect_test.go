@@ -171,7 +171,9 @@ func TestCollectNotFoundMarksStaleAndFailsPermanent(t *testing.T) {
 	env.OnActivity(a.ConfirmCodebase, mock.Anything, mock.Anything).Return(workflows.ConfirmCodebaseResult{ByName: known}, nil)
 	env.OnActivity(a.VerifyCommit, mock.Anything, mock.Anything).Return(false, nil)
 	env.OnActivity(a.LookupRepository, mock.Anything, repo).Return(identity.Repository{}, permanent(errclass.ReasonNotFound)).Once()
-	env.OnActivity(a.ExplainRefusal, mock.Anything, repo).Return(workflows.RefusalResult{Refusal: identity.RefusedGone, CodebaseID: 9,
+	// Git served the name: the API is asked by the codebase's id
+	// (ExplainMissingName), which knows neither it nor the name.
+	env.OnActivity(a.ExplainMissingName, mock.Anything, repo).Return(workflows.RefusalResult{Refusal: identity.RefusedGone, CodebaseID: 9,
 		Message: "repository github.com/alice/repo no longer exists"}, nil).Once()
 	env.OnActivity(a.FailCollection, mock.Anything, mock.MatchedBy(func(in workflows.FailCollectionInput) bool {
 		return in.Class == string(errclass.Permanent) && in.Strike && !in.Cancelled
