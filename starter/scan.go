@@ -267,6 +267,7 @@ func skipReasons(c shard.Counts) string {
 	add(c.Missing, "object missing from the repository", "objects missing from the repository")
 	add(c.Corrupt, "blob with damaged data", "blobs with damaged data")
 	add(c.Unreadable, "unreadable blob", "unreadable blobs")
+	add(c.Refused, "object refused over a limit", "objects refused over a limit")
 	add(c.Oversized, "oversized blob", "oversized blobs")
 	add(c.EarlierOversized, "oversized blob an earlier scan skipped (never scanned)", "oversized blobs earlier scans skipped (never scanned)")
 	add(c.Binary, "binary blob", "binary blobs")
@@ -282,6 +283,10 @@ func skipReasons(c shard.Counts) string {
 func lostObjects(n int64, c shard.Counts) string {
 	what := "damaged or missing"
 	switch {
+	case c.Refused > 0 && c.Missing+c.Corrupt+c.Unreadable == 0:
+		what = "over a limit" // the same data trips the same bound
+	case c.Refused > 0:
+		what = "damaged, missing or over a limit"
 	case c.Missing == 0 && c.Corrupt+c.Unreadable > 0:
 		what = "damaged"
 	case c.Corrupt+c.Unreadable == 0 && c.Missing > 0:

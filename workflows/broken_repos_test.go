@@ -76,7 +76,7 @@ func checkOutcome(t *testing.T, c brokenrepo.Case, res workflows.ExecuteShardRes
 	case brokenrepo.Partial:
 		// The repository is the source: what it lacks or has damaged
 		// cannot be recovered, and says so; the shard is Done all the same.
-		if res.Status != shard.Done || r == nil || r.Complete || !r.Covered || r.Holes != 0 || r.Lost != r.Missing+r.Corrupt {
+		if res.Status != shard.Done || r == nil || r.Complete || !r.Covered || r.Holes != 0 || r.Lost != r.Missing+r.Corrupt+r.Refused {
 			t.Fatalf("%s: %s, receipt %+v; want Done, Partial, its unreadable blobs lost", c.Broken, res.Status, r)
 		}
 	}
@@ -84,11 +84,11 @@ func checkOutcome(t *testing.T, c brokenrepo.Case, res workflows.ExecuteShardRes
 		t.Errorf("%d commits diffed, want %d", r.Commits, c.Commits)
 	}
 	counted := map[string]int64{
-		"missing object": r.Missing, "corrupt object": r.Corrupt, "unreadable object": r.Unreadable,
+		"missing object": r.Missing, "corrupt object": r.Corrupt, "unreadable object": r.Unreadable, "refused object": r.Refused,
 		"oversized": r.Oversized, "binary": r.Binary,
 	}
 	if c.Reason == "" {
-		if r.Missing+r.Corrupt+r.Unreadable+r.Oversized+r.Binary+r.RefsIgnored != 0 || r.OutOfTime {
+		if r.Missing+r.Corrupt+r.Unreadable+r.Refused+r.Oversized+r.Binary+r.RefsIgnored != 0 || r.OutOfTime {
 			t.Errorf("nothing should be skipped or ignored: %+v", r.Counts)
 		}
 		return

@@ -11,8 +11,10 @@ import (
 // The hostile repositories of issue 20 (delta bombs, a delta cycle, a tree
 // nested past git's limit, refs and packs that are links out of the
 // repository, FIFOs), scanned the way `starter scan <path>` scans them:
-// each ends Parked with the reason its case names, or Complete with its
-// unsafe refs ignored and counted, each activity attempted once (the same
+// each ends Parked with the reason its case names, Complete with its
+// unsafe refs ignored and counted, or — one crafted object of each kind
+// beside two secrets (issue 31) — Done and Partial with the refused
+// objects lost holes and both secrets found, each activity attempted once (the same
 // data trips the same bound again: nothing is retried), and the worker
 // allocates a bounded amount meanwhile (the nested bomb alone asks for
 // 65 GiB).

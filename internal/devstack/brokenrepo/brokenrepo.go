@@ -40,8 +40,8 @@ type Case struct {
 	// refs, binary blobs), or "".
 	Reason string
 	// Findings is how many findings the scan must record of the planted
-	// Secret: 0 means it must not be found (not planted, unreadable or not
-	// scanned by design).
+	// secrets (Secret, and others a case plants): 0 means it must not be
+	// found (not planted, unreadable or not scanned by design).
 	Findings int
 	// Commits is how many commits the scan must diff (-1: not checked).
 	Commits int64

@@ -13,7 +13,8 @@ import (
 // nested past any sense, refs and packs that are links out of the
 // repository, FIFOs, devices). Each must end as its Case says without a
 // worker exhausting its memory, stack or patience: refused with a reason,
-// after one attempt. They are kept apart from Cases: git itself (fsck,
+// after one attempt — or, when the crafted objects sit beside readable
+// ones (issue 31), read around, the rest scanned. They are kept apart from Cases: git itself (fsck,
 // repack) would exhaust its memory on the delta bombs. What their links
 // lead to is written beside the repository (its name and a suffix), in
 // the caller's directory.
@@ -42,6 +43,16 @@ func Hostile() []Case {
 			Broken: "a tree nested 4,097 levels deep (git's core.maxTreeDepth is 4,096)",
 			Want:   Parked, Reason: "over a limit: tree depth", Commits: -1,
 			build: crafted(gittest.DeepTree(4097)),
+		},
+		{
+			Name: "one-bad-object-of-each-kind",
+			Broken: "one commit holding the nested delta bomb, a delta declaring 2^40 bytes, a delta cycle and a tree " +
+				"nested 5,000 deep, beside two files with a secret each (issue 31): each refused object is a lost hole, " +
+				"both secrets are found",
+			Want: Partial, Reason: "refused object", Findings: 2, Commits: 1,
+			build: crafted(gittest.OneOfEach(5000, map[string]string{
+				"ci.env": "GITHUB_TOKEN=" + Secret + "\n", "keys.py": "token = \"" + gittest.FakePAT("Br0k2") + "\"\n",
+			})),
 		},
 		{
 			Name: "refs-out-of-the-repository",

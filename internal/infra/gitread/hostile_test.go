@@ -74,13 +74,38 @@ func scanLike(t *testing.T, dir string, c brokenrepo.Case) error {
 	for _, r := range refs.Refs {
 		ranges = append(ranges, Range{Ref: r.Name, Tip: r.Hash})
 	}
+	// Objects over a limit are read around, as the scan does: the walk
+	// passes them to Missed, the reads return them; only a repository of
+	// which nothing could be read is refused, with the first refusal.
 	r := packs.NewReader()
-	_, err = New(repo, Options{Packs: packs}).Walk(context.Background(), ranges, func(b Blob) error {
+	var refused []error
+	read := 0
+	missed := func(_ Blob, err error) error {
+		if errors.Is(err, ErrLimit) {
+			refused = append(refused, err)
+		}
+		return nil
+	}
+	_, err = New(repo, Options{Packs: packs, Missed: missed}).Walk(context.Background(), ranges, func(b Blob) error {
 		_, _, err := r.Read(b.Hash, 10<<20, nil)
-		if errors.Is(err, ErrTooLarge) {
+		switch {
+		case err == nil, errors.Is(err, ErrTooLarge):
+			read++
+			return nil
+		case errors.Is(err, ErrLimit):
+			refused = append(refused, err)
 			return nil
 		}
 		return err
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	if c.Want == brokenrepo.Partial && (len(refused) == 0 || read == 0) {
+		t.Errorf("%d objects refused, %d read; want both", len(refused), read)
+	}
+	if read == 0 && len(refused) > 0 {
+		return refused[0]
+	}
+	return nil
 }
