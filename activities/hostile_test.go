@@ -39,11 +39,14 @@ func reasonOf(t *testing.T, err error) (string, string) {
 	return app.Type(), reason
 }
 
-// A scan of a delta bomb, local or fetched, stops at once: Permanent with
-// the limit it went over (the workflow parks the shard on it), within
-// bounded memory (the nested bomb asks for 65 GiB). A delta cycle is
-// walked (the walk reads the size at its top alone) and refused when its
-// blob is read: the scan does not read around it as a hole.
+// A scan of a repository holding a delta bomb and nothing else, local or
+// fetched, is refused: Permanent with the limit it went over (the workflow
+// parks the shard on it), within bounded memory (the nested bomb asks for
+// 65 GiB). Local, the scan reads around the bomb as a hole and refuses
+// the repository because nothing else could be read (beside readable
+// files it is only a hole: TestOneRefusedObjectHidesNothing); a delta
+// cycle is walked (the walk reads the size at its top alone) and refused
+// when its blob is read. Fetched, the pack cannot be indexed at all.
 func TestScanShardRefusesDeltaBombs(t *testing.T) {
 	s := shards(t, time.Minute, 100)
 	var err error
