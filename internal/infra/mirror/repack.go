@@ -69,7 +69,7 @@ func (m *Mirrors) repackIdle(ctx context.Context, path string, maxPacks int) (bo
 	if !ok {
 		return false, nil
 	}
-	defer readers.Close()
+	defer readers.Close() //nolint:errcheck // unlocking a lock file: the lock goes with the descriptor anyway
 	defer m.record(path, "")
 	if err := removeTemp(path); err != nil {
 		return false, err

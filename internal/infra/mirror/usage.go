@@ -300,7 +300,7 @@ func (m *Mirrors) removeIdle(path string) (bool, error) {
 	if !ok {
 		return false, nil
 	}
-	defer readers.Close()
+	defer readers.Close() //nolint:errcheck // unlocking a lock file: the lock goes with the descriptor anyway
 	if err := os.RemoveAll(path); err != nil {
 		return false, err
 	}
