@@ -334,9 +334,10 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	}
 }
 
-// The sweep's candidate query can be answered from its partial index
-// (its predicate implies the index's): with sequential scans priced out,
-// the plan must use codebases_sweep, not the primary key.
+// The sweep's candidate queries, oldest and newest view first, can be
+// answered from their partial index (their predicate implies the index's):
+// with sequential scans priced out, the plan must use codebases_sweep, not
+// the primary key.
 func TestSweepQueryUsesItsIndex(t *testing.T) {
 	ctx := context.Background()
 	conn, err := env.Store.Pool().Acquire(ctx)
@@ -349,18 +350,20 @@ func TestSweepQueryUsesItsIndex(t *testing.T) {
 	}
 	defer conn.Exec(ctx, `RESET enable_seqscan`)
 	now := time.Now()
-	rows, err := conn.Query(ctx, "EXPLAIN "+store.SweepCandidatesQuery, now.Add(-91*24*time.Hour), 0, now.Add(-91*24*time.Hour), now, 500)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var plan []string
-	for rows.Next() {
-		var line string
-		_ = rows.Scan(&line)
-		plan = append(plan, line)
-	}
-	rows.Close()
-	if !strings.Contains(strings.Join(plan, "\n"), "codebases_sweep") {
-		t.Fatalf("candidate query plan does not use codebases_sweep:\n%s", strings.Join(plan, "\n"))
+	for _, q := range []string{store.SweepCandidatesQuery, store.SweepCandidatesNewestQuery} {
+		rows, err := conn.Query(ctx, "EXPLAIN "+q, now.Add(-91*24*time.Hour), 0, now.Add(-91*24*time.Hour), now, 500, []string{"down.example"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var line string
+			_ = rows.Scan(&line)
+			plan = append(plan, line)
+		}
+		rows.Close()
+		if !strings.Contains(strings.Join(plan, "\n"), "codebases_sweep") {
+			t.Errorf("candidate query plan does not use codebases_sweep:\n%s", strings.Join(plan, "\n"))
+		}
 	}
 }
