@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -86,6 +87,17 @@ func startWorker(t testing.TB, extraEnv ...string) *workerProc {
 	t.Helper()
 	w := startProc(t, nextName("worker"), nil, extraEnv)
 	started = append(started, w)
+	// A worker a test names leaves no row behind: killed, it would look
+	// live to the next test's workers for their offline bound, and their
+	// Git work would wait on its queue.
+	for _, kv := range extraEnv {
+		if id, ok := strings.CutPrefix(kv, config.EnvWorkerID+"="); ok && id != "" && id != sharedWorkerID {
+			t.Cleanup(func() {
+				w.kill()
+				_, _ = env.Store.Pool().Exec(context.Background(), `DELETE FROM workers WHERE id = $1`, id)
+			})
+		}
+	}
 	return w
 }
 
