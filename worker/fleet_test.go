@@ -52,6 +52,7 @@ func TestHeartbeatDoesNotWaitForUpkeep(t *testing.T) {
 	if err := st.RegisterWorker(ctx, f.WorkerID, workflows.TaskQueue); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { cancel(); forgetWorkers(t, f.WorkerID) })
 	fl := newFleet(st, f, mirrors, zap.NewNop())
 	stuck, entered := make(chan struct{}), make(chan struct{}, 1)
 	fl.upkeepOnce = func(ctx context.Context) {
@@ -129,7 +130,9 @@ func TestWorkerQuotaEvictsOthersFirst(t *testing.T) {
 	}
 	// The other worker stays live for as long as the test runs.
 	beatCtx, stopBeat := context.WithCancel(ctx)
-	t.Cleanup(stopBeat)
+	// After the worker is killed (cleanups run last first), its row and
+	// the other's go: the next tests' Git work would wait on their queues.
+	t.Cleanup(func() { stopBeat(); forgetWorkers(t, self, other) })
 	go func() {
 		tick := time.NewTicker(fleetHeartbeat)
 		defer tick.Stop()
@@ -210,4 +213,15 @@ func TestWorkerQuotaEvictsOthersFirst(t *testing.T) {
 		}
 		return ws[i].Mirrors == 1 && ws[i].MirrorBytes > 0 && ws[i].MirrorBytes <= 1<<20, fmt.Sprintf("%+v", ws[i])
 	})
+}
+
+// forgetWorkers deletes the workers rows of ids: a test's worker left
+// registered looks live to the next tests' workers for their offline
+// bound, and places Git work on a queue nobody polls.
+func forgetWorkers(t *testing.T, ids ...string) {
+	for _, id := range ids {
+		if _, err := env.Store.Pool().Exec(context.Background(), `DELETE FROM workers WHERE id = $1`, id); err != nil {
+			t.Errorf("forget worker %s: %v", id, err)
+		}
+	}
 }
