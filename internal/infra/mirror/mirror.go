@@ -560,9 +560,9 @@ func removeTemp(path string) error {
 	return nil
 }
 
-// lock serialises work on one mirror across goroutines (a mutex) and
-// processes (a blocking flock on a sibling lock file).
-func (m *Mirrors) lock(ctx context.Context, path string) (func(), error) {
+// pathLock is the in-process lock of the mirror at path, shared by its
+// users; release when done with it (the last user's release forgets it).
+func (m *Mirrors) pathLock(path string) (*pathLock, func()) {
 	m.mu.Lock()
 	pl, ok := m.locks[path]
 	if !ok {
@@ -571,13 +571,19 @@ func (m *Mirrors) lock(ctx context.Context, path string) (func(), error) {
 	}
 	pl.users++
 	m.mu.Unlock()
-	release := func() {
+	return pl, func() {
 		m.mu.Lock()
 		if pl.users--; pl.users == 0 {
 			delete(m.locks, path)
 		}
 		m.mu.Unlock()
 	}
+}
+
+// lock serialises work on one mirror across goroutines (a mutex) and
+// processes (a blocking flock on a sibling lock file).
+func (m *Mirrors) lock(ctx context.Context, path string) (func(), error) {
+	pl, release := m.pathLock(path)
 	pl.mu.Lock()
 
 	fl := flock.New(path + ".lock")
@@ -612,21 +618,7 @@ func (m *Mirrors) lock(ctx context.Context, path string) (func(), error) {
 // this process or another: upkeep (eviction, repacks) skips a busy mirror
 // rather than wait behind a fetch that may last minutes.
 func (m *Mirrors) tryLock(path string) (func(), bool) {
-	m.mu.Lock()
-	pl, ok := m.locks[path]
-	if !ok {
-		pl = &pathLock{}
-		m.locks[path] = pl
-	}
-	pl.users++
-	m.mu.Unlock()
-	release := func() {
-		m.mu.Lock()
-		if pl.users--; pl.users == 0 {
-			delete(m.locks, path)
-		}
-		m.mu.Unlock()
-	}
+	pl, release := m.pathLock(path)
 	if !pl.mu.TryLock() {
 		release()
 		return nil, false

@@ -55,21 +55,13 @@ func (m *Mirrors) Repack(ctx context.Context, maxPacks int) ([]string, error) {
 // repackIdle repacks the mirror at path unless it is busy or in use, as
 // seen under its lock.
 func (m *Mirrors) repackIdle(ctx context.Context, path string, maxPacks int) (bool, error) {
-	unlock, ok := m.tryLock(path)
-	if !ok {
-		return false, nil
-	}
-	defer unlock()
-	if time.Since(lastUse(path)) < recentUse {
-		return false, nil
-	}
 	// Readers wait for the repack to end (Reading): it removes the packs
 	// it merged, which a reader may have listed and not yet opened.
-	readers, ok := noReaders(path)
+	release, ok := m.idle(path)
 	if !ok {
 		return false, nil
 	}
-	defer readers.Close() //nolint:errcheck // unlocking a lock file: the lock goes with the descriptor anyway
+	defer release()
 	defer m.record(path, "")
 	if err := removeTemp(path); err != nil {
 		return false, err

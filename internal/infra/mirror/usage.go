@@ -284,23 +284,38 @@ func (m *Mirrors) Evict(ctx context.Context, quota int64, owned Owned) ([]string
 // removals.
 var testHookEvictListed func()
 
+// idle takes the mirror at path for upkeep that removes files: its lock
+// taken without waiting, not used within recentUse (seen under the lock)
+// and no reader in it. ok is false when it is not idle; release when done.
+func (m *Mirrors) idle(path string) (release func(), ok bool) {
+	unlock, ok := m.tryLock(path)
+	if !ok {
+		return nil, false
+	}
+	if time.Since(lastUse(path)) < recentUse {
+		unlock()
+		return nil, false
+	}
+	readers, ok := noReaders(path)
+	if !ok {
+		unlock()
+		return nil, false
+	}
+	return func() {
+		readers.Close() //nolint:errcheck // unlocking a lock file: the lock goes with the descriptor anyway
+		unlock()
+	}, true
+}
+
 // removeIdle removes the mirror at path unless it is busy (its lock held)
 // or was used within recentUse, as seen under its lock. It reports whether
 // it removed it.
 func (m *Mirrors) removeIdle(path string) (bool, error) {
-	unlock, ok := m.tryLock(path)
+	release, ok := m.idle(path)
 	if !ok {
 		return false, nil
 	}
-	defer unlock()
-	if time.Since(lastUse(path)) < recentUse {
-		return false, nil
-	}
-	readers, ok := noReaders(path)
-	if !ok {
-		return false, nil
-	}
-	defer readers.Close() //nolint:errcheck // unlocking a lock file: the lock goes with the descriptor anyway
+	defer release()
 	if err := os.RemoveAll(path); err != nil {
 		return false, err
 	}
