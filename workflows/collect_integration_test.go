@@ -382,7 +382,7 @@ func TestRaceRecreatedBetweenCloneAndAPI(t *testing.T) {
 			once.Do(func() {
 				// The API's creation times are whole seconds: let the clock
 				// pass the clone's second first.
-				time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
+				nextSecond()
 				// This runs in the forge's handler: t.Error, not t.Fatal.
 				var err error
 				if err = fg.Delete(o, "app"); err == nil {
@@ -1022,7 +1022,7 @@ func TestMissingNameRecreatedUnderTheClone(t *testing.T) {
 		Status: http.StatusNotFound, Before: func(*http.Request) {
 			// The API's creation times are whole seconds: let the clock
 			// pass the clone's second first.
-			time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
+			nextSecond()
 			// This runs in the forge's handler: t.Error, not t.Fatal.
 			var err error
 			if err = fg.Delete(o, "app"); err == nil {
@@ -1043,4 +1043,13 @@ func TestMissingNameRecreatedUnderTheClone(t *testing.T) {
 	if n := codebasesWithExternalID(t, recreated.ID); n != 1 {
 		t.Fatalf("%d codebases for the new repository, want 1", n)
 	}
+}
+
+// nextSecond returns once the wall clock has passed into the next whole
+// second. The forge's creation times are whole seconds, so a repository
+// recreated after it is seen as younger than a clone made before it. This
+// sleep waits for a clock boundary, not for other work, so load cannot make
+// it too short: it cannot make a test flaky.
+func nextSecond() {
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
 }
