@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"gitfleet/internal/domain/decay"
+	"gitfleet/internal/infra/errclass"
 	"gitfleet/internal/infra/store"
 )
 
@@ -114,7 +115,7 @@ func (a *app) printParked(ps []store.ParkedShard, total int64) {
 		if p.Repo != nil {
 			what = p.Repo.String()
 		}
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\n", p.ID, when(p.Since), dash(p.Reason), what)
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\n", p.ID, when(p.Since), dash(errclass.Explain(p.Reason)), what)
 	}
 	_ = w.Flush()
 	if more := total - int64(len(ps)); more > 0 {

@@ -113,9 +113,16 @@ func TestParkedScanIsRetried(t *testing.T) {
 	if err := env.Store.Pool().QueryRow(context.Background(), `SELECT id FROM shards WHERE location = $1`, dir).Scan(&id); err != nil {
 		t.Fatal(err)
 	}
-	park(t, id, errclass.ReasonNotFound)
-	if p, ok := parkedIDs(t)[id]; !ok || p.Location != dir || p.Repo != nil {
+	// Parked for a limit, it is listed with the setting that lets it
+	// through; the JSON keeps the reason as the shard has it.
+	reason := errclass.ReasonLimit + ": object size"
+	park(t, id, reason)
+	if p, ok := parkedIDs(t)[id]; !ok || p.Location != dir || p.Repo != nil || p.Reason != reason {
 		t.Fatalf("parked scan shard: %+v, listed %t", p, ok)
+	}
+	if out, errOut, code := starter(t, "repos", "--parked"); code != 0 ||
+		!strings.Contains(out, reason+" (raise GITFLEET_MAX_OBJECT_BYTES on the workers, then retry)") {
+		t.Fatalf("repos --parked: exit %d, want the setting named\n%s%s", code, out, errOut)
 	}
 	out, errOut, code := starter(t, "shard", "retry", fmt.Sprint(id))
 	if code != 0 || !strings.Contains(out, "un-parked") || !strings.Contains(out, "Scanned "+dir) {

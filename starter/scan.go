@@ -226,7 +226,7 @@ func (a *app) readsPrivate(location string) (string, bool) {
 func printShard(a *app, location string, res workflows.ExecuteShardResult) {
 	fmt.Fprintf(a.stdout, "Scanned %s\n  shard     %d: %s", location, res.ShardID, res.Status)
 	if res.ParkReason != "" {
-		fmt.Fprintf(a.stdout, " (%s)", res.ParkReason)
+		fmt.Fprintf(a.stdout, " (%s)", errclass.Explain(res.ParkReason))
 	}
 	fmt.Fprintln(a.stdout)
 	if r := res.Receipt; r != nil {

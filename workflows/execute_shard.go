@@ -362,7 +362,7 @@ func park(ctx workflow.Context, out ExecuteShardResult, lease shard.Lease, reaso
 	if err == nil {
 		out.Status, out.ParkReason = shard.Parked, reason
 	}
-	workflow.SetCurrentDetails(ctx, fmt.Sprintf("shard %d parked: %s", out.ShardID, reason))
+	workflow.SetCurrentDetails(ctx, fmt.Sprintf("shard %d parked: %s", out.ShardID, errclass.Explain(reason)))
 	return out, nil
 }
 

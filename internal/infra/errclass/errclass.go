@@ -87,6 +87,33 @@ func IsLimit(reason string) bool {
 	return reason == ReasonLimit || strings.HasPrefix(reason, ReasonLimit+": ")
 }
 
+// Setting names the setting that lets data refused for reason through
+// (a limit's: "GITFLEET_MAX_OBJECT_BYTES"), or "" when none does: a
+// fixed bound, or a reason that is not a limit. The inflate budget of a
+// pack grows with the object limit (gitread.Limits).
+func Setting(reason string) string {
+	switch reason {
+	case ReasonLimit + ": object size", ReasonLimit + ": inflated size":
+		return gitread.SettingMaxObjectBytes
+	case ReasonLimit + ": pack size":
+		return gitread.SettingMaxPackBytes
+	}
+	return ""
+}
+
+// Explain is reason as an operator reads it where something is parked
+// for it (the starter, the Web UI): a limit says what would let the data
+// through, so nobody has to look the bound up.
+func Explain(reason string) string {
+	switch {
+	case Setting(reason) != "":
+		return reason + " (raise " + Setting(reason) + " on the workers, then retry)"
+	case IsLimit(reason):
+		return reason + " (a fixed bound: no setting reads it)"
+	}
+	return reason
+}
+
 // Error is an error whose class is already known.
 type Error struct {
 	Class  Class

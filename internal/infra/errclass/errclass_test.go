@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -179,5 +180,29 @@ func TestIsLimit(t *testing.T) {
 		if IsLimit(reason) != want {
 			t.Errorf("IsLimit(%q) = %t", reason, !want)
 		}
+	}
+}
+
+// A parked reason names the setting that would let the data through, the
+// one the limit's own error names; a fixed bound says it has none.
+func TestExplainNamesTheSetting(t *testing.T) {
+	for _, c := range []struct {
+		err  *gitread.LimitError
+		want string
+	}{
+		{&gitread.LimitError{What: "object size", Setting: gitread.SettingMaxObjectBytes}, "raise GITFLEET_MAX_OBJECT_BYTES on the workers"},
+		{&gitread.LimitError{What: "pack size", Setting: gitread.SettingMaxPackBytes}, "raise GITFLEET_MAX_PACK_BYTES on the workers"},
+		{&gitread.LimitError{What: "inflated size"}, "raise GITFLEET_MAX_OBJECT_BYTES on the workers"},
+		{&gitread.LimitError{What: "tree depth"}, "a fixed bound"},
+		{&gitread.LimitError{What: "delta chain"}, "a fixed bound"},
+		{&gitread.LimitError{What: "refs size"}, "a fixed bound"},
+	} {
+		c1 := Classify(fmt.Errorf("blob 1: %w", c.err))
+		if got := Explain(c1.Reason); !strings.HasPrefix(got, c1.Reason+" (") || !strings.Contains(got, c.want) {
+			t.Errorf("Explain(%q) = %q, want it to say %q", c1.Reason, got, c.want)
+		}
+	}
+	if got := Explain(ReasonCorrupt); got != ReasonCorrupt {
+		t.Errorf("Explain(%q) = %q: only limits are explained", ReasonCorrupt, got)
 	}
 }
