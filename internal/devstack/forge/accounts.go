@@ -44,7 +44,8 @@ type accounts struct {
 	nextAppID     int64
 	nextInstallID int64
 	minted        atomic.Int64
-	everToken     []string // every installation token minted
+	everToken     []string              // every installation token minted
+	everGrant     map[string]*instToken // what each was granted, revoked ones too
 }
 
 func (a *accounts) init() {
@@ -191,7 +192,8 @@ type caller struct {
 	admin bool          // Options.Token: sees everything
 	user  *account      // a user's token
 	app   *appState     // an App's JWT: sees no repository, only its installations
-	inst  *installState // an installation token: what the installation was granted
+	inst  *installState // an installation token: what the installation was granted,
+	tok   *instToken    // as narrowed by the token's request
 }
 
 // member reports whether the caller is a member of org.
@@ -215,7 +217,7 @@ func (f *Forge) canSee(v repoView, c caller) bool {
 	if c.inst != nil {
 		f.acct.mu.RLock()
 		defer f.acct.mu.RUnlock()
-		return c.inst.grants(v)
+		return c.inst.grants(v) && c.tok.sees(v)
 	}
 	if c.user == nil {
 		return false

@@ -71,6 +71,7 @@ var apiRoutes = []apiRoute{
 	route("GET", "users/{account}/installation", getAccountInstallation("User")),
 	route("GET", "repos/{owner}/{repo}/installation", getRepoInstallation),
 	route("GET", "installation/repositories", getInstallationRepos),
+	route("DELETE", "installation/token", deleteInstallationToken),
 }
 
 func route(method, pattern string, h func(*apiCall)) apiRoute {
@@ -195,8 +196,8 @@ func (f *Forge) checkAuthWhy(r *http.Request) (caller, authResult, string) {
 		}
 		return caller{app: a}, authOK, ""
 	}
-	if in, _ := f.installationByToken(cred); in != nil {
-		return caller{inst: in}, authOK, ""
+	if it := f.installationToken(cred); it != nil {
+		return caller{inst: it.inst, tok: it}, authOK, ""
 	}
 	return caller{}, authBad, "Bad credentials"
 }

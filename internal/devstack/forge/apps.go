@@ -1,6 +1,7 @@
 package forge
 
 import (
+	"bytes"
 	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
@@ -10,6 +11,8 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
+	"maps"
 	"net/http"
 	"sort"
 	"strconv"
@@ -22,7 +25,10 @@ import (
 // its installation on an account, and mints installation access tokens
 // that act as the installation: they see the public repositories and those
 // of the installation's account it was granted (all, or a selection), over
-// the API and over git, until they expire.
+// the API and over git, until they expire. A token has the permissions
+// its request asked for (at most the App's; none asked: all the App's)
+// and, when the request names repositories, sees only those of them; a
+// token without "contents" reads no private repository over git.
 
 // App is a GitHub App registered on the forge.
 type App struct {
@@ -45,6 +51,9 @@ type appState struct {
 	id   int64
 	slug string
 	pub  *rsa.PublicKey
+	// perms are the permissions the App asks of an account (and each
+	// installation accepted): the most a token may be granted.
+	perms map[string]string
 }
 
 type installState struct {
@@ -54,11 +63,36 @@ type installState struct {
 	// repos is the selection (repository ids); nil grants every repository
 	// of the account.
 	repos map[int64]bool
+	// overGrant is added to every token minted (OverGrant): an API that
+	// grants more than it was asked.
+	overGrant map[string]string
 }
 
 type instToken struct {
 	inst    *installState
 	expires time.Time
+	// perms are what the token may do; repos, when not nil, the only
+	// repositories it sees (within the installation's).
+	perms map[string]string
+	repos map[int64]bool
+}
+
+// sees reports whether a token's own narrowing lets it see a repository.
+func (t *instToken) sees(v repoView) bool { return t == nil || t.repos == nil || t.repos[v.ID] }
+
+// readsContents reports whether a token may read repositories' contents
+// (git): a token narrowed to metadata may not.
+func (t *instToken) readsContents() bool {
+	return t == nil || levels[t.perms["contents"]] >= levels["read"]
+}
+
+// levels orders permission levels.
+var levels = map[string]int{"read": 1, "write": 2, "admin": 3}
+
+// DefaultAppPermissions are an App's permissions unless SetAppPermissions
+// says otherwise: what gitfleet needs.
+func DefaultAppPermissions() map[string]string {
+	return map[string]string{"contents": "read", "metadata": "read"}
 }
 
 // DefaultTokenLifetime is how long an installation access token lasts, as
@@ -69,6 +103,7 @@ func (a *accounts) initApps() {
 	a.apps = map[int64]*appState{}
 	a.installs = map[int64]*installState{}
 	a.instTokens = map[string]*instToken{}
+	a.everGrant = map[string]*instToken{}
 }
 
 // now is the forge's clock (Options.Now), for JWTs and token expiry.
@@ -102,7 +137,7 @@ func (f *Forge) AddApp(slug string, key *rsa.PrivateKey) (App, error) {
 		}
 	}
 	f.acct.nextAppID++
-	a := &appState{id: f.acct.nextAppID, slug: slug, pub: &key.PublicKey}
+	a := &appState{id: f.acct.nextAppID, slug: slug, pub: &key.PublicKey, perms: DefaultAppPermissions()}
 	f.acct.apps[a.id] = a
 	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
 	return App{ID: a.id, Slug: slug, Key: key, KeyPEM: pemBytes}, nil
@@ -198,6 +233,71 @@ func (f *Forge) InstallationTokens() []string {
 	return append([]string(nil), f.acct.everToken...)
 }
 
+// SetAppPermissions changes the permissions an App has on every account
+// it is installed on (as if each installation accepted them): the most a
+// token may be granted ("read", "write" or "admin" by permission name).
+func (f *Forge) SetAppPermissions(appID int64, perms map[string]string) error {
+	for k, v := range perms {
+		if levels[v] == 0 {
+			return fmt.Errorf("forge: permission %s: level %q is not read, write or admin", k, v)
+		}
+	}
+	f.acct.mu.Lock()
+	defer f.acct.mu.Unlock()
+	a := f.acct.apps[appID]
+	if a == nil {
+		return fmt.Errorf("forge: app %d: %w", appID, ErrNotFound)
+	}
+	a.perms = maps.Clone(perms)
+	return nil
+}
+
+// OverGrant makes every token minted for the installation from now on
+// carry perms too, whatever its request asked (nil: stop): an API that
+// grants more than it was asked, for clients that must refuse such a
+// token.
+func (f *Forge) OverGrant(installationID int64, perms map[string]string) error {
+	f.acct.mu.Lock()
+	defer f.acct.mu.Unlock()
+	in := f.acct.installs[installationID]
+	if in == nil {
+		return fmt.Errorf("forge: installation %d: %w", installationID, ErrNotFound)
+	}
+	in.overGrant = maps.Clone(perms)
+	return nil
+}
+
+// TokenGrant is what an installation token was granted.
+type TokenGrant struct {
+	Permissions map[string]string
+	// Repositories are the names of the repositories a token was narrowed
+	// to, nil for the installation's.
+	Repositories []string
+	Revoked      bool
+}
+
+// InstallationTokenGrant reports what a token minted so far was granted
+// (false for a token the forge never minted).
+func (f *Forge) InstallationTokenGrant(token string) (TokenGrant, bool) {
+	f.acct.mu.RLock()
+	it := f.acct.everGrant[token]
+	f.acct.mu.RUnlock()
+	if it == nil {
+		return TokenGrant{}, false
+	}
+	g := TokenGrant{Permissions: maps.Clone(it.perms)}
+	for id := range it.repos {
+		if r, ok := f.LookupID(id); ok {
+			g.Repositories = append(g.Repositories, r.FullName())
+		}
+	}
+	sort.Strings(g.Repositories)
+	f.acct.mu.RLock()
+	g.Revoked = f.acct.instTokens[token] == nil
+	f.acct.mu.RUnlock()
+	return g, true
+}
+
 // selection resolves repository names of account to ids (nil for none).
 func (f *Forge) selection(account string, repos []string) (map[int64]bool, error) {
 	if len(repos) == 0 {
@@ -275,19 +375,16 @@ func (f *Forge) checkJWT(tok string) (*appState, string) {
 	return a, ""
 }
 
-// installationByToken returns the installation a live token acts as; a
-// known but expired token is reported as such.
-func (f *Forge) installationByToken(tok string) (in *installState, expired bool) {
+// installationToken returns a live installation token (nil for an
+// unknown, revoked or expired one).
+func (f *Forge) installationToken(tok string) *instToken {
 	f.acct.mu.RLock()
 	defer f.acct.mu.RUnlock()
 	it := f.acct.instTokens[tok]
-	if it == nil {
-		return nil, false
+	if it == nil || !f.now().Before(it.expires) {
+		return nil
 	}
-	if !f.now().Before(it.expires) {
-		return nil, true
-	}
-	return it.inst, false
+	return it
 }
 
 func newInstallationToken() string { return "ghs_" + newToken()[4:] }
@@ -309,8 +406,6 @@ type installationJSON struct {
 	UpdatedAt           string            `json:"updated_at"`
 }
 
-var appPermissions = map[string]string{"contents": "read", "metadata": "read"}
-
 func installationToJSON(c *apiCall, in *installState) installationJSON {
 	sel := "all"
 	if in.repos != nil {
@@ -323,7 +418,7 @@ func installationToJSON(c *apiCall, in *installState) installationJSON {
 		RepositorySelection: sel,
 		AccessTokensURL:     c.apiBase() + "app/installations/" + strconv.FormatInt(in.id, 10) + "/access_tokens",
 		RepositoriesURL:     c.apiBase() + "installation/repositories",
-		Permissions:         appPermissions, CreatedAt: t, UpdatedAt: t,
+		Permissions:         maps.Clone(in.app.perms), CreatedAt: t, UpdatedAt: t,
 	}
 }
 
@@ -344,7 +439,10 @@ func getApp(c *apiCall) {
 	if !ok {
 		return
 	}
-	c.json(http.StatusOK, map[string]any{"id": a.id, "slug": a.slug, "name": a.slug, "permissions": appPermissions})
+	c.f.acct.mu.RLock()
+	perms := maps.Clone(a.perms)
+	c.f.acct.mu.RUnlock()
+	c.json(http.StatusOK, map[string]any{"id": a.id, "slug": a.slug, "name": a.slug, "permissions": perms})
 }
 
 // GET /app/installations
@@ -421,36 +519,121 @@ func getRepoInstallation(c *apiCall) {
 	c.json(http.StatusOK, installationToJSON(c, in))
 }
 
-// POST /app/installations/{id}/access_tokens
+// tokenRequest is the body of POST .../access_tokens (all optional).
+type tokenRequest struct {
+	Repositories  []string          `json:"repositories"`
+	RepositoryIDs []int64           `json:"repository_ids"`
+	Permissions   map[string]string `json:"permissions"`
+}
+
+// POST /app/installations/{id}/access_tokens: a token with the permissions
+// asked (each at most the App's: 422 otherwise; none asked, all the
+// App's), seeing the repositories asked (each one the installation grants:
+// 422 otherwise; none asked, the installation's), as on GitHub.
 func postAccessToken(c *apiCall) {
 	a, ok := c.asApp()
 	if !ok {
 		return
 	}
+	var req tokenRequest
+	if body, _ := io.ReadAll(io.LimitReader(c.r.Body, 1<<20)); len(bytes.TrimSpace(body)) > 0 {
+		if err := json.Unmarshal(body, &req); err != nil {
+			c.error(http.StatusBadRequest, "Problems parsing JSON", docApps)
+			return
+		}
+	}
 	id, _ := strconv.ParseInt(c.param("id"), 10, 64)
-	c.f.acct.mu.Lock()
+	c.f.acct.mu.RLock()
 	in := c.f.acct.installs[id]
+	c.f.acct.mu.RUnlock()
 	if in == nil || in.app != a {
+		c.notFound(docApps)
+		return
+	}
+	// The repositories asked, resolved before the accounts' lock is taken
+	// (the registry has its own).
+	var asked []repoView
+	for _, n := range req.Repositories {
+		v, _, found := c.f.reg.resolve(in.account.login, n)
+		if !found {
+			c.error(http.StatusUnprocessableEntity, "There is at least one repository that does not exist or is not accessible to the parent installation.", docApps)
+			return
+		}
+		asked = append(asked, v)
+	}
+	for _, rid := range req.RepositoryIDs {
+		v, found := c.f.reg.byID(rid)
+		if !found {
+			c.error(http.StatusUnprocessableEntity, "There is at least one repository that does not exist or is not accessible to the parent installation.", docApps)
+			return
+		}
+		asked = append(asked, v)
+	}
+	c.f.acct.mu.Lock()
+	if c.f.acct.installs[id] != in {
 		c.f.acct.mu.Unlock()
 		c.notFound(docApps)
 		return
+	}
+	it := &instToken{inst: in, perms: maps.Clone(a.perms)}
+	if req.Permissions != nil {
+		it.perms = map[string]string{}
+		for k, v := range req.Permissions {
+			if levels[v] == 0 || levels[v] > levels[a.perms[k]] {
+				c.f.acct.mu.Unlock()
+				c.error(http.StatusUnprocessableEntity, "The permissions requested are not granted to this installation.", docApps)
+				return
+			}
+			it.perms[k] = v
+		}
+	}
+	for k, v := range in.overGrant {
+		if levels[v] > levels[it.perms[k]] {
+			it.perms[k] = v
+		}
+	}
+	if len(asked) > 0 {
+		it.repos = map[int64]bool{}
+		for _, v := range asked {
+			if !in.grants(v) {
+				c.f.acct.mu.Unlock()
+				c.error(http.StatusUnprocessableEntity, "There is at least one repository that does not exist or is not accessible to the parent installation.", docApps)
+				return
+			}
+			it.repos[v.ID] = true
+		}
 	}
 	life := c.f.opts.TokenLifetime
 	if life <= 0 {
 		life = DefaultTokenLifetime
 	}
 	tok := newInstallationToken()
-	exp := c.f.now().Add(life).UTC().Truncate(time.Second)
-	c.f.acct.instTokens[tok] = &instToken{inst: in, expires: exp}
+	it.expires = c.f.now().Add(life).UTC().Truncate(time.Second)
+	c.f.acct.instTokens[tok] = it
+	c.f.acct.everGrant[tok] = it
 	c.f.acct.everToken = append(c.f.acct.everToken, tok)
 	sel := "all"
-	if in.repos != nil {
+	if in.repos != nil || it.repos != nil {
 		sel = "selected"
 	}
+	perms := maps.Clone(it.perms)
 	c.f.acct.mu.Unlock()
 	c.f.acct.minted.Add(1)
-	c.json(http.StatusCreated, map[string]any{"token": tok, "expires_at": ghTime(exp),
-		"permissions": appPermissions, "repository_selection": sel})
+	c.json(http.StatusCreated, map[string]any{"token": tok, "expires_at": ghTime(it.expires),
+		"permissions": perms, "repository_selection": sel})
+}
+
+// DELETE /installation/token: revokes the token the request carries.
+func deleteInstallationToken(c *apiCall) {
+	if c.who.inst == nil {
+		c.error(http.StatusUnauthorized, "Bad credentials", docApps)
+		return
+	}
+	tok := credential(c.r)
+	c.f.acct.mu.Lock()
+	delete(c.f.acct.instTokens, tok)
+	c.f.acct.mu.Unlock()
+	c.w.WriteHeader(http.StatusNoContent)
 }
 
 // GET /installation/repositories: what an installation token sees of its
@@ -461,7 +644,7 @@ func getInstallationRepos(c *apiCall) {
 		return
 	}
 	in := c.who.inst
-	vs := c.f.views(c.who, func(v repoView) bool { return in.grants(v) })
+	vs := c.f.views(c.who, func(v repoView) bool { return in.grants(v) && c.who.tok.sees(v) })
 	items := make([]any, len(vs))
 	sort.Slice(vs, func(i, j int) bool { return vs[i].ID < vs[j].ID })
 	for i, v := range vs {

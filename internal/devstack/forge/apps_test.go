@@ -7,7 +7,9 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -246,3 +248,119 @@ func TestGitHubApp(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// A token request is honoured as on GitHub: the permissions it asks for
+// (each at most the App's; 422 beyond) and the repositories it names
+// (each one the installation grants; 422 otherwise) are what the token
+// gets; a token without contents reads no private repository over git;
+// OverGrant adds to every token what was not asked; DELETE
+// /installation/token revokes the token it carries.
+func TestInstallationTokenRequest(t *testing.T) {
+	clock := &fakeClock{t: time.Now()}
+	f := newForge(t, func(o *Options) { o.Now = clock.Now })
+	if err := f.CreateOrg("acme"); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"api", "vault"} {
+		seeded(t, f, "acme", n)
+		if err := f.SetPrivate("acme", n, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	app, err := f.CreateApp("gitfleet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.SetAppPermissions(app.ID, map[string]string{"contents": "write", "metadata": "read", "administration": "write"}); err != nil {
+		t.Fatal(err)
+	}
+	inst, err := f.InstallApp(app.ID, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := clock.Now()
+	jwt := "Bearer " + signJWT(t, app.Key, app.ID, now.Add(-time.Minute), now.Add(9*time.Minute))
+	mint := func(body string) (int, map[string]any) {
+		t.Helper()
+		req, err := http.NewRequest("POST", f.APIURL()+"app/installations/"+itoa(inst.ID)+"/access_tokens", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", jwt)
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+	for _, tc := range []struct {
+		name, body string
+		code       int
+		perms      map[string]string
+		repos      []string
+		clones     map[string]bool // repository → clone works
+	}{
+		{"no body: all the App's", "", 201, map[string]string{"contents": "write", "metadata": "read", "administration": "write"}, nil,
+			map[string]bool{"api": true, "vault": true}},
+		{"read only", `{"permissions":{"contents":"read","metadata":"read"}}`, 201, map[string]string{"contents": "read", "metadata": "read"}, nil,
+			map[string]bool{"api": true, "vault": true}},
+		{"metadata only", `{"permissions":{"metadata":"read"}}`, 201, map[string]string{"metadata": "read"}, nil,
+			map[string]bool{"api": false, "vault": false}},
+		{"one repository by name", `{"repositories":["api"],"permissions":{"contents":"read"}}`, 201, map[string]string{"contents": "read"}, []string{"acme/api"},
+			map[string]bool{"api": true, "vault": false}},
+		{"more than the App has", `{"permissions":{"contents":"admin"}}`, 422, nil, nil, nil},
+		{"a permission the App lacks", `{"permissions":{"issues":"read"}}`, 422, nil, nil, nil},
+		{"a repository it does not have", `{"repositories":["nope"]}`, 422, nil, nil, nil},
+		{"not JSON", `{`, 400, nil, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body := mint(tc.body)
+			if code != tc.code {
+				t.Fatalf("mint = %d %v, want %d", code, body, tc.code)
+			}
+			if code != 201 {
+				return
+			}
+			tok := body["token"].(string)
+			g, ok := f.InstallationTokenGrant(tok)
+			if !ok || !maps.Equal(g.Permissions, tc.perms) || !slices.Equal(g.Repositories, tc.repos) {
+				t.Errorf("grant = %+v, want %v on %v", g, tc.perms, tc.repos)
+			}
+			if got := body["permissions"].(map[string]any); len(got) != len(tc.perms) {
+				t.Errorf("answered permissions %v, want %v", got, tc.perms)
+			}
+			for repo, works := range tc.clones {
+				_, err := cloneMem(f.CloneURL("acme", repo), &githttp.BasicAuth{Username: "x-access-token", Password: tok})
+				if (err == nil) != works {
+					t.Errorf("clone acme/%s: %v, want works %t", repo, err, works)
+				}
+			}
+		})
+	}
+
+	// An API that grants more than asked.
+	if err := f.OverGrant(inst.ID, map[string]string{"contents": "write", "administration": "write"}); err != nil {
+		t.Fatal(err)
+	}
+	code, body := mint(`{"permissions":{"contents":"read","metadata":"read"}}`)
+	g, _ := f.InstallationTokenGrant(body["token"].(string))
+	want := map[string]string{"contents": "write", "metadata": "read", "administration": "write"}
+	if code != 201 || !maps.Equal(g.Permissions, want) {
+		t.Errorf("over-granted mint = %d, %v, want %v", code, g.Permissions, want)
+	}
+
+	// Revocation.
+	tok := body["token"].(string)
+	if code, _ := apiDo(t, f, "DELETE", "installation/token", "token "+tok); code != 204 {
+		t.Errorf("DELETE /installation/token = %d, want 204", code)
+	}
+	if g, _ := f.InstallationTokenGrant(tok); !g.Revoked {
+		t.Error("the token is not revoked")
+	}
+	if code, _ := apiDo(t, f, "GET", "repos/acme/api", "token "+tok); code != 401 {
+		t.Errorf("a revoked token: GET repos/acme/api = %d, want 401", code)
+	}
+}

@@ -79,7 +79,12 @@
 //     tokens (POST /app/installations/{id}/access_tokens) that last
 //     Options.TokenLifetime (an hour). A token sees public repositories and
 //     those of its installation's account it was granted (all or a
-//     selection, changed live), in the API and over git; once expired
+//     selection, changed live), in the API and over git, narrowed to the
+//     repositories and permissions its request asked for (each at most
+//     the App's, SetAppPermissions: 422 beyond; without "contents" it
+//     clones no private repository); OverGrant makes the forge grant more
+//     than asked, InstallationTokenGrant reports what a token got, DELETE
+//     /installation/token revokes one; once expired
 //     (ExpireInstallationTokens ends them all) it gets 401 "Bad
 //     credentials"; GET /user answers it 403 "Resource not accessible by
 //     integration".

@@ -73,7 +73,9 @@ func (f *Forge) serveGit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, redirected, found := f.reg.resolve(owner, name)
-	if !found || !f.canSee(v, who) {
+	// An installation token narrowed to metadata reads no private
+	// repository's contents.
+	if !found || !f.canSee(v, who) || (v.Private && !who.tok.readsContents()) {
 		// GitHub does not say whether a repository exists to anonymous git
 		// clients: it asks for credentials. With valid credentials, 404.
 		if auth == authOK {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -133,12 +134,13 @@ func (a *App) tokenOf(ctx context.Context, in *installation) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var tok *github.InstallationToken
+	var tok mintedToken
 	err = in.gate.do(ctx, func() (*github.Response, error) {
-		var resp *github.Response
-		var err error
-		tok, resp, err = c.Apps.CreateInstallationToken(ctx, in.id, nil)
-		return resp, err
+		req, err := c.NewRequest("POST", fmt.Sprintf("app/installations/%d/access_tokens", in.id), tokenRequest)
+		if err != nil {
+			return nil, err
+		}
+		return c.Do(ctx, req, &tok)
 	})
 	if err != nil {
 		if c := errclass.Classify(err); c.Reason == errclass.ReasonNotFound {
@@ -148,15 +150,80 @@ func (a *App) tokenOf(ctx context.Context, in *installation) (string, error) {
 		}
 		return "", fmt.Errorf("mint a token of the App's installation on %s: %w", in.account, err)
 	}
+	if beyond := tokenBeyond(tok.Permissions); beyond != "" {
+		// Neither cached nor used, and revoked (best effort: it would
+		// otherwise stay live for its hour).
+		a.revoke(ctx, tok.Token)
+		return "", errclass.Wrap(errclass.Permanent, ReasonCredentials, fmt.Errorf(
+			"%s's installation on %s granted a token more than gitfleet asked for (%s): %s; "+
+				"gitfleet uses no token that could change a repository: give the App only read access to contents and metadata",
+			a.Kind(), in.account, askedPermissions, beyond))
+	}
 	now := a.now()
-	exp := tok.GetExpiresAt().Time
-	if exp.IsZero() || !exp.After(now) {
+	exp := tok.ExpiresAt.Time
+	if tok.Token == "" || exp.IsZero() || !exp.After(now) {
 		return "", errclass.Wrap(errclass.Retryable, "bad response",
 			fmt.Errorf("the App's installation token for %s expires at %v", in.account, exp))
 	}
 	early := min(renewBefore, exp.Sub(now)/4)
-	in.token, in.expires, in.renewAt = tok.GetToken(), exp, exp.Add(-early)
+	in.token, in.expires, in.renewAt = tok.Token, exp, exp.Add(-early)
 	return in.token, nil
+}
+
+// The permissions an installation token is asked for: what gitfleet does
+// with one — read repositories over git (contents) and look them up in the
+// API (metadata: identity resolution, ExplainRefusal) — and nothing that
+// could change a repository, whatever the App was granted on the account.
+// One token serves every repository of the installation a worker reads
+// (one mint an hour per installation, not one per repository), so it is
+// not narrowed to a repository: the installation's selection bounds it.
+var tokenRequest = &github.InstallationTokenOptions{Permissions: &github.InstallationPermissions{
+	Contents: github.String("read"),
+	Metadata: github.String("read"),
+}}
+
+// askedPermissions is tokenRequest's permissions, for messages.
+const askedPermissions = "contents: read, metadata: read"
+
+// mintedToken is GitHub's answer to a mint, its permissions read as a map
+// so that one go-github does not know of is seen too.
+type mintedToken struct {
+	Token       string           `json:"token"`
+	ExpiresAt   github.Timestamp `json:"expires_at"`
+	Permissions map[string]any   `json:"permissions"`
+}
+
+// permissionLevels orders the levels GitHub grants; any other counts as
+// more than read.
+var permissionLevels = map[string]int{"none": 0, "read": 1, "write": 2, "admin": 3}
+
+// tokenBeyond names what a minted token may do beyond what tokenRequest
+// asked ("administration: write, contents: write"), "" when nothing.
+func tokenBeyond(granted map[string]any) string {
+	asked := map[string]string{"contents": "read", "metadata": "read"}
+	var beyond []string
+	for k, v := range granted {
+		level, _ := v.(string)
+		got, known := permissionLevels[level]
+		if !known || got > permissionLevels[asked[k]] {
+			beyond = append(beyond, fmt.Sprintf("%s: %v", k, v))
+		}
+	}
+	slices.Sort(beyond)
+	return strings.Join(beyond, ", ")
+}
+
+// revoke ends a token gitfleet will not use (DELETE /installation/token,
+// authenticated by the token itself).
+func (a *App) revoke(ctx context.Context, token string) {
+	if token == "" {
+		return
+	}
+	c, err := vcs.NewClient(a.host, token, a.http)
+	if err != nil {
+		return
+	}
+	_, _ = c.Apps.RevokeInstallationToken(ctx)
 }
 
 // Refused forgets a token the host refused (401: expired early, revoked,

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"io/fs"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -586,5 +588,103 @@ func TestTokenFileDirectory(t *testing.T) {
 	}
 	if r, err := d.Repository(ctx, "elsewhere", "vault"); err != nil || r.ExternalID != vault.ExternalID {
 		t.Errorf("lookup across a rotated token: %+v, %v", r, err)
+	}
+}
+
+// recordingTransport keeps the bodies of the requests it carries.
+type recordingTransport struct {
+	mu     sync.Mutex
+	bodies map[string][]string // "METHOD path" → bodies
+}
+
+func (r *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	var body []byte
+	if req.Body != nil {
+		body, _ = io.ReadAll(req.Body)
+		req.Body.Close()
+		req.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	r.mu.Lock()
+	if r.bodies == nil {
+		r.bodies = map[string][]string{}
+	}
+	k := req.Method + " " + req.URL.Path
+	r.bodies[k] = append(r.bodies[k], string(body))
+	r.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// An installation token is asked for read access only (contents,
+// metadata) however much the App was granted on the account, and a token
+// granted more — an API that ignores the request — is refused, Permanent
+// and naming what it grants, revoked, and never cached nor used: each
+// fetch mints again and is refused again until the API answers as asked.
+// (Before, tokens were minted with no body, so an App granted
+// administration:write got tokens that could administer every repository,
+// and a write token was cached and used.)
+func TestInstallationTokensAreReadOnly(t *testing.T) {
+	s := newStack(t)
+	if err := s.f.SetAppPermissions(s.app.ID, map[string]string{"contents": "write", "metadata": "read", "administration": "write"}); err != nil {
+		t.Fatal(err)
+	}
+	rec := &recordingTransport{}
+	set, err := FromHosts(s.hosts, AppOptions{Now: s.clock.Now, HTTPClient: &http.Client{Transport: rec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	vault := s.host.CloneURL("acme", "vault")
+
+	tok, err := set.GitToken(ctx, vault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := s.f.InstallationTokenGrant(tok)
+	if want := map[string]string{"contents": "read", "metadata": "read"}; !maps.Equal(g.Permissions, want) {
+		t.Errorf("the token was granted %v, want %v", g.Permissions, want)
+	}
+	rec.mu.Lock()
+	bodies := rec.bodies["POST /api/v3/app/installations/"+itoa(s.inst.ID)+"/access_tokens"]
+	rec.mu.Unlock()
+	if len(bodies) != 1 || !strings.Contains(bodies[0], `"permissions":{"contents":"read","metadata":"read"}`) {
+		t.Errorf("mint request bodies %q, want the read permissions asked", bodies)
+	}
+	if _, err := mirror.ListRefsWith(ctx, vault, set); err != nil {
+		t.Errorf("ls-remote with the read-only token: %v", err)
+	}
+
+	// The API grants write whatever was asked.
+	if err := s.f.OverGrant(s.inst.ID, map[string]string{"contents": "write", "administration": "write"}); err != nil {
+		t.Fatal(err)
+	}
+	s.clock.Add(time.Hour) // the cached token is due for renewal
+	for i := range 2 {
+		minted := s.f.InstallationTokensMinted()
+		tok, err := set.GitToken(ctx, vault)
+		var ce *errclass.Error
+		if tok != "" || !errors.As(err, &ce) || ce.Class != errclass.Permanent || ce.Reason != ReasonCredentials ||
+			!strings.Contains(err.Error(), "administration: write, contents: write") {
+			t.Fatalf("attempt %d: GitToken with an over-granted token = %q, %v; want Permanent %q naming what it grants", i, tok, err, ReasonCredentials)
+		}
+		if s.f.InstallationTokensMinted() != minted+1 {
+			t.Errorf("attempt %d: %d minted, want one more (a refused token is not cached)", i, s.f.InstallationTokensMinted()-minted)
+		}
+		all := s.f.InstallationTokens()
+		last := all[len(all)-1]
+		if g, _ := s.f.InstallationTokenGrant(last); !g.Revoked {
+			t.Errorf("attempt %d: the refused token is still live", i)
+		}
+		if strings.Contains(err.Error(), last) {
+			t.Errorf("attempt %d: the error carries the token", i)
+		}
+	}
+	if _, err := mirror.ListRefsWith(ctx, vault, set); errclass.Classify(err).Class != errclass.Permanent {
+		t.Errorf("ls-remote while tokens are over-granted: %v, want Permanent", err)
+	}
+	if err := s.f.OverGrant(s.inst.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if tok, err := set.GitToken(ctx, vault); err != nil || tok == "" {
+		t.Errorf("once the API answers as asked: %q, %v", tok, err)
 	}
 }
