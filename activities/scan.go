@@ -991,7 +991,7 @@ func (r *scanRun) scanBlob(reader *gitread.PackReader, buf *[]byte, b gitread.Bl
 	for _, f := range res.Findings {
 		out.findings = append(out.findings, store.Finding{RuleID: f.RuleID, Blob: hash, Start: f.Start, End: f.End,
 			Line: f.Line, Path: b.Path, Commit: b.Commit.String(), SecretHash: f.SecretHash, Preview: f.Preview, Decoded: f.Decoded,
-			Archive: f.Archive, Ignored: inlineCause(content, f)})
+			Archive: f.Archive, Ignored: inlineCause(f)})
 	}
 	return out
 }

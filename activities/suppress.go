@@ -14,12 +14,12 @@ import (
 	"gitfleet/internal/infra/store"
 )
 
-// inlineCause is gitleaks:allow when the lines of content holding f's
-// span carry it, as gitleaks skips such a finding. A finding in a file
-// inside an archive has offsets in that file, not in content, and a
-// path-only rule's none: neither is looked at.
-func inlineCause(content []byte, f scan.Finding) string {
-	if f.Archive != "" || f.Line == 0 || !suppress.InlineAllowed(content, f.Start, f.End) {
+// inlineCause is gitleaks:allow when the line of f's secret carries it,
+// as gitleaks skips such a finding: the scanner decides it on the content
+// it found the secret in (a file inside an archive, a compressed file's
+// content), whose offsets the blob's are not.
+func inlineCause(f scan.Finding) string {
+	if !f.Inline {
 		return ""
 	}
 	return string(suppress.Inline)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"unicode/utf8"
+
+	"gitfleet/internal/domain/suppress"
 )
 
 // Encoded secrets (as gitleaks' --max-decode-depth does): after the normal
@@ -342,7 +344,8 @@ func (s *Scanner) decodePass(sc *scratch, path, commit string, content []byte) [
 		}
 		out = append(out, Finding{RuleID: cr.ID, Description: cr.Description,
 			Line: k + 1, Column: f.top.lo - lineStart + 1, Start: f.top.lo, End: f.top.hi,
-			SecretHash: f.hash, Preview: f.prev, Decoded: f.chain, DecodeDepth: f.depth})
+			SecretHash: f.hash, Preview: f.prev, Decoded: f.chain, DecodeDepth: f.depth,
+			Inline: suppress.InlineAllowed(content, f.top.lo, f.top.hi)})
 	}
 	return out
 }
@@ -410,6 +413,14 @@ func (d *decodeState) scanWindow(win []byte, dlo, dhi int, top encSpan, chain st
 		if d.inMain(f.rule, secret, top) {
 			continue
 		}
+		// A match that takes in the window's encoded text beside the
+		// decoded bytes, where the normal pass found that rule's secret
+		// over the whole encoded span, is that secret again with a part
+		// of it decoded in place (a JWT whose signature decodes to
+		// text): not a secret of its own.
+		if (f.start < dlo || f.end > dhi) && d.mainCovers(f.rule, top) {
+			continue
+		}
 		d.found = append(d.found, decodedFinding{rule: f.rule, top: top, chain: chain, depth: depth,
 			hash: s.hashSecret(sc, secret), prev: preview(secret)})
 	}
@@ -427,11 +438,22 @@ func (d *decodeState) inMain(rule int32, secret []byte, top encSpan) bool {
 	return false
 }
 
+// mainCovers reports whether the normal pass found rule's secret over the
+// whole encoded span top.
+func (d *decodeState) mainCovers(rule int32, top encSpan) bool {
+	for _, g := range d.main {
+		if g.rule == rule && g.start <= top.lo && g.end >= top.hi {
+			return true
+		}
+	}
+	return false
+}
+
 // decodePolicy is what of the decoding determines the findings, for Policy.
 func decodePolicy(depth int) string {
 	if depth <= 0 {
 		return "decode=off"
 	}
-	return fmt.Sprintf("decode=depth:%d,b64:%d,hex:%d,segments:%d,bytes:%d,span:%d,context:%d",
+	return fmt.Sprintf("decode/2=depth:%d,b64:%d,hex:%d,segments:%d,bytes:%d,span:%d,context:%d",
 		depth, minBase64Len, minHexLen, maxDecodeSegments, maxDecodedBytes, maxSpanLen, decodeContext)
 }

@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"gitfleet/internal/domain/archive"
+	"gitfleet/internal/domain/suppress"
 )
 
 // DefaultMaxBlobBytes is the default size limit of a scanned blob.
@@ -117,6 +118,12 @@ type Finding struct {
 	// gitleaks names it: Archive is empty and the offsets are in the
 	// decompressed content.
 	Archive string
+	// Inline: the line of the secret carries gitleaks:allow
+	// (suppress.InlineAllowed), in the content the secret was found in —
+	// the blob, the file in its archive, the decompressed content — as
+	// gitleaks decides it; the finding is kept, and the caller marks it
+	// suppressed. Never set for a path-only rule.
+	Inline bool
 }
 
 // Result of scanning one blob.
@@ -932,6 +939,7 @@ func (s *Scanner) finish(sc *scratch, content []byte) []Finding {
 			fd.Start, fd.End = f.start, f.end
 			fd.SecretHash = s.hashSecret(sc, secret)
 			fd.Preview = preview(secret)
+			fd.Inline = suppress.InlineAllowed(content, f.start, f.end)
 		}
 		out = append(out, fd)
 	}
