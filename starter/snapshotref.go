@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"gitfleet/internal/domain/textsafe"
+	"gitfleet/internal/infra/ocistore"
 )
 
 // resolveTimeout bounds the starter's look at the registry: a registry the
@@ -39,7 +40,8 @@ func (a *app) resolveImage(ctx context.Context, ref string) (digest string, err 
 	}
 	ctx, cancel := context.WithTimeout(ctx, resolveTimeout)
 	defer cancel()
-	desc, err := remote.Head(parsed, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain))
+	desc, err := remote.Head(parsed, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain),
+		remote.WithTransport(ocistore.KeepCredentials(parsed.Context().Registry, remote.DefaultTransport)))
 	if err == nil {
 		return desc.Digest.String(), nil
 	}

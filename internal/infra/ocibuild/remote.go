@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"gitfleet/internal/infra/errclass"
+	"gitfleet/internal/infra/ocistore"
 )
 
 // Push writes img to ref (a tag or digest reference, as name.ParseReference
@@ -25,7 +26,7 @@ func Push(ctx context.Context, ref string, img v1.Image, opts ...name.Option) (s
 	if err != nil {
 		return "", errclass.Wrap(errclass.Permanent, errclass.ReasonInvalidInput, err)
 	}
-	if err := remote.Write(r, img, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
+	if err := remote.Write(r, img, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain), keepCredentials(r)); err != nil {
 		return "", registryErr(fmt.Errorf("push %s: %w", r, err))
 	}
 	d, err := img.Digest()
@@ -43,11 +44,18 @@ func Base(ctx context.Context, ref string, opts ...name.Option) (v1.Image, error
 	if err != nil {
 		return nil, errclass.Wrap(errclass.Permanent, errclass.ReasonInvalidInput, err)
 	}
-	img, err := remote.Image(r, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain))
+	img, err := remote.Image(r, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain), keepCredentials(r))
 	if err != nil {
 		return nil, registryErr(fmt.Errorf("base image %s: %w", r, err))
 	}
 	return img, nil
+}
+
+// keepCredentials sends the keychain's credentials for r's registry to
+// that registry only, not to a token service on another host its
+// challenge names (ocistore.KeepCredentials).
+func keepCredentials(r name.Reference) remote.Option {
+	return remote.WithTransport(ocistore.KeepCredentials(r.Context().Registry, remote.DefaultTransport))
 }
 
 // registryErr classifies the registry's answers that no retry changes;

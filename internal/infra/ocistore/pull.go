@@ -270,7 +270,9 @@ func (p *puller) session(ctx context.Context, i int) *session {
 	// The context bounds the handshake only: the transport keeps none.
 	hctx, cancel := context.WithTimeout(ctx, p.stall)
 	defer cancel()
-	rt, err := transport.NewWithContext(hctx, reg, auth, p.s.client, []string{ss.repo.Scope(transport.PullScope)})
+	// The peer token and keychain credentials go to this source's own host
+	// only, whatever token service its challenge names.
+	rt, err := transport.NewWithContext(hctx, reg, auth, KeepCredentials(reg, p.s.client), []string{ss.repo.Scope(transport.PullScope)})
 	if err != nil {
 		ss.err = err
 		ss.stalled = hctx.Err() != nil && ctx.Err() == nil
