@@ -51,6 +51,30 @@ func TestRedact(t *testing.T) {
 			kept:  []string{"ref", "and", "gone"},
 		},
 		{
+			name:  "single-quoted names, as git and servers quote them",
+			msg:   `fatal: couldn't find remote ref 'refs/heads/secret-name'; pathspec 'my secret file' did not match, error: 'secret-name' is gone`,
+			leaks: []string{"secret-name", "my secret file", "secret file", "'my"},
+			kept:  []string{"fatal: couldn't find remote ref", "; pathspec", "did not match, error:", "is gone"},
+		},
+		{
+			name:  "an apostrophe closes no quote",
+			msg:   `can't read 'deploy key's copy' now ('x')`,
+			leaks: []string{"deploy key", "copy"},
+			kept:  []string{"can't read", "now (", ")"},
+		},
+		{
+			name:  "bare names with an underscore; settings stay",
+			msg:   `open id_rsa: SECRET_KEY unreadable, id_ed25519.pub too (GITFLEET_MAX_OBJECT_BYTES, GITHUB_TOKEN)`,
+			leaks: []string{"id_rsa", "SECRET_KEY", "id_ed25519"},
+			kept:  []string{"open", "unreadable,", "too", "GITFLEET_MAX_OBJECT_BYTES", "GITHUB_TOKEN"},
+		},
+		{
+			name:  "an unclosed single quote",
+			msg:   `bad 'secret_name and 'more`,
+			leaks: []string{"secret_name"},
+			kept:  []string{"bad", "and", "'more"},
+		},
+		{
 			name: "numbers with units stay",
 			msg:  `waited 1.5s for 256MiB (2 of 3.0 attempts)`,
 			kept: []string{"1.5s", "256MiB", "(2", "3.0"},
@@ -160,7 +184,7 @@ func TestRedactServerText(t *testing.T) {
 
 // redact returns on every input, and what it returns is printable.
 func FuzzRedact(f *testing.F) {
-	for _, seed := range []string{"repository is being archived\r\nplease retry", "a\u2028b", "\v", "(\u00a0", `"unterminated`, "\xff\xfe prod.env", ""} {
+	for _, seed := range []string{"repository is being archived\r\nplease retry", "a\u2028b", "\v", "(\u00a0", `"unterminated`, "\xff\xfe prod.env", "", "'a'b 'c", "'", "''", "'\u00a0'x", "it's 'q'\r'"} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, msg string) {
