@@ -353,7 +353,8 @@ Configuration comes from the environment:
   GITFLEET_GIT_TOKENS_FILE  without an App: a file of "OWNER TOKEN-FILE" lines ("*" any owner)
   GITFLEET_MIRROR_DIR  where mirrors live (default: the user cache directory)
   GITFLEET_ALLOWED_HOSTS hosts fetches may reach besides the Git host: names, addresses, CIDR
-                       ranges, * for any public host (loopback, private, link-local only if listed)
+                       ranges, * for any public host (loopback, private, link-local only if listed;
+                       * is refused while HTTP(S)_PROXY carries the fetches: list hosts instead)
   GITFLEET_LOCAL_ROOT  the directory local scan targets must lie under (default: none opened)
   GITFLEET_RULES       gitleaks-format rule file (default: the built-in rules)
   GITFLEET_SHARD_LEASE shard lease between renewals (default 1m)

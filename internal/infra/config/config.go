@@ -401,6 +401,9 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.AllowedHosts, err = allowedHosts(hosts, getenv(EnvAllowedHosts)); err != nil {
 		return Config{}, err
 	}
+	if err := reach.CheckProxy(c.AllowedHosts, getenv); err != nil {
+		return Config{}, err
+	}
 	if v := getenv(EnvLocalRoot); v != "" {
 		if !filepath.IsAbs(v) {
 			return Config{}, fmt.Errorf("%s=%q: want an absolute directory", EnvLocalRoot, v)

@@ -25,6 +25,11 @@ func TestAllowedHostsAndLocalRoot(t *testing.T) {
 			[]string{"github.com", "gitlab.com", "10.0.0.0/8"}, "/srv/repos", false},
 		{"a port", map[string]string{EnvAllowedHosts: "gitlab.com:443"}, nil, "", true},
 		{"a relative root", map[string]string{EnvLocalRoot: "repos"}, nil, "", true},
+		{"any public host", map[string]string{EnvAllowedHosts: "*"}, []string{"github.com", "*"}, "", false},
+		// The proxy, not the worker, would resolve the names: refused.
+		{"any public host through a proxy", map[string]string{EnvAllowedHosts: "*", "HTTPS_PROXY": "http://proxy.corp:3128"}, nil, "", true},
+		{"listed hosts through a proxy", map[string]string{EnvAllowedHosts: "gitlab.com", "HTTPS_PROXY": "http://proxy.corp:3128"},
+			[]string{"github.com", "gitlab.com"}, "", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c, err := Load(func(k string) string {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/net/http/httpproxy"
 
 	"gitfleet/internal/infra/errclass"
 	"gitfleet/internal/infra/gitread"
@@ -325,4 +328,45 @@ func LocalRoot() string {
 		return *r
 	}
 	return ""
+}
+
+// AnyPublic reports a policy with "*": any host name on a public address.
+func (h Hosts) AnyPublic() bool { return h.anyPublic }
+
+// CheckProxy refuses "*" when the environment (getenv: HTTP_PROXY,
+// HTTPS_PROXY, NO_PROXY and their lower-case forms, as Go's clients read
+// them) sends requests to public hosts through a proxy. "*" promises any
+// host on a public address, which holds because a worker checks every
+// address it dials; through a proxy it dials only the proxy, which
+// resolves the name itself, so "*" would let any internal name
+// (jenkins.corp, the metadata service's name) reach the proxy and be
+// fetched from inside the network. The operator lists the hosts instead,
+// or exempts the fetches from the proxy.
+func CheckProxy(h Hosts, getenv func(string) string) error {
+	if !h.anyPublic {
+		return nil
+	}
+	first := func(names ...string) (string, string) {
+		for _, n := range names {
+			if v := getenv(n); v != "" {
+				return n, v
+			}
+		}
+		return "", ""
+	}
+	httpName, httpProxy := first("HTTP_PROXY", "http_proxy")
+	httpsName, httpsProxy := first("HTTPS_PROXY", "https_proxy")
+	_, noProxy := first("NO_PROXY", "no_proxy")
+	proxy := (&httpproxy.Config{HTTPProxy: httpProxy, HTTPSProxy: httpsProxy, NoProxy: noProxy}).ProxyFunc()
+	for _, tc := range []struct{ scheme, name string }{{"https", httpsName}, {"http", httpName}} {
+		// Any public host: one no NO_PROXY entry is likely to name.
+		u := &url.URL{Scheme: tc.scheme, Host: "gitfleet-proxy-check.example"}
+		if p, err := proxy(u); err != nil || p != nil {
+			return fmt.Errorf("%s=* cannot be held with %s set: through a proxy, the proxy resolves and dials the host, "+
+				"so a worker cannot refuse internal addresses and any internal name would reach it; "+
+				"list the hosts Git fetches may reach instead of *, or exempt them from the proxy (NO_PROXY)",
+				SettingAllowedHosts, tc.name)
+		}
+	}
+	return nil
 }

@@ -243,3 +243,37 @@ func TestLocalRepository(t *testing.T) {
 		})
 	}
 }
+
+// "*" is refused when Git fetches would go through a proxy, which resolves
+// and dials the names itself (so an internal name would reach it); listed
+// hosts, or "*" with the proxy bypassed, are fine.
+func TestCheckProxy(t *testing.T) {
+	star, _ := ParseHosts([]string{"*"})
+	listed, _ := ParseHosts([]string{"github.com", "10.0.0.0/8"})
+	for _, tc := range []struct {
+		name  string
+		hosts Hosts
+		env   map[string]string
+		bad   string // the variable the refusal names, "" for none
+	}{
+		{"* without a proxy", star, nil, ""},
+		{"* through HTTPS_PROXY", star, map[string]string{"HTTPS_PROXY": "http://proxy.corp:3128"}, "HTTPS_PROXY"},
+		{"* through https_proxy", star, map[string]string{"https_proxy": "http://user:pw@proxy.corp:3128"}, "https_proxy"},
+		{"* through HTTP_PROXY", star, map[string]string{"HTTP_PROXY": "proxy.corp:3128"}, "HTTP_PROXY"},
+		{"* with the proxy bypassed", star, map[string]string{"HTTPS_PROXY": "http://proxy.corp:3128", "HTTP_PROXY": "http://proxy.corp:3128", "NO_PROXY": "*"}, ""},
+		{"* with some hosts bypassed", star, map[string]string{"HTTPS_PROXY": "http://proxy.corp:3128", "NO_PROXY": "github.com,.corp"}, "HTTPS_PROXY"},
+		{"listed hosts through a proxy", listed, map[string]string{"HTTPS_PROXY": "http://proxy.corp:3128"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckProxy(tc.hosts, func(k string) string { return tc.env[k] })
+			switch {
+			case tc.bad == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.bad != "" && (err == nil || !strings.Contains(err.Error(), SettingAllowedHosts+"=*") || !strings.Contains(err.Error(), tc.bad+" set")):
+				t.Errorf("CheckProxy = %v, want a refusal naming %s=* and %s", err, SettingAllowedHosts, tc.bad)
+			case err != nil && strings.Contains(err.Error(), "pw@"):
+				t.Errorf("the refusal carries the proxy's credentials: %v", err)
+			}
+		})
+	}
+}
