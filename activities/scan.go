@@ -336,6 +336,9 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 	was.AddBreakdown(carried.Skips)
 	run.partial = run.partial || (was.Oversized > 0 && s.Scanner.IsPartial(scan.SkipOversized)) ||
 		(was.Binary > 0 && s.Scanner.IsPartial(scan.SkipBinary))
+	for _, r := range archive.Reasons() {
+		run.partial = run.partial || (was.ArchiveSkips.Of(r) > 0 && s.Scanner.ArchiveSkipIsPartial(r))
+	}
 	// Blobs earlier runs skipped as oversized are seen: no run reads them
 	// again, and every run says they were never scanned.
 	oversized, err := s.Store.OversizedBlobs(ctx, scopeID)

@@ -12,7 +12,8 @@ import (
 )
 
 // A secret in a file inside a committed jar is found and listed at
-// jar!file:line; a zip bomb beside it is cut short, and the scan says so.
+// jar!file:line; a zip bomb beside it is cut short, and the scan says so
+// and is partial.
 func TestFindingsInArchives(t *testing.T) {
 	const alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 	token := "ghp_"
@@ -57,6 +58,10 @@ func TestFindingsInArchives(t *testing.T) {
 	out, errOut, code := starter(t, "scan", dir)
 	if code != 0 || !strings.Contains(out, "archives  1 archive entry skipped: expansion ratio over the limit\n") {
 		t.Fatalf("scan: exit %d, want the bomb's skip said\n%s%s", code, out, errOut)
+	}
+	// A run a bomb cut short is never complete (it was, before).
+	if !strings.Contains(out, "; partial: scanning again would skip the same\n") {
+		t.Errorf("scan: want the run partial\n%s", out)
 	}
 	out, errOut, code = starter(t, "findings", dir)
 	if code != 0 || !strings.Contains(out, "dist/app.jar!config/application.properties:2") {

@@ -17,9 +17,17 @@ const (
 	Zstd          // a zstd stream
 	Xz            // an xz stream
 	Snappy        // a framed snappy (or S2) stream
+	// Recognised, not opened: Walk counts each as a Skip (SkipUnsupported),
+	// so that a scan says it did not read them.
+	SevenZip // a 7z archive
+	Rar      // a RAR archive, version 4 or 5
 )
 
-var formatNames = [...]string{None: "none", Zip: "zip", Tar: "tar", Gzip: "gzip", Bzip2: "bzip2", Zstd: "zstd", Xz: "xz", Snappy: "snappy"}
+var formatNames = [...]string{None: "none", Zip: "zip", Tar: "tar", Gzip: "gzip", Bzip2: "bzip2", Zstd: "zstd", Xz: "xz", Snappy: "snappy",
+	SevenZip: "7z", Rar: "rar"}
+
+// opens reports whether Walk opens archives of format f.
+func (f Format) opens() bool { return f != None && f != SevenZip && f != Rar }
 
 func (f Format) String() string {
 	if int(f) < len(formatNames) {
@@ -44,6 +52,9 @@ var (
 	xzMagic   = []byte{0xfd, '7', 'z', 'X', 'Z', 0}
 	snappyID  = []byte("\xff\x06\x00\x00sNaPpY")
 	s2ID      = []byte("\xff\x06\x00\x00S2sTwO")
+	sevenZip  = []byte("7z\xbc\xaf\x27\x1c")
+	rar4      = []byte("Rar!\x1a\x07\x00")
+	rar5      = []byte("Rar!\x1a\x07\x01\x00")
 )
 
 // Detect recognises an archive or compressed stream by its first bytes
@@ -68,6 +79,10 @@ func Detect(b []byte) Format {
 		return Xz
 	case bytes.HasPrefix(b, snappyID), bytes.HasPrefix(b, s2ID):
 		return Snappy
+	case bytes.HasPrefix(b, sevenZip):
+		return SevenZip
+	case bytes.HasPrefix(b, rar4), bytes.HasPrefix(b, rar5):
+		return Rar
 	case isTar(b):
 		return Tar
 	}

@@ -24,7 +24,7 @@ const Separator = "!"
 
 // Version names what Walk opens and how; a policy that depends on it
 // records it, so that a change here makes archives be scanned again.
-const Version = "archive/1 zip,tar,gzip,bzip2,zstd,xz,snappy"
+const Version = "archive/2 zip,tar,gzip,bzip2,zstd,xz,snappy"
 
 // Limits bound the work of one Walk, all levels together. A zero field
 // means its default.
@@ -128,8 +128,7 @@ type Entry struct {
 	Content []byte
 	// Opened: the file is an archive, whose entries follow.
 	Opened bool
-	// Skipped: the file was not read. A Skip says why, but for a binary
-	// file (Options.Binary), which is no news inside an archive.
+	// Skipped: the file was not read. A Skip says why.
 	Skipped bool
 }
 
@@ -145,12 +144,13 @@ const (
 	SkipMemory      Reason = "memory"        // over Limits.Memory: a window, a dictionary, a directory, a file
 	SkipCorrupt     Reason = "corrupt"       // damaged or truncated: the rest of that archive
 	SkipEncrypted   Reason = "encrypted"     // an encrypted zip entry
-	SkipUnsupported Reason = "unsupported"   // a compression method or entry kind not read
+	SkipUnsupported Reason = "unsupported"   // a compression method, entry kind or archive (7z, rar) not read
+	SkipBinary      Reason = "binary"        // a binary file (Options.Binary): not read past its first bytes
 )
 
 // Reasons are every Reason, in a stable order.
 func Reasons() []Reason {
-	return []Reason{SkipDepth, SkipEntrySize, SkipBytes, SkipEntries, SkipRatio, SkipMemory, SkipCorrupt, SkipEncrypted, SkipUnsupported}
+	return []Reason{SkipDepth, SkipEntrySize, SkipBytes, SkipEntries, SkipRatio, SkipMemory, SkipCorrupt, SkipEncrypted, SkipUnsupported, SkipBinary}
 }
 
 var reasonWords = map[Reason]string{
@@ -162,7 +162,8 @@ var reasonWords = map[Reason]string{
 	SkipMemory:      "would need more memory to decompress than the limit",
 	SkipCorrupt:     "damaged or truncated archive",
 	SkipEncrypted:   "encrypted entry",
-	SkipUnsupported: "compression method or entry kind not supported",
+	SkipUnsupported: "compression method, entry kind or archive format not supported",
+	SkipBinary:      "binary file",
 }
 
 // Describe says what r means, in words that read after "skipped: ".
@@ -203,6 +204,10 @@ func Walk(content []byte, opt Options, fn func(Entry)) []Skip {
 	opt.Pool.acquire()
 	defer opt.Pool.release()
 	w := &walker{opt: opt, fn: fn, input: int64(len(content))}
+	if !f.opens() {
+		w.skip("", SkipUnsupported, fmt.Sprintf("%s archive, not opened", f))
+		return w.skips
+	}
 	if opt.Depth < 1 {
 		w.skip("", SkipDepth, fmt.Sprintf("%s, archives not opened", f))
 		return w.skips
@@ -298,6 +303,13 @@ func (w *walker) file(r io.Reader, at string, level int, entry bool) error {
 	}
 	f := Detect(head)
 	next := level + 1
+	if f != None && !f.opens() {
+		w.skip(at, SkipUnsupported, fmt.Sprintf("%s archive, not opened", f))
+		if entry {
+			w.fn(Entry{Path: at, Skipped: true})
+		}
+		return nil
+	}
 	if f != None {
 		if !entry && (f == Tar || f == Zip) {
 			next = level // .tar.gz is one archive
@@ -316,6 +328,18 @@ func (w *walker) file(r io.Reader, at string, level int, entry bool) error {
 			return w.open(f, io.MultiReader(bytes.NewReader(head), r), head, at, next)
 		}
 	} else if w.opt.Binary != nil && w.opt.Binary(head) {
+		if !entry && !eof {
+			// A compressed stream's content, one file: read on to its end
+			// through this buffer, so that the walk's limits see its size
+			// and a bomb of binary (a gzip of 2 GiB of zeros) is cut short
+			// as a bomb, not let pass as one binary file. An entry of an
+			// archive is not (a jar's thousands of classes would cost
+			// their size): it is bounded by the entries around it.
+			if err := drain(r, head[:cap(head)]); err != nil {
+				return err
+			}
+		}
+		w.skip(at, SkipBinary, fmt.Sprintf("binary in its first %d bytes", len(head)))
 		if entry {
 			w.fn(Entry{Path: at, Skipped: true})
 		}
@@ -364,6 +388,19 @@ func (w *walker) keep(b []byte) {
 	if old := cap(w.bufs[w.reading]); cap(b) > old {
 		w.held += int64(cap(b) - old)
 		w.bufs[w.reading] = b[:0]
+	}
+}
+
+// drain reads r to its end through buf.
+func drain(r io.Reader, buf []byte) error {
+	for {
+		_, err := r.Read(buf)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 	}
 }
 

@@ -55,11 +55,27 @@ func TestWalk(t *testing.T) {
 	}{
 		{name: "zip", content: zipOf(t, f("a.txt", "alpha\n"), dir("d"), f("d/b.txt", "beta\n")), opt: opts(8),
 			files: map[string]string{"a.txt": "alpha\n", "d/b.txt": "beta\n"}},
-		{name: "jar: classes are binary, skipped unread and uncounted", opt: opts(8),
+		{name: "jar: classes are binary, skipped unread and counted", opt: opts(8),
 			content: zipOf(t, f("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\n"), f("com/example/App.class", class),
 				f("config/application.properties", "db.password=hunter2\n")),
 			files:   map[string]string{"META-INF/MANIFEST.MF": "Manifest-Version: 1.0\n", "config/application.properties": "db.password=hunter2\n"},
-			skipped: []string{"com/example/App.class"}},
+			skipped: []string{"com/example/App.class"}, skips: []string{"com/example/App.class: binary"}},
+		{name: "gzip of a binary file: read to its end, counted", content: gz(t, []byte(class)), opt: opts(8),
+			skips: []string{": binary"}},
+		{name: "7z: not opened, counted", content: sevenZipOf("secret.txt"), opt: opts(8), skips: []string{": unsupported"}},
+		{name: "rar 4: not opened, counted", content: []byte("Rar!\x1a\x07\x00\xcf\x90\x73\x00\x00\x0d\x00"), opt: opts(8),
+			skips: []string{": unsupported"}},
+		{name: "rar 5: not opened, counted", content: []byte("Rar!\x1a\x07\x01\x00\x33\x92\xb5\xe5\x0a\x01\x05"), opt: opts(8),
+			skips: []string{": unsupported"}},
+		{name: "7z and rar in a zip, and in a tar.gz", opt: opts(8),
+			content: zipOf(t, f("a.7z", string(sevenZipOf("x"))), f("b.rar", "Rar!\x1a\x07\x01\x00rest"), f("c.txt", "c\n"),
+				f("d.tgz", string(gz(t, tarOf(t, f("e.7z", string(sevenZipOf("y")))))))),
+			files:   map[string]string{"c.txt": "c\n"},
+			opened:  []string{"d.tgz"},
+			skipped: []string{"a.7z", "b.rar", "d.tgz!e.7z"},
+			skips:   []string{"a.7z: unsupported", "b.rar: unsupported", "d.tgz!e.7z: unsupported"}},
+		{name: "gzip of 2 GiB of zeros: cut short at the limit, not passed as binary", content: zerosGzip(t, 2<<30), opt: opts(8),
+			skips: []string{": expanded-size"}},
 		{name: "zip in tar.gz in zip", content: nested, opt: opts(8),
 			files:  map[string]string{"README": "top\n", "lib/bundle.tar.gz!inner.zip!deep/app.env": "TOKEN=inner\n", "lib/bundle.tar.gz!notes.txt": "notes\n"},
 			opened: []string{"lib/bundle.tar.gz", "lib/bundle.tar.gz!inner.zip"}},
@@ -155,6 +171,21 @@ func TestWalk(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sevenZipOf is the start of a 7z archive (its signature header); name
+// only makes archives differ.
+func sevenZipOf(name string) []byte {
+	return append([]byte("7z\xbc\xaf\x27\x1c\x00\x04"), name...)
+}
+
+// zerosGzip is a gzip of n bytes of zeros (n a multiple of 16 MiB), as
+// members of 16 MiB each (a gzip reader reads them as one stream): some
+// 16 KiB a member, so 2 GiB is about 2 MiB.
+func zerosGzip(t testing.TB, n int64) []byte {
+	const member = 16 << 20
+	one := gz(t, make([]byte, member))
+	return bytes.Repeat(one, int(n/member))
 }
 
 func keys(m map[string]string) string {

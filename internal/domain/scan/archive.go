@@ -3,6 +3,7 @@ package scan
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 
 	"gitfleet/internal/domain/archive"
@@ -17,7 +18,9 @@ import (
 // skipped as a blob would be; path-only rules still apply to it, and to
 // the archives themselves. The work per blob is bounded by
 // Config.ArchiveLimits and MaxBlobBytes per file; what a bound or damage
-// left out is reported in Result.ArchiveSkips. An archive of which nothing
+// left out, and each binary file, 7z or rar not read, is reported in
+// Result.ArchiveSkips, and a limit reached makes the blob Partial
+// (ArchiveSkipIsPartial). An archive of which nothing
 // can be read (damaged from its first bytes) is the blob it would be with
 // archives off, binary mostly, with its skip.
 //
@@ -26,7 +29,8 @@ import (
 // its name claims); a global allowlist's paths are matched against the
 // name of a file in its archive at every level (gitleaks matches the first
 // level only), as well as against the whole display path; 7z and rar, and
-// the lz4, lzip, brotli and zlib streams, are not opened.
+// the lz4, lzip, brotli and zlib streams, are not opened (7z and rar are
+// counted, as skips: the scan says it did not read them).
 
 // DefaultArchiveDepth is how many levels of archives are opened by
 // default. gitleaks opens none unless asked (--max-archive-depth defaults
@@ -74,21 +78,24 @@ func (s *Scanner) scanArchive(sc *scratch, path string, content []byte, commit s
 		}
 		found = append(found, fs...)
 	})
-	if !read && len(skips) > 0 {
-		// Nothing could be read (damage, a bomb at its first bytes): the
-		// blob is what it would be without archives, binary mostly, and
-		// the skip says why. Text is scanned as text.
+	// A compressed file whose content is binary was read (its head, and to
+	// its end): its skip says so.
+	if !read && len(skips) > 0 && !slices.ContainsFunc(skips, func(k archive.Skip) bool { return k.Reason == archive.SkipBinary }) {
+		// Nothing could be read (damage, a bomb at its first bytes, a 7z):
+		// the blob is what it would be without archives, binary mostly,
+		// and the skip says why. Text is scanned as text.
 		if bytes.IndexByte(content[:min(len(content), binarySniffLen)], 0) < 0 {
 			return Result{}, false
 		}
 		res := s.skipped(sc, path, commit, SkipBinary)
 		res.ArchiveSkips = skips
+		res.Partial = res.Partial || s.archivePartial(skips)
 		return res, true
 	}
 	// The archive is a file too, for the path rules; a compressed file's
 	// content is at its own path, where they ran already: once is enough.
 	s.pathRules(sc, path, commit)
-	res := Result{Findings: s.finish(sc, nil), ArchiveSkips: skips}
+	res := Result{Findings: s.finish(sc, nil), ArchiveSkips: skips, Partial: s.archivePartial(skips)}
 	seen := map[Finding]bool{}
 	for _, f := range res.Findings {
 		seen[f] = true
@@ -100,6 +107,29 @@ func (s *Scanner) scanArchive(sc *scratch, path string, content []byte, commit s
 		}
 	}
 	return res, true
+}
+
+// ArchiveSkipIsPartial says whether a skip of this reason in an archive
+// makes a run Partial: a limit of the walk reached (a bomb, or content past
+// the bounds: expanded size, ratio, entries, memory) always does — what
+// came after it was never read; a file over the size limit or a binary
+// file as the same skip of a blob does (Config.OversizedIsPartial,
+// BinaryIsPartial). The depth, damage, encryption and what is not opened
+// (7z, rar, a method) are what the archive is: counted, not Partial.
+func (s *Scanner) ArchiveSkipIsPartial(r archive.Reason) bool {
+	switch r {
+	case archive.SkipBytes, archive.SkipRatio, archive.SkipEntries, archive.SkipMemory:
+		return true
+	case archive.SkipEntrySize:
+		return s.cfg.OversizedIsPartial
+	case archive.SkipBinary:
+		return s.cfg.BinaryIsPartial
+	}
+	return false
+}
+
+func (s *Scanner) archivePartial(skips []archive.Skip) bool {
+	return slices.ContainsFunc(skips, func(k archive.Skip) bool { return s.ArchiveSkipIsPartial(k.Reason) })
 }
 
 func (s *Scanner) archiveOptions() archive.Options {

@@ -115,6 +115,7 @@ paths = ['''^vendor/''']
 		content []byte
 		want    []string
 		skipped SkipReason
+		partial bool
 		skips   []string
 	}{
 		{name: "a jar: nested archives, path rules, allowlists and decoding inside", path: "dist/app.jar", content: jar,
@@ -123,7 +124,8 @@ paths = ['''^vendor/''']
 				"dist/app.jar!config/application.properties:2 demo-key " + k1,
 				"dist/app.jar!lib/bundle.tar.gz!inner.zip!deep/.env:2 demo-key " + k2,
 				"dist/app.jar!encoded.txt:1 demo-key (base64)",
-			}},
+			},
+			skips: []string{"com/example/App.class: binary"}},
 		{name: "archives off: a binary blob", cfg: func(c *Config) { c.ArchiveDepth = 0 }, path: "dist/app.jar", content: jar,
 			skipped: SkipBinary},
 		{name: "depth 1: the tar.gz is not opened", cfg: func(c *Config) { c.ArchiveDepth = 1 }, path: "dist/app.jar", content: jar,
@@ -132,18 +134,18 @@ paths = ['''^vendor/''']
 				"dist/app.jar!config/application.properties:2 demo-key " + k1,
 				"dist/app.jar!encoded.txt:1 demo-key (base64)",
 			},
-			skips: []string{"lib/bundle.tar.gz: depth"}},
+			skips: []string{"com/example/App.class: binary", "lib/bundle.tar.gz: depth"}},
 		{name: "a gzipped file is scanned at its own path", path: "notes.txt.gz", content: gzBytes(t, []byte("x\nKEY="+k6+"\n")),
 			want: []string{"notes.txt.gz:2 demo-key"}},
 		{name: "a path rule on the archive itself, once", path: "conf.properties", content: gzBytes(t, []byte("nothing\n")),
 			want: []string{"conf.properties:0 properties-file"}},
 		{name: "a bomb ends the walk, what came before stands", path: "bomb.zip",
 			content: zipBytes(t, entry{"first.txt", "KEY=" + k6 + "\n"}, entry{"bomb.txt", strings.Repeat("a", 40<<20)}),
-			want:    []string{"bomb.zip!first.txt:1 demo-key"}, skips: []string{"bomb.txt: ratio"}},
+			want:    []string{"bomb.zip!first.txt:1 demo-key"}, skips: []string{"bomb.txt: ratio"}, partial: true},
 		{name: "a file over MaxBlobBytes", cfg: func(c *Config) { c.MaxBlobBytes = 1000 }, path: "big.zip",
 			content: zipBytes(t, entry{"big.properties", strings.Repeat("#\n", 600) + k6}, entry{"small.txt", k1}),
 			want:    []string{"big.zip!big.properties:0 properties-file", "big.zip!small.txt:1 demo-key"},
-			skips:   []string{"big.properties: entry-size"}},
+			skips:   []string{"big.properties: entry-size"}, partial: true},
 		{name: "a damaged archive is a binary blob, and says why", path: "broken.zip", content: jar[:len(jar)/2],
 			skipped: SkipBinary, skips: []string{": corrupt"}},
 	} {
@@ -167,8 +169,8 @@ paths = ['''^vendor/''']
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
 			}
-			if res.Skipped != tc.skipped || res.Partial {
-				t.Errorf("skipped %q partial %t, want %q", res.Skipped, res.Partial, tc.skipped)
+			if res.Skipped != tc.skipped || res.Partial != tc.partial {
+				t.Errorf("skipped %q partial %t, want %q %t", res.Skipped, res.Partial, tc.skipped, tc.partial)
 			}
 			var skips []string
 			for _, k := range res.ArchiveSkips {

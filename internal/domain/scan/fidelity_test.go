@@ -1,6 +1,7 @@
 package scan
 
 import (
+	"bytes"
 	"encoding/base64"
 	"fmt"
 	"os"
@@ -131,6 +132,53 @@ func TestJWTWithReadableSignatureIsOneFinding(t *testing.T) {
 			want := []string{fmt.Sprintf("jwt %d-%d %q", start, start+len(tok), "")}
 			if !slices.Equal(got, want) {
 				t.Errorf("findings %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// What a walk skipped is counted by reason, and makes the blob Partial as
+// ArchiveSkipIsPartial says: a limit reached always (a bomb cut short),
+// a binary file as a binary blob does (Config.BinaryIsPartial), the rest
+// (a 7z, a rar, damage) never. Before, a gzip of 2 GiB of zeros was one
+// binary file, uncounted, and the blob was not Partial; 7z and rar were
+// not recognised, binary files not counted.
+func TestArchiveSkipsAndPartial(t *testing.T) {
+	rs := mustDefault(t)
+	zeros := gzBytes(t, make([]byte, 16<<20))
+	class := "\xca\xfe\xba\xbe\x00\x00\x00\x41\x00\x01"
+	for _, tc := range []struct {
+		name          string
+		binaryPartial bool
+		content       []byte
+		skipped       SkipReason
+		partial       bool
+		skips         []string
+	}{
+		{name: "gzip of 2 GiB of zeros", content: bytes.Repeat(zeros, 128), skipped: SkipBinary, partial: true, skips: []string{": expanded-size"}},
+		{name: "a 7z", content: []byte("7z\xbc\xaf\x27\x1c\x00\x04\x00rest"), skipped: SkipBinary, skips: []string{": unsupported"}},
+		{name: "a rar", content: []byte("Rar!\x1a\x07\x01\x00\x00rest"), skipped: SkipBinary, skips: []string{": unsupported"}},
+		{name: "a zip of a 7z, a rar and a class", content: zipBytes(t, entry{"a.7z", "7z\xbc\xaf\x27\x1c\x00\x04"},
+			entry{"b.rar", "Rar!\x1a\x07\x00rest"}, entry{"App.class", class}),
+			skips: []string{"a.7z: unsupported", "b.rar: unsupported", "App.class: binary"}},
+		{name: "a gzip of a binary file", content: gzBytes(t, []byte(class)), skips: []string{": binary"}},
+		{name: "binary is partial", binaryPartial: true, content: zipBytes(t, entry{"App.class", class}), partial: true,
+			skips: []string{"App.class: binary"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.BinaryIsPartial = tc.binaryPartial
+			s, err := New(rs, cfg, testKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := s.Scan("blob", tc.content, "")
+			var skips []string
+			for _, k := range res.ArchiveSkips {
+				skips = append(skips, k.Path+": "+string(k.Reason))
+			}
+			if res.Skipped != tc.skipped || res.Partial != tc.partial || !slices.Equal(skips, tc.skips) {
+				t.Errorf("skipped %q partial %t skips %q; want %q %t %q", res.Skipped, res.Partial, skips, tc.skipped, tc.partial, tc.skips)
 			}
 		})
 	}

@@ -143,13 +143,14 @@ type Result struct {
 	// still applied to skipped blobs (they need no content).
 	Skipped SkipReason
 	// Partial: the blob was skipped, and the Config says that this kind of
-	// skip makes the run partial.
+	// skip makes the run partial; or a skip in ArchiveSkips does
+	// (Scanner.ArchiveSkipIsPartial: a limit cut the walk short).
 	Partial bool
 	// ArchiveSkips: what of an archive blob was not scanned, and why (a
-	// limit, a file too large or nested too deep, damage); the blob itself
-	// was scanned, and Partial is not set. Files that are binary are
-	// skipped uncounted. The findings of an archive are the path rules'
-	// on the blob, then its files', in the archive's order.
+	// limit, a file too large or nested too deep, damage, a binary file,
+	// a 7z or rar archive); the blob itself was scanned. The findings of
+	// an archive are the path rules' on the blob, then its files', in the
+	// archive's order.
 	ArchiveSkips []archive.Skip
 }
 

@@ -78,8 +78,10 @@ type Counts struct {
 	// run Partial.
 	RefsIgnored int64 `json:"refsIgnored,omitempty"`
 	// ArchiveSkips counts, by reason, what the scanner left out of the
-	// archives it opened; those blobs were scanned, and these do not make
-	// the run Partial.
+	// archives it opened (binary files, 7z and rar archives included);
+	// those blobs were scanned. A limit reached (a bomb) makes the run
+	// Partial, and so do a file over the size limit and a binary file
+	// when their blob counterparts do (scan.Scanner.ArchiveSkipIsPartial).
 	ArchiveSkips ArchiveSkips `json:"archiveSkips,omitzero"`
 }
 
@@ -115,7 +117,7 @@ func (c *Counts) breakdown() map[string]*int64 {
 		"missing": &c.Missing, "corrupt": &c.Corrupt, "unreadable": &c.Unreadable, "refused": &c.Refused, "oversized": &c.Oversized, "binary": &c.Binary,
 		"archive.depth": &a.Depth, "archive.entrySize": &a.EntrySize, "archive.expandedSize": &a.Bytes,
 		"archive.entries": &a.Entries, "archive.ratio": &a.Ratio, "archive.memory": &a.Memory, "archive.corrupt": &a.Corrupt,
-		"archive.encrypted": &a.Encrypted, "archive.unsupported": &a.Unsupported,
+		"archive.encrypted": &a.Encrypted, "archive.unsupported": &a.Unsupported, "archive.binary": &a.Binary,
 	}
 }
 
@@ -131,6 +133,7 @@ type ArchiveSkips struct {
 	Corrupt     int64 `json:"corrupt,omitempty"`
 	Encrypted   int64 `json:"encrypted,omitempty"`
 	Unsupported int64 `json:"unsupported,omitempty"`
+	Binary      int64 `json:"binary,omitempty"`
 }
 
 // Add counts n skips for reason r.
@@ -157,6 +160,8 @@ func (a *ArchiveSkips) of(r archive.Reason) *int64 {
 		return &a.Corrupt
 	case archive.SkipEncrypted:
 		return &a.Encrypted
+	case archive.SkipBinary:
+		return &a.Binary
 	}
 	return &a.Unsupported // and any reason this version does not know
 }
