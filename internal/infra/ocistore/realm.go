@@ -8,25 +8,28 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"golang.org/x/net/publicsuffix"
 
 	"gitfleet/internal/infra/errclass"
 )
 
 // KeepCredentials returns base guarded so that what authenticates a
 // client to registry — the peer token, the keychain's credentials for
-// that registry — reaches that registry's own host and port only.
+// that registry — reaches that registry's own site only: its host and
+// port, or another host of its registrable domain (Docker Hub's registry
+// index.docker.io and its token service auth.docker.io; registry.gitlab.com
+// and gitlab.com), never a host of another domain nor, for a registry
+// named by address or a single label (a peer, localhost), any other host.
 //
 // go-containerregistry sends them elsewhere in one case: a registry that
 // answers with a Bearer challenge names the token service ("realm") the
 // client then gives its credentials to, and the realm may be any public
 // host. So a registry, or a peer, could have them sent to a host of its
-// choosing. Through this guard a request to any other host goes without
-// an Authorization header — a token service on another host is asked
+// choosing. Through this guard a request to a host off the site goes
+// without an Authorization header — a token service elsewhere is asked
 // anonymously, which is enough for public images — and one carrying a
 // refresh token or a password in its form (the OAuth exchange) is not
-// sent at all. The one exception is Docker Hub, whose registry
-// (index.docker.io) has always had its token service on auth.docker.io,
-// over https.
+// sent at all.
 func KeepCredentials(registry name.Registry, base http.RoundTripper) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
@@ -61,16 +64,32 @@ func (g *credentialGuard) RoundTrip(req *http.Request) (*http.Response, error) {
 	return g.base.RoundTrip(req)
 }
 
-// own reports a request to the registry's host and port (its scheme's
-// default port when it names none), or Docker Hub's token service for
-// Docker Hub.
+// own reports a request to the registry's site: its host and port (its
+// scheme's default port when it names none), or a host of the same
+// registrable domain (public suffix list) when the registry is named by a
+// domain.
 func (g *credentialGuard) own(req *http.Request) bool {
 	scheme := strings.ToLower(req.URL.Scheme)
-	host := canonicalHost(req.URL.Host, scheme)
-	if host == canonicalHost(g.registry.RegistryStr(), scheme) {
+	if canonicalHost(req.URL.Host, scheme) == canonicalHost(g.registry.RegistryStr(), scheme) {
 		return true
 	}
-	return g.registry.RegistryStr() == name.DefaultRegistry && scheme == "https" && host == "auth.docker.io:443"
+	site := func(hostport string) string {
+		h := strings.ToLower(hostport)
+		if hh, _, err := net.SplitHostPort(h); err == nil {
+			h = hh
+		}
+		h = strings.TrimSuffix(strings.Trim(h, "[]"), ".")
+		if net.ParseIP(h) != nil || !strings.Contains(h, ".") {
+			return ""
+		}
+		d, err := publicsuffix.EffectiveTLDPlusOne(h)
+		if err != nil {
+			return ""
+		}
+		return d
+	}
+	reg := site(g.registry.RegistryStr())
+	return reg != "" && site(req.URL.Host) == reg
 }
 
 // canonicalHost is host:port in lower case, the scheme's default port

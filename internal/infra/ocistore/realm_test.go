@@ -23,12 +23,13 @@ import (
 )
 
 // A registry or a peer that answers with a Bearer challenge whose token
-// service (realm) is on another host does not get the runner's
+// service (realm) is on another site does not get the runner's
 // credentials sent there — not the keychain's password, not its refresh
 // token, not the peer token: the token service is asked anonymously (a
 // public image still pulls) or, for an OAuth exchange that would carry a
-// refresh token, not at all. A realm on the registry's own host gets them
-// as before. (Before, go-containerregistry gave them to any public realm
+// refresh token, not at all. A realm on the registry's own host, or
+// another host of its domain (as Docker Hub's and GitLab's are), gets them
+// as before; a peer, named by its address, has no other host. (Before, go-containerregistry gave them to any public realm
 // host the challenge named: the realm server logged "Basic
 // runner:s3cret" and the peer token.)
 func TestCredentialsNeverGoToAnotherHostsRealm(t *testing.T) {
@@ -74,7 +75,8 @@ func TestCredentialsNeverGoToAnotherHostsRealm(t *testing.T) {
 
 	// registry.test is the registry (and a peer: its address), auth.test
 	// a token service elsewhere.
-	addrs := map[string]string{"registry.test:80": regSrv.Listener.Addr().String(), "auth.test:80": realm.Listener.Addr().String()}
+	addrs := map[string]string{"registry.test:80": regSrv.Listener.Addr().String(), "auth.test:80": realm.Listener.Addr().String(),
+		"auth.registry.test:80": realm.Listener.Addr().String()}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if a, ok := addrs[addr]; ok {
@@ -102,6 +104,8 @@ func TestCredentialsNeverGoToAnotherHostsRealm(t *testing.T) {
 		secrets []string // what it must not
 	}{
 		{"keychain, realm on the registry's host", "http://registry.test/token", password,
+			Source{Name: "registry", Insecure: true}, true, basicCreds, nil},
+		{"keychain, realm on another host of the registry's domain", "http://auth.registry.test/token", password,
 			Source{Name: "registry", Insecure: true}, true, basicCreds, nil},
 		{"keychain, realm on another host", "http://auth.test/token", password,
 			Source{Name: "registry", Insecure: true}, true, "", []string{"s3cret", basicCreds}},
@@ -132,8 +136,45 @@ func TestCredentialsNeverGoToAnotherHostsRealm(t *testing.T) {
 				}
 			}
 			if tc.want != "" && (len(seen) == 0 || !strings.Contains(seen[0], tc.want)) {
-				t.Errorf("the token service on the registry's host got %q, want %q", seen, tc.want)
+				t.Errorf("the token service on the registry's site got %q, want %q", seen, tc.want)
 			}
 		})
+	}
+}
+
+// Which hosts are a registry's site: its own host and port, or a host of
+// its registrable domain (by the public suffix list) when it is named by a
+// domain.
+func TestCredentialsSite(t *testing.T) {
+	for _, tc := range []struct {
+		registry, url string
+		own           bool
+	}{
+		{"index.docker.io", "https://auth.docker.io/token", true},
+		{"registry.gitlab.com", "https://gitlab.com/jwt/auth", true},
+		{"ghcr.io", "https://ghcr.io/token", true},
+		{"registry.corp.example:5050", "https://gitlab.corp.example/jwt/auth", true},
+		{"registry.corp.example:5050", "https://registry.corp.example/token", true}, // another port of its host
+		{"ghcr.io", "https://evil.example/token", false},
+		{"index.docker.io", "https://docker.io.evil.example/token", false},
+		{"a.github.io", "https://b.github.io/token", false}, // github.io is a public suffix
+		{"10.0.0.5:5000", "http://10.0.0.5:5000/token", true},
+		{"10.0.0.5:5000", "http://10.0.0.6:5000/token", false},
+		{"10.0.0.5:5000", "http://10.0.0.5:5001/token", false},
+		{"localhost:5000", "http://auth.localhost:5000/token", false},
+		{"127.0.0.1:5000", "http://localhost:5000/token", false},
+	} {
+		reg, err := name.NewRegistry(tc.registry)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := http.NewRequest("GET", tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := KeepCredentials(reg, nil).(*credentialGuard)
+		if got := g.own(req); got != tc.own {
+			t.Errorf("registry %s, request %s: own %t, want %t", tc.registry, tc.url, got, tc.own)
+		}
 	}
 }
