@@ -406,11 +406,15 @@ type installationJSON struct {
 	UpdatedAt           string            `json:"updated_at"`
 }
 
+// installationToJSON takes the accounts' lock: call it without.
 func installationToJSON(c *apiCall, in *installState) installationJSON {
+	c.f.acct.mu.RLock()
 	sel := "all"
 	if in.repos != nil {
 		sel = "selected"
 	}
+	perms := maps.Clone(in.app.perms)
+	c.f.acct.mu.RUnlock()
 	t := ghTime(time.Unix(0, 0))
 	return installationJSON{
 		ID: in.id, AppID: in.app.id, AppSlug: in.app.slug, TargetID: in.account.id, TargetType: in.account.typ,
@@ -418,7 +422,7 @@ func installationToJSON(c *apiCall, in *installState) installationJSON {
 		RepositorySelection: sel,
 		AccessTokensURL:     c.apiBase() + "app/installations/" + strconv.FormatInt(in.id, 10) + "/access_tokens",
 		RepositoriesURL:     c.apiBase() + "installation/repositories",
-		Permissions:         maps.Clone(in.app.perms), CreatedAt: t, UpdatedAt: t,
+		Permissions:         perms, CreatedAt: t, UpdatedAt: t,
 	}
 }
 

@@ -2,7 +2,9 @@
 // repositories with (architecture §3, "Private repositories"): a GitHub
 // App's installation access tokens, minted on demand with a JWT signed by
 // the App's private key, cached per installation and renewed before they
-// expire, behind a per-installation rate gate; or, for those without an
+// expire, behind a per-installation rate gate, each asked for read access
+// only (contents, metadata) and refused if granted more; or, for those
+// without an
 // App, tokens configured per owner in a file. Both answer "which token
 // reads owner's repositories on this host?" for Git fetches (the mirror's
 // Credentials) and for the API lookups of identity resolution
