@@ -3,7 +3,8 @@
 // zip (and every zip container: jar, war, apk, docx…), tar, and gzip,
 // bzip2, zstd, xz and snappy streams, nested to a depth. It recognises them
 // by their content (magic bytes), never by name, and calls back with each
-// regular file's inner path and content.
+// regular file's inner path and content (a text file too large to hold
+// whole in overlapping parts, Options.Overlap).
 //
 // Everything it reads is hostile until proven otherwise. Declared sizes are
 // never trusted: every byte is read through a limit, and the work of one

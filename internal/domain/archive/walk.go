@@ -101,10 +101,17 @@ type Options struct {
 	// archive (.tar.gz, .zip.xz) is one level.
 	Depth int
 	// MaxEntryBytes: a larger file is skipped (SkipEntrySize), and so is
-	// a larger nested zip or xz, which must be held whole to be opened.
-	// Zero or negative: no limit but Limits.Bytes.
+	// a larger nested zip or xz, which must be held whole to be opened;
+	// but see Overlap. Zero or negative: no limit but Limits.Bytes.
 	MaxEntryBytes int64
-	Limits        Limits
+	// Overlap, when positive, passes a text file larger than a part may
+	// be — MaxEntryBytes, or what the walk's memory has left — on in
+	// parts (Entry.Part) of that size, each overlapping the one before by
+	// Overlap bytes, read through the same buffer, instead of skipping
+	// it; a part must be at least 2 × Overlap, or the file is skipped.
+	// Limits.Bytes still bounds what is read.
+	Overlap int
+	Limits  Limits
 	// Binary, when set, says from a file's first SniffLen bytes whether it
 	// is binary: such a file is passed on as Skipped without being read
 	// further (a jar's classes cost 8 KiB each, not their size).
@@ -130,6 +137,26 @@ type Entry struct {
 	Opened bool
 	// Skipped: the file was not read. A Skip says why.
 	Skipped bool
+	// Part is set when the file is passed on in parts (Options.Overlap):
+	// Content is then one part of it, and the file's entries follow one
+	// another, in order, the last with Part.Last.
+	Part *Part
+}
+
+// Part says where a part of a file passed on in parts is. Parts overlap by
+// Options.Overlap bytes: part k+1 starts Overlap bytes before part k
+// ends. Each keeps [From, To) of its Content — the first from 0, the
+// last to its end, the others Overlap/2 in from either end — and the
+// parts' kept ranges tile the file, each byte in exactly one: what starts
+// in a part's kept range and reaches no further than Overlap/2 either
+// side of its start is whole in that part.
+type Part struct {
+	Offset int64 // of Content[0] in the file
+	Lines  int64 // '\n's in the file before Offset
+	Column int64 // bytes from the start of Offset's line to Offset
+	From   int   // the kept range of Content
+	To     int
+	Last   bool
 }
 
 // Reason says why a file, or the rest of an archive, was not read.
@@ -359,6 +386,9 @@ func (w *walker) file(r io.Reader, at string, level int, entry bool) error {
 		}
 	}
 	if int64(len(all)) > limit {
+		if f == None && w.opt.Overlap > 0 && limit >= 2*int64(w.opt.Overlap) {
+			return w.parts(all, r, limit, at)
+		}
 		w.skip(at, reason, fmt.Sprintf("over %d bytes", limit))
 		if entry && f == None {
 			w.fn(Entry{Path: at, Skipped: true})
@@ -373,6 +403,47 @@ func (w *walker) file(r io.Reader, at string, level int, entry bool) error {
 	}
 	w.fn(Entry{Path: at, Content: all})
 	return nil
+}
+
+// parts passes on the file at path, larger than size, in parts of size
+// bytes (see Part): buf, this level's buffer, holds its first size+1
+// bytes, r the rest. One byte more than a part is read ahead, to know
+// whether the part is the last. Nothing is allocated: each part is read
+// into buf after the overlap is moved to its start.
+func (w *walker) parts(buf []byte, r io.Reader, size int64, at string) error {
+	overlap := int64(w.opt.Overlap)
+	half := int(overlap / 2)
+	var p Part
+	for {
+		p.Last = int64(len(buf)) <= size
+		content := buf[:min(int64(len(buf)), size)]
+		p.From, p.To = 0, len(content)
+		if p.Offset > 0 {
+			p.From = half
+		}
+		if !p.Last {
+			p.To = len(content) - half
+		}
+		part := p
+		w.fn(Entry{Path: at, Content: content, Part: &part})
+		if p.Last {
+			return nil
+		}
+		step := size - overlap
+		passed := content[:step]
+		if k := bytes.LastIndexByte(passed, '\n'); k >= 0 {
+			p.Lines += int64(bytes.Count(passed, []byte{'\n'}))
+			p.Column = step - int64(k+1)
+		} else {
+			p.Column += step
+		}
+		p.Offset += step
+		buf = buf[:copy(buf, buf[step:])]
+		var err error
+		if buf, _, err = fill(buf, r, size+1); err != nil {
+			return err
+		}
+	}
 }
 
 // buf is the buffer of the read at the current nesting, empty.

@@ -416,3 +416,77 @@ func FuzzWalk(fz *testing.F) {
 		}
 	})
 }
+
+// A text file larger than a part may be is passed on in parts overlapping
+// by Overlap: their kept ranges tile the file, each part says where it is
+// (offset, lines and column before it), no part is larger than the size
+// limit or the walk's memory, and Limits.Bytes still ends the walk. Before,
+// the file was skipped whole (entry-size).
+func TestWalkInParts(t *testing.T) {
+	var text strings.Builder
+	for i := 0; text.Len() < 600<<10; i++ {
+		fmt.Fprintf(&text, "line %d %s\n", i, strings.Repeat("x", i%97))
+	}
+	whole := text.String()
+	for _, tc := range []struct {
+		name    string
+		content []byte
+		opt     Options
+		path    string
+		maxPart int
+		read    int // bytes of the file the parts tile
+		skips   []string
+	}{
+		{name: "gzip, parts of the size limit", content: gz(t, []byte(whole)),
+			opt: Options{Depth: 1, MaxEntryBytes: 64 << 10, Overlap: 8 << 10}, maxPart: 64 << 10, read: len(whole)},
+		{name: "a zip entry", content: zipOf(t, f("big.log", whole), f("small.txt", "s\n")), path: "big.log",
+			opt: Options{Depth: 1, MaxEntryBytes: 100 << 10, Overlap: 10 << 10}, maxPart: 100 << 10, read: len(whole)},
+		{name: "parts of what the memory leaves", content: gz(t, []byte(whole)),
+			opt: Options{Depth: 1, Limits: Limits{Memory: 200 << 10}, Overlap: 16 << 10}, maxPart: 200 << 10, read: len(whole)},
+		{name: "the expanded size still ends it", content: gz(t, []byte(whole)),
+			opt: Options{Depth: 1, MaxEntryBytes: 64 << 10, Overlap: 8 << 10, Limits: Limits{Bytes: 300 << 10, Ratio: 1 << 20}}, maxPart: 64 << 10,
+			read: -1, skips: []string{": expanded-size"}},
+		{name: "parts under twice the overlap: skipped", content: gz(t, []byte(whole)),
+			opt: Options{Depth: 1, MaxEntryBytes: 64 << 10, Overlap: 40 << 10}, skips: []string{": entry-size"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got strings.Builder
+			var parts []Part
+			var skips []string
+			for _, s := range Walk(tc.content, tc.opt, func(e Entry) {
+				if e.Part == nil || e.Path != tc.path {
+					return
+				}
+				p := *e.Part
+				if len(e.Content) > tc.maxPart {
+					t.Errorf("part at %d: %d bytes, over %d", p.Offset, len(e.Content), tc.maxPart)
+				}
+				if want := whole[p.Offset : p.Offset+int64(len(e.Content))]; string(e.Content) != want {
+					t.Fatalf("part at %d is not the file's bytes there", p.Offset)
+				}
+				before := whole[:p.Offset]
+				if lines, col := int64(strings.Count(before, "\n")), p.Offset-int64(strings.LastIndexByte(before, '\n')+1); p.Lines != lines || p.Column != col {
+					t.Errorf("part at %d: lines %d column %d, want %d %d", p.Offset, p.Lines, p.Column, lines, col)
+				}
+				if int64(got.Len()) != p.Offset+int64(p.From) {
+					t.Fatalf("part at %d keeps from %d, the parts before kept up to %d", p.Offset, p.Offset+int64(p.From), got.Len())
+				}
+				got.Write(e.Content[p.From:p.To])
+				parts = append(parts, p)
+			}) {
+				skips = append(skips, s.Path+": "+string(s.Reason))
+			}
+			if !slices.Equal(skips, tc.skips) {
+				t.Errorf("skips %q, want %q", skips, tc.skips)
+			}
+			switch {
+			case tc.read == 0 && len(parts) > 0:
+				t.Errorf("%d parts, want none", len(parts))
+			case tc.read > 0 && (got.String() != whole[:tc.read] || len(parts) < 2 || !parts[len(parts)-1].Last):
+				t.Errorf("the kept ranges of %d parts make %d bytes, want the file's %d, the last part last", len(parts), got.Len(), tc.read)
+			case tc.read < 0 && (len(parts) < 2 || parts[len(parts)-1].Last):
+				t.Errorf("%d parts, the last one last: want the walk cut short", len(parts))
+			}
+		})
+	}
+}

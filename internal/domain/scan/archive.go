@@ -67,9 +67,12 @@ func (s *Scanner) scanArchive(sc *scratch, path string, content []byte, commit s
 			at += archive.Separator + e.Path
 		}
 		var fs []Finding
-		if e.Opened || e.Skipped {
+		switch {
+		case e.Opened || e.Skipped:
 			fs = s.pathFindings(at, commit)
-		} else {
+		case e.Part != nil:
+			fs = s.scanPart(at, commit, e.Content, e.Part)
+		default:
 			// Walk passes on no archive as a file: this does not recurse.
 			fs = s.Scan(at, e.Content, commit).Findings
 		}
@@ -132,9 +135,58 @@ func (s *Scanner) archivePartial(skips []archive.Skip) bool {
 	return slices.ContainsFunc(skips, func(k archive.Skip) bool { return s.ArchiveSkipIsPartial(k.Reason) })
 }
 
+// partOverlap is how much the parts of a file too large to hold whole
+// overlap (archive.Options.Overlap): a finding is made in the part whose
+// kept range its secret starts in, and is the same as in the whole file
+// when its match, its line and its encoded span reach no further than
+// partOverlap/2 = 128 KiB either side of that start. That covers a
+// decoded span whole (maxSpanLen, 64 KiB, and its decodeContext), the
+// longest PEM private keys (an RSA 16384-bit key is under 13 KB) and the
+// lines gitleaks:allow and line allowlists read, but for lines longer
+// than 128 KiB (minified files) at a part's edge. Parts of 10 MiB (the
+// default MaxBlobBytes) read 2.5% twice.
+const partOverlap = 256 << 10
+
 func (s *Scanner) archiveOptions() archive.Options {
 	return archive.Options{Depth: s.cfg.ArchiveDepth, MaxEntryBytes: max(s.cfg.MaxBlobBytes, 0), Limits: s.cfg.ArchiveLimits,
-		SniffLen: binarySniffLen, Binary: func(head []byte) bool { return bytes.IndexByte(head, 0) >= 0 }, Pool: s.walks}
+		SniffLen: binarySniffLen, Binary: func(head []byte) bool { return bytes.IndexByte(head, 0) >= 0 }, Pool: s.walks,
+		Overlap: partOverlap}
+}
+
+// scanPart scans one part of a text file in an archive too large to hold
+// whole (archive.Part): the findings whose secret starts in the part's
+// kept range, placed in the file (offsets, line and column); the path
+// rules once, with the first part. The part is text whatever bytes it
+// holds (the file's first bytes were) and never an archive: it is not
+// checked for either.
+func (s *Scanner) scanPart(path, commit string, content []byte, p *archive.Part) []Finding {
+	sc := s.pool.Get().(*scratch)
+	defer s.put(sc)
+	if s.allowlistedBlob(sc, path, commit) {
+		return nil
+	}
+	if p.Offset == 0 {
+		s.pathRules(sc, path, commit)
+	}
+	fs := s.textFindings(sc, path, commit, content)
+	kept := fs[:0]
+	for _, f := range fs {
+		if f.Line == 0 { // a path rule's
+			kept = append(kept, f)
+			continue
+		}
+		if f.Start < p.From || f.Start >= p.To {
+			continue
+		}
+		if f.Line == 1 {
+			f.Column += int(p.Column)
+		}
+		f.Line += int(p.Lines)
+		f.Start += int(p.Offset)
+		f.End += int(p.Offset)
+		kept = append(kept, f)
+	}
+	return kept
 }
 
 // allowlistedEntry reports whether a global allowlist that applies to every
@@ -173,5 +225,5 @@ func archivePolicy(cfg Config) string {
 	if cfg.ArchiveDepth <= 0 {
 		return "archive=off"
 	}
-	return fmt.Sprintf("archive=depth:%d,%s,%s", cfg.ArchiveDepth, cfg.ArchiveLimits, archive.Version)
+	return fmt.Sprintf("archive=depth:%d,%s,%s,parts:%d", cfg.ArchiveDepth, cfg.ArchiveLimits, archive.Version, partOverlap)
 }

@@ -183,3 +183,109 @@ func TestArchiveSkipsAndPartial(t *testing.T) {
 		})
 	}
 }
+
+// A compressed text file larger than MaxBlobBytes is scanned in parts
+// (archive.Part), and finds what a scan of the whole text finds: the same
+// rules, offsets, lines, columns, hashes, decodings and gitleaks:allow,
+// with secrets placed across every edge of the parts (where a part ends,
+// where its kept range ends, where the next part starts). Before, the
+// file was skipped whole.
+func TestPartsFindWhatTheWholeFileFinds(t *testing.T) {
+	rs := mustDefault(t)
+	const size = 1 << 20 // MaxBlobBytes: parts of 1 MiB
+	step, half := size-partOverlap, partOverlap/2
+	g := newGen(77)
+	var filler strings.Builder
+	for i := 0; filler.Len() < 3*size+size/2; i++ {
+		fmt.Fprintf(&filler, "%05d the quick brown fox jumps over the lazy dog %s\n", i, strings.Repeat("=", i%40))
+	}
+	text := []byte(filler.String())
+	put := func(at int, s string) { copy(text[at:], "\n"+s+"\n") }
+	var edges []int
+	for k := 0; k*step < len(text); k++ {
+		edges = append(edges, k*step+size, k*step+size-half, (k+1)*step, (k+1)*step+half)
+	}
+	for _, e := range edges {
+		for _, d := range []int{-60, -25, -3, 0, 2, 30} {
+			if at := e + d*3 - 10; at > 0 && at+200 < len(text) {
+				put(at, "T="+fakePAT(g))
+			}
+		}
+		if at := e - 90; at > 0 && at+300 < len(text) {
+			put(at, "blob: "+b64("token "+fakePAT(g)+" end"))
+		}
+		if at := e + 500; at+200 < len(text) {
+			put(at, "T="+fakePAT(g)+" # gitleaks:allow")
+		}
+		// A secret of no fixed length across the edge: cut there, it
+		// would still match, shorter.
+		if at := e - 30; at > 0 && at+200 < len(text) {
+			put(at, `api_key = "`+g.s(alnumChars, 40)+`"`)
+		}
+	}
+	// One line of 400 KiB across the start of the second part, secrets in
+	// it: their columns count from the line's start, before the part's.
+	long := []byte(strings.Repeat("a", 400<<10))
+	for i := 1000; i+100 < len(long); i += 20 << 10 {
+		copy(long[i:], " T="+fakePAT(g)+" ")
+	}
+	copy(text[step-(200<<10):], append(append([]byte("\n"), long...), '\n'))
+	put(0, "GITHUB_TOKEN="+fakePAT(g)) // line 1
+	whole, err := New(rs, Config{MaxBlobBytes: -1, DecodeDepth: DefaultDecodeDepth}, testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.MaxBlobBytes = size
+	parts, err := New(rs, cfg, testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := whole.Scan("log.txt", text, "").Findings
+	res := parts.Scan("log.txt.gz", gzBytes(t, text), "")
+	if res.Skipped != "" || res.Partial || len(res.ArchiveSkips) != 0 {
+		t.Fatalf("skipped %q partial %t skips %+v: want the file read whole, in parts", res.Skipped, res.Partial, res.ArchiveSkips)
+	}
+	show := func(fs []Finding) []string {
+		var out []string
+		for _, f := range fs {
+			out = append(out, fmt.Sprintf("%s %d:%d [%d,%d) %.8s %q inline=%t", f.RuleID, f.Line, f.Column, f.Start, f.End, f.SecretHash, f.Decoded, f.Inline))
+		}
+		slices.Sort(out)
+		return out
+	}
+	got, exp := show(res.Findings), show(want)
+	if !slices.Equal(got, exp) {
+		missing, extra := diffSorted(exp, got)
+		t.Errorf("in parts, %d findings; whole, %d\nmissing:\n%s\nextra:\n%s", len(got), len(exp), strings.Join(missing, "\n"), strings.Join(extra, "\n"))
+	}
+	if len(exp) < 2*len(edges) {
+		t.Errorf("%d findings in the whole file: the secrets were not placed", len(exp))
+	}
+	t.Logf("%d findings over %d edges of parts", len(exp), len(edges))
+}
+
+// The held-out attack: a compressed text file over 10 MiB with a secret on
+// line 1 (and one at its end), with the default configuration. Before:
+// "1 binary blob", and neither secret.
+func TestCompressedTextOver10MiBIsScanned(t *testing.T) {
+	s := newTestScanner(t, mustDefault(t))
+	g := newGen(78)
+	first, last := fakePAT(g), fakePAT(g)
+	var b strings.Builder
+	b.WriteString("GITHUB_TOKEN=" + first + "\n")
+	for i := 0; b.Len() < 12<<20; i++ {
+		fmt.Fprintf(&b, "%07d INFO request served in %d ms\n", i, i%997)
+	}
+	b.WriteString("GITHUB_TOKEN=" + last + "\n")
+	lines := strings.Count(b.String(), "\n")
+	res := s.Scan("app.log.gz", gzBytes(t, []byte(b.String())), "")
+	var got []string
+	for _, f := range res.Findings {
+		got = append(got, fmt.Sprintf("%s:%d", f.RuleID, f.Line))
+	}
+	want := []string{"github-pat:1", fmt.Sprintf("github-pat:%d", lines)}
+	if res.Skipped != "" || res.Partial || len(res.ArchiveSkips) != 0 || !slices.Equal(got, want) {
+		t.Errorf("skipped %q partial %t skips %+v findings %q; want %q", res.Skipped, res.Partial, res.ArchiveSkips, got, want)
+	}
+}

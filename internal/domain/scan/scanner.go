@@ -467,6 +467,12 @@ func (s *Scanner) Scan(path string, content []byte, commit string) Result {
 		return s.skipped(sc, path, commit, SkipBinary)
 	}
 	s.pathRules(sc, path, commit)
+	return Result{Findings: s.textFindings(sc, path, commit, content)}
+}
+
+// textFindings runs the content rules and the decoding pass over content,
+// text, and renders the findings with the path rules' already in sc.raw.
+func (s *Scanner) textFindings(sc *scratch, path, commit string, content []byte) []Finding {
 	s.scanText(sc, path, commit, content)
 	var decoded []Finding
 	if s.cfg.DecodeDepth > 0 {
@@ -482,7 +488,7 @@ func (s *Scanner) Scan(path string, content []byte, commit string) Result {
 			return strings.Compare(x.RuleID, y.RuleID)
 		})
 	}
-	return Result{Findings: fs}
+	return fs
 }
 
 // scanText runs the content rules over content into sc.raw.
