@@ -46,7 +46,10 @@
 // A blob that is an archive or a compressed file (package archive
 // recognises them by content) is opened Config.ArchiveDepth levels deep, and
 // each file in it is scanned as a blob at its display path, the inner path
-// after "!" (archive.go); a finding records the inner path.
+// after "!" (archive.go); a finding records the inner path. A text file in
+// it too large to hold whole is scanned in overlapping parts; what is not
+// read (a bound, damage, a binary file, a 7z or rar) is counted, and a
+// bound reached makes the blob Partial.
 //
 // Findings carry a keyed hash and a redacted preview of the secret, never the
 // secret itself, and never the path or commit: those are the caller's.
