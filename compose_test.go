@@ -27,14 +27,15 @@ import (
 // composeSecrets are the variables the compose file requires (${VAR:?...}),
 // with sentinel values the tests look for.
 var composeSecrets = map[string]string{
-	"TEMPORAL_DB_PASSWORD":        "temporal-db-sentinel",
-	"GITFLEET_DB_ADMIN_PASSWORD":  "gitfleet-db-admin-sentinel",
-	"GITFLEET_DB_PASSWORD":        "gitfleet-db-sentinel",
-	"GITFLEET_WORKER_DB_PASSWORD": "gitfleet-worker-db-sentinel",
-	"GITFLEET_RUNNER_DB_PASSWORD": "gitfleet-runner-db-sentinel",
-	"GITFLEET_TOKEN_KEY":          secrets.NewKey(),
-	"GITFLEET_FINDING_KEY":        "finding-key-sentinel-0123456789",
-	"GITFLEET_PEER_TOKEN":         "peer-token-sentinel-0123456789",
+	"TEMPORAL_DB_PASSWORD":         "temporal-db-sentinel",
+	"GITFLEET_DB_ADMIN_PASSWORD":   "gitfleet-db-admin-sentinel",
+	"GITFLEET_DB_PASSWORD":         "gitfleet-db-sentinel",
+	"GITFLEET_WORKER_DB_PASSWORD":  "gitfleet-worker-db-sentinel",
+	"GITFLEET_STARTER_DB_PASSWORD": "gitfleet-starter-db-sentinel",
+	"GITFLEET_RUNNER_DB_PASSWORD":  "gitfleet-runner-db-sentinel",
+	"GITFLEET_TOKEN_KEY":           secrets.NewKey(),
+	"GITFLEET_FINDING_KEY":         "finding-key-sentinel-0123456789",
+	"GITFLEET_PEER_TOKEN":          "peer-token-sentinel-0123456789",
 }
 
 // gitfleetServices run gitfleet's binaries and read its configuration.
@@ -418,7 +419,7 @@ func TestComposeGitfleetEnvironment(t *testing.T) {
 				t.Fatalf("gitfleet's configuration does not load from this environment: %v", err)
 			}
 			role := map[string]string{"gitfleet-migrate": "GITFLEET_DB_PASSWORD", "worker": "GITFLEET_WORKER_DB_PASSWORD",
-				"starter": "GITFLEET_WORKER_DB_PASSWORD", "runner": "GITFLEET_RUNNER_DB_PASSWORD"}[name]
+				"starter": "GITFLEET_STARTER_DB_PASSWORD", "runner": "GITFLEET_RUNNER_DB_PASSWORD"}[name]
 			if !strings.Contains(cfg.DatabaseURL, ":"+composeSecrets[role]+"@gitfleet-db:") {
 				t.Errorf("DATABASE_URL does not get %s's password", role)
 			}
@@ -541,11 +542,12 @@ func TestComposeLeastPrivilege(t *testing.T) {
 
 	// Secrets only where used.
 	for name, want := range map[string][]string{
-		"gitfleet-db":      {"gitfleet_db_admin_password", "gitfleet_db_password", "gitfleet_runner_db_password", "gitfleet_worker_db_password"},
+		"gitfleet-db": {"gitfleet_db_admin_password", "gitfleet_db_password", "gitfleet_runner_db_password", "gitfleet_starter_db_password",
+			"gitfleet_worker_db_password"},
 		"gitfleet-migrate": {"gitfleet_db_password"},
 		"gitfleet-grants":  {"gitfleet_db_password"},
 		"worker":           {"github_token", "gitfleet_finding_key", "gitfleet_token_key", "gitfleet_worker_db_password"},
-		"starter":          {"gitfleet_finding_key", "gitfleet_token_key", "gitfleet_worker_db_password"},
+		"starter":          {"gitfleet_finding_key", "gitfleet_token_key", "gitfleet_starter_db_password"},
 		"runner":           {"gitfleet_peer_token", "gitfleet_runner_db_password"},
 	} {
 		slices.Sort(want)
@@ -561,9 +563,11 @@ func TestComposeLeastPrivilege(t *testing.T) {
 		}
 	}
 
-	// One role per kind of service; the superuser for none of them.
+	// One role per kind of service; the superuser for none of them. The
+	// starter's is not the workers': it may not write the workers table
+	// (a row there attracts Git work; TestComposeRoles runs it).
 	for name, role := range map[string]string{"gitfleet-migrate": "gitfleet", "worker": "gitfleet_worker",
-		"starter": "gitfleet_worker", "runner": "gitfleet_runner"} {
+		"starter": "gitfleet_starter", "runner": "gitfleet_runner"} {
 		env := p.Services[name].Environment
 		u, err := url.Parse(*env["DATABASE_URL"])
 		if err != nil {

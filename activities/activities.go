@@ -45,6 +45,10 @@ type Activities struct {
 	// WorkerOffline is how long a silent worker keeps its repositories
 	// (zero: DefaultWorkerOffline).
 	WorkerOffline time.Duration
+	// Pollers checks that a live worker's Git queue is polled before
+	// placement sends work there (nil: rows are trusted as they are, as in
+	// tests that register rows for no worker).
+	Pollers *PollerCheck
 	// Policy names the scanner's rules (scan.Scanner.Policy): a
 	// re-collection whose refs and rules are unchanged skips its scan
 	// ("": never skipped).

@@ -206,9 +206,13 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	// Placement sends Git work only to a worker whose queue is polled
+	// (§11, "Who may place work"); one cache for the three registrations.
+	pollers := activities.NewPollerCheck(c)
 	for _, r := range []worker.Registry{w, ownW, gitW} {
 		r.RegisterActivity(&activities.Validity{Store: st, Mirrors: mirrors, Scanner: scanner, Checker: checker, Log: log})
-		r.RegisterActivity(&activities.Activities{Store: st, Mirrors: mirrors, Hosts: cfg.Hosts, WorkerOffline: cfg.Fleet.WorkerOffline, Policy: scanner.Policy(), Creds: creds, Log: log})
+		r.RegisterActivity(&activities.Activities{Store: st, Mirrors: mirrors, Hosts: cfg.Hosts, WorkerOffline: cfg.Fleet.WorkerOffline,
+			Pollers: pollers, Policy: scanner.Policy(), Creds: creds, Log: log})
 		r.RegisterActivity(&activities.Shards{Store: st, Mirrors: mirrors, Scanner: scanner, Log: log,
 			LeaseFor: cfg.ShardLease, BatchBlobs: cfg.ScanBatch, ScanSlots: scanSlots})
 		r.RegisterActivity(&activities.Sweeps{Store: st, Client: c, Hosts: cfg.Hosts,

@@ -8,7 +8,7 @@ set -eu
 secrets=${GITFLEET_SECRETS_DIR:-/run/secrets}
 psql="psql -v ON_ERROR_STOP=1 --no-psqlrc -q --username ${POSTGRES_USER:-postgres} --dbname ${POSTGRES_DB:-gitfleet}"
 $psql -f "${GITFLEET_ROLES_SQL:-/etc/gitfleet/roles.sql}"
-for role in gitfleet gitfleet_worker gitfleet_runner; do
+for role in gitfleet gitfleet_worker gitfleet_starter gitfleet_runner; do
     $psql -v role="$role" -v file="$secrets/${role}_db_password" <<'SQL'
 \set pw `cat :file`
 ALTER ROLE :"role" PASSWORD :'pw';

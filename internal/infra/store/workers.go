@@ -32,13 +32,16 @@ type Worker struct {
 // RegisterWorker adds a worker or marks it alive again (back from leaving,
 // too). A draining worker stays draining: draining is an operator's
 // decision a restart must not undo. Times are the database's clock, as for
-// runners.
+// runners. The row is the session role's (owner): where roles are split
+// (migration 00047, row-level security), another role's row with this id
+// is an error, not taken over.
 func (s *Store) RegisterWorker(ctx context.Context, id, taskQueue string) error {
 	if err := placement.ValidWorkerID(id); err != nil {
 		return err
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO workers (id, task_queue) VALUES ($1, $2)
-		ON CONFLICT (id) DO UPDATE SET last_heartbeat = now(), task_queue = excluded.task_queue, left_at = NULL`, id, taskQueue)
+		ON CONFLICT (id) DO UPDATE SET last_heartbeat = now(), task_queue = excluded.task_queue, left_at = NULL, owner = current_user`,
+		id, taskQueue)
 	if err != nil {
 		return fmt.Errorf("register worker %q: %w", id, err)
 	}
@@ -47,9 +50,12 @@ func (s *Store) RegisterWorker(ctx context.Context, id, taskQueue string) error 
 
 // HeartbeatWorker records that a worker is alive — it polls its queue —,
 // with the mirrors it holds. A heartbeat after a leave is another process
-// polling under the same id: the worker is back.
+// polling under the same id: the worker is back. Another role's row is not
+// found (row-level security hides it from the update); a row from before
+// owners (NULL) becomes this role's.
 func (s *Store) HeartbeatWorker(ctx context.Context, id string, mirrors, bytes int64) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE workers SET last_heartbeat = now(), left_at = NULL, mirrors = $2, mirror_bytes = $3 WHERE id = $1`,
+	tag, err := s.pool.Exec(ctx, `UPDATE workers SET last_heartbeat = now(), left_at = NULL, mirrors = $2, mirror_bytes = $3,
+		owner = current_user WHERE id = $1`,
 		id, mirrors, bytes)
 	if err != nil {
 		return fmt.Errorf("heartbeat of worker %q: %w", id, err)
@@ -96,16 +102,18 @@ func (s *Store) Workers(ctx context.Context) ([]Worker, error) {
 }
 
 // SetWorkerState drains a worker (its repositories go to their next
-// owners) or makes it take repositories again.
+// owners) or makes it take repositories again: an operator's change to a
+// row not its own, through the one function that changes the state and
+// nothing else (gitfleet_set_worker_state, migration 00047).
 func (s *Store) SetWorkerState(ctx context.Context, id string, state placement.State) error {
 	if state != placement.Active && state != placement.Draining {
 		return fmt.Errorf("worker state %q: want %s or %s", state, placement.Active, placement.Draining)
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE workers SET state = $2 WHERE id = $1`, id, string(state))
-	if err != nil {
+	var found bool
+	if err := s.pool.QueryRow(ctx, `SELECT gitfleet_set_worker_state($1, $2)`, id, string(state)).Scan(&found); err != nil {
 		return fmt.Errorf("set worker %q %s: %w", id, state, err)
 	}
-	if tag.RowsAffected() == 0 {
+	if !found {
 		return &notFoundError{fmt.Sprintf("worker %q is not registered", id)}
 	}
 	return nil
@@ -125,9 +133,11 @@ func (s *Store) LeaveWorker(ctx context.Context, id string) error {
 // ForgetWorkers deletes the rows of workers silent for longer than after
 // (left or dead), by the database's clock, and returns their ids, sorted.
 // They own nothing already; a forgotten worker that comes back registers
-// anew.
+// anew. Other roles' rows too, through gitfleet_forget_workers (migration
+// 00047), which never deletes a row heard of within the hour, whatever
+// after says: a live worker's row cannot be deleted by another.
 func (s *Store) ForgetWorkers(ctx context.Context, after time.Duration) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `DELETE FROM workers WHERE last_heartbeat < now() - $1 * interval '1 microsecond' RETURNING id`,
+	rows, err := s.pool.Query(ctx, `SELECT * FROM gitfleet_forget_workers($1 * interval '1 microsecond')`,
 		micros(after))
 	if err != nil {
 		return nil, fmt.Errorf("forget workers: %w", err)
