@@ -57,6 +57,10 @@ var unsetOnPurpose = map[string]map[string]string{
 		"gitfleet-migrate": "only runners serve and pull from peers",
 	},
 	"DATABASE_URL_FILE": {"*": "the URL names no secret: DATABASE_PASSWORD_FILE gives the role's password"},
+	// Push-time detection is opt-in: it needs a worker GitHub can reach.
+	"GITFLEET_WEBHOOK_ADDR":        {"*": "opt-in: a deployment GitHub can reach sets it on one or more workers (README, \"Push-time detection\")"},
+	"GITFLEET_WEBHOOK_SECRET":      {"*": "a secret: GITFLEET_WEBHOOK_SECRET_FILE names its file"},
+	"GITFLEET_WEBHOOK_SECRET_FILE": {"*": "opt-in, with GITFLEET_WEBHOOK_ADDR"},
 	"GITFLEET_TOKEN_KEY_FILE": {
 		"runner":           "runners seal and open no users' tokens",
 		"gitfleet-migrate": "migrations need no key",

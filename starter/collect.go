@@ -267,7 +267,7 @@ type collectOutcome struct {
 func (a *app) collect(ctx context.Context, c client.Client, repos []repoid.ID, wait bool) error {
 	runs := make([]client.WorkflowRun, len(repos))
 	for i, r := range repos {
-		run, err := c.ExecuteWorkflow(ctx, workflows.CollectOptions(r), workflows.Collect, workflows.CollectInput{Repo: r, Trigger: "manual"})
+		run, err := c.ExecuteWorkflow(ctx, workflows.CollectOptions(r), workflows.Collect, workflows.CollectInput{Repo: r, Trigger: workflows.TriggerManual})
 		if err != nil {
 			return fmt.Errorf("start collection of %s: %w", r, err)
 		}

@@ -144,6 +144,11 @@ func run() error {
 		return err
 	}
 	defer stopMetrics()
+	stopWebhooks, err := serveWebhooks(cfg, c, st, log)
+	if err != nil {
+		return err
+	}
+	defer stopWebhooks()
 	// `starter migrate` migrates, not the workers: a migration may take
 	// long, and a liveness probe must not kill it half way.
 	if err := waitForSchema(ctx, st, log); err != nil {
@@ -341,7 +346,7 @@ Configuration comes from the environment:
                        TOML profile), for Temporal Cloud and mTLS clusters
   DATABASE_URL         gitfleet's PostgreSQL database (default %s)
   DATABASE_PASSWORD_FILE a file holding the password of DATABASE_URL's user, for a URL that carries none
-  DATABASE_URL_FILE, GITHUB_TOKEN_FILE, GITFLEET_TOKEN_KEY_FILE, GITFLEET_PEER_TOKEN_FILE
+  DATABASE_URL_FILE, GITHUB_TOKEN_FILE, GITFLEET_TOKEN_KEY_FILE, GITFLEET_PEER_TOKEN_FILE, GITFLEET_WEBHOOK_SECRET_FILE
                        the secret in a file instead of the environment (trailing newline dropped)
   GITFLEET_UI_URL      the Temporal Web UI: the starter prints links to it (the worker reads, not uses it)
   GITHUB_API_URL       GitHub or GitHub Enterprise REST API (default https://api.github.com/)
@@ -415,6 +420,8 @@ Configuration comes from the environment:
   GITFLEET_SCAN_PARALLELISM     blobs read and scanned at once, all scans together (default: CPUs)
   GITFLEET_STOP_TIMEOUT         on SIGTERM/SIGINT, how long running activities may finish (default 30s)
   GITFLEET_METRICS_ADDR         /metrics, /livez, /readyz listen address, "off" for none (default :9090)
+  GITFLEET_WEBHOOK_ADDR         where the GitHub App's webhook deliveries are received (default: none)
+  GITFLEET_WEBHOOK_SECRET_FILE  a file holding the App's webhook secret (or GITFLEET_WEBHOOK_SECRET), at least 16 characters
   GOMEMLIMIT, GOGC              the Go runtime's memory limit and GC target, process-wide
 `, config.DefaultTemporalAddress, config.DefaultNamespace, config.DefaultDatabaseURL, activities.DefaultBatchBlobs)
 }

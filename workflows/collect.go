@@ -19,7 +19,8 @@ import (
 // CollectInput asks for one repository to be collected.
 type CollectInput struct {
 	Repo repoid.ID `json:"repository"`
-	// Trigger says who asked: "manual" (a user) or "sweep" (the schedule).
+	// Trigger says who asked: TriggerManual (a user), TriggerSweep (the
+	// schedule) or TriggerPush (a webhook delivery).
 	Trigger string `json:"trigger,omitempty"`
 	// PlaceWait bounds how long the repository's Git work waits for its
 	// worker before it is placed again (zero: DefaultPlaceWait).
@@ -60,8 +61,54 @@ const maxResolveAttempts = 5
 // collection when the last scan is current: its re-collection is a place,
 // a sync and that step. Anything else is resolved by the child workflow
 // ResolveIdentity, and scanned by the child ExecuteShard.
+//
+// Pushes (PushedSignal, from webhook deliveries) that arrive while it runs
+// are coalesced into one more run: however many arrived, the run continues
+// as new once, and that run fetches after all of them.
 func Collect(ctx workflow.Context, in CollectInput) (CollectResult, error) {
-	return collectUnder(collectBaselines.Apply(ctx), in)
+	ctx = collectBaselines.Apply(ctx)
+	pushes := workflow.GetSignalChannel(ctx, PushedSignal)
+	// The pushes that started this run, or met it before it ran its first
+	// step, are before its sync: it fetches what they pushed.
+	drain(pushes)
+	out, err := collectUnder(ctx, in)
+	if n := drain(pushes); n > 0 && !temporal.IsCanceledError(err) && version(ctx, pushFollowUp, 1) == 1 {
+		workflow.GetLogger(ctx).Info("Pushes arrived during the collection: collecting once more", "pushes", n)
+		return out, workflow.NewContinueAsNewError(ctx, Collect, CollectInput{Repo: in.Repo, Trigger: TriggerPush, PlaceWait: in.PlaceWait})
+	}
+	return out, err
+}
+
+// PushedSignal is what a webhook delivery sends a repository's collection
+// (SignalWithStart on CollectWorkflowID: it starts one when none runs): a
+// push, or a branch or tag created or deleted.
+const PushedSignal = "pushed"
+
+// Pushed is PushedSignal's payload: which delivery, for the history.
+type Pushed struct {
+	Delivery string `json:"delivery"` // X-GitHub-Delivery
+	Event    string `json:"event"`
+	After    string `json:"after,omitempty"` // the pushed commit, when the event names one
+}
+
+// Triggers of a collection (CollectInput.Trigger).
+const (
+	TriggerManual = "manual"
+	TriggerSweep  = "sweep"
+	TriggerPush   = "push"
+)
+
+// pushFollowUp: the runs that collect once more when pushes arrived while
+// they ran. Only a run that received a push reaches it.
+const pushFollowUp = "push-follow-up"
+
+// drain takes every signal waiting on ch and says how many there were.
+func drain(ch workflow.ReceiveChannel) int {
+	n := 0
+	for ch.ReceiveAsync(nil) {
+		n++
+	}
+	return n
 }
 
 // collectUnder is Collect once ctx carries the run's baseline (a test
@@ -73,7 +120,7 @@ func collectUnder(ctx workflow.Context, in CollectInput) (CollectResult, error) 
 
 	// A person asking again clears the failure streak that took the
 	// repository out of automatic refresh.
-	if version(ctx, "manual-resets-failures", 1) == 1 && in.Trigger == "manual" {
+	if version(ctx, "manual-resets-failures", 1) == 1 && in.Trigger == TriggerManual {
 		if err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityResetFailures, in.Repo).Get(ctx, nil); err != nil {
 			return out, fail(ctx, key, in.Repo, "reset failures", err)
 		}

@@ -128,7 +128,7 @@ func EnsureSchedules(ctx context.Context, c client.Client, cfg ScheduleConfig) e
 
 // StartCollect starts (or joins) a sweep's Collect of a repository.
 func StartCollect(ctx context.Context, c client.Client, repo repoid.ID) error {
-	_, err := c.ExecuteWorkflow(ctx, CollectOptions(repo), Collect, CollectInput{Repo: repo, Trigger: "sweep"})
+	_, err := c.ExecuteWorkflow(ctx, CollectOptions(repo), Collect, CollectInput{Repo: repo, Trigger: TriggerSweep})
 	return err
 }
 

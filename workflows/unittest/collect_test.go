@@ -3,6 +3,7 @@ package unittest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -408,4 +409,53 @@ func TestResolveIdentityVerifyGivesWayToTheAPI(t *testing.T) {
 		t.Fatalf("the fetch by SHA ran %d times after %d placements; want once, then the API", verifies, placements)
 	}
 	env.AssertExpectations(t)
+}
+
+// Pushes that arrive while a collection runs make one more run, however
+// many they are; the pushes that started it (or met it before its sync)
+// make none: its sync fetches after them.
+func TestCollectCoalescesPushes(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		before, during int
+		followUp       bool
+	}{
+		{"no push", 0, 0, false},
+		{"pushes before the sync", 3, 0, false},
+		{"a burst during the sync", 1, 50, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newEnv(t)
+			var a *activities.Activities
+			env.OnActivity(a.SyncMirror, mock.Anything, repo).After(time.Minute).
+				Return(workflows.SyncMirrorResult{Cloned: repo, Head: "c1", RefsDigest: "d1"}, nil)
+			env.OnActivity(a.ConfirmCodebase, mock.Anything, mock.Anything).Return(workflows.ConfirmCodebaseResult{
+				Confirmed: &workflows.ResolveIdentityResult{Case: identity.CaseSame, CodebaseID: 7, Owner: "alice", Name: "repo"},
+				Recorded:  true}, nil)
+			push := func(n int) {
+				for i := range n {
+					env.SignalWorkflow(workflows.PushedSignal, workflows.Pushed{Delivery: fmt.Sprint("d", i), Event: "push"})
+				}
+			}
+			env.RegisterDelayedCallback(func() { push(tc.before) }, 0)
+			env.RegisterDelayedCallback(func() { push(tc.during) }, 30*time.Second)
+			env.ExecuteWorkflow(workflows.Collect, workflows.CollectInput{Repo: repo, Trigger: workflows.TriggerPush})
+
+			err := env.GetWorkflowError()
+			var next *workflow.ContinueAsNewError
+			if got := errors.As(err, &next); got != tc.followUp {
+				t.Fatalf("continued as new: %t (%v), want %t", got, err, tc.followUp)
+			}
+			if !tc.followUp {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			var in workflows.CollectInput
+			if err := converter.GetDefaultDataConverter().FromPayloads(next.Input, &in); err != nil || in.Repo != repo || in.Trigger != workflows.TriggerPush {
+				t.Errorf("the follow-up collects %+v (%v), want %s on a push", in, err, repo)
+			}
+		})
+	}
 }

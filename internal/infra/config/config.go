@@ -119,6 +119,7 @@ type Config struct {
 	DatabaseURL     string
 	MirrorDir       string
 	Fleet           Fleet
+	Webhook         Webhook
 	LogLevel        string
 	LogFormat       string
 	Hosts           vcs.Hosts
@@ -492,6 +493,9 @@ func Load(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	c.Fleet = fleet
+	if c.Webhook, err = loadWebhook(getenv); err != nil {
+		return Config{}, err
+	}
 	if c.MirrorDir == "" {
 		cache, err := os.UserCacheDir()
 		if err != nil {

@@ -57,6 +57,8 @@ func Vars() []string {
 		EnvScanParallelism,
 		EnvStopTimeout,
 		EnvMetricsAddr,
+		EnvWebhookAddr,
+		EnvWebhookSecret,
 		vcs.EnvAPIURL,
 		vcs.EnvToken,
 		vcs.EnvHost,

@@ -1,0 +1,33 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// CodebaseByExternalID returns the codebase of a host's repository id (a
+// webhook names repositories by it), stale or not, or nil.
+func (s *Store) CodebaseByExternalID(ctx context.Context, host, externalID string) (*Codebase, error) {
+	return scanCodebase(s.pool.QueryRow(ctx, byExternalID, host, externalID))
+}
+
+// DeliveryHandled reports whether a webhook delivery (its GUID) was
+// handed to Temporal already.
+func (s *Store) DeliveryHandled(ctx context.Context, guid string) (bool, error) {
+	var handled bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE guid = $1)`, guid).Scan(&handled)
+	return handled, err
+}
+
+// RecordDelivery records a delivery handed to Temporal; recording it
+// again changes nothing.
+func (s *Store) RecordDelivery(ctx context.Context, guid, event string) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO webhook_deliveries (guid, event) VALUES ($1, $2) ON CONFLICT (guid) DO NOTHING`, guid, event)
+	return err
+}
+
+// ForgetDeliveries deletes the deliveries recorded before a time.
+func (s *Store) ForgetDeliveries(ctx context.Context, before time.Time) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM webhook_deliveries WHERE received_at < $1`, before)
+	return tag.RowsAffected(), err
+}

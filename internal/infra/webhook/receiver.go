@@ -1,0 +1,276 @@
+// Package webhook receives a GitHub App's webhook deliveries and turns the
+// events gitfleet acts on into collections, handed to Temporal before the
+// delivery is answered (architecture §3, "Push-time detection").
+package webhook
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"gitfleet/internal/domain/repoid"
+	"gitfleet/internal/domain/textsafe"
+	"gitfleet/internal/infra/metrics"
+)
+
+// MaxBody is the largest delivery read: GitHub caps a payload at 25 MB.
+const MaxBody = 25 << 20
+
+// DefaultTimeout bounds one delivery's hand-off: GitHub gives up on an
+// answer after 10 s and records the delivery as failed.
+const DefaultTimeout = 8 * time.Second
+
+// A Delivery is what a hand-off carries of the delivery that asked for it.
+type Delivery struct {
+	GUID   string // X-GitHub-Delivery
+	Event  string // X-GitHub-Event
+	Action string // the payload's action, if any
+	After  string // the pushed commit, for a push
+}
+
+// Dispatcher hands work to Temporal durably.
+type Dispatcher interface {
+	// Collect makes sure repo is collected after the delivery: once it
+	// returns nil, a collection that starts after the delivery runs
+	// (signalled to one in flight, which collects once more, or started).
+	Collect(ctx context.Context, repo repoid.ID, d Delivery) error
+}
+
+// Store is what the receiver reads and records.
+type Store interface {
+	// Collected reports whether a repository of the host, by its id, is
+	// one gitfleet collects.
+	Collected(ctx context.Context, host, externalID string) (bool, error)
+	DeliveryHandled(ctx context.Context, guid string) (bool, error)
+	RecordDelivery(ctx context.Context, guid, event string) error
+}
+
+// Receiver is the HTTP handler the App's webhook URL points at.
+type Receiver struct {
+	Secret     []byte
+	Host       string // the repositories' host, as repoid names it
+	Store      Store
+	Dispatcher Dispatcher
+	Log        *zap.Logger
+	// Timeout bounds a delivery's hand-off (0: DefaultTimeout).
+	Timeout time.Duration
+}
+
+// Deliveries counts deliveries by event (the ones gitfleet reads, else
+// "other") and outcome.
+var Deliveries = metrics.NewCounter("gitfleet_webhook_deliveries_total",
+	"Webhook deliveries received, by event and outcome (accepted, duplicate, not-collected, ignored, refused, failed).",
+	"event", "outcome")
+
+// Outcomes of a delivery.
+const (
+	OutcomeAccepted     = "accepted"      // handed to Temporal
+	OutcomeDuplicate    = "duplicate"     // a redelivery of one handed over already
+	OutcomeNotCollected = "not-collected" // about repositories gitfleet does not collect
+	OutcomeIgnored      = "ignored"       // an event or action gitfleet does not act on
+	OutcomeRefused      = "refused"       // not GitHub's (signature), or malformed
+	OutcomeFailed       = "failed"        // not handed over: GitHub records a failure, redelivery recovers it
+)
+
+// events are the events gitfleet reads.
+var events = map[string]bool{"push": true, "create": true, "delete": true, "repository": true,
+	"installation_repositories": true, "installation": true, "ping": true}
+
+func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	event := r.Header.Get("X-GitHub-Event")
+	label := event
+	if !events[label] {
+		label = "other"
+	}
+	answer := func(status int, outcome, msg string) {
+		Deliveries.Inc(label, outcome)
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(status)
+		fmt.Fprintln(w, msg)
+	}
+	if r.Method != http.MethodPost {
+		answer(http.StatusMethodNotAllowed, OutcomeRefused, "POST a delivery")
+		return
+	}
+	// The signature is checked before anything the body says is read.
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		answer(http.StatusRequestEntityTooLarge, OutcomeRefused, "a delivery is at most 25 MB")
+		return
+	case err != nil:
+		answer(http.StatusBadRequest, OutcomeRefused, "the body could not be read")
+		return
+	case !Valid(rc.Secret, body, r.Header.Get("X-Hub-Signature-256")):
+		answer(http.StatusUnauthorized, OutcomeRefused, "X-Hub-Signature-256 does not match the webhook secret")
+		return
+	}
+	d := Delivery{GUID: r.Header.Get("X-GitHub-Delivery"), Event: event}
+	if d.GUID == "" || len(d.GUID) > 64 || event == "" {
+		answer(http.StatusBadRequest, OutcomeRefused, "X-GitHub-Delivery and X-GitHub-Event are required")
+		return
+	}
+	if !events[event] {
+		answer(http.StatusAccepted, OutcomeIgnored, "event not used")
+		return
+	}
+	if event == "ping" {
+		answer(http.StatusOK, OutcomeIgnored, "pong")
+		return
+	}
+	repos, err := rc.parse(body, &d)
+	if err != nil {
+		answer(http.StatusBadRequest, OutcomeRefused, err.Error())
+		return
+	}
+	if len(repos) == 0 {
+		answer(http.StatusAccepted, OutcomeIgnored, "nothing to collect")
+		return
+	}
+
+	timeout := rc.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	defer cancel()
+	outcome, err := rc.handOff(ctx, d, repos)
+	switch {
+	case err != nil:
+		rc.Log.Warn("Webhook delivery not handed over: GitHub records it failed, and redelivery recovers it",
+			zap.String("delivery", d.GUID), zap.String("event", event), zap.Error(err))
+		answer(http.StatusServiceUnavailable, OutcomeFailed, "not handed over; redeliver it")
+	case outcome == OutcomeDuplicate:
+		answer(http.StatusOK, outcome, "already handled")
+	case outcome == OutcomeNotCollected:
+		answer(http.StatusAccepted, outcome, "not a collected repository")
+	default:
+		rc.Log.Info("Webhook delivery handed over", zap.String("delivery", d.GUID), zap.String("event", event),
+			zap.String("action", d.Action), zap.Int("repositories", len(repos)))
+		answer(http.StatusAccepted, outcome, "collecting")
+	}
+}
+
+// handOff collects every collected repository of a delivery, unless the
+// delivery was handed over before, and records it once every collection
+// is with Temporal: a delivery whose hand-off failed part way is not
+// recorded, and its redelivery collects them all again (a collection more
+// costs little; a lost one, a secret found late).
+func (rc *Receiver) handOff(ctx context.Context, d Delivery, repos []repo) (string, error) {
+	done, err := rc.Store.DeliveryHandled(ctx, d.GUID)
+	if err != nil || done {
+		return OutcomeDuplicate, err
+	}
+	n := 0
+	for _, r := range repos {
+		ok, err := rc.Store.Collected(ctx, rc.Host, r.externalID)
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			continue
+		}
+		if err := rc.Dispatcher.Collect(ctx, r.id, d); err != nil {
+			return "", err
+		}
+		n++
+	}
+	if n == 0 {
+		return OutcomeNotCollected, nil
+	}
+	if err := rc.Store.RecordDelivery(ctx, d.GUID, d.Event); err != nil {
+		// Handed over all the same: a redelivery collects once more.
+		rc.Log.Warn("Webhook delivery handed over but not recorded", zap.String("delivery", d.GUID), zap.Error(err))
+	}
+	return OutcomeAccepted, nil
+}
+
+// Valid reports whether signature (X-Hub-Signature-256: "sha256=" and the
+// hex HMAC-SHA256 of body under secret) is body's, in constant time.
+func Valid(secret, body []byte, signature string) bool {
+	hexSum, ok := strings.CutPrefix(signature, "sha256=")
+	if !ok || len(secret) == 0 {
+		return false
+	}
+	got, err := hex.DecodeString(hexSum)
+	if err != nil {
+		return false
+	}
+	mac := hmac.New(sha256.New, secret)
+	mac.Write(body)
+	return hmac.Equal(got, mac.Sum(nil))
+}
+
+// Sign is the X-Hub-Signature-256 of body under secret.
+func Sign(secret, body []byte) string {
+	mac := hmac.New(sha256.New, secret)
+	mac.Write(body)
+	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+// repo is a repository a delivery names: its id and its name now.
+type repo struct {
+	externalID string
+	id         repoid.ID
+}
+
+// payload holds the fields gitfleet reads of the events it acts on.
+type payload struct {
+	Action     string       `json:"action"`
+	After      string       `json:"after"`
+	Repository *repository  `json:"repository"`
+	Added      []repository `json:"repositories_added"`
+	Removed    []repository `json:"repositories_removed"`
+}
+
+type repository struct {
+	ID       int64  `json:"id"`
+	FullName string `json:"full_name"`
+}
+
+// actions are the repository actions that change what a collection finds:
+// its name, owner, existence or visibility.
+var actions = map[string]bool{"renamed": true, "transferred": true, "deleted": true, "privatized": true,
+	"publicized": true, "archived": true, "unarchived": true}
+
+// parse reads the repositories a delivery asks to collect, by event.
+func (rc *Receiver) parse(body []byte, d *Delivery) ([]repo, error) {
+	var p payload
+	if err := json.Unmarshal(body, &p); err != nil {
+		return nil, fmt.Errorf("the payload is not an event: %s", textsafe.Printable(err.Error()))
+	}
+	d.Action = p.Action
+	var named []repository
+	switch d.Event {
+	case "push", "create", "delete":
+		if p.Repository != nil {
+			named, d.After = []repository{*p.Repository}, p.After
+		}
+	case "repository":
+		if p.Repository != nil && actions[p.Action] {
+			named = []repository{*p.Repository}
+		}
+	case "installation_repositories":
+		named = append(p.Added, p.Removed...)
+	}
+	var out []repo
+	for _, r := range named {
+		id, err := repoid.Parse(r.FullName, rc.Host)
+		if err != nil || r.ID <= 0 || id.Host != rc.Host {
+			return nil, fmt.Errorf("repository %q (id %d) is not a repository of %s", textsafe.Printable(r.FullName), r.ID, rc.Host)
+		}
+		out = append(out, repo{externalID: fmt.Sprint(r.ID), id: id})
+	}
+	return out, nil
+}

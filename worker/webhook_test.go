@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"gitfleet/internal/devstack/forge"
+	"gitfleet/internal/devstack/gittest"
+	"gitfleet/internal/domain/repoid"
+	"gitfleet/internal/infra/config"
+	"gitfleet/internal/infra/vcs"
+	"gitfleet/internal/infra/webhook"
+	"gitfleet/workflows"
+)
+
+const webhookSecret = "a webhook secret of some length"
+
+// A push delivered to a worker's webhook address is collected and its
+// secret found, on the real stack: the delivery is answered 202 once the
+// collection is with Temporal; its redelivery is answered 200 and starts
+// nothing; a forged one is refused 401; a repository gitfleet does not
+// collect is acknowledged and not collected.
+func TestPushDeliveryIsCollected(t *testing.T) {
+	ctx := context.Background()
+	fg, err := forge.Start(forge.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fg.Close() })
+	const id = "webhook-test"
+	t.Cleanup(func() { forgetWorkers(t, id) })
+	w := startWorker(t, config.EnvWorkerID+"="+id, vcs.EnvAPIURL+"="+fg.APIURL(),
+		config.EnvWebhookAddr+"=127.0.0.1:0", config.EnvWebhookSecret+"="+webhookSecret)
+	var l struct {
+		Addr string `json:"webhookAddr"`
+	}
+	if err := json.Unmarshal([]byte(w.waitLine(t, `"webhookAddr"`)), &l); err != nil || l.Addr == "" {
+		t.Fatalf("no webhook address in the log: %v", err)
+	}
+	hook := "http://" + l.Addr + "/webhook"
+
+	app, err := fg.CreateRepo("acme", "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fg.Commit("acme", "app", "main", map[string]string{"README": "hello\n"}, "first"); err != nil {
+		t.Fatal(err)
+	}
+	repo := repoid.ID{Host: fg.Host(), Owner: "acme", Name: "app"}
+	collect := func() workflows.CollectResult {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+		defer cancel()
+		var res workflows.CollectResult
+		if err := env.Client.GetWorkflow(ctx, workflows.CollectWorkflowID(repo), "").Get(ctx, &res); err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if _, err := env.Client.ExecuteWorkflow(ctx, workflows.CollectOptions(repo), workflows.Collect,
+		workflows.CollectInput{Repo: repo, Trigger: workflows.TriggerManual}); err != nil {
+		t.Fatal(err)
+	}
+	if res := collect(); res.Scan == nil || res.Scan.Receipt == nil || res.Scan.Receipt.Findings != 0 {
+		t.Fatalf("first collection: %+v", res)
+	}
+	first := lastRun(t, repo)
+
+	sha, err := fg.Commit("acme", "app", "main", map[string]string{"ci.env": "GITHUB_TOKEN=" + gittest.FakePAT("Hook1") + "\n"}, "ci")
+	if err != nil {
+		t.Fatal(err)
+	}
+	push := fmt.Sprintf(`{"ref":"refs/heads/main","after":%q,"repository":{"id":%d,"full_name":"acme/app"}}`, sha, app.ID)
+	if code := deliver(t, hook, "push", "delivery-1", push, webhook.Sign([]byte(webhookSecret), []byte(push))); code != http.StatusAccepted {
+		t.Fatalf("push delivery answered %d, want 202", code)
+	}
+	res := collect()
+	if res.Scan == nil || res.Scan.Receipt == nil || res.Scan.Receipt.Findings != 1 || res.Commit != sha {
+		t.Fatalf("collection after the push: %+v", res)
+	}
+	pushed := lastRun(t, repo)
+	if pushed == first {
+		t.Fatal("the delivery started no collection")
+	}
+
+	for _, tc := range []struct {
+		name, guid, body, signature string
+		want                        int
+	}{
+		{"a redelivery", "delivery-1", push, webhook.Sign([]byte(webhookSecret), []byte(push)), http.StatusOK},
+		{"a forged delivery", "delivery-2", push, webhook.Sign([]byte("not the secret"), []byte(push)), http.StatusUnauthorized},
+		{"a repository not collected", "delivery-3", `{"repository":{"id":999999,"full_name":"acme/other"}}`,
+			webhook.Sign([]byte(webhookSecret), []byte(`{"repository":{"id":999999,"full_name":"acme/other"}}`)), http.StatusAccepted},
+	} {
+		if code := deliver(t, hook, "push", tc.guid, tc.body, tc.signature); code != tc.want {
+			t.Errorf("%s: answered %d, want %d", tc.name, code, tc.want)
+		}
+	}
+	if now := lastRun(t, repo); now != pushed {
+		t.Errorf("a delivery after the push started collection run %s", now)
+	}
+	other := repoid.ID{Host: fg.Host(), Owner: "acme", Name: "other"}
+	if _, err := env.Client.DescribeWorkflowExecution(ctx, workflows.CollectWorkflowID(other), ""); err == nil {
+		t.Error("a repository gitfleet does not collect was collected")
+	}
+}
+
+// deliver posts a delivery as GitHub does and returns the status.
+func deliver(t *testing.T, url, event, guid, body, signature string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-GitHub-Event", event)
+	req.Header.Set("X-GitHub-Delivery", guid)
+	req.Header.Set("X-Hub-Signature-256", signature)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// lastRun is the run id of a repository's latest collection.
+func lastRun(t *testing.T, repo repoid.ID) string {
+	t.Helper()
+	d, err := env.Client.DescribeWorkflowExecution(context.Background(), workflows.CollectWorkflowID(repo), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+}

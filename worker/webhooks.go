@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+
+	"gitfleet/internal/domain/repoid"
+	"gitfleet/internal/infra/config"
+	"gitfleet/internal/infra/store"
+	"gitfleet/internal/infra/webhook"
+	"gitfleet/workflows"
+)
+
+// serveWebhooks receives the GitHub App's webhook deliveries on
+// cfg.Webhook.Addr ("" : not at all) until the returned stop. It runs in
+// the worker, beside its Temporal client and database pool: any number of
+// workers may receive (deliveries are idempotent by their id), behind
+// whatever GitHub reaches.
+func serveWebhooks(cfg config.Config, c client.Client, st *store.Store, log *zap.Logger) (stop func(), err error) {
+	if cfg.Webhook.Addr == "" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", cfg.Webhook.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("webhook address (%s): %w", config.EnvWebhookAddr, err)
+	}
+	rc := &webhook.Receiver{Secret: []byte(cfg.Webhook.Secret), Host: cfg.Hosts.Default(),
+		Store: webhookStore{st}, Dispatcher: collections{c}, Log: log.Named("webhook")}
+	mux := http.NewServeMux()
+	mux.Handle("POST /webhook", rc)
+	// A delivery is answered within GitHub's 10 s or not at all.
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 9 * time.Second,
+		WriteTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
+	go func() { _ = srv.Serve(ln) }()
+	log.Info("receiving webhook deliveries", zap.String("webhookAddr", ln.Addr().String()), zap.String("path", "/webhook"))
+	return func() { _ = srv.Close() }, nil
+}
+
+// collections hands a delivery's repository to its Collect run: signalled
+// when one is in flight (it collects once more after it), started when
+// none is, in one request Temporal makes durable before it answers.
+type collections struct{ c client.Client }
+
+func (d collections) Collect(ctx context.Context, repo repoid.ID, del webhook.Delivery) error {
+	_, err := d.c.SignalWithStartWorkflow(ctx, workflows.CollectWorkflowID(repo), workflows.PushedSignal,
+		workflows.Pushed{Delivery: del.GUID, Event: del.Event, After: del.After},
+		workflows.CollectOptions(repo), workflows.Collect, workflows.CollectInput{Repo: repo, Trigger: workflows.TriggerPush})
+	return err
+}
+
+// webhookStore is what the receiver reads of the store.
+type webhookStore struct{ *store.Store }
+
+func (s webhookStore) Collected(ctx context.Context, host, externalID string) (bool, error) {
+	cb, err := s.CodebaseByExternalID(ctx, host, externalID)
+	return cb != nil, err
+}
