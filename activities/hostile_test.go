@@ -14,6 +14,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"gitfleet/activities"
 	"gitfleet/internal/devstack/gittest"
 	"gitfleet/internal/domain/shard"
 	"gitfleet/internal/domain/target"
@@ -42,11 +43,15 @@ func reasonOf(t *testing.T, err error) (string, string) {
 // A scan of a repository holding a delta bomb and nothing else, local or
 // fetched, is refused: Permanent with the limit it went over (the workflow
 // parks the shard on it), within bounded memory (the nested bomb asks for
-// 65 GiB). Local, the scan reads around the bomb as a hole and refuses
-// the repository because nothing else could be read (beside readable
-// files it is only a hole: TestOneRefusedObjectHidesNothing); a delta
-// cycle is walked (the walk reads the size at its top alone) and refused
-// when its blob is read. Fetched, the pack cannot be indexed at all.
+// 65 GiB). The scan reads around the bomb as a hole and refuses the
+// repository because nothing else could be read (beside readable files it
+// is only a hole: TestOneRefusedObjectHidesNothing,
+// TestFetchedRefusedObjectHidesNothing). Local, a delta cycle is walked
+// (the walk reads the size at its top alone) and refused when its blob is
+// read. Fetched, the indexer leaves the bomb out of the pack's index and
+// records why beside it: the walk meets it refused, with the same limit
+// (a cycle's is the delta chain's, as local; before issue 31 the fetched
+// cycle was a corrupt pack).
 func TestScanShardRefusesDeltaBombs(t *testing.T) {
 	s := shards(t, time.Minute, 100)
 	var err error
@@ -63,7 +68,7 @@ func TestScanShardRefusesDeltaBombs(t *testing.T) {
 		{gittest.HugeDeclaredSize(), false, "over a limit: object size"},
 		{gittest.HugeDeclaredSize(), true, "over a limit: object size"},
 		{gittest.DeltaCycle(), false, "over a limit: delta chain"},
-		{gittest.DeltaCycle(), true, errclass.ReasonCorrupt}, // the indexer cannot resolve it
+		{gittest.DeltaCycle(), true, "over a limit: delta chain"},
 	} {
 		name := tt.crafted.Name + map[bool]string{false: "/local", true: "/fetched"}[tt.fetched]
 		t.Run(name, func(t *testing.T) {
@@ -107,10 +112,52 @@ func TestScanShardRefusesDeltaBombs(t *testing.T) {
 // secret was reported.)
 func TestOneRefusedObjectHidesNothing(t *testing.T) {
 	s := shards(t, time.Minute, 100)
-	files := map[string]string{"ci.env": "GITHUB_TOKEN=" + ghToken + "\n", "keys.py": "token = \"" + gittest.FakePAT("Tw0") + "\"\n"}
 	dir := filepath.Join(t.TempDir(), "one-of-each.git")
-	gittest.OneOfEach(5000, files).Write(t, dir)
+	oneOfEach().Write(t, dir)
 	spec, shardID := localShard(t, s, dir)
+	refusedReadAround(t, s, spec, shardID)
+}
+
+// oneOfEach is the repository of issue 31: one crafted object of each
+// kind beside two ordinary secrets.
+func oneOfEach() *gittest.Crafted {
+	files := map[string]string{"ci.env": "GITHUB_TOKEN=" + ghToken + "\n", "keys.py": "token = \"" + gittest.FakePAT("Tw0") + "\"\n"}
+	return gittest.OneOfEach(5000, files)
+}
+
+// The same repository fetched over smart HTTP (the mirror's real fetch:
+// go-git's transport, the pack writer, gitread's indexer): the indexer
+// leaves the objects it cannot resolve within the limits out of the
+// pack's index, and records them beside it (the pack as received, its
+// checksum intact); the scan records them as holes with the limit's
+// reason, not as missing, and reads the rest. (Before: the indexer failed
+// on the first bomb, the sync was Permanent 'over a limit: object size',
+// the shard parked and neither secret was reported.)
+func TestFetchedRefusedObjectHidesNothing(t *testing.T) {
+	s := shards(t, time.Minute, 100)
+	var err error
+	if s.Mirrors, err = mirror.New(t.TempDir(), nil); err != nil {
+		t.Fatal(err)
+	}
+	crafted := oneOfEach()
+	srv := &gittest.PackServer{Pack: crafted.Bytes(), Commit: crafted.Commit}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	spec := shard.Spec{Key: "hostile:fetched-one-of-each", Target: target.Target{Location: ts.URL + "/evil/one-of-each"}}
+	shardID, err := s.EnsureShard(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusedReadAround(t, s, spec, shardID)
+	if n := srv.Requests.Load(); n > 6 {
+		t.Errorf("%d requests to the server: the pack was fetched more than twice", n)
+	}
+}
+
+// refusedReadAround scans the repository of oneOfEach twice and checks
+// that the refused objects hid nothing.
+func refusedReadAround(t *testing.T, s *activities.Shards, spec shard.Spec, shardID int64) {
+	t.Helper()
 	l := lease(t, s, shardID, "o")
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)

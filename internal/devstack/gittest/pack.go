@@ -52,6 +52,9 @@ func NewPack() *Pack {
 	return p
 }
 
+// Count is the number of entries so far.
+func (p *Pack) Count() int { return len(p.entries) }
+
 // Len is the pack's length so far: the offset of the next entry.
 func (p *Pack) Len() int64 { return int64(p.buf.Len()) }
 

@@ -107,7 +107,10 @@
 // chains end at 10,000 links (a cycle never ends) and trees at 4,096
 // levels (MaxTreeDepth). Data over a bound is an error wrapping ErrLimit
 // (a *LimitError naming the bound): valid Git, perhaps, but more than
-// gitfleet reads. A repository's files are read within it, regular files
+// gitfleet reads. An Indexer refuses such an object alone: it is left out
+// of the index, the rest of the pack indexed, and Index.Refused (written
+// beside the index, read by OpenPacks) says why, so that a reader tells it
+// refused, not missing (Packs.Refused). A repository's files are read within it, regular files
 // only (ErrUnsafe otherwise): no symbolic link out of it, no FIFO, no
 // device.
 //

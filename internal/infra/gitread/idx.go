@@ -27,6 +27,11 @@ type Index struct {
 	Size int64
 	// ThinBases is the number of objects appended to complete a thin pack.
 	ThinBases int
+	// Refused are the pack's entries left out of the index, in offset
+	// order (see Refusal): write them beside the index (WriteRefusals)
+	// before it, or OpenPacks refuses a pack holding more entries than
+	// its index.
+	Refused []Refusal
 
 	entries []entry
 }

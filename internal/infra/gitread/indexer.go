@@ -109,6 +109,7 @@ type item struct {
 	data    []byte        // the inflated data, nil for a big object
 	hash    plumbing.Hash // a big object's name, hashed as it inflated
 	gated   bool          // the parser took bigGate for it: the hasher gives it back
+	refused *LimitError   // a delta refused on its header (its data not held)
 }
 
 // Indexer indexes a pack while it is written to it, the way `git
@@ -128,11 +129,14 @@ type item struct {
 //
 // Corrupt data is an error wrapping ErrCorrupt, never a panic, and the
 // sizes in headers are checked against the data before memory is allocated
-// for them beyond ixPreallocBytes. A pack over Limits.MaxPackBytes, an
-// object held in memory (a delta, its target, a delta's base) over
-// Limits.MaxObjectBytes, and objects totalling more than the pack's
-// inflate budget are errors wrapping ErrLimit, found before the memory is
-// allocated.
+// for them beyond ixPreallocBytes. A pack over Limits.MaxPackBytes is an
+// error wrapping ErrLimit, found as it arrives. An object that cannot be
+// resolved within the limits — a delta, its target or a delta's base over
+// Limits.MaxObjectBytes, a delta whose target would take the objects named
+// over the pack's inflate budget, a delta whose base never resolves (a
+// cycle) — is refused alone, found before its memory is allocated: it is
+// left out of the index (Index.Refused says which and why) and the rest of
+// the pack is indexed.
 type Indexer struct {
 	f    *os.File
 	opts IndexOptions
@@ -177,6 +181,11 @@ type Indexer struct {
 	h        *hasher
 	deferred int // deltas left for after the stream
 	hDone    chan struct{}
+
+	// refused are the entries left out of the index (see Refusal), and
+	// refusedNames the names of refused objects the pack says.
+	refused      refusals
+	refusedNames map[plumbing.Hash]*LimitError
 }
 
 // NewIndexer returns an indexer writing the pack to f, an empty file open
@@ -403,6 +412,16 @@ func (x *Indexer) Finish() (*Index, error) {
 		}
 	}
 	ix.entries = x.entries
+	if x.refused.len() > 0 {
+		ix.Refused = x.refusalList()
+		kept := ix.entries[:0]
+		for i := range ix.entries {
+			if ix.entries[i].otyp != 0 {
+				kept = append(kept, ix.entries[i])
+			}
+		}
+		ix.entries = kept
+	}
 	return ix, nil
 }
 
@@ -598,8 +617,9 @@ func (x *Indexer) parseAll() error {
 			return fmt.Errorf("%w: entry of %d bytes at offset %d", ErrCorrupt, size, it.off)
 		}
 		if isDelta(it.typ) && size > uint64(x.lim.MaxObjectBytes) {
-			// A delta is held in memory to be applied.
-			return objectLimit("delta of %d bytes at offset %d", size, it.off)
+			// A delta is held in memory to be applied: refused, its data
+			// inflated (to reach the next entry and check it) but not held.
+			it.refused = objectLimit("delta of %d bytes at offset %d", size, it.off).(*LimitError)
 		}
 		it.size = int64(size)
 		switch it.typ {
@@ -635,11 +655,15 @@ func (x *Indexer) parseAll() error {
 		if err := x.fl.(flate.Resetter).Reset(&x.src, nil); err != nil {
 			return err
 		}
-		if !isDelta(it.typ) && it.size > min(bigObjectBytes, x.lim.MaxObjectBytes) {
+		if it.refused != nil || !isDelta(it.typ) && it.size > min(bigObjectBytes, x.lim.MaxObjectBytes) {
 			if big == nil {
 				big, scratch = newHasher(), make([]byte, 64<<10)
 			}
-			if it.hash, it.adler, err = x.inflateHashed(big, it.typ, it.size, scratch); err != nil {
+			typ := it.typ
+			if it.refused != nil {
+				typ = TypeBlob // its hash is not used: the data is only checked
+			}
+			if it.hash, it.adler, err = x.inflateHashed(big, typ, it.size, scratch); err != nil {
 				return fmt.Errorf("offset %d: %w", it.off, err)
 			}
 			if err := x.checkAdler(it.adler); err != nil {
@@ -674,13 +698,10 @@ func (x *Indexer) parseAll() error {
 		it.crc = s.endCRC()
 		if !isDelta(it.typ) {
 			// Counted once its data proved its size (a header that lies is
-			// corrupt data).
-			if err := x.name(it.size); err != nil {
-				hold := gateHold(it.gated)
-				hold.release()
-				x.budget.release(int64(len(it.data)))
-				return err
-			}
+			// corrupt data), never refused: a whole object costs no more
+			// than its bytes inflate to (1032:1 at most, within the
+			// budget's ratio); the budget bounds what deltas copy.
+			x.named.Add(it.size)
 		}
 		select {
 		case x.items <- it:
@@ -884,6 +905,14 @@ func (x *Indexer) record(it *item, hold *gateHold) error {
 		x.pool.put(it.data)
 		return fmt.Errorf("%w: zlib checksum mismatch at offset %d", ErrCorrupt, it.off)
 	}
+	if it.refused != nil {
+		if it.typ == TypeOfsDelta {
+			e.base = x.entryAt(it.baseOff)
+		}
+		x.refused.add(i, it.refused)
+		x.entries = append(x.entries, e)
+		return nil
+	}
 	switch it.typ {
 	case TypeOfsDelta:
 		j := x.entryAt(it.baseOff)
@@ -896,6 +925,12 @@ func (x *Indexer) record(it *item, hold *gateHold) error {
 			out, err := x.applyDelta(base, it.data, hold, x.stop)
 			x.cache.unpin(j)
 			x.pool.put(it.data)
+			if l := asLimit(err); l != nil {
+				// Refused alone: the rest of the pack is indexed.
+				x.refused.add(i, l)
+				x.entries = append(x.entries, e)
+				return nil
+			}
 			if err != nil {
 				return fmt.Errorf("delta at offset %d: %w", it.off, err)
 			}
@@ -948,6 +983,7 @@ func (x *Indexer) applyDelta(base, delta []byte, hold *gateHold, stop <-chan str
 // name counts n bytes of objects named against the pack's inflate budget.
 func (x *Indexer) name(n int64) error {
 	if got, budget := x.named.Add(n), x.lim.inflateBudget(x.recv.Load()); got > budget {
+		x.named.Add(-n) // refused: not named
 		return &LimitError{What: "inflated size",
 			Detail: fmt.Sprintf("a pack of %d bytes names objects of more than %d bytes", x.recv.Load(), budget)}
 	}

@@ -337,12 +337,6 @@ func TestIndexCorrupt(t *testing.T) {
 		"delta base before the pack": func(b *gittest.Pack) {
 			b.Entry(unnamed, gittest.OfsDelta, 5, gittest.OfsDistance(b.Len()+100), gittest.Extend(1, "x"))
 		},
-		"REF_DELTA cycle": func(b *gittest.Pack) {
-			// Two deltas whose bases are each other's names: never resolved.
-			ha, hb := gittest.Hash("blob", []byte("a")), gittest.Hash("blob", []byte("b"))
-			b.RefDelta(unnamed, hb, gittest.Extend(1, "a"))
-			b.RefDelta(unnamed, ha, gittest.Extend(1, "b"))
-		},
 		"entry type 5": func(b *gittest.Pack) { b.Entry(unnamed, 5, 1, nil, []byte("x")) },
 		"huge entry header": func(b *gittest.Pack) {
 			b.Raw(unnamed, append(bytes.Repeat([]byte{0xff}, 12), 0))
@@ -367,6 +361,56 @@ func TestIndexCorrupt(t *testing.T) {
 			t.Errorf("%s: allocated %d bytes", name, d)
 		}
 		t.Logf("%s: %v", name, err)
+	}
+}
+
+// A delta cycle (two REF_DELTAs whose bases are each other's names) never
+// resolves: both entries are refused, over the delta chain, with the names
+// the pack gives them, and the rest of the pack is indexed (issue 31:
+// before, the whole pack was corrupt). Their refusals survive the
+// refusals file.
+func TestIndexRefusesDeltaCycle(t *testing.T) {
+	v1 := []byte(strings.Repeat("some content\n", 50))
+	b := gittest.NewPack()
+	h1, _ := b.Blob(v1)
+	ha, hb := gittest.Hash("blob", []byte("a")), gittest.Hash("blob", []byte("b"))
+	b.RefDelta(unnamed, hb, gittest.Extend(1, "a"))
+	b.RefDelta(unnamed, ha, gittest.Extend(1, "b"))
+	for _, base := range []func(plumbing.Hash) (plumbing.ObjectType, []byte, error){nil, func(plumbing.Hash) (plumbing.ObjectType, []byte, error) {
+		return 0, nil, plumbing.ErrObjectNotFound
+	}} {
+		ix, _, _, err := index(t, b.Bytes(), IndexOptions{Base: base}, false)
+		if base == nil {
+			// Without Base, a base the pack lacks is a thin pack's.
+			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "thin pack") {
+				t.Fatalf("without Base: %v, want a thin pack", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ix.Objects() != 1 || !indexNames(t, ix)[h1] || len(ix.Refused) != 2 {
+			t.Fatalf("%d indexed, refused %+v; want the blob indexed, the cycle refused", ix.Objects(), ix.Refused)
+		}
+		var file bytes.Buffer
+		if err := ix.WriteRefusals(&file); err != nil {
+			t.Fatal(err)
+		}
+		back, err := readRefusals(&file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := map[plumbing.Hash]bool{}
+		for i, r := range back {
+			if r.Err.What != "delta chain" || r.Offset != ix.Refused[i].Offset || r.Err.Detail != ix.Refused[i].Err.Detail {
+				t.Errorf("refusal %+v read back as %+v", ix.Refused[i], r)
+			}
+			names[r.Name] = true
+		}
+		if !names[ha] || !names[hb] {
+			t.Errorf("refused names %v, want %s and %s", names, ha, hb)
+		}
 	}
 }
 

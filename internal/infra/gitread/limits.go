@@ -22,8 +22,8 @@ type Limits struct {
 	// a delta's target (the intermediates of a chain included, whatever
 	// the size of the object read at its top) and the base of a delta. A
 	// delta declaring a larger target is refused on that header wherever
-	// it is met (ObjectSize included): it could be neither read nor
-	// indexed. A whole object larger than this is still named by an
+	// it is met (ObjectSize included): it can be neither read nor indexed
+	// (an Indexer leaves it out of the index: Index.Refused). A whole object larger than this is still named by an
 	// Indexer when it needs no memory (hashed as it inflates, no delta's
 	// base), and its size read. 0 means DefaultMaxObjectBytes.
 	MaxObjectBytes int64

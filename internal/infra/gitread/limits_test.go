@@ -23,12 +23,14 @@ func allocated(f func()) uint64 {
 }
 
 // bombs are the crafted packs of issue 20, with what reading them ends in:
-// over a limit (ErrLimit), or corrupt (a REF_DELTA cycle never resolves in
-// a pack being indexed).
+// over a limit (ErrLimit).
 var bombs = []struct {
 	crafted func() *gittest.Crafted
 	limits  Limits // zero: the defaults
-	index   error  // what the Indexer says
+	// refused is the bound of the entries the Indexer refuses (and
+	// leaves out of the index), n how many it refuses.
+	refused string
+	n       int
 	// walks: the walk reads the top's size alone, within the limits (the
 	// header of its own delta), and reports it: the scan's read of it is
 	// what trips a limit. sizes: so does ObjectSize, which also follows
@@ -36,15 +38,15 @@ var bombs = []struct {
 	walks, sizes bool
 }{
 	// 179 bytes asked Indexer.Finish for 1 GiB, then 64 GiB.
-	{func() *gittest.Crafted { return gittest.NestedDeltas(1<<30, 64<<30) }, Limits{}, ErrLimit, false, false},
+	{func() *gittest.Crafted { return gittest.NestedDeltas(1<<30, 64<<30) }, Limits{}, "object size", 2, false, false},
 	// Levels each within the object limit, and their total over the
 	// pack's inflate budget (4 × the object limit for a pack this small):
 	// what a pack costs is bounded, not only what each object does.
 	{func() *gittest.Crafted {
 		return gittest.NestedDeltas(4<<20, 4<<20, 4<<20, 4<<20, 4<<20, 4<<20)
-	}, Limits{MaxObjectBytes: 4 << 20}, ErrLimit, true, true},
-	{gittest.HugeDeclaredSize, Limits{}, ErrLimit, false, false},
-	{gittest.DeltaCycle, Limits{}, ErrCorrupt, true, false},
+	}, Limits{MaxObjectBytes: 4 << 20}, "inflated size", 4, true, true},
+	{gittest.HugeDeclaredSize, Limits{}, "object size", 1, false, false},
+	{gittest.DeltaCycle, Limits{}, "delta chain", 2, true, false},
 }
 
 // withLimits sets the limits for the test.
@@ -54,26 +56,41 @@ func withLimits(t testing.TB, l Limits) {
 	t.Cleanup(func() { limits.Store(old) })
 }
 
-// A delta bomb indexed as a fetch indexes it: refused, over a limit,
-// before the memory is allocated.
+// A delta bomb indexed as a fetch indexes it: its entries are refused,
+// over a limit, before their memory is allocated, and left out of the
+// index; the rest of the pack (the commit, its tree, the blob of zeros) is
+// indexed, and reads (issue 31: before, the whole pack was an error).
 func TestIndexDeltaBombs(t *testing.T) {
 	for _, b := range bombs {
 		c := b.crafted()
 		t.Run(c.Name, func(t *testing.T) {
 			withLimits(t, b.limits)
 			pack := c.Bytes()
+			var ix *Index
 			var err error
 			n := allocated(func() {
-				_, _, _, err = index(t, pack, IndexOptions{Base: func(plumbing.Hash) (plumbing.ObjectType, []byte, error) {
+				ix, _, _, err = index(t, pack, IndexOptions{Base: func(plumbing.Hash) (plumbing.ObjectType, []byte, error) {
 					return 0, nil, plumbing.ErrObjectNotFound
 				}}, false)
 			})
 			t.Logf("a pack of %d bytes: %v; %d KiB allocated", len(pack), err, n>>10)
-			if !errors.Is(err, b.index) {
-				t.Fatalf("err = %v, want %v", err, b.index)
+			if err != nil {
+				t.Fatalf("err = %v, want the bomb refused alone", err)
 			}
 			if n > 64<<20 {
 				t.Errorf("allocated %d MiB", n>>20)
+			}
+			if len(ix.Refused) != b.n || ix.Objects()+len(ix.Refused) != c.Pack.Count() {
+				t.Fatalf("%d indexed, %v refused; want %d of the %d entries refused", ix.Objects(), ix.Refused, b.n, c.Pack.Count())
+			}
+			for _, r := range ix.Refused {
+				if r.Err.What != b.refused {
+					t.Errorf("refused %+v, want over the %s", r, b.refused)
+				}
+			}
+			names := indexNames(t, ix)
+			if !names[c.Commit] {
+				t.Errorf("the commit is not indexed")
 			}
 		})
 	}
@@ -219,8 +236,11 @@ func TestIndexObjectSizeLimit(t *testing.T) {
 	}
 	p.OfsDelta(plumbing.ZeroHash, off, gittest.Extend(len(big), "more"))
 	pack = p.Bytes()
-	if _, _, _, err := index(t, pack, IndexOptions{Limits: Limits{MaxObjectBytes: 1 << 19}, Workers: 1}, false); !errors.Is(err, ErrLimit) {
-		t.Fatalf("a delta on it: %v, want ErrLimit", err)
+	// The delta is refused alone (its base would be held), the object
+	// indexed.
+	ix, _, _, err := index(t, pack, IndexOptions{Limits: Limits{MaxObjectBytes: 1 << 19}, Workers: 1}, false)
+	if err != nil || ix.Objects() != 1 || len(ix.Refused) != 1 || ix.Refused[0].Err.What != "object size" {
+		t.Fatalf("a delta on it: %v, %+v; want the delta refused over the object size", err, ix)
 	}
 	if _, _, _, err := index(t, pack, IndexOptions{Limits: Limits{MaxObjectBytes: 2 << 20}}, false); err != nil {
 		t.Fatalf("within the limit: %v", err)

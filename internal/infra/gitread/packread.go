@@ -91,6 +91,9 @@ type pack struct {
 	names   []byte // n sorted 20-byte names
 	offsets []byte // n big-endian uint32; MSB set: index into large
 	large   []byte // big-endian uint64 offsets
+	// refused are the pack's entries its indexer left out of the index
+	// (pack-<checksum>.refused, see Refusal).
+	refused []Refusal
 }
 
 // OpenPacks loads the pack indexes of the repository at repoPath (a bare
@@ -225,6 +228,10 @@ func openPack(root *os.Root, idxPath string) (_ *pack, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if p.refused, err = openRefusals(root, strings.TrimSuffix(filepath.Base(idxPath), ".idx")+".refused"); err != nil {
+		f.Close()
+		return nil, err
+	}
 	if err := p.check(f, raw[len(raw)-2*hashSize:len(raw)-hashSize]); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", filepath.Base(p.path), err)
@@ -301,7 +308,10 @@ func (p *pack) check(f *os.File, sum []byte) error {
 	if v := binary.BigEndian.Uint32(hdr[4:8]); v != 2 && v != 3 {
 		return fmt.Errorf("%w: pack version %d not supported", ErrCorrupt, v)
 	}
-	if c := binary.BigEndian.Uint32(hdr[8:12]); int64(c) != int64(p.n) {
+	if c := binary.BigEndian.Uint32(hdr[8:12]); int64(c) != int64(p.n)+int64(len(p.refused)) {
+		if len(p.refused) > 0 {
+			return fmt.Errorf("%w: pack has %d objects, its index %d and %d refused", ErrCorrupt, c, p.n, len(p.refused))
+		}
 		return fmt.Errorf("%w: pack has %d objects, its index %d", ErrCorrupt, c, p.n)
 	}
 	var trailer [hashSize]byte
@@ -474,4 +484,21 @@ func (ps *Packs) touched(p *pack, from, to int) {
 			dropPages(p.data)
 		}
 	}
+}
+
+// openRefusals reads a pack's refusals file, if it has one.
+func openRefusals(root *os.Root, name string) ([]Refusal, error) {
+	f, _, err := openFile(root, "pack/"+name)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rs, err := readRefusals(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return rs, nil
 }

@@ -16,11 +16,17 @@ import (
 func (x *Indexer) resolve(ix *Index) error {
 	n := len(x.entries)
 	g := &graph{x: x, claimed: make([]atomic.Bool, n)}
+	// Entries refused in the stream are nobody's children: never resolved.
+	for i := range g.claimed {
+		if x.entries[i].otyp == 0 && x.refused.get(int32(i)) != nil {
+			g.claimed[i].Store(true)
+		}
+	}
 	// Children of each entry by offset (CSR), for the unresolved OFS_DELTAs.
 	g.ofsStart = make([]int32, n+1)
 	for i := range x.entries {
 		e := &x.entries[i]
-		if e.typ == TypeOfsDelta && e.otyp == 0 {
+		if e.typ == TypeOfsDelta && e.otyp == 0 && e.base >= 0 {
 			g.ofsStart[e.base+1]++
 		}
 	}
@@ -33,7 +39,7 @@ func (x *Indexer) resolve(ix *Index) error {
 	// (no second table of n cursors).
 	for i := range x.entries {
 		e := &x.entries[i]
-		if e.typ == TypeOfsDelta && e.otyp == 0 {
+		if e.typ == TypeOfsDelta && e.otyp == 0 && e.base >= 0 {
 			g.ofsKids[g.ofsStart[e.base]] = int32(i)
 			g.ofsStart[e.base]++
 		}
@@ -56,27 +62,25 @@ func (x *Indexer) resolve(ix *Index) error {
 		return err
 	}
 	if left := x.unresolved(); left > 0 {
-		roots, notFound, err := x.fixThin(g, ix)
+		roots, _, err := x.fixThin(g, ix)
 		if err != nil {
 			return err
 		}
 		if err := g.run(roots); err != nil {
 			return err
 		}
-		if left := x.unresolved(); left > 0 {
-			if notFound != nil {
-				return notFound
-			}
-			return fmt.Errorf("%w: %d deltas cannot be resolved (a delta cycle, or a base of another type)", ErrCorrupt, left)
-		}
+		// What is left never resolves (a cycle, a base refused or not
+		// found): refused, with the rest of the pack indexed.
+		x.refuseRest()
 	}
 	return nil
 }
 
+// unresolved counts the deltas neither resolved nor refused.
 func (x *Indexer) unresolved() int {
 	left := 0
 	for i := range x.entries {
-		if x.entries[i].otyp == 0 {
+		if x.entries[i].otyp == 0 && x.refused.get(int32(i)) == nil {
 			left++
 		}
 	}
@@ -222,11 +226,21 @@ func (w *worker) tree(root int32) error {
 		}
 		node := f.node
 		base, err := w.acquire(node)
+		if l := asLimit(err); l != nil {
+			// Its base cannot be had again within the limits: k is
+			// refused, and its own deltas with it (refuseRest).
+			w.x.refused.add(k, l)
+			continue
+		}
 		if err != nil {
 			return err
 		}
 		out, err := w.applyEntry(k, base)
 		w.cache.unpin(node)
+		if l := asLimit(err); l != nil {
+			w.x.refused.add(k, l)
+			continue
+		}
 		if err != nil {
 			return err
 		}

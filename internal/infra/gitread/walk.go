@@ -75,7 +75,8 @@ type Options struct {
 	// as is. When set, it is also called for what the walk refuses over one
 	// of the limits (err wraps ErrLimit, a *LimitError; counted in
 	// RefusedBlobs or RefusedTrees): a blob whose size is over them (a
-	// delta declaring a huge target), and a tree nested deeper than
+	// delta declaring a huge target, or one its pack's indexer left out of
+	// the index over a limit: Packs.Refused), and a tree nested deeper than
 	// MaxTreeDepth (b is the tree, its Mode filemode.Dir, its Path its
 	// directory's), whose content is not walked. The walk then goes on
 	// with the rest: one crafted object hides nothing else. Unset, a
@@ -863,6 +864,13 @@ func (wk *walk) report(h plumbing.Hash, name []byte, mode uint32) error {
 	}
 	path := wk.pathOf(name)
 	size, err := wk.w.objectSize(h)
+	if errors.Is(err, plumbing.ErrObjectNotFound) && wk.w.opts.Packs != nil {
+		// Not in the repository because its pack's indexer refused it
+		// (over a limit when fetched): told as the refusal it is.
+		if refused := wk.w.opts.Packs.Refused(h); refused != nil {
+			err = refused
+		}
+	}
 	switch {
 	case errors.Is(err, plumbing.ErrObjectNotFound):
 		wk.stats.MissingBlobs++

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
 	"gitfleet/internal/devstack/gittest"
 	"gitfleet/internal/infra/errclass"
 	"gitfleet/internal/infra/gitread"
@@ -39,18 +41,21 @@ func tempPacks(t *testing.T, m *Mirrors, url string) []string {
 }
 
 // Delta bombs served by a remote, through the real fetch (go-git's
-// transport, the mirror's pack writer, gitread's indexer): refused in one
-// Sync, Permanent with a clear reason, with bounded memory and no partial
-// pack left behind.
-func TestSyncRefusesDeltaBombs(t *testing.T) {
+// transport, the mirror's pack writer, gitread's indexer): each bomb's
+// entries are refused alone, with bounded memory, and the rest of the pack
+// is kept (issue 31: before, the whole Sync was refused, Permanent, and
+// nothing of the repository could be read). The pack stays as received
+// (its checksum holds), its index lists the rest, and the refusals file
+// beside it tells the bomb refused with its limit, not missing; the next
+// Sync has nothing to fetch, and a repack keeps the refusals.
+func TestSyncRefusesOnlyTheBombs(t *testing.T) {
 	for _, tt := range []struct {
 		crafted *gittest.Crafted
-		reason  string
+		what    string
 	}{
-		{gittest.NestedDeltas(1<<30, 64<<30), errclass.ReasonLimit + ": object size"},
-		{gittest.HugeDeclaredSize(), errclass.ReasonLimit + ": object size"},
-		// Unresolvable: damaged (fetched again once, then given up).
-		{gittest.DeltaCycle(), errclass.ReasonCorrupt},
+		{gittest.NestedDeltas(1<<30, 64<<30), "object size"},
+		{gittest.HugeDeclaredSize(), "object size"},
+		{gittest.DeltaCycle(), "delta chain"},
 	} {
 		t.Run(tt.crafted.Name, func(t *testing.T) {
 			srv := &gittest.PackServer{Pack: tt.crafted.Bytes(), Commit: tt.crafted.Commit}
@@ -62,10 +67,9 @@ func TestSyncRefusesDeltaBombs(t *testing.T) {
 			}
 			url := ts.URL + "/evil/bomb.git"
 			n := allocated(func() { _, err = m.Sync(context.Background(), url) })
-			c := errclass.Classify(err)
 			t.Logf("%v (%d KiB allocated, %d requests)", err, n>>10, srv.Requests.Load())
-			if c == nil || c.Class != errclass.Permanent || c.Reason != tt.reason {
-				t.Fatalf("Sync: %v (%+v), want Permanent %q", err, c, tt.reason)
+			if err != nil {
+				t.Fatalf("Sync: %v, want the bomb refused alone", err)
 			}
 			if n > 64<<20 {
 				t.Errorf("allocated %d MiB", n>>20)
@@ -73,7 +77,74 @@ func TestSyncRefusesDeltaBombs(t *testing.T) {
 			if left := tempPacks(t, m, url); len(left) > 0 {
 				t.Errorf("left behind: %v", left)
 			}
+			path := m.Path(url)
+			checkRefused(t, path, tt.crafted, tt.what)
+
+			requests := srv.Requests.Load()
+			if _, err := m.Sync(context.Background(), url); err != nil {
+				t.Fatalf("second Sync: %v", err)
+			}
+			// The mirror has the commit: the refs are asked for (twice:
+			// the advertisement, go-git's fetch), no pack.
+			if got := srv.Requests.Load() - requests; got >= requests {
+				t.Errorf("second Sync: %d requests, the first %d: want no pack fetched", got, requests)
+			}
+
+			// A repack merges the pack with another one: the bomb is
+			// refused again, its refusals follow it.
+			extra := gittest.NewPack()
+			extra.Blob([]byte("another pack\n"))
+			if err := extra.WriteFiles(path, "0000000000000000000000000000000000000001", false); err != nil {
+				t.Fatal(err)
+			}
+			packs, err := listPacks(path)
+			if err != nil || len(packs) != 2 {
+				t.Fatalf("packs %v, %v", packs, err)
+			}
+			if err := mergePacks(context.Background(), filepath.Join(path, "objects", "pack"), packs); err != nil {
+				t.Fatalf("repack: %v", err)
+			}
+			if packs, _ := listPacks(path); len(packs) != 1 {
+				t.Fatalf("packs after the repack: %v", packs)
+			}
+			if left, _ := filepath.Glob(filepath.Join(path, "objects", "pack", "*.refused")); len(left) != 1 {
+				t.Errorf("refusals files after the repack: %v, want the merged pack's", left)
+			}
+			checkRefused(t, path, tt.crafted, tt.what)
 		})
+	}
+}
+
+// checkRefused checks the mirror at path: its packs open, the commit
+// reads, and the blob its tree names is refused over the bound what.
+func checkRefused(t *testing.T, path string, c *gittest.Crafted, what string) {
+	t.Helper()
+	ps, err := gitread.OpenPacks(path)
+	if err != nil {
+		t.Fatalf("open the packs: %v", err)
+	}
+	defer ps.Close()
+	r := ps.NewReader()
+	if _, _, err := r.ReadObject(c.Commit, nil); err != nil {
+		t.Fatalf("the commit: %v", err)
+	}
+	_, tree, err := r.ReadObject(c.Commit, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := plumbing.NewHash(strings.TrimPrefix(strings.SplitN(string(tree), "\n", 2)[0], "tree "))
+	_, raw, err := r.ReadObject(th, nil)
+	if err != nil {
+		t.Fatalf("the tree: %v", err)
+	}
+	var top plumbing.Hash
+	copy(top[:], raw[len(raw)-20:])
+	if _, _, err := r.ObjectSize(top); !errors.Is(err, plumbing.ErrObjectNotFound) {
+		t.Fatalf("the bomb's top: %v, want not indexed", err)
+	}
+	var limit *gitread.LimitError
+	if err := ps.Refused(top); !errors.As(err, &limit) || limit.What != what {
+		t.Fatalf("Refused(top) = %v, want over the %s", err, what)
 	}
 }
 

@@ -160,7 +160,7 @@ func (w *packWriter) Close() (err error) {
 		return err
 	}
 	tmp = ""
-	if err := writeIndex(w.dir, base+".idx", ix); err != nil {
+	if err := writeIndex(w.dir, base, ix); err != nil {
 		return err
 	}
 	// The storages list the packs once and cache their indexes: make them
@@ -170,8 +170,30 @@ func (w *packWriter) Close() (err error) {
 	return nil
 }
 
-// writeIndex writes the index to a temporary file and renames it to path.
-func writeIndex(dir, path string, ix *gitread.Index) (err error) {
+// writeIndex writes the index of the pack base+".pack" to base+".idx",
+// through a temporary file renamed into place, and before it the entries
+// its indexer refused (an object over a limit: a delta bomb, a delta
+// cycle), if any, to base+".refused": the pack is kept whole as received
+// (its checksum holds, the next fetch negotiates from the commits it
+// brought), its refused entries are left out of the index, and readers
+// accept the pack and tell those objects refused (gitread.Packs.Refused)
+// through that file. It comes first: an index without it would not match
+// its pack.
+func writeIndex(dir, base string, ix *gitread.Index) error {
+	if len(ix.Refused) > 0 {
+		if err := writeTemp(dir, base+".refused", ix.WriteRefusals); err != nil {
+			return err
+		}
+	}
+	return writeTemp(dir, base+".idx", func(w io.Writer) error {
+		_, err := ix.WriteTo(w)
+		return err
+	})
+}
+
+// writeTemp writes a file with write, read only, to a temporary file
+// renamed to path.
+func writeTemp(dir, path string, write func(io.Writer) error) (err error) {
 	f, err := os.CreateTemp(dir, tmpIdxPrefix)
 	if err != nil {
 		return err
@@ -182,7 +204,7 @@ func writeIndex(dir, path string, ix *gitread.Index) (err error) {
 			os.Remove(f.Name())
 		}
 	}()
-	if _, err := ix.WriteTo(f); err != nil {
+	if err := write(f); err != nil {
 		return err
 	}
 	if err := f.Chmod(0o444); err != nil {

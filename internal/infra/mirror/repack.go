@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
 	"gitfleet/internal/infra/gitread"
 )
 
@@ -164,8 +166,11 @@ func mergePacks(ctx context.Context, dir string, packs []string) (err error) {
 			os.Remove(tmp)
 		}
 	}()
-	// Complete packs: no base comes from elsewhere (no IndexOptions.Base).
-	ix := gitread.NewIndexer(f, gitread.IndexOptions{})
+	// Complete packs: no base comes from elsewhere. One that never
+	// resolves (a delta cycle a fetch refused) is refused again.
+	ix := gitread.NewIndexer(f, gitread.IndexOptions{Base: func(plumbing.Hash) (plumbing.ObjectType, []byte, error) {
+		return plumbing.InvalidObject, nil, plumbing.ErrObjectNotFound
+	}})
 	sum := sha1.New()
 	w := io.MultiWriter(ix, sum)
 	hdr := []byte("PACK\x00\x00\x00\x02\x00\x00\x00\x00")
@@ -192,8 +197,10 @@ func mergePacks(ctx context.Context, dir string, packs []string) (err error) {
 	if err != nil {
 		return err
 	}
-	if uint64(index.Objects()) != total {
-		return fmt.Errorf("%w: merged pack indexes %d objects of %d", gitread.ErrCorrupt, index.Objects(), total)
+	// The entries refused when fetched are refused again (the same data
+	// trips the same bound), and stay in the pack as they were.
+	if uint64(index.Objects())+uint64(len(index.Refused)) != total {
+		return fmt.Errorf("%w: merged pack indexes %d objects of %d (%d refused)", gitread.ErrCorrupt, index.Objects(), total, len(index.Refused))
 	}
 	if err := f.Close(); err != nil {
 		return err
@@ -210,13 +217,13 @@ func mergePacks(ctx context.Context, dir string, packs []string) (err error) {
 		return err
 	}
 	tmp = ""
-	if err := writeIndex(dir, base+".idx", index); err != nil {
+	if err := writeIndex(dir, base, index); err != nil {
 		return err
 	}
 	// The index first: an index without its pack would be skipped, a pack
 	// without an index is never read.
 	for _, p := range packs {
-		for _, ext := range []string{".idx", ".pack"} {
+		for _, ext := range []string{".idx", ".refused", ".pack"} {
 			if err := os.Remove(p + ext); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return err
 			}
