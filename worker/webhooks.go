@@ -39,7 +39,32 @@ func serveWebhooks(cfg config.Config, c client.Client, st *store.Store, log *zap
 		WriteTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
 	go func() { _ = srv.Serve(ln) }()
 	log.Info("receiving webhook deliveries", zap.String("webhookAddr", ln.Addr().String()), zap.String("path", "/webhook"))
-	return func() { _ = srv.Close() }, nil
+	forgetting, forget := context.WithCancel(context.Background())
+	go forgetDeliveries(forgetting, st, log)
+	return func() { forget(); _ = srv.Close() }, nil
+}
+
+// keepDeliveries is how long a handled delivery's id is kept: GitHub
+// redelivers for three days.
+const keepDeliveries = 7 * 24 * time.Hour
+
+// forgetDeliveries deletes the ids of deliveries older than
+// keepDeliveries, hourly, until ctx ends.
+func forgetDeliveries(ctx context.Context, st *store.Store, log *zap.Logger) {
+	tick := time.NewTicker(time.Hour)
+	defer tick.Stop()
+	for {
+		if n, err := st.ForgetDeliveries(ctx, time.Now().Add(-keepDeliveries)); err != nil && ctx.Err() == nil {
+			log.Warn("could not forget old webhook deliveries", zap.Error(err))
+		} else if n > 0 {
+			log.Info("forgot old webhook deliveries", zap.Int64("deliveries", n))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // collections hands a delivery's repository to its Collect run: signalled
