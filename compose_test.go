@@ -107,8 +107,8 @@ func composeProject(t *testing.T) *types.Project {
 
 func TestComposeServices(t *testing.T) {
 	p := composeProject(t)
-	for _, name := range []string{"temporal-db", "temporal-schema", "temporal-cli", "temporal", "temporal-setup", "temporal-ui",
-		"gitfleet-db", "gitfleet-migrate", "gitfleet-grants", "registry", "worker", "runner", "starter"} {
+	for _, name := range []string{"gitfleet-pki", "temporal-db", "temporal-schema", "temporal-cli", "temporal", "temporal-setup", "temporal-ui",
+		"gitfleet-db", "gitfleet-migrate", "gitfleet-grants", "registry", "registry-pull", "worker", "runner", "starter"} {
 		if _, ok := p.Services[name]; !ok {
 			t.Errorf("service %s missing", name)
 		}
@@ -260,18 +260,20 @@ func TestComposeDependencies(t *testing.T) {
 		oneShot bool     // runs to completion
 		needs   []string // depends on at least these
 	}{
+		{"gitfleet-pki", false, true, nil},
 		{"temporal-db", true, false, nil},
 		{"temporal-schema", false, true, []string{"temporal-db"}},
 		{"temporal-cli", false, true, nil},
-		{"temporal", true, false, []string{"temporal-db", "temporal-schema", "temporal-cli"}},
+		{"temporal", true, false, []string{"temporal-db", "temporal-schema", "temporal-cli", "gitfleet-pki"}},
 		{"temporal-setup", false, true, []string{"temporal"}},
 		{"temporal-ui", false, false, []string{"temporal"}},
 		{"gitfleet-db", true, false, nil},
 		{"gitfleet-migrate", false, true, []string{"gitfleet-db"}},
 		{"gitfleet-grants", false, true, []string{"gitfleet-migrate"}},
-		{"registry", true, false, nil},
+		{"registry", true, false, []string{"gitfleet-pki"}},
+		{"registry-pull", true, false, []string{"gitfleet-pki"}},
 		{"worker", false, false, []string{"temporal", "temporal-setup", "gitfleet-db", "gitfleet-migrate", "gitfleet-grants"}},
-		{"runner", false, false, []string{"temporal", "temporal-setup", "gitfleet-db", "gitfleet-migrate", "gitfleet-grants", "registry"}},
+		{"runner", false, false, []string{"temporal", "temporal-setup", "gitfleet-db", "gitfleet-migrate", "gitfleet-grants", "registry-pull"}},
 		{"starter", false, false, []string{"temporal", "temporal-setup", "gitfleet-db", "gitfleet-migrate", "gitfleet-grants"}},
 	} {
 		s := p.Services[tc.service]
@@ -460,7 +462,10 @@ func TestComposeSecretsFromEnvironment(t *testing.T) {
 	secretName := regexp.MustCompile(`PASSWORD|PWD|TOKEN$|_KEY$`)
 	for name, s := range p.Services {
 		for k, v := range s.Environment {
-			if secretName.MatchString(k) && !strings.HasSuffix(k, "_FILE") && v != nil && !slices.Contains(given, *v) {
+			// An absolute path names a mounted file (a key gitfleet-pki
+			// made): it holds no secret itself.
+			path := v != nil && strings.HasPrefix(*v, "/")
+			if secretName.MatchString(k) && !strings.HasSuffix(k, "_FILE") && !path && v != nil && !slices.Contains(given, *v) {
 				t.Errorf("%s: %s = %q is written in the file, not taken from the environment", name, k, *v)
 			}
 			if !strings.HasPrefix(name, "temporal") && v != nil && *v != "" && slices.Contains(given, *v) {
