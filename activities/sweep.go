@@ -87,7 +87,7 @@ func (s *Sweeps) ListDue(ctx context.Context, in workflows.SweepPageInput) (work
 			continue
 		}
 		due, _ := table.Decide(decay.Candidate{LastViewed: c.LastViewedAt, LastCompleted: c.LastCompletedAt,
-			LastChecked: c.LastCheckedAt, ConsecutiveFailures: c.ConsecutiveFailures}, in.Now)
+			LastChecked: c.LastCheckedAt, LastEvent: c.LastEventAt, ConsecutiveFailures: c.ConsecutiveFailures}, in.Now)
 		if due {
 			page.Due = append(page.Due, workflows.DueRepo{CodebaseID: c.ID, Viewed: *c.LastViewedAt, Repo: c.Repo, LastCommit: c.LastCommitSHA,
 				RefsDigest: c.LastRefsDigest, PolicyCurrent: c.ScanPolicy != "" && c.ScanPolicy == s.Policy})

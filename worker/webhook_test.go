@@ -83,6 +83,11 @@ func TestPushDeliveryIsCollected(t *testing.T) {
 	if res.Scan == nil || res.Scan.Receipt == nil || res.Scan.Receipt.Findings != 1 || res.Commit != sha {
 		t.Fatalf("collection after the push: %+v", res)
 	}
+	var evented bool
+	if err := env.Store.Pool().QueryRow(ctx, `SELECT last_event_at IS NOT NULL FROM codebases WHERE host = $1 AND external_repo_id = $2`,
+		fg.Host(), fmt.Sprint(app.ID)).Scan(&evented); err != nil || !evented {
+		t.Errorf("the push's repository has no event noted (%t, %v): the sweep would check it as often as before", evented, err)
+	}
 	pushed := lastRun(t, repo)
 	if pushed == first {
 		t.Fatal("the delivery started no collection")

@@ -63,9 +63,21 @@ type Candidate struct {
 	LastViewed    *time.Time
 	LastCompleted *time.Time
 	// LastChecked is when a cheap change check last found nothing new.
-	LastChecked         *time.Time
+	LastChecked *time.Time
+	// LastEvent is when a webhook delivery last named the repository.
+	LastEvent           *time.Time
 	ConsecutiveFailures int
 }
+
+// A repository whose webhook events arrive has its pushes collected as
+// they happen: the sweep is only the safety net for a delivery lost, and
+// checks it EventedFactor times less often while its last event is at
+// most EventsCover old. Past that its events have stopped (the webhook is
+// off, the receiver down) and it is checked as any other.
+const (
+	EventsCover   = 7 * 24 * time.Hour
+	EventedFactor = 4
+)
 
 // Reason explains a decision.
 type Reason string
@@ -81,7 +93,8 @@ const (
 )
 
 // Decide says whether c is due at now: never completed, or at least one
-// interval past its last completion (or its last unchanged check).
+// interval past its last completion (or its last unchanged check) — four
+// while its webhook events arrive.
 func (t Table) Decide(c Candidate, now time.Time) (bool, Reason) {
 	switch {
 	case c.ConsecutiveFailures >= MaxFailures:
@@ -97,6 +110,9 @@ func (t Table) Decide(c Candidate, now time.Time) (bool, Reason) {
 	}
 	if c.LastCompleted == nil {
 		return true, NeverDone
+	}
+	if c.LastEvent != nil && !c.LastEvent.After(now) && now.Sub(*c.LastEvent) <= EventsCover {
+		interval *= EventedFactor
 	}
 	last := *c.LastCompleted
 	if c.LastChecked != nil && c.LastChecked.After(last) {

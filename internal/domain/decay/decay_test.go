@@ -62,6 +62,12 @@ func TestDecide(t *testing.T) {
 		{"never viewed", Candidate{LastCompleted: ago(30 * day)}, false, NeverViewed},
 		{"four failures", Candidate{LastViewed: ago(day), ConsecutiveFailures: 4}, true, NeverDone},
 		{"five failures", Candidate{LastViewed: ago(day), ConsecutiveFailures: 5}, false, TooManyFails},
+		// Events arriving: 4 intervals (24h for a hot one), until they stop.
+		{"hot, events, refreshed 23h ago", Candidate{LastViewed: ago(day), LastCompleted: ago(23 * time.Hour), LastEvent: ago(2 * day)}, false, NotYet},
+		{"hot, events, refreshed 24h ago", Candidate{LastViewed: ago(day), LastCompleted: ago(24 * time.Hour), LastEvent: ago(2 * day)}, true, Due},
+		{"hot, events stopped 8d ago", Candidate{LastViewed: ago(day), LastCompleted: ago(6 * time.Hour), LastEvent: ago(8 * day)}, true, Due},
+		{"hot, an event in the future", Candidate{LastViewed: ago(day), LastCompleted: ago(6 * time.Hour), LastEvent: ago(-day)}, true, Due},
+		{"events, never completed", Candidate{LastViewed: ago(day), LastEvent: ago(time.Hour)}, true, NeverDone},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -26,6 +26,8 @@ type SweepCandidate struct {
 	// LastRefsDigest names the branches and tags its last completed
 	// collection saw ("" before they were recorded).
 	LastRefsDigest string `json:"lastRefsDigest,omitempty"`
+	// LastEventAt is when a webhook delivery last named the repository.
+	LastEventAt *time.Time `json:"lastEventAt,omitempty"`
 }
 
 // SweepCursor is where a sweep is: the (last view, id) of the last
@@ -40,7 +42,7 @@ type SweepCursor struct {
 // (last_viewed_at, id) order — the partial index codebases_sweep —, on none
 // of the hosts $6 (those the sweep's breaker halted).
 const SweepCandidatesQuery = `SELECT c.id, c.host, c.owner, c.name, coalesce(c.last_commit_sha, ''), c.last_viewed_at,
-		c.last_completed_at, c.last_checked_at, c.consecutive_failures, coalesce(sc.policy_hash, ''), coalesce(c.last_refs_digest, '')
+		c.last_completed_at, c.last_checked_at, c.consecutive_failures, coalesce(sc.policy_hash, ''), coalesce(c.last_refs_digest, ''), c.last_event_at
 	FROM codebases c
 	LEFT JOIN shards s ON s.key = 'codebase:' || c.id AND s.status = 'Done'
 	LEFT JOIN shard_receipts r ON r.id = s.checkpoint_receipt_id
@@ -54,7 +56,7 @@ const SweepCandidatesQuery = `SELECT c.id, c.host, c.owner, c.name, coalesce(c.l
 // direction: the most recently viewed first, before the cursor (the same
 // index, read backwards).
 const SweepCandidatesNewestQuery = `SELECT c.id, c.host, c.owner, c.name, coalesce(c.last_commit_sha, ''), c.last_viewed_at,
-		c.last_completed_at, c.last_checked_at, c.consecutive_failures, coalesce(sc.policy_hash, ''), coalesce(c.last_refs_digest, '')
+		c.last_completed_at, c.last_checked_at, c.consecutive_failures, coalesce(sc.policy_hash, ''), coalesce(c.last_refs_digest, ''), c.last_event_at
 	FROM codebases c
 	LEFT JOIN shards s ON s.key = 'codebase:' || c.id AND s.status = 'Done'
 	LEFT JOIN shard_receipts r ON r.id = s.checkpoint_receipt_id
@@ -95,7 +97,7 @@ func (s *Store) sweepCandidates(ctx context.Context, query string, after SweepCu
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (SweepCandidate, error) {
 		var c SweepCandidate
 		err := row.Scan(&c.ID, &c.Repo.Host, &c.Repo.Owner, &c.Repo.Name, &c.LastCommitSHA, &c.LastViewedAt,
-			&c.LastCompletedAt, &c.LastCheckedAt, &c.ConsecutiveFailures, &c.ScanPolicy, &c.LastRefsDigest)
+			&c.LastCompletedAt, &c.LastCheckedAt, &c.ConsecutiveFailures, &c.ScanPolicy, &c.LastRefsDigest, &c.LastEventAt)
 		return c, err
 	})
 }

@@ -31,3 +31,10 @@ func (s *Store) ForgetDeliveries(ctx context.Context, before time.Time) (int64, 
 	tag, err := s.pool.Exec(ctx, `DELETE FROM webhook_deliveries WHERE received_at < $1`, before)
 	return tag.RowsAffected(), err
 }
+
+// NoteEvents records that a webhook delivery named these repositories of
+// a host (by id) now: the sweep checks them less often while events come.
+func (s *Store) NoteEvents(ctx context.Context, host string, externalIDs []string) error {
+	_, err := s.pool.Exec(ctx, `UPDATE codebases SET last_event_at = now() WHERE host = $1 AND external_repo_id = ANY($2)`, host, externalIDs)
+	return err
+}

@@ -53,6 +53,9 @@ type Store interface {
 	Collected(ctx context.Context, host, externalID string) (bool, error)
 	DeliveryHandled(ctx context.Context, guid string) (bool, error)
 	RecordDelivery(ctx context.Context, guid, event string) error
+	// NoteEvents records that a delivery named these repositories (by
+	// id): the sweep checks them less often while events come.
+	NoteEvents(ctx context.Context, host string, externalIDs []string) error
 }
 
 // Receiver is the HTTP handler the App's webhook URL points at.
@@ -172,7 +175,7 @@ func (rc *Receiver) handOff(ctx context.Context, d Delivery, repos []repo) (stri
 	if err != nil || done {
 		return OutcomeDuplicate, err
 	}
-	n := 0
+	var handed []string
 	for _, r := range repos {
 		ok, err := rc.Store.Collected(ctx, rc.Host, r.externalID)
 		if err != nil {
@@ -184,14 +187,18 @@ func (rc *Receiver) handOff(ctx context.Context, d Delivery, repos []repo) (stri
 		if err := rc.Dispatcher.Collect(ctx, r.id, d); err != nil {
 			return "", err
 		}
-		n++
+		handed = append(handed, r.externalID)
 	}
-	if n == 0 {
+	if len(handed) == 0 {
 		return OutcomeNotCollected, nil
 	}
+	// Handed over all the same if these fail: a redelivery collects once
+	// more, and the sweep checks at its usual pace.
 	if err := rc.Store.RecordDelivery(ctx, d.GUID, d.Event); err != nil {
-		// Handed over all the same: a redelivery collects once more.
 		rc.Log.Warn("Webhook delivery handed over but not recorded", zap.String("delivery", d.GUID), zap.Error(err))
+	}
+	if err := rc.Store.NoteEvents(ctx, rc.Host, handed); err != nil {
+		rc.Log.Warn("Webhook delivery's repositories not noted", zap.String("delivery", d.GUID), zap.Error(err))
 	}
 	return OutcomeAccepted, nil
 }

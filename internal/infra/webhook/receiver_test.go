@@ -18,6 +18,7 @@ type fakeStore struct {
 	mu        sync.Mutex
 	collected map[string]bool
 	handled   map[string]bool
+	noted     []string
 }
 
 func (s *fakeStore) Collected(_ context.Context, host, id string) (bool, error) {
@@ -34,6 +35,15 @@ func (s *fakeStore) RecordDelivery(_ context.Context, guid, _ string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.handled[guid] = true
+	return nil
+}
+
+func (s *fakeStore) NoteEvents(_ context.Context, _ string, ids []string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		s.noted = append(s.noted, id)
+	}
 	return nil
 }
 
@@ -113,6 +123,9 @@ func TestReceiver(t *testing.T) {
 			}
 			if st.handled[tc.guid] != tc.recorded {
 				t.Errorf("recorded %t, want %t", st.handled[tc.guid], tc.recorded)
+			}
+			if tc.guid != "seen" && len(st.noted) != len(tc.wantRepos) {
+				t.Errorf("noted events of %v, want one for each of %v", st.noted, tc.wantRepos)
 			}
 		})
 	}
