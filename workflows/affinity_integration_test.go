@@ -43,6 +43,9 @@ func TestRepositoryAffinity(t *testing.T) {
 	ctx := context.Background()
 	o := owner(t)
 	queue := "gitfleet-affinity-" + o
+	t.Cleanup(func() {
+		_, _ = env.Store.Pool().Exec(context.Background(), `DELETE FROM workers WHERE task_queue = $1`, queue)
+	})
 	scanner, err := activities.NewScanner("", testenv.FindingKey)
 	if err != nil {
 		t.Fatal(err)

@@ -31,7 +31,13 @@ type fleet struct {
 }
 
 func newFleet(t *testing.T) *fleet {
-	return &fleet{t: t, prefix: fmt.Sprintf("f%d", fleetSeq.Add(1))}
+	f := &fleet{t: t, prefix: fmt.Sprintf("f%d", fleetSeq.Add(1))}
+	// The workers it registers leave no rows behind (a live row is
+	// placement's to trust).
+	t.Cleanup(func() {
+		_, _ = env.Store.Pool().Exec(context.Background(), `DELETE FROM workers WHERE id LIKE $1`, f.prefix+"-%")
+	})
+	return f
 }
 
 func (f *fleet) id(name string) string { return f.prefix + "-" + name }
