@@ -88,8 +88,15 @@ compose-check:
 		echo "compose-check: 'go test -run Compose .' still validates docker-compose.yml with compose-go."; \
 	else \
 		TEMPORAL_DB_PASSWORD="$${TEMPORAL_DB_PASSWORD:-compose-check}" \
+		GITFLEET_DB_ADMIN_PASSWORD="$${GITFLEET_DB_ADMIN_PASSWORD:-compose-check}" \
 		GITFLEET_DB_PASSWORD="$${GITFLEET_DB_PASSWORD:-compose-check}" \
+		GITFLEET_WORKER_DB_PASSWORD="$${GITFLEET_WORKER_DB_PASSWORD:-compose-check}" \
+		GITFLEET_STARTER_DB_PASSWORD="$${GITFLEET_STARTER_DB_PASSWORD:-compose-check}" \
+		GITFLEET_RUNNER_DB_PASSWORD="$${GITFLEET_RUNNER_DB_PASSWORD:-compose-check}" \
 		GITFLEET_TOKEN_KEY="$${GITFLEET_TOKEN_KEY:-compose-check}" \
+		GITFLEET_FINDING_KEY="$${GITFLEET_FINDING_KEY:-compose-check}" \
+		GITFLEET_PEER_TOKEN="$${GITFLEET_PEER_TOKEN:-compose-check}" \
+		GITHUB_TOKEN="$${GITHUB_TOKEN:-}" \
 		docker compose -f docker-compose.yml --profile cli config --quiet && \
 		echo "compose-check: docker-compose.yml is valid"; \
 	fi

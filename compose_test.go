@@ -659,3 +659,19 @@ func TestComposeWorkerIDStaysWithTheVolume(t *testing.T) {
 		t.Errorf("worker: the mirror directory %s (and the ids beside it) is on no named volume: %+v", dir, w.Volumes)
 	}
 }
+
+// `make compose-check` validates the file with Docker: it gives every
+// required secret a placeholder, or compose refuses the file.
+func TestComposeCheckSetsEverySecret(t *testing.T) {
+	mk, err := os.ReadFile("Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, target, _ := strings.Cut(string(mk), "\ncompose-check:")
+	target, _, _ = strings.Cut(target, "\n\n")
+	for name := range composeSecrets {
+		if !strings.Contains(target, name+`="$${`+name+`:-compose-check}"`) {
+			t.Errorf("make compose-check gives %s no placeholder", name)
+		}
+	}
+}
