@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -251,6 +252,12 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 		return shard.Receipt{}, fmt.Errorf("open the packs: %w", err)
 	}
 	defer packs.Close() //nolint:errcheck // read only: nothing to lose
+	// A single large object (a blob of GiB under a raised
+	// GITFLEET_MAX_OBJECT_BYTES, a chain of large deltas) can take minutes
+	// to read: the readers' signs of life as they resolve it are steps,
+	// which keep the heartbeats going (issue 31: 3 attempts lost to the
+	// heartbeat timeout before one read it).
+	packs.OnProgress(progress.step)
 	basis, err := s.Store.PresenceBasis(ctx, scopeID)
 	if err != nil {
 		return shard.Receipt{}, err
@@ -951,6 +958,14 @@ func (r *scanRun) write(ctx context.Context, ops store.DataOps, blobs, bytes int
 // makes the run Partial, and is not marked seen: it is a hole, which the
 // next run tries again.
 // c only names the counter of the reason (flush counts, on its goroutine).
+// Memory of the blob reads: a reader's buffer over keepBufBytes is
+// dropped after its blob; after a blob of freeAfterBytes the heap is
+// returned to the system.
+const (
+	keepBufBytes         = 16 << 20
+	freeAfterBytes int64 = 128 << 20
+)
+
 func (r *scanRun) scanBlob(reader *gitread.PackReader, buf *[]byte, b gitread.Blob, c *shard.Counts) scanned {
 	limit := r.s.Scanner.MaxBlobBytes()
 	content, size, err := reader.Read(b.Hash, limit, *buf)
@@ -983,6 +998,17 @@ func (r *scanRun) scanBlob(reader *gitread.PackReader, buf *[]byte, b gitread.Bl
 	}
 	res := r.s.Scanner.Scan(b.Path, content, b.Commit.String())
 	out := scanned{bytes: int64(len(content)), partial: res.Partial, archiveSkips: res.ArchiveSkips}
+	// No buffer stays sized by the largest blob of the scan; after a huge
+	// one, its memory goes back to the system now rather than after the
+	// runtime's scavenger gets to it (minutes: the worker would hold its
+	// peak through every later scan). The collection it costs is nothing
+	// beside reading that blob.
+	if cap(*buf) > keepBufBytes {
+		*buf = nil
+	}
+	if out.bytes >= freeAfterBytes {
+		debug.FreeOSMemory() // content is dead here: collected
+	}
 	switch res.Skipped {
 	case scan.SkipBinary:
 		out.seen, out.skipped, out.why = store.SeenBlob{Blob: hash, Outcome: store.OutcomeBinary}, true, &c.Binary

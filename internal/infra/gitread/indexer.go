@@ -11,6 +11,7 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"runtime/debug"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -186,6 +187,12 @@ type Indexer struct {
 	// refusedNames the names of refused objects the pack says.
 	refused      refusals
 	refusedNames map[plumbing.Hash]*LimitError
+	// The declared target sizes of the deltas left for after the stream:
+	// the large ones by entry, the others summed (see checkDeclared).
+	bigDeclared   map[int32]int64
+	smallDeclared int64
+	// big: an object over gateBytes was held (see Finish).
+	big atomic.Bool
 }
 
 // NewIndexer returns an indexer writing the pack to f, an empty file open
@@ -407,11 +414,21 @@ func (x *Indexer) Finish() (*Index, error) {
 	x.cache.clear()
 	ix := &Index{entries: x.entries, Checksum: x.trailer, Size: x.end + hashSize}
 	if x.deferred > 0 {
+		x.checkDeclared()
 		if err := x.resolve(ix); err != nil {
 			return nil, err
 		}
 	}
 	ix.entries = x.entries
+	if x.big.Load() {
+		// Objects over 16 MiB were held (a chain of large deltas: up to
+		// twice the object limit at once): their memory goes back to the
+		// system now, not minutes later when the runtime's scavenger
+		// gets to it, or the worker would keep its peak through every
+		// later fetch and scan. A collection is nothing beside resolving
+		// those objects, and honest packs rarely hold any.
+		debug.FreeOSMemory()
+	}
 	if x.refused.len() > 0 {
 		ix.Refused = x.refusalList()
 		kept := ix.entries[:0]
@@ -682,6 +699,9 @@ func (x *Indexer) parseAll() error {
 				return errStopped
 			}
 			it.gated = bool(hold)
+			if it.gated {
+				x.big.Store(true)
+			}
 			if it.data, err = x.inflate(it.size); err != nil {
 				hold.release()
 				x.budget.release(it.size)
@@ -913,6 +933,25 @@ func (x *Indexer) record(it *item, hold *gateHold) error {
 		x.entries = append(x.entries, e)
 		return nil
 	}
+	var declared int64 // a delta's target size, from its header
+	if isDelta(it.typ) {
+		_, tgt, _, err := DeltaSizes(it.data)
+		if err != nil {
+			x.pool.put(it.data)
+			return fmt.Errorf("delta at offset %d: %w", it.off, err)
+		}
+		if tgt > uint64(x.lim.MaxObjectBytes) {
+			// Refused on its header: nothing is allocated for it.
+			x.pool.put(it.data)
+			if it.typ == TypeOfsDelta {
+				e.base = x.entryAt(it.baseOff)
+			}
+			x.refused.add(i, objectLimit("delta target of %d bytes at offset %d", tgt, it.off).(*LimitError))
+			x.entries = append(x.entries, e)
+			return nil
+		}
+		declared = int64(tgt)
+	}
 	switch it.typ {
 	case TypeOfsDelta:
 		j := x.entryAt(it.baseOff)
@@ -921,7 +960,10 @@ func (x *Indexer) record(it *item, hold *gateHold) error {
 			return fmt.Errorf("%w: delta at offset %d has no entry at its base offset %d", ErrCorrupt, it.off, it.baseOff)
 		}
 		e.base = j
-		if base := x.cache.getPinned(j); base != nil {
+		// A large target waits for the end of the stream: the pack's
+		// declared sizes are checked against its budget before any is
+		// allocated (checkDeclared).
+		if base := x.cache.getPinned(j); base != nil && declared <= bigDeclaredBytes {
 			out, err := x.applyDelta(base, it.data, hold, x.stop)
 			x.cache.unpin(j)
 			x.pool.put(it.data)
@@ -942,10 +984,12 @@ func (x *Indexer) record(it *item, hold *gateHold) error {
 		}
 		x.pool.put(it.data)
 		x.deferred++
+		x.declare(i, declared)
 	case TypeRefDelta:
 		x.pool.put(it.data)
 		x.refs = append(x.refs, refDelta{idx: i, base: it.refBase})
 		x.deferred++
+		x.declare(i, declared)
 	default:
 		e.otyp = it.typ
 		if it.data == nil {
@@ -976,6 +1020,9 @@ func (x *Indexer) applyDelta(base, delta []byte, hold *gateHold, stop <-chan str
 	}
 	if !hold.admit(int64(tgt), stop) {
 		return nil, errStopped
+	}
+	if tgt > gateBytes {
+		x.big.Store(true)
 	}
 	return applyPooled(&x.pool, base, delta)
 }

@@ -41,10 +41,12 @@ var bombs = []struct {
 	{func() *gittest.Crafted { return gittest.NestedDeltas(1<<30, 64<<30) }, Limits{}, "object size", 2, false, false},
 	// Levels each within the object limit, and their total over the
 	// pack's inflate budget (4 × the object limit for a pack this small):
-	// what a pack costs is bounded, not only what each object does.
+	// what a pack costs is bounded, not only what each object does. The
+	// indexer refuses the chain from its declared sizes: the first level
+	// (the largest, first among equals) and every level on it.
 	{func() *gittest.Crafted {
 		return gittest.NestedDeltas(4<<20, 4<<20, 4<<20, 4<<20, 4<<20, 4<<20)
-	}, Limits{MaxObjectBytes: 4 << 20}, "inflated size", 4, true, true},
+	}, Limits{MaxObjectBytes: 4 << 20}, "inflated size", 6, true, true},
 	{gittest.HugeDeclaredSize, Limits{}, "object size", 1, false, false},
 	{gittest.DeltaCycle, Limits{}, "delta chain", 2, true, false},
 }
@@ -265,4 +267,68 @@ func onePack(t *testing.T, dir string) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// A pack of about 400 bytes whose four delta levels each declare 239 MiB, over
+// the pack's inflate budget by their declared sizes: refused from those
+// sizes, before any target is allocated or computed — the whole chain,
+// the largest (first) level and the levels on it (issue 31: before, each
+// level was resolved and counted until the budget ran out, 496 MiB and
+// 12.8 s before the refusal). The rest of the pack is indexed.
+func TestIndexRefusesDeclaredSizesOverBudget(t *testing.T) {
+	c := gittest.NestedDeltas(239<<20, 239<<20, 239<<20, 239<<20)
+	pack := c.Bytes()
+	// The budget of so small a pack is 4 × the object limit: 956 MiB,
+	// which the four levels and the blob they copy from exceed.
+	lim := Limits{MaxObjectBytes: 239 << 20}
+	var ix *Index
+	var err error
+	n := allocated(func() { ix, _, _, err = index(t, pack, IndexOptions{Limits: lim}, false) })
+	t.Logf("a pack of %d bytes: %v; %d KiB allocated", len(pack), err, n>>10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n > 16<<20 {
+		t.Errorf("allocated %d MiB: the targets were resolved", n>>20)
+	}
+	if len(ix.Refused) != 4 || ix.Objects() != c.Pack.Count()-4 || !indexNames(t, ix)[c.Commit] {
+		t.Fatalf("%d indexed, refused %+v; want the 4 levels refused, the rest indexed", ix.Objects(), ix.Refused)
+	}
+	for _, r := range ix.Refused {
+		if r.Err.What != "inflated size" {
+			t.Errorf("refused %+v, want over the inflated size", r)
+		}
+	}
+	if d := ix.Refused[0].Err.Detail; !strings.Contains(d, "declares a target of 250609664 bytes") {
+		t.Errorf("the first level refused for %q, want its declared size", d)
+	}
+}
+
+// A chain of large deltas within the budget is resolved once per level:
+// each level's target is the next one's base, held rather than rebuilt
+// from the bottom (it is too large for the resolvers' cache). Before,
+// level k was rebuilt k times: what a chain of large objects cost (and
+// counted against the pack's budget) grew with the square of its length.
+func TestIndexChainOfLargeDeltasOnce(t *testing.T) {
+	const level = 8 << 20
+	c := gittest.NestedDeltas(level, level, level, level, level, level)
+	f, err := os.Create(filepath.Join(t.TempDir(), "tmp_pack"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	x := NewIndexer(f, IndexOptions{Workers: 1})
+	if _, err := x.Write(c.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := x.Finish()
+	if err != nil || len(ix.Refused) != 0 || ix.Objects() != c.Pack.Count() {
+		t.Fatalf("%v, %+v; want every level indexed", err, ix)
+	}
+	// Six levels, once each, the blob of zeros, the commit and tree.
+	named := x.named.Load()
+	t.Logf("%d MiB resolved", named>>20)
+	if named > 6*level+1<<20 {
+		t.Errorf("resolved %d MiB for 6 levels of %d MiB: levels resolved again", named>>20, level>>20)
+	}
 }

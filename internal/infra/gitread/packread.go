@@ -52,6 +52,37 @@ type Packs struct {
 	// small pack cost without end.
 	resolved atomic.Int64
 	budget   int64
+	// progress, if set, is told that a reader is still at work on a large
+	// object (OnProgress).
+	progress atomic.Pointer[func()]
+}
+
+// progressBytes: a reader reports progress (OnProgress) for each object
+// over it that it holds, and for each such span it inflates of one.
+const progressBytes = 16 << 20
+
+// OnProgress sets fn to be called while the readers resolve a large
+// object: for each object over 16 MiB a reader is about to hold (a blob,
+// a delta's base, every intermediate of a chain) and for every 16 MiB it
+// inflates of one. A single read of a large object (a blob of GiB under a
+// raised GITFLEET_MAX_OBJECT_BYTES, a chain of large deltas) can take
+// seconds to minutes with no other sign of life: an activity turns these
+// calls into heartbeats, so that it is not given up as hung while it
+// works. fn is called from the readers' goroutines, concurrently, and
+// must be quick.
+func (ps *Packs) OnProgress(fn func()) {
+	if fn == nil {
+		ps.progress.Store(nil)
+		return
+	}
+	ps.progress.Store(&fn)
+}
+
+// progressed calls the OnProgress function, if any.
+func (ps *Packs) progressed() {
+	if fn := ps.progress.Load(); fn != nil {
+		(*fn)()
+	}
 }
 
 // budgetChunk is the unit in which readers charge the Packs' budget.

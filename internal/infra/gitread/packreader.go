@@ -646,6 +646,9 @@ func (r *PackReader) admit(n int64) error {
 	if n > r.p.lim.MaxObjectBytes {
 		return objectLimit("object of %d bytes", n)
 	}
+	if n > progressBytes {
+		r.p.progressed()
+	}
 	if r.spent += n; r.spent >= budgetChunk {
 		if err := r.p.charge(r.spent); err != nil {
 			return err
@@ -717,20 +720,31 @@ func (r *PackReader) inflateBody(dst, head []byte, size int64) ([]byte, error) {
 	if cap(dst) >= n || n <= preallocBytes {
 		out = Sized(dst, n)
 		copy(out, head)
-		if _, err := io.ReadFull(r.fl, out[len(head):]); err != nil {
-			if err == io.EOF || err == io.ErrUnexpectedEOF {
-				return nil, fmt.Errorf("%w: object inflates to less than its header's %d bytes", ErrCorrupt, n)
+		// In spans of progressBytes, each a sign of life (OnProgress).
+		for from := len(head); from < n; from += progressBytes {
+			if from > len(head) {
+				r.p.progressed()
 			}
-			return nil, inflateErr(err)
+			if _, err := io.ReadFull(r.fl, out[from:min(n, from+progressBytes)]); err != nil {
+				if err == io.EOF || err == io.ErrUnexpectedEOF {
+					return nil, fmt.Errorf("%w: object inflates to less than its header's %d bytes", ErrCorrupt, n)
+				}
+				return nil, inflateErr(err)
+			}
 		}
 	} else {
 		out = make([]byte, len(head), max(len(head), preallocBytes, 4096))
 		copy(out, head)
+		next := progressBytes
 		for len(out) < n {
 			if len(out) == cap(out) {
 				grown := make([]byte, len(out), min(n, 2*cap(out)))
 				copy(grown, out)
 				out = grown
+			}
+			if len(out) >= next {
+				r.p.progressed()
+				next = len(out) + progressBytes
 			}
 			m, err := r.fl.Read(out[len(out):cap(out)])
 			out = out[:len(out)+m]

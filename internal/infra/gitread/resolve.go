@@ -148,6 +148,7 @@ func (g *graph) run(roots []int32) error {
 					return
 				}
 				err := w.tree(roots[k])
+				w.hold(-1, nil) // the tree's last base: not kept for the next tree
 				if w.gate {
 					// The tree's big objects go with the gate.
 					w.cache.clear()
@@ -179,7 +180,13 @@ type worker struct {
 	// gate is held from the first object over gateBytes the worker
 	// materializes to the end of its delta tree.
 	gate gateHold
-	stop chan struct{} // never closed: the graph's stop flag ends the work
+	// held is the last object resolved that has deltas on it and is too
+	// large for the cache (heldIdx its entry; -1: none): the base of the
+	// next deltas down the tree. Without it each level of a chain of large
+	// objects rebuilt every level below it again.
+	held    []byte
+	heldIdx int32
+	stop    chan struct{} // never closed: the graph's stop flag ends the work
 }
 
 type frame struct {
@@ -189,7 +196,7 @@ type frame struct {
 }
 
 func newWorker(g *graph) *worker {
-	w := &worker{g: g, x: g.x, h: newHasher()}
+	w := &worker{g: g, x: g.x, h: newHasher(), heldIdx: -1}
 	// The indexer checks and counts what the worker resolves itself.
 	w.r = (&Packs{packs: []*pack{{f: g.x.f, end: g.x.end}}, lim: g.x.lim}).newReader(0, 0)
 	w.cache = newObjCache(&g.x.pool, workerCacheBytes)
@@ -198,7 +205,15 @@ func newWorker(g *graph) *worker {
 
 func (w *worker) close() {
 	w.cache.clear()
+	w.hold(-1, nil)
 	w.gate.release()
+}
+
+// hold makes data, entry i's, the held object, giving the previous one
+// back.
+func (w *worker) hold(i int32, data []byte) {
+	w.x.pool.put(w.held)
+	w.held, w.heldIdx = data, i
 }
 
 // tree resolves the unresolved deltas under root, depth first.
@@ -249,7 +264,11 @@ func (w *worker) tree(root int32) error {
 		e.otyp = w.x.entries[node].otyp
 		e.hash = w.h.object(e.otyp, out)
 		if w.g.hasKids(k) {
-			w.cache.put(k, out, false)
+			if len(out) > workerCacheBytes/2 {
+				w.hold(k, out) // base (node) no longer used: given back
+			} else {
+				w.cache.put(k, out, false)
+			}
 			w.push(k) // f is invalid from here
 		} else {
 			w.x.pool.put(out)
@@ -294,6 +313,9 @@ func (w *worker) inflate(i int32, dst []byte, pooled bool) ([]byte, error) {
 		return nil, objectLimit("delta base of %d bytes at offset %d", ce.size, off)
 	}
 	w.gate.admit(ce.size, w.stop)
+	if ce.size > gateBytes {
+		w.x.big.Store(true)
+	}
 	if pooled {
 		dst = w.x.pool.get(int(ce.size))
 	}
@@ -309,6 +331,9 @@ func (w *worker) inflate(i int32, dst []byte, pooled bool) ([]byte, error) {
 // until unpin: from the cache, else rebuilt from the nearest cached object
 // or whole object down its delta chain.
 func (w *worker) acquire(i int32) ([]byte, error) {
+	if i == w.heldIdx {
+		return w.held, nil
+	}
 	if d := w.cache.getPinned(i); d != nil {
 		return d, nil
 	}
