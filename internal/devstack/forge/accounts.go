@@ -173,6 +173,7 @@ func (f *Forge) SetRepoAccess(owner, name string, users ...string) error {
 
 // SetArchived archives or unarchives a repository.
 func (f *Forge) SetArchived(owner, name string, archived bool) error {
+	defer f.hookRepoEdit(owner, name)()
 	rs, err := f.lookupState(owner, name)
 	if err != nil {
 		return err

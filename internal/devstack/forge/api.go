@@ -66,7 +66,11 @@ var apiRoutes = []apiRoute{
 	route("GET", "orgs/{org}/repos", getOrgRepos),
 	route("GET", "app", getApp),
 	route("GET", "app/installations", getAppInstallations),
-	route("POST", "app/installations/{id}/access_tokens", postAccessToken),
+	route("POST", "app/installations/{id}/access_tokens", refuseSuspended(postAccessToken)),
+	route("GET", "app/hook/config", getAppHookConfig),
+	route("GET", "app/hook/deliveries", getAppHookDeliveries),
+	route("GET", "app/hook/deliveries/{delivery_id}", getAppHookDelivery),
+	route("POST", "app/hook/deliveries/{delivery_id}/attempts", postAppHookAttempt),
 	route("GET", "orgs/{account}/installation", getAccountInstallation("Organization")),
 	route("GET", "users/{account}/installation", getAccountInstallation("User")),
 	route("GET", "repos/{owner}/{repo}/installation", getRepoInstallation),
@@ -196,7 +200,7 @@ func (f *Forge) checkAuthWhy(r *http.Request) (caller, authResult, string) {
 		}
 		return caller{app: a}, authOK, ""
 	}
-	if it := f.installationToken(cred); it != nil {
+	if it := f.installationToken(cred); it != nil && !f.installationSuspended(it.inst) {
 		return caller{inst: it.inst, tok: it}, authOK, ""
 	}
 	return caller{}, authBad, "Bad credentials"

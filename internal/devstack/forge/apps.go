@@ -147,6 +147,7 @@ func (f *Forge) AddApp(slug string, key *rsa.PrivateKey) (App, error) {
 // granting it the named repositories of the account, or every one (now and
 // later) when none are named.
 func (f *Forge) InstallApp(appID int64, account string, repos ...string) (Installation, error) {
+	defer f.hookInstalled(appID, account)()
 	f.reg.mu.RLock()
 	o := f.reg.owners[strings.ToLower(account)]
 	f.reg.mu.RUnlock()
@@ -178,6 +179,7 @@ func (f *Forge) InstallApp(appID int64, account string, repos ...string) (Instal
 // repositories of its account, or every one when none are named. Tokens
 // already minted see the new selection at once, as on GitHub.
 func (f *Forge) SetInstallationRepos(installationID int64, repos ...string) error {
+	defer f.hookSelection(installationID)()
 	f.acct.mu.RLock()
 	in := f.acct.installs[installationID]
 	f.acct.mu.RUnlock()
@@ -196,6 +198,7 @@ func (f *Forge) SetInstallationRepos(installationID int64, repos ...string) erro
 
 // Uninstall removes an installation; its tokens stop working.
 func (f *Forge) Uninstall(installationID int64) error {
+	defer f.hookUninstall(installationID)()
 	f.acct.mu.Lock()
 	defer f.acct.mu.Unlock()
 	if f.acct.installs[installationID] == nil {

@@ -17,6 +17,8 @@
 //     account endpoints GET /user, /user/repos, /user/orgs, /orgs/{org} and
 //     /orgs/{org}/repos (api_accounts.go; users and organizations in
 //     accounts.go).
+//     The App endpoints (apps.go) and the App webhook's deliveries
+//     (api_hooks.go) are there too.
 //     Routes are listed in one table (apiRoutes in api.go); repository
 //     endpoints live in api_repos.go and share its redirect and visibility
 //     handling (apiCall.resolveRepo).
@@ -25,11 +27,13 @@
 // handler), registry.go (names, ids, redirects, owners), gitops.go (commits
 // and imports through git plumbing), githttp.go (smart HTTP through
 // git http-backend), api.go and api_repos.go (REST), ratelimit.go, faults.go
-// and stats.go (counters and the request log).
+// and stats.go (counters and the request log), webhooks.go (App webhooks:
+// events, queue, delivery record), refs.go (branch and tag deletion, tags).
 //
 // Repositories are created and changed only through the Go API (CreateRepo,
-// Commit, ForcePush, Import, Rename, Transfer, SetPrivate, SetDefaultBranch,
-// Delete); pushing over HTTP is refused. Commits are written with git
+// Commit, ForcePush, DeleteBranch, CreateTag, DeleteTag, Import, Rename,
+// Transfer, SetPrivate, SetArchived, SetDefaultBranch, Delete); pushing over
+// HTTP is refused. Commits are written with git
 // plumbing (a temporary index, hash-object, update-index, write-tree,
 // commit-tree, update-ref) by a fixed identity with dates derived from a
 // per-repository counter, so the same operations give the same commit ids.
@@ -88,6 +92,49 @@
 //     (ExpireInstallationTokens ends them all) it gets 401 "Bad
 //     credentials"; GET /user answers it 403 "Resource not accessible by
 //     integration".
+//   - App webhooks (webhooks.go, api_hooks.go): SetAppWebhook gives an
+//     App its one webhook (URL and secret). The App is sent the events of
+//     the repositories one of its installations covers (not suspended) and
+//     those of its installations: push (ref, before, after, created,
+//     deleted, forced, commits, head_commit, the repository with GitHub's
+//     Unix-seconds created_at/pushed_at, pusher, sender, installation)
+//     from Commit, ForcePush, DeleteBranch, CreateTag and DeleteTag;
+//     create and delete (ref_type branch or tag) when a ref appears or
+//     goes; repository renamed (changes.repository.name.from),
+//     transferred (changes.owner.from; sent to the new account's
+//     installation, else the old one's), deleted, privatized, publicized,
+//     archived, unarchived (only on a real change) and edited (default
+//     branch); installation_repositories added/removed
+//     (SetInstallationRepos); installation created, deleted, suspend and
+//     unsuspend (InstallApp, Uninstall, SuspendInstallation, which also
+//     makes its tokens answer 401 and refuses new ones with 403).
+//     go-github's ParseWebHook reads every payload. Delivery is
+//     asynchronous, in order per repository (per installation for
+//     installation events) and concurrent across them: a POST with
+//     Content-Type application/json, X-GitHub-Event, X-GitHub-Delivery (a
+//     GUID), X-GitHub-Hook-ID, X-GitHub-Hook-Installation-Target-Type
+//     integration and -Target-ID (the App's id), X-Hub-Signature-256
+//     (HMAC-SHA256 of the body with the secret) and X-Hub-Signature
+//     (SHA-1), none without a secret, User-Agent GitHub-Hookshot/…; 10 s
+//     timeout, redirects not followed, no automatic retry. Every attempt
+//     is recorded: status "OK" (2xx), "Invalid HTTP Response: <code>",
+//     "failed to connect to host" or "timed out" (status_code 0). With the
+//     App's JWT, GET /app/hook/config, GET /app/hook/deliveries (newest
+//     first, per_page, cursor pagination with a Link rel="next",
+//     status=success|failure), GET /app/hook/deliveries/{id} (with the
+//     request's headers and payload and the response's headers and body)
+//     and POST /app/hook/deliveries/{id}/attempts (202 {}; the same GUID
+//     and payload sent again, signed with the current secret, redelivery
+//     true, recorded as a new delivery) serve the deliveries of the last
+//     three days by Options.Now; older ones are gone (404), as GitHub
+//     keeps three days.
+//     Not reproduced: per-event subscriptions (every event is sent), the
+//     ping event, repository webhooks, the 25 MB payload cap, events for
+//     Import's ref updates, payloads' URLs beyond the forge's origin
+//     (sender is the repository's or installation's account: the Go API
+//     has no acting user), throttling (throttled_at is always null) and
+//     GitHub's exact message on redelivering an expired delivery (404
+//     here).
 //   - Lists paginate as GitHub does: per_page (default 30, at most 100) and
 //     page, with a Link header (next, last, first, prev; absolute URLs that
 //     keep the other parameters). /user/repos takes type, affiliation,
@@ -106,6 +153,11 @@
 //     primary rate-limit 403 until the window resets (see ResetRateLimit).
 //
 // # Test hooks
+//
+// Webhook deliveries are observable without sleeping: WaitHooks(ctx)
+// returns once none is queued or in flight, HookDeliveries is a snapshot
+// of every attempt (oldest first, retention aside) and HookCounts counts
+// them (queued, delivered, failed, redelivered, dropped, in flight).
 //
 // Requests are counted per kind (APIRequests, GitRequests, ResetCounts) and
 // the most recent ones are logged (Requests). Faults (AddFault) inject

@@ -57,6 +57,7 @@ type Forge struct {
 	stats  stats
 	rates  rates
 	acct   accounts
+	hooks  hookState // App webhooks (webhooks.go)
 	// changed is when users, organizations or memberships last changed
 	// (Unix seconds), for Last-Modified.
 	changed atomic.Int64

@@ -294,6 +294,7 @@ func (f *Forge) writeCommit(owner, name, branch string, files map[string]string,
 		}
 	}
 	f.touchPushed(rs, f.sizeKB(dir))
+	f.emitRefUpdate(rs, ref, old, sha, force && old != "")
 	return sha, nil
 }
 
@@ -384,6 +385,7 @@ func (f *Forge) Repack(owner, name string) (int64, error) {
 // SetDefaultBranch changes the repository's default branch (its HEAD). The
 // branch does not have to exist yet.
 func (f *Forge) SetDefaultBranch(owner, name, branch string) error {
+	defer f.hookRepoEdit(owner, name)()
 	if err := ValidBranch(branch); err != nil {
 		return err
 	}

@@ -369,6 +369,7 @@ func (f *Forge) move(owner, name, newOwner, newName string) error {
 // 301 to the new path) until a repository is created there. Renaming to a
 // different case of the same name only changes the canonical case.
 func (f *Forge) Rename(owner, name, newName string) error {
+	defer f.hookRepoEdit(owner, name)()
 	rs, err := f.lookupState(owner, name)
 	if err != nil {
 		return err
@@ -382,6 +383,7 @@ func (f *Forge) Rename(owner, name, newName string) error {
 // Transfer moves a repository to another owner, keeping its name. The old
 // full name redirects like after Rename.
 func (f *Forge) Transfer(owner, name, newOwner string) error {
+	defer f.hookRepoEdit(owner, name)()
 	rs, err := f.lookupState(owner, name)
 	if err != nil {
 		return err
@@ -395,6 +397,7 @@ func (f *Forge) Transfer(owner, name, newOwner string) error {
 // Delete removes a repository, its redirects and its bare repository.
 // In-flight git requests on it may fail.
 func (f *Forge) Delete(owner, name string) error {
+	defer f.hookRepoEdit(owner, name)()
 	rs, err := f.lookupState(owner, name)
 	if err != nil {
 		return err
@@ -422,6 +425,7 @@ func (f *Forge) Delete(owner, name string) error {
 // SetPrivate changes a repository's visibility. Private repositories are
 // visible only to requests carrying Options.Token.
 func (f *Forge) SetPrivate(owner, name string, private bool) error {
+	defer f.hookRepoEdit(owner, name)()
 	g := &f.reg
 	g.mu.Lock()
 	defer g.mu.Unlock()
