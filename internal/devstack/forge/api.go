@@ -68,6 +68,7 @@ var apiRoutes = []apiRoute{
 	route("GET", "app/installations", getAppInstallations),
 	route("POST", "app/installations/{id}/access_tokens", refuseSuspended(postAccessToken)),
 	route("GET", "app/hook/config", getAppHookConfig),
+	route("PATCH", "app/hook/config", patchAppHookConfig),
 	route("GET", "app/hook/deliveries", getAppHookDeliveries),
 	route("GET", "app/hook/deliveries/{delivery_id}", getAppHookDelivery),
 	route("POST", "app/hook/deliveries/{delivery_id}/attempts", postAppHookAttempt),

@@ -3,6 +3,7 @@ package forge
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -40,6 +41,40 @@ func getAppHookConfig(c *apiCall) {
 	if !ok {
 		return
 	}
+	writeHookConfig(c, a)
+}
+
+// PATCH /app/hook/config: url, secret (content_type and insecure_ssl are
+// accepted and ignored: deliveries are JSON, over plain or verified TLS).
+func patchAppHookConfig(c *apiCall) {
+	a, ok := c.asApp()
+	if !ok {
+		return
+	}
+	var req struct {
+		URL    *string `json:"url"`
+		Secret *string `json:"secret"`
+	}
+	body, _ := io.ReadAll(io.LimitReader(c.r.Body, 1<<20))
+	if err := json.Unmarshal(body, &req); err != nil {
+		c.error(http.StatusBadRequest, "Problems parsing JSON", docAppHooks)
+		return
+	}
+	cfg := c.f.hooks.config(a.id)
+	if req.URL != nil {
+		cfg.url = *req.URL
+	}
+	if req.Secret != nil {
+		cfg.secret = *req.Secret
+	}
+	if err := c.f.SetAppWebhook(a.id, cfg.url, cfg.secret); err != nil {
+		c.error(http.StatusUnprocessableEntity, "Validation Failed", docAppHooks)
+		return
+	}
+	writeHookConfig(c, a)
+}
+
+func writeHookConfig(c *apiCall, a *appState) {
 	cfg := c.f.hooks.config(a.id)
 	secret := ""
 	if cfg.secret != "" {
@@ -171,10 +206,12 @@ func getAppHookDeliveries(c *apiCall) {
 func (c *apiCall) delivery(appID int64) (*HookDelivery, bool) {
 	id, err := strconv.ParseInt(c.param("delivery_id"), 10, 64)
 	if err == nil {
-		for _, d := range c.retained(appID) {
-			if d.ID == id {
-				return d, true
-			}
+		h := &c.f.hooks
+		h.mu.Lock()
+		d := h.byID[id]
+		h.mu.Unlock()
+		if d != nil && d.AppID == appID && !d.DeliveredAt.Before(c.f.now().Add(-HookRetention)) {
+			return d, true
 		}
 	}
 	c.notFound(docAppHooks)

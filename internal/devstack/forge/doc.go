@@ -119,7 +119,8 @@
 //     timeout, redirects not followed, no automatic retry. Every attempt
 //     is recorded: status "OK" (2xx), "Invalid HTTP Response: <code>",
 //     "failed to connect to host" or "timed out" (status_code 0). With the
-//     App's JWT, GET /app/hook/config, GET /app/hook/deliveries (newest
+//     App's JWT, GET and PATCH /app/hook/config (url, secret; the secret
+//     reads "********"), GET /app/hook/deliveries (newest
 //     first, per_page, cursor pagination with a Link rel="next",
 //     status=success|failure), GET /app/hook/deliveries/{id} (with the
 //     request's headers and payload and the response's headers and body)
@@ -127,7 +128,7 @@
 //     and payload sent again, signed with the current secret, redelivery
 //     true, recorded as a new delivery) serve the deliveries of the last
 //     three days by Options.Now; older ones are gone (404), as GitHub
-//     keeps three days.
+//     keeps three days. A closed forge sends nothing more.
 //     Not reproduced: per-event subscriptions (every event is sent), the
 //     ping event, repository webhooks, the 25 MB payload cap, events for
 //     Import's ref updates, payloads' URLs beyond the forge's origin

@@ -87,7 +87,7 @@ type HookCounts struct {
 	Delivered   int64 // attempts answered 2xx
 	Failed      int64 // attempts answered otherwise or not at all
 	Redelivered int64 // redeliveries asked through the API
-	Dropped     int64 // queued while the webhook was on, turned off before sending
+	Dropped     int64 // queued, not sent: the webhook was turned off or the forge closed
 	InFlight    int64 // queued or being sent now
 }
 
@@ -121,6 +121,7 @@ type hookState struct {
 	idle       chan struct{} // closed when pending drops to 0
 	sem        chan struct{}
 	done       []*HookDelivery // in id order
+	byID       map[int64]*HookDelivery
 	counts     HookCounts
 	// timeout overrides HookTimeout (tests).
 	timeout time.Duration
@@ -323,6 +324,14 @@ func (f *Forge) drain(key string) {
 
 		h.mu.Lock()
 		if d != nil {
+			// Ids are given as attempts are recorded, so done is in id
+			// order and the API's cursor (an id) pages without gaps.
+			h.nextID++
+			d.ID = 7000000000 + h.nextID
+			if h.byID == nil {
+				h.byID = map[int64]*HookDelivery{}
+			}
+			h.byID[d.ID] = d
 			h.done = append(h.done, d)
 			if d.OK() {
 				h.counts.Delivered++
@@ -347,16 +356,20 @@ func (f *Forge) deliver(j *hookJob) *HookDelivery {
 	if cfg.url == "" {
 		return nil
 	}
+	f.closeMu.RLock()
+	closed := f.closed
+	f.closeMu.RUnlock()
+	if closed { // a closed forge sends nothing more
+		return nil
+	}
 	f.hooks.mu.Lock()
-	f.hooks.nextID++
-	id := 7000000000 + f.hooks.nextID
 	timeout := f.hooks.timeout
 	f.hooks.mu.Unlock()
 	if timeout <= 0 {
 		timeout = HookTimeout
 	}
 	d := &HookDelivery{
-		ID: id, GUID: j.guid, AppID: j.appID, HookID: cfg.id, URL: cfg.url,
+		GUID: j.guid, AppID: j.appID, HookID: cfg.id, URL: cfg.url,
 		Redelivery: j.redelivery, Event: j.event, Action: j.action,
 		InstallationID: j.instID, RepositoryID: j.repoID, Payload: j.payload,
 	}
@@ -415,7 +428,7 @@ func (f *Forge) deliver(j *hookJob) *HookDelivery {
 		} else {
 			d.Status = "failed to connect to host"
 		}
-		f.logf("forge: webhook delivery %d (%s) to %s: %v", d.ID, j.event, cfg.url, err)
+		f.logf("forge: webhook delivery %s (%s) to %s: %v", j.guid, j.event, cfg.url, err)
 	}
 	return d
 }

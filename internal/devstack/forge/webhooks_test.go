@@ -464,6 +464,76 @@ func TestAppWebhookOrderPerRepository(t *testing.T) {
 	if n != 20 {
 		t.Fatalf("%d pushes to busy delivered, want 20", n)
 	}
+
+	// Deliveries that finished concurrently still page without gaps or
+	// repeats: newest first, every one once.
+	gh := appClient(t, f, fx.app, time.Now())
+	var ids []int64
+	opts := &github.ListCursorOptions{PerPage: 7}
+	for {
+		page, resp, err := gh.Apps.ListHookDeliveries(ctx(t), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range page {
+			ids = append(ids, d.GetID())
+		}
+		if resp.Cursor == "" {
+			break
+		}
+		opts.Cursor = resp.Cursor
+	}
+	all := f.HookDeliveries()
+	if len(ids) != len(all) {
+		t.Fatalf("listed %d deliveries, recorded %d", len(ids), len(all))
+	}
+	for i, id := range ids {
+		if id != all[len(all)-1-i].ID {
+			t.Fatalf("listed ids %v, want the recorded ones newest first", ids)
+		}
+	}
+}
+
+// The App reads and changes its webhook through go-github (the secret is
+// never shown); a forge that was closed sends nothing more.
+func TestAppWebhookConfig(t *testing.T) {
+	fx := newHookFixture(t)
+	f, app := fx.f, fx.app
+	gh := appClient(t, f, app, time.Now())
+	cfg, _, err := gh.Apps.GetHookConfig(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.GetURL() != fx.rc.URL || cfg.GetSecret() != "********" || cfg.GetContentType() != "json" {
+		t.Errorf("config = %v", cfg)
+	}
+	other := newReceiver(t, "another-secret")
+	if _, _, err := gh.Apps.UpdateHookConfig(ctx(t), &github.HookConfig{URL: github.String(other.URL), Secret: github.String("another-secret")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := gh.Apps.UpdateHookConfig(ctx(t), &github.HookConfig{URL: github.String("ftp://nope")}); err == nil {
+		t.Error("a non-HTTP URL was accepted")
+	}
+	seeded(t, f, "acme", "r")
+	if err := f.WaitHooks(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	got := other.take()
+	if len(got) != 2 || got[0].err != nil || got[1].err != nil || len(fx.rc.take()) != 0 {
+		t.Fatalf("the new receiver got %d requests (%v), want push and create signed with the new secret", len(got), got)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.SetPrivate("acme", "r", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.WaitHooks(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if n, c := len(other.take()), f.HookCounts(); n != 0 || c.Dropped != 1 {
+		t.Errorf("after Close: %d delivered, counts %+v; want none, 1 dropped", n, c)
+	}
 }
 
 // A receiver that answers 503, one that refuses connections and one that
