@@ -4,10 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"go.temporal.io/sdk/client"
 
 	"gitfleet/internal/devstack/forge"
 	"gitfleet/internal/devstack/gittest"
@@ -142,4 +148,132 @@ func lastRun(t *testing.T, repo repoid.ID) string {
 		t.Fatal(err)
 	}
 	return d.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+}
+
+// freePort is a loopback address nothing listens on now, for a receiver
+// that must come back where GitHub delivers.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// The forge's App delivers a push to the worker, which collects it; with
+// the receiver killed, the next push's delivery fails (GitHub records it,
+// and retries nothing); once a worker listens again, RecoverDeliveries
+// finds the failed delivery in the App's deliveries and redelivers it,
+// and the push is collected: nothing missed while the receiver was down,
+// and the delivery handled before is not delivered again.
+func TestDeliveriesMissedWhileDownAreRecovered(t *testing.T) {
+	ctx := context.Background()
+	fg, err := forge.Start(forge.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fg.Close() })
+	app, err := fg.CreateApp("gitfleet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "app.pem")
+	if err := os.WriteFile(keyFile, app.KeyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = fg.CreateRepo("acme", "svc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fg.Commit("acme", "svc", "main", map[string]string{"README": "hello\n"}, "first"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fg.InstallApp(app.ID, "acme"); err != nil {
+		t.Fatal(err)
+	}
+	addr := freePort(t)
+	if err := fg.SetAppWebhook(app.ID, "http://"+addr+"/webhook", webhookSecret); err != nil {
+		t.Fatal(err)
+	}
+	const id = "webhook-recovery"
+	t.Cleanup(func() { forgetWorkers(t, id) })
+	mirrors := filepath.Join(t.TempDir(), "mirrors")
+	start := func() *proc {
+		w := startWorker(t, config.EnvWorkerID+"="+id, config.EnvMirrorDir+"="+mirrors, vcs.EnvAPIURL+"="+fg.APIURL(),
+			vcs.EnvAppID+"="+strconv.FormatInt(app.ID, 10), vcs.EnvAppKeyFile+"="+keyFile,
+			config.EnvWebhookAddr+"="+addr, config.EnvWebhookSecret+"="+webhookSecret)
+		w.waitLine(t, `"webhookAddr"`)
+		return w
+	}
+	w := start()
+	repo := repoid.ID{Host: fg.Host(), Owner: "acme", Name: "svc"}
+	if _, err := env.Client.ExecuteWorkflow(ctx, workflows.CollectOptions(repo), workflows.Collect,
+		workflows.CollectInput{Repo: repo, Trigger: workflows.TriggerManual}); err != nil {
+		t.Fatal(err)
+	}
+	// collected waits for the repository's latest collection and checks
+	// it collected sha and found fresh new secrets.
+	collected := func(sha string, fresh int64) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+		defer cancel()
+		var res workflows.CollectResult
+		if err := env.Client.GetWorkflow(ctx, workflows.CollectWorkflowID(repo), "").Get(ctx, &res); err != nil {
+			t.Fatal(err)
+		}
+		if res.Scan == nil || res.Scan.Receipt == nil || (sha != "" && res.Commit != sha) || res.Scan.Receipt.Findings != fresh {
+			t.Fatalf("collection, want %s with %d new findings: %+v", sha, fresh, res)
+		}
+	}
+	collected("", 0)
+
+	// Pushed while the receiver listens: delivered, collected.
+	sha1, err := fg.Commit("acme", "svc", "main", map[string]string{"a.env": "GITHUB_TOKEN=" + gittest.FakePAT("Rcv01") + "\n"}, "one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fg.WaitHooks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	collected(sha1, 1)
+
+	// Pushed while it is down: the delivery fails.
+	_ = w.p.Cmd.Process.Kill()
+	<-w.p.Done()
+	sha2, err := fg.Commit("acme", "svc", "main", map[string]string{"b.env": "GITHUB_TOKEN=" + gittest.FakePAT("Rcv02") + "\n"}, "two")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fg.WaitHooks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for _, d := range fg.HookDeliveries() {
+		if d.Event == "push" && (d.StatusCode < 200 || d.StatusCode > 299) {
+			failed++
+		}
+	}
+	if failed != 1 {
+		t.Fatalf("%d failed push deliveries while the receiver was down, want 1: %+v", failed, fg.HookDeliveries())
+	}
+
+	start()
+	run, err := env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "test-" + workflows.DeliveryRecoveryScheduleID, TaskQueue: workflows.TaskQueue},
+		workflows.RecoverDeliveries, workflows.RecoverDeliveriesInput{Settle: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec workflows.RecoverDeliveriesResult
+	if err := run.Get(ctx, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Apps != 1 || rec.Redelivered != 1 {
+		t.Fatalf("recovery: %+v, want the one failed delivery redelivered", rec)
+	}
+	if err := fg.WaitHooks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	collected(sha2, 1)
 }

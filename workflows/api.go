@@ -185,6 +185,7 @@ func Register(w worker.WorkflowRegistry) {
 	w.RegisterWorkflow(RemoveSnapshot)
 	w.RegisterWorkflow(ReconcileRunners)
 	w.RegisterWorkflow(ValidateSecrets)
+	w.RegisterWorkflow(RecoverDeliveries)
 }
 
 // The activities, by name: methods of the structs in package activities,
@@ -194,6 +195,7 @@ func Register(w worker.WorkflowRegistry) {
 const (
 	// Collection (activities.Activities).
 	activitySyncMirror           = "SyncMirror"           // repoid.ID → SyncMirrorResult
+	activityRecoverDeliveries    = "RecoverDeliveries"    // RecoverDeliveriesInput → RecoverDeliveriesResult
 	activityLookupCodebase       = "LookupCodebase"       // repoid.ID → *identity.Codebase
 	activityVerifyCommit         = "VerifyCommit"         // VerifyCommitInput → bool
 	activityLookupRepository     = "LookupRepository"     // repoid.ID → identity.Repository

@@ -82,6 +82,16 @@ func Schedules(cfg ScheduleConfig) map[string]client.ScheduleOptions {
 			},
 			Note: "gitfleet: re-collect the repositories people look at, with adaptive decay",
 		},
+		DeliveryRecoveryScheduleID: {
+			ID:      DeliveryRecoveryScheduleID,
+			Spec:    client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: 10 * time.Minute}}},
+			Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
+			Action: &client.ScheduleWorkflowAction{
+				ID: DeliveryRecoveryScheduleID, Workflow: RecoverDeliveries, Args: []any{RecoverDeliveriesInput{}}, TaskQueue: TaskQueue,
+				Memo: map[string]any{"target": "the GitHub App's webhook deliveries of the last three days"},
+			},
+			Note: "gitfleet: redeliver the App's webhook events the receiver did not take",
+		},
 		StaleCleanupScheduleID: {
 			ID:      StaleCleanupScheduleID,
 			Spec:    client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: cfg.CleanupEvery}}},
