@@ -332,3 +332,26 @@ func TestIndexChainOfLargeDeltasOnce(t *testing.T) {
 		t.Errorf("resolved %d MiB for 6 levels of %d MiB: levels resolved again", named>>20, level>>20)
 	}
 }
+
+// The same chain of four levels of 239 MiB in a repository on disk, read
+// as a scan reads it: refused from what its headers declare, before any
+// level is allocated (issue 31: before, levels of 239 MiB were resolved,
+// 478 MiB allocated, before the budget ran out).
+func TestReadRefusesDeclaredChainOverBudget(t *testing.T) {
+	withLimits(t, Limits{MaxObjectBytes: 239 << 20})
+	c := gittest.NestedDeltas(239<<20, 239<<20, 239<<20, 239<<20)
+	dir := filepath.Join(t.TempDir(), "chain.git")
+	c.Write(t, dir)
+	top := topBlob(t, dir)
+	r := openPacks(t, dir).NewReader()
+	var err error
+	n := allocated(func() { _, _, err = r.ReadObject(top, nil) })
+	t.Logf("%v; %d KiB allocated", err, n>>10)
+	var limit *LimitError
+	if !errors.As(err, &limit) || limit.What != "inflated size" {
+		t.Fatalf("err = %v, want over the inflated size", err)
+	}
+	if n > 16<<20 {
+		t.Errorf("allocated %d MiB: levels were resolved", n>>20)
+	}
+}
