@@ -100,7 +100,8 @@
 //     Unix-seconds created_at/pushed_at, pusher, sender, installation)
 //     from Commit, ForcePush, DeleteBranch, CreateTag and DeleteTag;
 //     create and delete (ref_type branch or tag) when a ref appears or
-//     goes; repository renamed (changes.repository.name.from),
+//     goes; repository created (CreateRepo, where an installation has
+//     every repository of the account), renamed (changes.repository.name.from),
 //     transferred (changes.owner.from; sent to the new account's
 //     installation, else the old one's), deleted, privatized, publicized,
 //     archived, unarchived (only on a real change) and edited (default

@@ -238,6 +238,7 @@ func (f *Forge) gitDirOf(id int64) string {
 // name that redirects elsewhere (after a rename or transfer) drops that
 // redirect: the new repository wins.
 func (f *Forge) CreateRepo(owner, name string) (Repo, error) {
+	defer f.hookRepoCreated(owner, name)()
 	if err := validNames(owner, name); err != nil {
 		return Repo{}, err
 	}

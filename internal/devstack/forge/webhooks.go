@@ -756,6 +756,38 @@ func (f *Forge) hookRepoEdit(owner, name string) func() {
 	}
 }
 
+// hookRepoCreated returns what sends "repository created" for a
+// repository CreateRepo made (to installations that cover it: those of
+// every repository of the account); use as
+// `defer f.hookRepoCreated(owner, name)()`.
+func (f *Forge) hookRepoCreated(owner, name string) func() {
+	if f.hooks.active.Load() == 0 {
+		return func() {}
+	}
+	if _, exists := f.Lookup(owner, name); exists {
+		return func() {} // CreateRepo will refuse
+	}
+	return func() {
+		r, ok := f.Lookup(owner, name)
+		if !ok {
+			return
+		}
+		v, ok := f.reg.byID(r.ID)
+		if !ok {
+			return
+		}
+		targets := f.repoTargets(v)
+		if len(targets) == 0 {
+			return
+		}
+		c := f.hookCall()
+		p := map[string]any{"action": "created", "repository": repoToJSON(c, v),
+			"sender": senderOf(c, v.Owner, v.OwnerID, v.OwnerType)}
+		withOrg(c, p, v.Owner, v.OwnerID, v.OwnerType)
+		f.emit(targets, hookKey(v.ID, 0), v.ID, "repository", "created", p)
+	}
+}
+
 // grantedRepos lists the repositories an installation covers, by id.
 func (f *Forge) grantedRepos(in *installState) []repoView {
 	f.reg.mu.RLock()

@@ -281,6 +281,13 @@ func TestAppWebhookEvents(t *testing.T) {
 				}
 			}},
 		}},
+		{"create a repository", func() error {
+			_, err := f.CreateRepo("acme", "fresh")
+			return err
+		}, []want{{"repository", "created", func(t *testing.T, ev any) {
+			repoIs(t, ev.(*github.RepositoryEvent).GetRepo(), "acme/fresh")
+			actionOf("created")(t, ev)
+		}}}},
 		{"rename", func() error { return f.Rename("acme", "old", "new") }, []want{{"repository", "renamed", func(t *testing.T, ev any) {
 			e := ev.(*github.RepositoryEvent)
 			repoIs(t, e.GetRepo(), "acme/new")
@@ -519,8 +526,8 @@ func TestAppWebhookConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := other.take()
-	if len(got) != 2 || got[0].err != nil || got[1].err != nil || len(fx.rc.take()) != 0 {
-		t.Fatalf("the new receiver got %d requests (%v), want push and create signed with the new secret", len(got), got)
+	if len(got) != 3 || got[0].err != nil || got[1].err != nil || got[2].err != nil || len(fx.rc.take()) != 0 {
+		t.Fatalf("the new receiver got %d requests (%v), want repository, push and create signed with the new secret", len(got), got)
 	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
@@ -718,8 +725,8 @@ func TestAppWebhookRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	ds := f.HookDeliveries()
-	if len(ds) != 2 { // push and create of main
-		t.Fatalf("%d deliveries, want 2", len(ds))
+	if len(ds) != 3 { // repository created, push and create of main
+		t.Fatalf("%d deliveries, want 3", len(ds))
 	}
 	other, err := f.CreateApp("other")
 	if err != nil {
