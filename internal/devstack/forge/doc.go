@@ -98,7 +98,8 @@
 //     those of its installations: push (ref, before, after, created,
 //     deleted, forced, commits, head_commit, the repository with GitHub's
 //     Unix-seconds created_at/pushed_at, pusher, sender, installation)
-//     from Commit, ForcePush, DeleteBranch, CreateTag and DeleteTag;
+//     from Commit, ForcePush, DeleteBranch, CreateTag, DeleteTag and
+//     Import (one per ref it changed; commits holds the head commit only);
 //     create and delete (ref_type branch or tag) when a ref appears or
 //     goes; repository created (CreateRepo, where an installation has
 //     every repository of the account), renamed (changes.repository.name.from),
@@ -131,8 +132,8 @@
 //     three days by Options.Now; older ones are gone (404), as GitHub
 //     keeps three days. A closed forge sends nothing more.
 //     Not reproduced: per-event subscriptions (every event is sent), the
-//     ping event, repository webhooks, the 25 MB payload cap, events for
-//     Import's ref updates, payloads' URLs beyond the forge's origin
+//     ping event, repository webhooks, the 25 MB payload cap, a push's
+//     commits beyond its head commit, payloads' URLs beyond the forge's origin
 //     (sender is the repository's or installation's account: the Go API
 //     has no acting user), throttling (throttled_at is always null) and
 //     GitHub's exact message on redelivering an expired delivery (404

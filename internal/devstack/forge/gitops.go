@@ -345,6 +345,7 @@ func (f *Forge) Import(owner, name string, stream io.Reader) error {
 		return err
 	}
 	defer rs.opMu.Unlock()
+	defer f.hookRefs(rs)() // runs first: under opMu, after the import
 	dir := f.gitDirOf(rs.id)
 	if _, err := f.run(dir, nil, stream, "fast-import", "--quiet"); err != nil {
 		return err

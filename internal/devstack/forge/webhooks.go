@@ -686,6 +686,48 @@ func (f *Forge) emitRefUpdate(rs *repoState, ref, before, after string, forced b
 	}
 }
 
+// hookRefs snapshots a repository's branches and tags (rs.opMu held) and
+// returns what sends push, create and delete for each ref that changed
+// since, in ref name order (for Import, whose stream decides the refs).
+func (f *Forge) hookRefs(rs *repoState) func() {
+	if f.hooks.active.Load() == 0 {
+		return func() {}
+	}
+	refs := func() map[string]string {
+		out, err := f.run(f.gitDirOf(rs.id), nil, nil, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads", "refs/tags")
+		m := map[string]string{}
+		if err != nil {
+			return m
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if ref, oid, ok := strings.Cut(line, " "); ok {
+				m[ref] = oid
+			}
+		}
+		return m
+	}
+	before := refs()
+	return func() {
+		after := refs()
+		var names []string
+		for ref := range before {
+			if after[ref] != before[ref] {
+				names = append(names, ref)
+			}
+		}
+		for ref := range after {
+			if _, had := before[ref]; !had {
+				names = append(names, ref)
+			}
+		}
+		sort.Strings(names)
+		for _, ref := range names {
+			// fast-import refuses non-fast-forward updates: never forced.
+			f.emitRefUpdate(rs, ref, before[ref], after[ref], false)
+		}
+	}
+}
+
 // hookRepoEdit snapshots a repository before a change and returns what
 // sends the repository events the change made once it is done: deleted,
 // renamed, transferred, privatized or publicized, archived or

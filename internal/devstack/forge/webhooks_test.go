@@ -288,6 +288,29 @@ func TestAppWebhookEvents(t *testing.T) {
 			repoIs(t, ev.(*github.RepositoryEvent).GetRepo(), "acme/fresh")
 			actionOf("created")(t, ev)
 		}}}},
+		{"import a branch and a tag", func() error {
+			stream := "blob\nmark :1\ndata 3\nimp\n" +
+				"commit refs/heads/imported\nmark :2\ncommitter Gen <gen@example.invalid> 1700000000 +0000\ndata 3\nimp\nM 100644 :1 imp.txt\n\n" +
+				"reset refs/tags/imp\nfrom :2\n\n"
+			return f.Import("acme", "widgets", strings.NewReader(stream))
+		}, []want{
+			{"push", "", func(t *testing.T, ev any) {
+				if p := pushOf(t, ev, "refs/heads/imported", true, false, false); p.GetHeadCommit().GetMessage() != "imp" {
+					t.Errorf("head_commit = %v", p.GetHeadCommit())
+				}
+			}},
+			{"create", "", func(t *testing.T, ev any) {
+				if e := ev.(*github.CreateEvent); e.GetRef() != "imported" || e.GetRefType() != "branch" {
+					t.Errorf("create = %v", e)
+				}
+			}},
+			{"push", "", func(t *testing.T, ev any) { pushOf(t, ev, "refs/tags/imp", true, false, false) }},
+			{"create", "", func(t *testing.T, ev any) {
+				if e := ev.(*github.CreateEvent); e.GetRef() != "imp" || e.GetRefType() != "tag" {
+					t.Errorf("create = %v", e)
+				}
+			}},
+		}},
 		{"rename", func() error { return f.Rename("acme", "old", "new") }, []want{{"repository", "renamed", func(t *testing.T, ev any) {
 			e := ev.(*github.RepositoryEvent)
 			repoIs(t, e.GetRepo(), "acme/new")
