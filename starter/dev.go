@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
 
 	"gitfleet/internal/devstack/childproc"
 	"gitfleet/internal/devstack/forge"
@@ -34,6 +36,7 @@ import (
 	"gitfleet/internal/infra/gitcreds"
 	"gitfleet/internal/infra/secrets"
 	"gitfleet/internal/infra/vcs"
+	"gitfleet/workflows"
 )
 
 type devOptions struct {
@@ -41,6 +44,7 @@ type devOptions struct {
 	pgPort    int
 	forgePort int
 	regPort   int
+	hookPort  int
 	runners   int
 	port      int
 	uiPort    int
@@ -74,6 +78,7 @@ binaries and runs this.`,
 	f.IntVar(&o.pgPort, "pg-port", 54329, "PostgreSQL port")
 	f.IntVar(&o.forgePort, "forge-port", 7480, "demo forge port")
 	f.IntVar(&o.regPort, "registry-port", 5000, "OCI registry port")
+	f.IntVar(&o.hookPort, "webhook-port", 7481, "the worker's webhook receiver port: the demo forge's GitHub App delivers to it")
 	f.IntVar(&o.runners, "runners", 2, "runners to start")
 	f.BoolVar(&o.demo, "demo", true, "run the demo collection and snapshot once the stack is up")
 	return cmd
@@ -192,6 +197,17 @@ func (a *app) dev(ctx context.Context, o devOptions) (err error) {
 		return fmt.Errorf("the demo forge's GitHub App: %w", err)
 	}
 
+	// The App's webhook points at the worker: a push is collected when
+	// its delivery arrives, not at the sweep's next check.
+	hookAddr := "127.0.0.1:" + strconv.Itoa(o.hookPort)
+	hookSecret, err := devWebhookSecret(dataDir)
+	if err != nil {
+		return err
+	}
+	if err := fg.SetAppWebhook(appID, "http://"+hookAddr+"/webhook", hookSecret.value); err != nil {
+		return fmt.Errorf("the demo App's webhook: %w", err)
+	}
+
 	say("Starting the OCI registry on 127.0.0.1:%d", o.regPort)
 	// The registry's disk store does not create its directory: without it
 	// every blob upload fails and the demo snapshot never builds.
@@ -223,6 +239,9 @@ func (a *app) dev(ctx context.Context, o devOptions) (err error) {
 		// private repositories with the App's installation tokens.
 		vcs.EnvAppID:      strconv.FormatInt(appID, 10),
 		vcs.EnvAppKeyFile: appKey,
+		// Its webhook deliveries, received by the worker.
+		config.EnvWebhookAddr:                   hookAddr,
+		config.FileVar(config.EnvWebhookSecret): hookSecret.path,
 	}
 	// Users' GitHub tokens are sealed with a key kept beside the data.
 	if env[config.EnvTokenKey], err = devTokenKey(dataDir); err != nil {
@@ -486,7 +505,79 @@ func (a *app) demo(ctx context.Context, fg *forge.Forge) error {
 	if err != nil {
 		return err
 	}
-	return a.createSnapshot(ctx, snap, true)
+	if err := a.createSnapshot(ctx, snap, true); err != nil {
+		return err
+	}
+	return a.demoPush(ctx, c, fg)
+}
+
+// demoPush pushes a (fake) key to acme/payments on the forge, whose App
+// delivers the push to the worker's webhook, and says how long after the
+// push the collection that found it ended.
+func (a *app) demoPush(ctx context.Context, c client.Client, fg *forge.Forge) error {
+	repo := repoid.ID{Host: a.cfg.Hosts.Default(), Owner: "acme", Name: "payments"}
+	id := workflows.CollectWorkflowID(repo)
+	fmt.Fprintln(a.stdout, "\n==> Demo: a push to acme/payments adds a key; the forge's GitHub App delivers it to the worker's webhook")
+	before, err := c.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return err
+	}
+	pushed := time.Now()
+	sha, err := fg.Commit("acme", "payments", "main", map[string]string{
+		"deploy/prod.env": "AWS_ACCESS_KEY_ID=" + "AKIA" + "DEMO2PUSHEDKEY7Q" + "\n", // built from parts: no finding here
+	}, "Add production settings")
+	if err != nil {
+		return err
+	}
+	// The delivery starts a new collection run: wait for it, then for it
+	// (and any run it continued as) to end.
+	wait, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for {
+		d, err := c.DescribeWorkflowExecution(wait, id, "")
+		if err == nil && d.GetWorkflowExecutionInfo().GetExecution().GetRunId() != before.GetWorkflowExecutionInfo().GetExecution().GetRunId() {
+			break
+		}
+		select {
+		case <-wait.Done():
+			return fmt.Errorf("no collection of %s started within 2 minutes of the push: is the webhook delivered? (the worker's log)", repo)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	var res workflows.CollectResult
+	if err := c.GetWorkflow(wait, id, "").Get(wait, &res); err != nil {
+		return err
+	}
+	found := int64(0)
+	if res.Scan != nil && res.Scan.Receipt != nil {
+		found = res.Scan.Receipt.Findings
+	}
+	fmt.Fprintf(a.stdout, "    pushed %s; collected and scanned %.1f s after the push: %d new finding(s) (starter findings acme/payments)\n",
+		shortSHA(sha), time.Since(pushed).Seconds(), found)
+	return nil
+}
+
+func shortSHA(sha string) string { return sha[:min(len(sha), 7)] }
+
+// devSecret is a secret kept in a file of the data directory.
+type devSecret struct{ path, value string }
+
+// devWebhookSecret returns the demo App's webhook secret, generated on
+// first use into the data directory (mode 0600).
+func devWebhookSecret(dataDir string) (devSecret, error) {
+	path := filepath.Join(dataDir, "webhook.secret")
+	if b, err := os.ReadFile(path); err == nil {
+		return devSecret{path, strings.TrimSpace(string(b))}, nil
+	}
+	buf := make([]byte, 24)
+	if _, err := rand.Read(buf); err != nil {
+		return devSecret{}, err
+	}
+	s := hex.EncodeToString(buf)
+	if err := os.WriteFile(path, []byte(s+"\n"), 0o600); err != nil {
+		return devSecret{}, err
+	}
+	return devSecret{path, s}, nil
 }
 
 // devTokenKey returns the dev stack's token key, generated on first use
