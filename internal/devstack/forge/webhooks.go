@@ -585,32 +585,34 @@ type commitJSON struct {
 	Modified  []string          `json:"modified"`
 }
 
-// commitInfo describes a commit for a push payload (nil if git cannot).
+// commitInfo describes a commit for a push payload (nil if git cannot),
+// with one git process: the fields, a \x01 marker, then the files changed
+// (against the first parent; all of them for a root commit).
 func (f *Forge) commitInfo(dir, sha, html string) *commitJSON {
-	out, err := f.run(dir, nil, nil, "show", "-s", "--format=%T%x00%cI%x00%an%x00%ae%x00%cn%x00%ce%x00%B", sha)
+	out, err := f.run(dir, nil, nil, "show", "--no-renames", "--diff-merges=first-parent", "-z", "--name-status",
+		"--format=%T%x00%cI%x00%an%x00%ae%x00%cn%x00%ce%x00%B%x00%x01", sha)
 	if err != nil {
 		return nil
 	}
-	parts := strings.SplitN(out, "\x00", 7)
+	head, files, _ := strings.Cut(out, "\x00\x01\x00")
+	parts := strings.SplitN(head, "\x00", 7)
 	if len(parts) != 7 {
 		return nil
 	}
-	cj := &commitJSON{ID: sha, TreeID: parts[0], Distinct: true, Timestamp: parts[1], Message: parts[6],
+	cj := &commitJSON{ID: sha, TreeID: parts[0], Distinct: true, Timestamp: parts[1], Message: strings.TrimSpace(parts[6]),
 		URL:       html + "/commit/" + sha,
 		Author:    map[string]string{"name": parts[2], "email": parts[3]},
 		Committer: map[string]string{"name": parts[4], "email": parts[5]},
 		Added:     []string{}, Removed: []string{}, Modified: []string{}}
-	if ns, err := f.run(dir, nil, nil, "diff-tree", "-r", "--root", "--no-commit-id", "--name-status", "-z", sha); err == nil {
-		fs := strings.Split(strings.Trim(ns, "\x00"), "\x00")
-		for i := 0; i+1 < len(fs); i += 2 {
-			switch fs[i] {
-			case "A":
-				cj.Added = append(cj.Added, fs[i+1])
-			case "D":
-				cj.Removed = append(cj.Removed, fs[i+1])
-			default:
-				cj.Modified = append(cj.Modified, fs[i+1])
-			}
+	fs := strings.Split(strings.Trim(files, "\x00\n"), "\x00")
+	for i := 0; i+1 < len(fs); i += 2 {
+		switch fs[i] {
+		case "A":
+			cj.Added = append(cj.Added, fs[i+1])
+		case "D":
+			cj.Removed = append(cj.Removed, fs[i+1])
+		default:
+			cj.Modified = append(cj.Modified, fs[i+1])
 		}
 	}
 	return cj

@@ -219,6 +219,17 @@ func TestAppWebhookEvents(t *testing.T) {
 				t.Errorf("head_commit = %v", hc)
 			}
 		}}}},
+		{"push modifying and removing files", func() (err error) {
+			last, err = f.Commit("acme", "widgets", "main", map[string]string{"a.txt": DeleteFile, "README.md": "changed\n"}, "edit\n\nbody")
+			return err
+		}, []want{{"push", "", func(t *testing.T, ev any) {
+			hc := pushOf(t, ev, "refs/heads/main", false, false, false).GetHeadCommit()
+			if hc.GetID() != last || len(hc.Added) != 0 || !slices.Equal(hc.Removed, []string{"a.txt"}) ||
+				!slices.Equal(hc.Modified, []string{"README.md"}) || hc.GetMessage() != "edit\n\nbody" || len(hc.GetTreeID()) != 40 ||
+				hc.GetAuthor().GetName() != "Forge Bot" || hc.GetTimestamp().IsZero() {
+				t.Errorf("head_commit = %v", hc)
+			}
+		}}}},
 		{"push creating a branch", func() error {
 			_, err := f.Commit("acme", "widgets", "feature", map[string]string{"b.txt": "b"}, "add b")
 			return err
@@ -240,8 +251,9 @@ func TestAppWebhookEvents(t *testing.T) {
 			_, err := f.ForcePush("acme", "widgets", "main", map[string]string{"new.txt": "n"}, "rewrite")
 			return err
 		}, []want{{"push", "", func(t *testing.T, ev any) {
-			if p := pushOf(t, ev, "refs/heads/main", false, false, true); p.GetBefore() != last {
-				t.Errorf("before = %s, want %s", p.GetBefore(), last)
+			if p := pushOf(t, ev, "refs/heads/main", false, false, true); p.GetBefore() != last ||
+				!slices.Equal(p.GetHeadCommit().Added, []string{"new.txt"}) || len(p.Commits) != 1 {
+				t.Errorf("before = %s head_commit %v, want %s and a root commit adding new.txt", p.GetBefore(), p.GetHeadCommit(), last)
 			}
 		}}}},
 		{"delete a branch", func() error { return f.DeleteBranch("acme", "widgets", "feature") }, []want{
