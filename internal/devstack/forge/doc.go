@@ -102,7 +102,8 @@
 //     Import (one per ref it changed; commits holds the head commit only);
 //     create and delete (ref_type branch or tag) when a ref appears or
 //     goes; repository created (CreateRepo, where an installation has
-//     every repository of the account), renamed (changes.repository.name.from),
+//     every repository of the account), renamed
+//     (changes.repository.name.from),
 //     transferred (changes.owner.from; sent to the new account's
 //     installation, else the old one's), deleted, privatized, publicized,
 //     archived, unarchived (only on a real change) and edited (default
@@ -122,8 +123,8 @@
 //     is recorded: status "OK" (2xx), "Invalid HTTP Response: <code>",
 //     "failed to connect to host" or "timed out" (status_code 0). With the
 //     App's JWT, GET and PATCH /app/hook/config (url, secret; the secret
-//     reads "********"), GET /app/hook/deliveries (newest
-//     first, per_page, cursor pagination with a Link rel="next",
+//     reads "********"), GET /app/hook/deliveries (newest first,
+//     per_page, cursor pagination with a Link rel="next",
 //     status=success|failure), GET /app/hook/deliveries/{id} (with the
 //     request's headers and payload and the response's headers and body)
 //     and POST /app/hook/deliveries/{id}/attempts (202 {}; the same GUID
@@ -131,13 +132,14 @@
 //     true, recorded as a new delivery) serve the deliveries of the last
 //     three days by Options.Now; older ones are gone (404), as GitHub
 //     keeps three days. A closed forge sends nothing more.
+//     GitHub promises no order at all: the forge's per-repository order
+//     is for deterministic tests, not something a receiver may rely on.
 //     Not reproduced: per-event subscriptions (every event is sent), the
-//     ping event, repository webhooks, the 25 MB payload cap, a push's
-//     commits beyond its head commit, payloads' URLs beyond the forge's origin
-//     (sender is the repository's or installation's account: the Go API
-//     has no acting user), throttling (throttled_at is always null) and
-//     GitHub's exact message on redelivering an expired delivery (404
-//     here).
+//     ping event, repository and organization webhooks, the 25 MB payload
+//     cap, a push's commits beyond its head commit, an acting user (sender
+//     is the repository's or the installation's account), suspended_at in
+//     GET /app/installations, throttling (throttled_at is always null),
+//     and GitHub's exact answer to an expired delivery (404 here).
 //   - Lists paginate as GitHub does: per_page (default 30, at most 100) and
 //     page, with a Link header (next, last, first, prev; absolute URLs that
 //     keep the other parameters). /user/repos takes type, affiliation,
