@@ -1,6 +1,10 @@
 package gitread
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
 
 // Git's delta format (the data of an OFS_DELTA or REF_DELTA pack entry):
 //
@@ -90,31 +94,11 @@ func deltaOp(delta []byte, i int, baseLen uint64) (off, size uint64, insert bool
 // of the header, so a corrupt delta costs no allocation. Errors wrap
 // ErrCorrupt.
 func ApplyDelta(dst, base, delta []byte) ([]byte, error) {
-	src, tgt, start, err := DeltaSizes(delta)
+	tgt, start, err := checkDelta(base, delta)
 	if err != nil {
 		return nil, err
 	}
 	baseLen := uint64(len(base))
-	if src != baseLen {
-		return nil, fmt.Errorf("%w: delta for a %d-byte base applied to %d bytes", ErrCorrupt, src, baseLen)
-	}
-	var total uint64
-	for i := start; i < len(delta); {
-		_, size, _, next, err := deltaOp(delta, i, baseLen)
-		if err != nil {
-			return nil, err
-		}
-		if total += size; total > tgt {
-			return nil, fmt.Errorf("%w: delta writes more than its %d-byte target", ErrCorrupt, tgt)
-		}
-		i = next
-	}
-	if total != tgt {
-		return nil, fmt.Errorf("%w: delta writes %d bytes of its %d-byte target", ErrCorrupt, total, tgt)
-	}
-	if tgt > uint64(maxInt) {
-		return nil, fmt.Errorf("%w: delta target of %d bytes", ErrCorrupt, tgt)
-	}
 	out := Sized(dst, int(tgt))
 	w := 0
 	for i := start; i < len(delta); {
@@ -127,6 +111,59 @@ func ApplyDelta(dst, base, delta []byte) ([]byte, error) {
 		i = next
 	}
 	return out, nil
+}
+
+// checkDelta checks delta against base as ApplyDelta does, and returns its
+// target size and where its instructions start.
+func checkDelta(base, delta []byte) (uint64, int, error) {
+	src, tgt, start, err := DeltaSizes(delta)
+	if err != nil {
+		return 0, 0, err
+	}
+	baseLen := uint64(len(base))
+	if src != baseLen {
+		return 0, 0, fmt.Errorf("%w: delta for a %d-byte base applied to %d bytes", ErrCorrupt, src, baseLen)
+	}
+	var total uint64
+	for i := start; i < len(delta); {
+		_, size, _, next, err := deltaOp(delta, i, baseLen)
+		if err != nil {
+			return 0, 0, err
+		}
+		if total += size; total > tgt {
+			return 0, 0, fmt.Errorf("%w: delta writes more than its %d-byte target", ErrCorrupt, tgt)
+		}
+		i = next
+	}
+	if total != tgt {
+		return 0, 0, fmt.Errorf("%w: delta writes %d bytes of its %d-byte target", ErrCorrupt, total, tgt)
+	}
+	if tgt > uint64(maxInt) {
+		return 0, 0, fmt.Errorf("%w: delta target of %d bytes", ErrCorrupt, tgt)
+	}
+	return tgt, start, nil
+}
+
+// hashDelta names the target of delta applied to base, an object of type
+// typ, without making it: the pieces the instructions copy and insert go
+// straight to the hash. The delta is checked as ApplyDelta checks it.
+func hashDelta(h *hasher, typ uint8, base, delta []byte) (plumbing.Hash, error) {
+	tgt, start, err := checkDelta(base, delta)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	baseLen := uint64(len(base))
+	h.begin(typ, int64(tgt))
+	for i := start; i < len(delta); {
+		off, size, insert, next, _ := deltaOp(delta, i, baseLen) // checked above
+		if insert {
+			h.h.Write(delta[off : off+size])
+		} else {
+			h.h.Write(base[off : off+size])
+		}
+		i = next
+	}
+	return h.end(), nil
 }
 
 const maxInt = int(^uint(0) >> 1)

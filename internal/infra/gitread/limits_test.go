@@ -355,3 +355,34 @@ func TestReadRefusesDeclaredChainOverBudget(t *testing.T) {
 		t.Errorf("allocated %d MiB: levels were resolved", n>>20)
 	}
 }
+
+// Large deltas nothing is based on are named without being made: the
+// pieces their instructions copy go straight to the hash, and no memory is
+// allocated for their targets (issue 31: eight delta blobs of 240 MiB took
+// a worker to 776 MB before the budget refused them). Their names are
+// their contents'.
+func TestIndexNamesLeafDeltasUnmade(t *testing.T) {
+	sizes := []int64{60 << 20, 61 << 20, 62 << 20, 63 << 20}
+	p := gittest.NewPack()
+	_, zeros := p.Blob(make([]byte, gittest.ZeroBytes))
+	for _, size := range sizes {
+		p.OfsDelta(plumbing.ZeroHash, zeros, gittest.Repeat(gittest.ZeroBytes, size))
+	}
+	pack := p.Bytes()
+	var ix *Index
+	var err error
+	n := allocated(func() { ix, _, _, err = index(t, pack, IndexOptions{}, false) })
+	t.Logf("a pack of %d bytes naming %d MiB: %v; %d KiB allocated", len(pack), (60 + 61 + 62 + 63), err, n>>10)
+	if err != nil || len(ix.Refused) != 0 {
+		t.Fatalf("%v, %+v", err, ix)
+	}
+	if n > 16<<20 {
+		t.Errorf("allocated %d MiB: targets were made", n>>20)
+	}
+	names := indexNames(t, ix)
+	for _, size := range sizes {
+		if h := gittest.Hash("blob", make([]byte, size)); !names[h] {
+			t.Errorf("%d MiB of zeros (%s) not indexed under its name", size>>20, h)
+		}
+	}
+}

@@ -250,6 +250,25 @@ func (w *worker) tree(root int32) error {
 		if err != nil {
 			return err
 		}
+		if ofs, _ := w.g.kids(k); len(ofs) == 0 {
+			// No delta on it by offset: its target is named without being
+			// made, and it is a leaf unless a delta names it as its base
+			// (known once it is named: then it is made as well).
+			err := w.hashEntry(k, node, base)
+			if l := asLimit(err); l != nil {
+				w.cache.unpin(node)
+				w.x.refused.add(k, l)
+				continue
+			}
+			if err != nil {
+				w.cache.unpin(node)
+				return err
+			}
+			if !w.g.hasKids(k) {
+				w.cache.unpin(node)
+				continue
+			}
+		}
 		out, err := w.applyEntry(k, base)
 		w.cache.unpin(node)
 		if l := asLimit(err); l != nil {
@@ -296,6 +315,38 @@ func (w *worker) applyEntry(k int32, base []byte) ([]byte, error) {
 		w.delta = nil
 	}
 	return out, nil
+}
+
+// hashEntry inflates delta entry k and names its target on base without
+// making it (no memory for the target: a delta nothing is based on is only
+// named), within the limits and the pack's budget as applyDelta.
+func (w *worker) hashEntry(k, node int32, base []byte) error {
+	var err error
+	if w.delta, err = w.inflate(k, w.delta, false); err != nil {
+		return err
+	}
+	e := &w.x.entries[k]
+	_, tgt, _, err := DeltaSizes(w.delta)
+	if err == nil && tgt > uint64(w.x.lim.MaxObjectBytes) {
+		err = objectLimit("delta target of %d bytes", tgt)
+	}
+	if err == nil {
+		err = w.x.name(int64(tgt))
+	}
+	var h plumbing.Hash
+	if err == nil {
+		h, err = hashDelta(w.h, w.x.entries[node].otyp, base, w.delta)
+	}
+	if cap(w.delta) > 4<<20 {
+		w.delta = nil
+	}
+	if err != nil {
+		return fmt.Errorf("delta at offset %d: %w", e.off(), err)
+	}
+	e.base = node
+	e.otyp = w.x.entries[node].otyp
+	e.hash = h
+	return nil
 }
 
 // inflate inflates the data of entry i (checked by the parse) into dst,
