@@ -412,7 +412,8 @@ Configuration comes from the environment:
                                 so a restart on the same mirror directory is the same worker)
   GITFLEET_WORKER_OFFLINE_AFTER a worker silent this long hands its repositories on; it heartbeats only
                                 while Temporal answers it and it polls its queue (default 1m)
-  GITFLEET_MAX_OBJECT_BYTES     the largest Git object held in memory; a repository needing more is refused (default 256MiB)
+  GITFLEET_MAX_OBJECT_BYTES     the largest Git object held in memory; an object needing more is refused alone,
+                                recorded as a hole with that reason (default 256MiB)
   GITFLEET_MAX_PACK_BYTES       the largest pack a fetch receives (default 8GiB)
   GITFLEET_MIRROR_QUOTA         bytes the mirrors may hold, at least 1MiB: past it, mirrors other workers
                                 own go first, then the least recently used (default: no bound)
