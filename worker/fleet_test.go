@@ -12,7 +12,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"gitfleet/internal/devstack/forge"
 	"gitfleet/internal/devstack/poll"
 	"gitfleet/internal/domain/placement"
 	"gitfleet/internal/infra/config"
@@ -119,11 +118,7 @@ func TestHeartbeatDoesNotWaitForUpkeep(t *testing.T) {
 // left the other's copy over the quota).
 func TestWorkerQuotaEvictsOthersFirst(t *testing.T) {
 	ctx := context.Background()
-	fg, err := forge.Start(forge.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fg.Close() })
+	fg := startForge(t)
 	const self, other = "quota-self", "quota-other"
 	if err := env.Store.RegisterWorker(ctx, other, workflows.TaskQueue); err != nil {
 		t.Fatal(err)

@@ -33,11 +33,7 @@ const webhookSecret = "a webhook secret of some length"
 // collect is acknowledged and not collected.
 func TestPushDeliveryIsCollected(t *testing.T) {
 	ctx := context.Background()
-	fg, err := forge.Start(forge.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fg.Close() })
+	fg := startForge(t)
 	const id = "webhook-test"
 	t.Cleanup(func() { forgetWorkers(t, id) })
 	w := startWorker(t, config.EnvWorkerID+"="+id, vcs.EnvAPIURL+"="+fg.APIURL(),
@@ -50,31 +46,7 @@ func TestPushDeliveryIsCollected(t *testing.T) {
 	}
 	hook := "http://" + l.Addr + "/webhook"
 
-	app, err := fg.CreateRepo("acme", "app")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fg.Commit("acme", "app", "main", map[string]string{"README": "hello\n"}, "first"); err != nil {
-		t.Fatal(err)
-	}
-	repo := repoid.ID{Host: fg.Host(), Owner: "acme", Name: "app"}
-	collect := func() workflows.CollectResult {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-		defer cancel()
-		var res workflows.CollectResult
-		if err := env.Client.GetWorkflow(ctx, workflows.CollectWorkflowID(repo), "").Get(ctx, &res); err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
-	if _, err := env.Client.ExecuteWorkflow(ctx, workflows.CollectOptions(repo), workflows.Collect,
-		workflows.CollectInput{Repo: repo, Trigger: workflows.TriggerManual}); err != nil {
-		t.Fatal(err)
-	}
-	if res := collect(); res.Scan == nil || res.Scan.Receipt == nil || res.Scan.Receipt.Findings != 0 {
-		t.Fatalf("first collection: %+v", res)
-	}
+	repo, app := collectedRepo(t, fg, "acme", "app")
 	first := lastRun(t, repo)
 
 	sha, err := fg.Commit("acme", "app", "main", map[string]string{"ci.env": "GITHUB_TOKEN=" + gittest.FakePAT("Hook1") + "\n"}, "ci")
@@ -85,10 +57,7 @@ func TestPushDeliveryIsCollected(t *testing.T) {
 	if code := deliver(t, hook, "push", "delivery-1", push, webhook.Sign([]byte(webhookSecret), []byte(push))); code != http.StatusAccepted {
 		t.Fatalf("push delivery answered %d, want 202", code)
 	}
-	res := collect()
-	if res.Scan == nil || res.Scan.Receipt == nil || res.Scan.Receipt.Findings != 1 || res.Commit != sha {
-		t.Fatalf("collection after the push: %+v", res)
-	}
+	latestCollection(t, repo, sha, 1)
 	var evented bool
 	if err := env.Store.Pool().QueryRow(ctx, `SELECT last_event_at IS NOT NULL FROM codebases WHERE host = $1 AND external_repo_id = $2`,
 		fg.Host(), fmt.Sprint(app.ID)).Scan(&evented); err != nil || !evented {
@@ -170,11 +139,7 @@ func freePort(t *testing.T) string {
 // and the delivery handled before is not delivered again.
 func TestDeliveriesMissedWhileDownAreRecovered(t *testing.T) {
 	ctx := context.Background()
-	fg, err := forge.Start(forge.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fg.Close() })
+	fg := startForge(t)
 	app, err := fg.CreateApp("gitfleet")
 	if err != nil {
 		t.Fatal(err)
@@ -183,11 +148,7 @@ func TestDeliveriesMissedWhileDownAreRecovered(t *testing.T) {
 	if err := os.WriteFile(keyFile, app.KeyPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err = fg.CreateRepo("acme", "svc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fg.Commit("acme", "svc", "main", map[string]string{"README": "hello\n"}, "first"); err != nil {
+	if err := fg.CreateOrg("acme"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := fg.InstallApp(app.ID, "acme"); err != nil {
@@ -208,26 +169,7 @@ func TestDeliveriesMissedWhileDownAreRecovered(t *testing.T) {
 		return w
 	}
 	w := start()
-	repo := repoid.ID{Host: fg.Host(), Owner: "acme", Name: "svc"}
-	if _, err := env.Client.ExecuteWorkflow(ctx, workflows.CollectOptions(repo), workflows.Collect,
-		workflows.CollectInput{Repo: repo, Trigger: workflows.TriggerManual}); err != nil {
-		t.Fatal(err)
-	}
-	// collected waits for the repository's latest collection and checks
-	// it collected sha and found fresh new secrets.
-	collected := func(sha string, fresh int64) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-		defer cancel()
-		var res workflows.CollectResult
-		if err := env.Client.GetWorkflow(ctx, workflows.CollectWorkflowID(repo), "").Get(ctx, &res); err != nil {
-			t.Fatal(err)
-		}
-		if res.Scan == nil || res.Scan.Receipt == nil || (sha != "" && res.Commit != sha) || res.Scan.Receipt.Findings != fresh {
-			t.Fatalf("collection, want %s with %d new findings: %+v", sha, fresh, res)
-		}
-	}
-	collected("", 0)
+	repo, _ := collectedRepo(t, fg, "acme", "svc")
 
 	// Pushed while the receiver listens: delivered, collected.
 	sha1, err := fg.Commit("acme", "svc", "main", map[string]string{"a.env": "GITHUB_TOKEN=" + gittest.FakePAT("Rcv01") + "\n"}, "one")
@@ -237,7 +179,7 @@ func TestDeliveriesMissedWhileDownAreRecovered(t *testing.T) {
 	if err := fg.WaitHooks(ctx); err != nil {
 		t.Fatal(err)
 	}
-	collected(sha1, 1)
+	latestCollection(t, repo, sha1, 1)
 
 	// Pushed while it is down: the delivery fails.
 	_ = w.p.Cmd.Process.Kill()
@@ -275,5 +217,52 @@ func TestDeliveriesMissedWhileDownAreRecovered(t *testing.T) {
 	if err := fg.WaitHooks(ctx); err != nil {
 		t.Fatal(err)
 	}
-	collected(sha2, 1)
+	latestCollection(t, repo, sha2, 1)
+}
+
+func startForge(t *testing.T) *forge.Forge {
+	t.Helper()
+	fg, err := forge.Start(forge.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fg.Close() })
+	return fg
+}
+
+// collectedRepo creates owner/name on the forge with one commit and
+// collects it, as a user would, once a worker runs.
+func collectedRepo(t *testing.T, fg *forge.Forge, owner, name string) (repoid.ID, forge.Repo) {
+	t.Helper()
+	r, err := fg.CreateRepo(owner, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fg.Commit(owner, name, "main", map[string]string{"README": "hello\n"}, "first"); err != nil {
+		t.Fatal(err)
+	}
+	repo := repoid.ID{Host: fg.Host(), Owner: owner, Name: name}
+	if _, err := env.Client.ExecuteWorkflow(context.Background(), workflows.CollectOptions(repo), workflows.Collect,
+		workflows.CollectInput{Repo: repo, Trigger: workflows.TriggerManual}); err != nil {
+		t.Fatal(err)
+	}
+	latestCollection(t, repo, "", 0)
+	return repo, r
+}
+
+// latestCollection waits for repo's latest collection (following the
+// runs it continued as) and checks that it collected sha ("": any) and
+// found fresh new secrets.
+func latestCollection(t *testing.T, repo repoid.ID, sha string, fresh int64) workflows.CollectResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var res workflows.CollectResult
+	if err := env.Client.GetWorkflow(ctx, workflows.CollectWorkflowID(repo), "").Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Scan == nil || res.Scan.Receipt == nil || (sha != "" && res.Commit != sha) || res.Scan.Receipt.Findings != fresh {
+		t.Fatalf("collection of %s, want %s with %d new findings: %+v", repo, sha, fresh, res)
+	}
+	return res
 }

@@ -3,26 +3,14 @@ package archive
 import (
 	"archive/zip"
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
-)
 
-// nestedZstd is levels zstd frames, each asking a 2^log-byte window and
-// holding the next as one raw block, the last holding inner.
-func nestedZstd(levels, log int, inner []byte) []byte {
-	b := inner
-	for range levels {
-		frame := append([]byte{}, zstdMagic...)
-		frame = append(frame, 0x00, byte(log-10)<<3)                                        // no single segment; window descriptor
-		frame = binary.LittleEndian.AppendUint32(frame, uint32(len(b))<<3|1)[:len(frame)+3] // the last block, raw
-		b = append(frame, b...)
-	}
-	return b
-}
+	"gitfleet/internal/devstack/bombs"
+)
 
 // allocated is the bytes walk allocates on content.
 func allocated(content []byte, opt Options) (walked, uint64) {
@@ -39,7 +27,7 @@ func allocated(content []byte, opt Options) (walked, uint64) {
 // level at once (+514 MiB with 64 MiB windows); now the levels that fit
 // are read and the next is refused for memory.
 func TestNestedWindowsShareTheWalksMemory(t *testing.T) {
-	bomb := nestedZstd(8, 24, []byte("TOKEN=inner\n"))
+	bomb := bombs.NestedZstd(8, 24, []byte("TOKEN=inner\n"))
 	got, n := allocated(bomb, opts(8))
 	if len(got.skips) != 1 || got.skips[0].Reason != SkipMemory {
 		t.Errorf("skips %+v, want one for memory", got.skips)
@@ -48,7 +36,7 @@ func TestNestedWindowsShareTheWalksMemory(t *testing.T) {
 		t.Errorf("a %d-byte blob allocated %d MiB; the walk's memory is %d MiB", len(bomb), n>>20, DefaultMemory>>20)
 	}
 	// Within the memory the same nesting is read to its end.
-	small := nestedZstd(8, 20, []byte("TOKEN=inner\n"))
+	small := bombs.NestedZstd(8, 20, []byte("TOKEN=inner\n"))
 	if got := walk(small, opts(8)); got.files[""] != "TOKEN=inner\n" || len(got.skips) != 0 {
 		t.Errorf("1 MiB windows: files %v, skips %+v", got.files, got.skips)
 	}

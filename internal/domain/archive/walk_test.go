@@ -3,11 +3,9 @@ package archive
 import (
 	"archive/tar"
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"go/parser"
 	"go/token"
-	"hash/crc32"
 	"maps"
 	"os"
 	"path/filepath"
@@ -16,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"gitfleet/internal/devstack/bombs"
 )
 
 func TestWalk(t *testing.T) {
@@ -221,56 +221,21 @@ func zstdFrameOfWindow(log int) []byte {
 // property bits (40: 4 GiB), its header's checksum made right.
 func xzOfDict(t *testing.T, bits byte) []byte {
 	b := xzOf(t, []byte("xz says hello\n"))
-	setXzDict(t, b[12:], bits)
+	if err := bombs.SetXzDictionary(b[12:], bits); err != nil {
+		t.Fatal(err)
+	}
 	return b
 }
 
-// setXzDict sets the dictionary of the block whose header block starts
-// with, and the header's CRC32.
-func setXzDict(t *testing.T, block []byte, bits byte) {
-	t.Helper()
-	size := (int(block[0]) + 1) * 4
-	i := bytes.Index(block[:size], []byte{0x21, 0x01})
-	if i < 0 {
-		t.Fatal("no LZMA2 filter in the block header")
-	}
-	block[i+2] = bits
-	binary.LittleEndian.PutUint32(block[size-4:], crc32.ChecksumIEEE(block[:size-4]))
-}
-
-// xzHiddenBlock is the attack on a guard that reads the stream's index: a
-// second block asking for a dictionary of property bits, which the index
-// folds into the first block's record (one record for two blocks), so
-// that a reader of the index never sees the second block's header.
+// xzHiddenBlock is bombs.XzHiddenBlock, the attack on a guard that reads
+// the stream's index.
 func xzHiddenBlock(t *testing.T, bits byte) []byte {
-	b := xzOf(t, []byte("xz says hello\n"))
-	// The stream footer's backward size locates the index: indicator 0,
-	// the number of records (1), the block's unpadded and uncompressed
-	// sizes.
-	footer := b[len(b)-12:]
-	index := len(b) - 12 - (int(binary.LittleEndian.Uint32(footer[4:8]))+1)*4
-	unpadded, n := binary.Uvarint(b[index+2:])
-	uncompressed, m := binary.Uvarint(b[index+2+n:])
-	if b[index] != 0 || b[index+1] != 1 || n <= 0 || m <= 0 {
-		t.Fatalf("unexpected xz layout % x", b[12:])
+	t.Helper()
+	b, err := bombs.XzHiddenBlock(bits)
+	if err != nil {
+		t.Fatal(err)
 	}
-	end := 12 + (int(unpadded)+3)&^3
-	hidden := bytes.Clone(b[12:end])
-	setXzDict(t, hidden, bits)
-	out := append(bytes.Clone(b[:end]), hidden...)
-
-	// One record covering both blocks, then a footer that agrees.
-	rec := binary.AppendUvarint([]byte{0, 1}, uint64(end-12)+unpadded)
-	rec = binary.AppendUvarint(rec, uncompressed)
-	for len(rec)%4 != 0 {
-		rec = append(rec, 0)
-	}
-	rec = binary.LittleEndian.AppendUint32(rec, crc32.ChecksumIEEE(rec))
-	foot := binary.LittleEndian.AppendUint32(nil, uint32(len(rec)/4-1))
-	foot = append(foot, footer[8:10]...)
-	foot = append(binary.LittleEndian.AppendUint32(nil, crc32.ChecksumIEEE(foot)), foot...)
-	out = append(append(out, rec...), foot...)
-	return append(out, "YZ"...)
+	return b
 }
 
 func TestDetect(t *testing.T) {
