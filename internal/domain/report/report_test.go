@@ -126,6 +126,10 @@ func TestSARIFIsValidAndOneResultPerOccurrence(t *testing.T) {
 								Region           *struct{ StartLine int }
 							}
 						}
+						Properties struct {
+							ArchiveEntry string
+							ArchiveLine  int
+						}
 						Suppressions []struct{ Kind, Status, Justification string }
 					}
 				}
@@ -149,8 +153,11 @@ func TestSARIFIsValidAndOneResultPerOccurrence(t *testing.T) {
 					t.Errorf("result %d: ruleIndex %v", i, r.RuleIndex)
 				}
 				loc := r.Locations[0].PhysicalLocation
-				if (o.Line > 0) != (loc.Region != nil) || loc.Region != nil && loc.Region.StartLine != o.Line {
+				if inFile := o.Line > 0 && o.Archive == ""; inFile != (loc.Region != nil) || loc.Region != nil && loc.Region.StartLine != o.Line {
 					t.Errorf("result %d: region %+v", i, loc.Region)
+				}
+				if p := r.Properties; p.ArchiveEntry != o.Archive || (o.Archive != "" && p.ArchiveLine != o.Line) {
+					t.Errorf("result %d: archive entry %q line %d, want %q line %d", i, p.ArchiveEntry, p.ArchiveLine, o.Archive, o.Line)
 				}
 				wantSup := 0
 				if o.Ignored != "" {
@@ -171,8 +178,10 @@ func TestSARIFIsValidAndOneResultPerOccurrence(t *testing.T) {
 				if u := res[3].Locations[0].PhysicalLocation.ArtifactLocation.URI; u != "keys/my%20cert:1.p12" {
 					t.Errorf("uri %q", u)
 				}
-				if u := res[2].Locations[0].PhysicalLocation.ArtifactLocation.URI; u != "dist/app.jar%21config/app.env" && u != "dist/app.jar!config/app.env" {
-					t.Errorf("uri %q", u)
+				// A secret in an archive is at the archive, a file of the
+				// repository (issue 31: an entry's "../" led outside).
+				if u := res[2].Locations[0].PhysicalLocation.ArtifactLocation.URI; u != "dist/app.jar" {
+					t.Errorf("uri %q, want the archive dist/app.jar", u)
 				}
 			}
 		})

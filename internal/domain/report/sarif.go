@@ -73,6 +73,11 @@ type sarifResultProps struct {
 	Status     string `json:"status,omitempty"`
 	State      string `json:"state,omitempty"`
 	SeenAgain  bool   `json:"seenAgainAfterResolution,omitempty"`
+	// ArchiveEntry and ArchiveLine say where in an archive (the result's
+	// file) the secret is: a path inside it is no file of the repository,
+	// and one holding "../" would resolve outside a checkout.
+	ArchiveEntry string `json:"archiveEntry,omitempty"`
+	ArchiveLine  int    `json:"archiveLine,omitempty"`
 }
 
 // SARIF writes a SARIF 2.1.0 log: one run, the rules as
@@ -119,10 +124,11 @@ func (s *SARIF) Write(o Occurrence) error {
 	if s.err != nil {
 		return s.err
 	}
-	file := o.File()
+	// The location is always a file of the repository: a secret inside
+	// an archive is at the archive, its entry and line in properties.
 	r := sarifResult{RuleID: o.RuleID, Level: "error",
 		Message:             sarifMessage{Text: sarifText(o)},
-		Locations:           []sarifLocation{{PhysicalLocation: sarifPhysical{ArtifactLocation: sarifArtifact{URI: uri(file)}}}},
+		Locations:           []sarifLocation{{PhysicalLocation: sarifPhysical{ArtifactLocation: sarifArtifact{URI: uri(o.Path)}}}},
 		PartialFingerprints: map[string]string{FingerprintKey: o.SecretFingerprint()},
 		Properties: sarifResultProps{Repository: o.Repository, Commit: o.Commit, SecretHash: o.SecretHash, Preview: o.Preview,
 			Decoded: o.Decoded, Status: o.Status, State: o.State, SeenAgain: o.SeenAgain},
@@ -130,7 +136,10 @@ func (s *SARIF) Write(o Occurrence) error {
 	if i, ok := s.rules[o.RuleID]; ok {
 		r.RuleIndex = &i
 	}
-	if o.Line > 0 {
+	switch {
+	case o.Archive != "":
+		r.Properties.ArchiveEntry, r.Properties.ArchiveLine = o.Archive, o.Line
+	case o.Line > 0:
 		r.Locations[0].PhysicalLocation.Region = &sarifRegion{StartLine: o.Line}
 	}
 	switch o.Ignored {
