@@ -250,6 +250,7 @@ var ActivityNames = []string{
 	activityLoadSweepResume, activitySaveSweepResume,
 	activityRefreshGitHubCache, activityListCachedRepos,
 	activityCleanUpDatabase,
+	activityRecoverDeliveries,
 }
 
 // Payloads of the collection activities.
