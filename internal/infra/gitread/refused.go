@@ -236,7 +236,7 @@ const maxRefusedBytes = 64 << 20
 // -> <bound>\t<detail>".
 func (ix *Index) WriteRefusals(w io.Writer) error {
 	bw := bufio.NewWriter(w)
-	bw.WriteString(refusedMagic)
+	_, _ = bw.WriteString(refusedMagic) // a bufio.Writer keeps its first error for Flush
 	for _, r := range ix.Refused {
 		name := "-"
 		if !r.Name.IsZero() {

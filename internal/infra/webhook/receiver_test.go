@@ -41,9 +41,7 @@ func (s *fakeStore) RecordDelivery(_ context.Context, guid, _ string) error {
 func (s *fakeStore) NoteEvents(_ context.Context, _ string, ids []string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, id := range ids {
-		s.noted = append(s.noted, id)
-	}
+	s.noted = append(s.noted, ids...)
 	return nil
 }
 
