@@ -116,8 +116,6 @@ func TestIdentityEventsAgreeWithPolling(t *testing.T) {
 		externalID               string
 		codebaseID               int64
 		run                      client.WorkflowRun
-		result                   workflows.CollectResult
-		err                      error
 	}
 	sides := make([][2]*side, len(cases)) // [event, poll]
 	for i, tc := range cases {
