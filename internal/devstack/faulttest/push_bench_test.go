@@ -190,6 +190,9 @@ func BenchmarkPushToFinding(b *testing.B) {
 	failedBefore := pf.HookCounts().Failed
 	killStart := time.Now()
 	wait := pb.burst(burst, rate, killFor)
+	// A benchmark's schedule, not a wait for work: the kill and the
+	// restart fall at fixed points of the burst's wall time, whatever the
+	// load; the invariants below hold wherever they fall.
 	time.Sleep(time.Until(killStart.Add(killFor / 3)))
 	w.signal(syscall.SIGKILL)
 	<-w.proc.Done()
@@ -292,6 +295,8 @@ func (pb *pushBench) waitQueryable(name, sha string, within time.Duration) time.
 		if time.Now().After(deadline) {
 			pb.b.Fatalf("%s: the secret pushed in %s not found within %s", name, sha, within)
 		}
+		// Polling is the measurement: "queryable by starter findings" has
+		// no event to wait on, and 50 ms is the latency's resolution.
 		time.Sleep(50 * time.Millisecond)
 	}
 }
@@ -490,6 +495,8 @@ func (pb *pushBench) waitAllSeen(shas []string, within time.Duration) time.Time 
 		if time.Now().After(deadline) {
 			pb.b.Fatalf("%d of %d pushed secrets not found within %s (a delivery lost?), e.g. %s", len(missing), len(shas), within, missing[0])
 		}
+		// Polled as starter findings reads (no event to wait on); the
+		// deadline, not the interval, decides failure.
 		time.Sleep(200 * time.Millisecond)
 	}
 }
@@ -525,6 +532,7 @@ func (pb *pushBench) waitIdle(names []string, within time.Duration) {
 			if time.Now().After(deadline) {
 				pb.b.Fatalf("%s: still collecting after %s", n, within)
 			}
+			// The poll's interval only; the deadline decides failure.
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
