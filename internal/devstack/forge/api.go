@@ -77,6 +77,9 @@ var apiRoutes = []apiRoute{
 	route("GET", "repos/{owner}/{repo}/installation", getRepoInstallation),
 	route("GET", "installation/repositories", getInstallationRepos),
 	route("DELETE", "installation/token", deleteInstallationToken),
+	route("POST", "repos/{owner}/{repo}/code-scanning/sarifs", postSARIF),
+	route("GET", "repos/{owner}/{repo}/code-scanning/sarifs/{sarif_id}", getSARIF),
+	route("GET", "repos/{owner}/{repo}/code-scanning/alerts", getCodeScanningAlerts),
 }
 
 func route(method, pattern string, h func(*apiCall)) apiRoute {

@@ -18,7 +18,8 @@
 //     /orgs/{org}/repos (api_accounts.go; users and organizations in
 //     accounts.go).
 //     The App endpoints (apps.go) and the App webhook's deliveries
-//     (api_hooks.go) are there too.
+//     (api_hooks.go) are there too, and code scanning (codescanning.go:
+//     SARIF uploads, their processing status, the alerts they make).
 //     Routes are listed in one table (apiRoutes in api.go); repository
 //     endpoints live in api_repos.go and share its redirect and visibility
 //     handling (apiCall.resolveRepo).

@@ -58,6 +58,8 @@ type Forge struct {
 	rates  rates
 	acct   accounts
 	hooks  hookState // App webhooks (webhooks.go)
+	// scanning holds code scanning's uploads and alerts (codescanning.go).
+	scanning codeScanning
 	// changed is when users, organizations or memberships last changed
 	// (Unix seconds), for Last-Modified.
 	changed atomic.Int64

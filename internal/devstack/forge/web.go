@@ -8,7 +8,7 @@ import (
 
 // The forge's web page: enough for the link `starter dev` prints to open in
 // a browser. "/owner/name" shows a repository (its default branch, how to
-// clone it); a renamed repository's old name redirects, like GitHub. It
+// clone it, its code scanning alerts and uploads); a renamed repository's old name redirects, like GitHub. It
 // answers whatever the Host (127.0.0.1:PORT, forge.localhost:PORT).
 
 var webPage = template.Must(template.New("page").Parse(`<!doctype html>
@@ -18,6 +18,13 @@ var webPage = template.Must(template.New("page").Parse(`<!doctype html>
 <p>Default branch: <code>{{.Repo.DefaultBranch}}</code></p>
 <p>Clone: <code>git clone {{.Origin}}/{{.Repo.FullName}}.git</code></p>
 <p>Collect: <code>bin/starter collect {{.Repo.FullName}}</code></p>
+<h2>Code scanning</h2>
+{{if .Alerts}}<table border="1" cellpadding="4" style="border-collapse: collapse">
+<tr><th>#</th><th>State</th><th>Rule</th><th>Location</th><th>Message</th></tr>
+{{range .Alerts}}<tr><td>{{.Number}}</td><td>{{.State}}{{if .DismissedReason}} ({{.DismissedReason}}){{end}}</td><td>{{.RuleID}}</td><td><code>{{.Path}}{{if .Line}}:{{.Line}}{{end}}</code></td><td>{{.Message}}</td></tr>
+{{end}}</table>
+{{else}}<p>No alerts: no SARIF upload processed.</p>{{end}}
+{{if .Uploads}}<p>Uploads: {{range .Uploads}}<br><code>{{.ID}}</code> {{.Status}} for <code>{{.Ref}}</code> at <code>{{.CommitSHA}}</code>{{range .Errors}} — {{.}}{{end}}{{end}}</p>{{end}}
 </body></html>
 `))
 
@@ -40,9 +47,21 @@ func (f *Forge) serveWeb(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	cs := f.codeScanning()
+	cs.mu.Lock()
+	alerts := cs.alertsOf(v.ID)
+	var uploads []SARIFUpload
+	for _, id := range cs.order {
+		if u := cs.uploads[id]; u.repoID == v.ID {
+			uploads = append(uploads, u.SARIFUpload)
+		}
+	}
+	cs.mu.Unlock()
 	_ = webPage.Execute(w, struct {
 		Title, Origin string
 		Repo          Repo
-	}{v.FullName(), origin(r), v.Repo})
+		Alerts        []CodeScanningAlert
+		Uploads       []SARIFUpload
+	}{v.FullName(), origin(r), v.Repo, alerts, uploads})
 	return true
 }
