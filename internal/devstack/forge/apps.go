@@ -28,7 +28,9 @@ import (
 // the API and over git, until they expire. A token has the permissions
 // its request asked for (at most the App's; none asked: all the App's)
 // and, when the request names repositories, sees only those of them; a
-// token without "contents" reads no private repository over git.
+// token without "contents" reads no private repository over git, and one
+// without "security_events" (write to upload, read to look) is refused by
+// the code scanning endpoints (codescanning.go).
 
 // App is a GitHub App registered on the forge.
 type App struct {
