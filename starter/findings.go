@@ -284,7 +284,7 @@ scan target is given as it was scanned, with the same --ref/--commit.`,
 					return err
 				}
 				if sh == nil {
-					return fmt.Errorf("%s has not been scanned yet", w)
+					return usageError{fmt.Errorf("%s has not been scanned yet", w)}
 				}
 				if !fleet {
 					return a.repoFindings(cmd.Context(), st, sh, w, limit, occurrences)

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -103,7 +104,38 @@ Configuration comes from the environment (the defaults match 'make run'):
 	root.AddCommand(a.collectCmd(), a.showCmd(), a.scanCmd(), a.findingsCmd(), a.schedulesCmd(), a.migrateCmd(), a.cleanupCmd(),
 		a.usersCmd(), a.githubCmd(), a.snapshotCmd(), a.runnerCmd(), a.workerCmd(), a.devCmd(), a.rulesCmd(), a.setupCmd(),
 		a.shardCmd(), a.reposCmd(), a.adminCmd())
+	refuseUnknownSubcommands(root)
 	return root
+}
+
+// refuseUnknownSubcommands makes a word that names no subcommand a usage
+// error (exit 2) on every command that only groups others: cobra's own
+// check is an unmarked error on the root (exit 1) and none below it (the
+// group's help, exit 0), so 'starter nosuchcmd' and 'starter schedules
+// nosuch' disagreed with every other bad input.
+func refuseUnknownSubcommands(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		refuseUnknownSubcommands(sub)
+	}
+	if !c.HasSubCommands() || c.Runnable() || c.Args != nil {
+		return
+	}
+	c.Args = func(cmd *cobra.Command, in []string) error {
+		if len(in) == 0 {
+			return nil
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", in[0], cmd.CommandPath())
+		if cmd.SuggestionsMinimumDistance <= 0 {
+			cmd.SuggestionsMinimumDistance = 2
+		}
+		if s := cmd.SuggestionsFor(in[0]); len(s) > 0 {
+			msg += fmt.Sprintf(" (did you mean %s?)", strings.Join(s, ", "))
+		}
+		return usageError{fmt.Errorf("%s; '%s --help' lists its commands", msg, cmd.CommandPath())}
+	}
+	// Runnable, so that cobra checks Args; with no word it shows the help
+	// as before.
+	c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 }
 
 // args wraps a cobra positional-argument check so that its complaint is a

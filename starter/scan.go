@@ -379,7 +379,7 @@ func (a *app) shardKeyOf(ctx context.Context, st *store.Store, arg string, sel s
 		return "", "", err
 	}
 	if cb == nil {
-		return "", "", fmt.Errorf("%s has not been collected (try: starter collect %s)", r, r)
+		return "", "", usageError{fmt.Errorf("%s has not been collected (try: starter collect %s)", r, r)}
 	}
 	if err := st.RecordView(ctx, cb.ID, time.Now()); err != nil {
 		return "", "", err

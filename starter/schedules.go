@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -16,13 +17,14 @@ import (
 func (a *app) schedulesCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "schedules",
-		Short: "Manage gitfleet's Temporal Schedules (recollection-sweep, stale-cleanup, runner-reconcile)",
-		Long: `gitfleet keeps three Temporal Schedules, created or updated by every worker on
+		Short: "Manage gitfleet's Temporal Schedules (" + strings.Join(scheduleIDs(), ", ") + ")",
+		Long: `gitfleet keeps these Temporal Schedules, created or updated by every worker on
 start (and by 'schedules apply'):
 
-  ` + workflows.SweepScheduleID + `   re-collects the repositories people look at (GITFLEET_SWEEP_EVERY, default 1h)
-  ` + workflows.StaleCleanupScheduleID + `        deletes codebases gone for 30 days (GITFLEET_CLEANUP_EVERY, default 24h)
-  ` + workflows.ReconcileScheduleID + `     repairs runners' image stores against the snapshot rows (GITFLEET_RECONCILE_EVERY, default 5m)
+` + scheduleHelp() + `
+How often: GITFLEET_SWEEP_EVERY (default 1h), GITFLEET_RECONCILE_EVERY (5m),
+GITFLEET_CLEANUP_EVERY (24h), GITFLEET_REVALIDATE_EVERY (24h); webhook-redelivery
+runs every 10m.
 
 They are ordinary Temporal Schedules: 'temporal schedule list' and
 'temporal schedule trigger --schedule-id ...' work on them too.`,
@@ -126,10 +128,28 @@ func (a *app) schedulesListCmd() *cobra.Command {
 	}
 }
 
+// scheduleIDs are the schedules workflows.Schedules defines, sorted: the
+// one list every worker creates, so a schedule added there is listed,
+// applied and triggered here without a second list to keep in step.
 func scheduleIDs() []string {
-	ids := []string{workflows.SweepScheduleID, workflows.StaleCleanupScheduleID, workflows.ReconcileScheduleID}
+	ids := slices.Collect(maps.Keys(workflows.Schedules(workflows.ScheduleConfig{})))
 	slices.Sort(ids)
 	return ids
+}
+
+// scheduleHelp says what each schedule does, from its note (the one the
+// Web UI shows), without the "gitfleet: " prefix every note starts with.
+func scheduleHelp() string {
+	all := workflows.Schedules(workflows.ScheduleConfig{})
+	width := 0
+	for _, id := range scheduleIDs() {
+		width = max(width, len(id))
+	}
+	var b strings.Builder
+	for _, id := range scheduleIDs() {
+		fmt.Fprintf(&b, "  %-*s  %s\n", width, id, strings.TrimPrefix(all[id].Note, "gitfleet: "))
+	}
+	return b.String()
 }
 
 func (a *app) scheduleActionCmd(use, short string, do func(client.ScheduleHandle, *cobra.Command, string) error) *cobra.Command {

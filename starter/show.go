@@ -53,7 +53,7 @@ Showing counts as a view: repositories people look at are re-collected more ofte
 				asked = r.String()
 			}
 			if cb == nil {
-				return fmt.Errorf("%s has not been collected (try: starter collect %s)", r, r)
+				return usageError{fmt.Errorf("%s has not been collected (try: starter collect %s)", r, r)}
 			}
 			former, err := st.FormerNames(cmd.Context(), cb.ID)
 			if err != nil {

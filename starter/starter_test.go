@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -275,7 +277,7 @@ func TestShowRecordsAViewAndTellsStaleRepositories(t *testing.T) {
 	}
 
 	_, errOut, code = starter(t, "show", o+"/never-collected")
-	if code != exitFailed || !strings.Contains(errOut, "has not been collected") {
+	if code != exitUsage || !strings.Contains(errOut, "has not been collected") {
 		t.Errorf("show of an unknown repository: exit %d, %s", code, errOut)
 	}
 }
@@ -479,8 +481,19 @@ func TestSchedulesCommands(t *testing.T) {
 	}
 	out, _, _ = starter(t, "schedules", "list", "--json")
 	var listed []scheduleInfo
-	if err := json.Unmarshal([]byte(out), &listed); err != nil || len(listed) != 3 {
+	if err := json.Unmarshal([]byte(out), &listed); err != nil {
 		t.Fatalf("list --json: %v\n%s", err, out)
+	}
+	// Every schedule a worker creates is listed (secret-revalidation and
+	// webhook-redelivery were left out while the starter kept its own list).
+	var got []string
+	for _, s := range listed {
+		got = append(got, s.ID)
+	}
+	want := slices.Sorted(maps.Keys(workflows.Schedules(workflows.ScheduleConfig{})))
+	if !slices.Equal(got, want) || !slices.Contains(got, workflows.SecretRevalidationScheduleID) ||
+		!slices.Contains(got, workflows.DeliveryRecoveryScheduleID) {
+		t.Fatalf("list --json lists %v, want %v", got, want)
 	}
 	for _, s := range listed {
 		if s.Paused {

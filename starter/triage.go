@@ -73,7 +73,7 @@ func (a *app) findSecret(ctx context.Context, args []string, s secretArgs) (*fou
 	}
 	if f.shard == nil || f.scopeID == 0 {
 		st.Close()
-		return nil, fmt.Errorf("%s has not been scanned yet", what)
+		return nil, usageError{fmt.Errorf("%s has not been scanned yet", what)}
 	}
 	const shown = 20
 	ms, err := st.MatchSecrets(ctx, f.scopeID, prefix, s.rule, shown+1)

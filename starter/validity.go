@@ -123,7 +123,7 @@ again from their mirror and send it to its provider's own API (architecture
 				}
 				if sh == nil {
 					st.Close()
-					return fmt.Errorf("%s has not been scanned yet", w)
+					return usageError{fmt.Errorf("%s has not been scanned yet", w)}
 				}
 				shardID, subject, what = sh.ID, sh.Key, w
 			}
