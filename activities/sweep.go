@@ -555,3 +555,17 @@ func (s *Sweeps) startCollect(ctx context.Context, repo repoid.ID) workflows.Sta
 func (a *Activities) ResetFailures(ctx context.Context, repo repoid.ID) error {
 	return AppError(a.Store.ResetFailures(ctx, repo, a.now()))
 }
+
+// ListAccountCodebases reads a page of an account's live codebases, by
+// name, for RecollectAccount.
+func (s *Sweeps) ListAccountCodebases(ctx context.Context, in workflows.ListAccountCodebasesInput) (workflows.CachedReposPage, error) {
+	repos, err := s.Store.AccountCodebases(ctx, in.Host, in.Account, in.After, in.Limit)
+	if err != nil {
+		return workflows.CachedReposPage{}, AppError(fmt.Errorf("list the codebases of %s: %w", in.Account, err))
+	}
+	page := workflows.CachedReposPage{Repos: repos, Next: in.After, Done: len(repos) < in.Limit}
+	if len(repos) > 0 {
+		page.Next = repos[len(repos)-1].Name
+	}
+	return page, nil
+}

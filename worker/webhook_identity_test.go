@@ -80,7 +80,10 @@ func TestIdentityEventsAgreeWithPolling(t *testing.T) {
 		// selected: the App is installed on the repository and a
 		// second one only (installation_repositories can remove it).
 		selected bool
-		change   change
+		// account: the event is about the whole installation, and reaches
+		// the repository through its account's re-collection.
+		account bool
+		change  change
 	}{
 		{name: "renamed", app: reader, change: func(t *testing.T, owner, name string, _ int64) (string, string) {
 			if err := fg.Rename(owner, name, name+"-new"); err != nil {
@@ -104,6 +107,18 @@ func TestIdentityEventsAgreeWithPolling(t *testing.T) {
 		{name: "archived", app: reader, change: same(func(o, n string) error { return fg.SetArchived(o, n, true) })},
 		{name: "selection-removed", app: reader, private: true, selected: true, change: func(t *testing.T, owner, name string, inst int64) (string, string) {
 			if err := fg.SetInstallationRepos(inst, "keep"); err != nil {
+				t.Fatal(err)
+			}
+			return owner, name
+		}},
+		{name: "installation-deleted", app: reader, private: true, account: true, change: func(t *testing.T, owner, name string, inst int64) (string, string) {
+			if err := fg.Uninstall(inst); err != nil {
+				t.Fatal(err)
+			}
+			return owner, name
+		}},
+		{name: "installation-suspended", app: reader, private: true, account: true, change: func(t *testing.T, owner, name string, inst int64) (string, string) {
+			if err := fg.SuspendInstallation(inst, true); err != nil {
 				t.Fatal(err)
 			}
 			return owner, name
@@ -224,8 +239,17 @@ func TestIdentityEventsAgreeWithPolling(t *testing.T) {
 		sd.newOwner, sd.newName = tc.change(t, sd.owner, repoName, sd.inst)
 		sd.run = collect(repoid.ID{Host: fg.Host(), Owner: sd.owner, Name: repoName}, workflows.TriggerSweep)
 	}
-	for i := range cases {
+	for i, tc := range cases {
 		ev := sides[i][0]
+		if tc.account {
+			// The account's re-collection starts the Collect: once it is
+			// done, the Collect's latest run is the one it started.
+			acct := env.Client.GetWorkflow(ctx, workflows.RecollectAccountWorkflowID(fg.Host(), ev.owner), "")
+			var p workflows.CollectOrgProgress
+			if err := acct.Get(ctx, &p); err != nil || p.Started != 1 {
+				t.Fatalf("%s: the account's re-collection: %+v, %v", tc.name, p, err)
+			}
+		}
 		// The latest run of the name the event gave: the delivery was
 		// answered after the hand-off, so it is the event's.
 		ev.run = env.Client.GetWorkflow(ctx, workflows.CollectWorkflowID(repoid.ID{Host: fg.Host(), Owner: ev.newOwner, Name: ev.newName}), "")

@@ -31,7 +31,7 @@ func serveWebhooks(cfg config.Config, c client.Client, st *store.Store, log *zap
 		return nil, fmt.Errorf("webhook address (%s): %w", config.EnvWebhookAddr, err)
 	}
 	rc := &webhook.Receiver{Secret: []byte(cfg.Webhook.Secret), Host: cfg.Hosts.Default(),
-		Store: webhookStore{st}, Dispatcher: collections{c}, Log: log.Named("webhook")}
+		Store: webhookStore{st}, Dispatcher: collections{c: c, host: cfg.Hosts.Default(), maxRunning: cfg.SweepMaxRunning}, Log: log.Named("webhook")}
 	mux := http.NewServeMux()
 	mux.Handle("POST /webhook", rc)
 	// A delivery is answered within GitHub's 10 s or not at all.
@@ -70,12 +70,26 @@ func forgetDeliveries(ctx context.Context, st *store.Store, log *zap.Logger) {
 // collections hands a delivery's repository to its Collect run: signalled
 // when one is in flight (it collects once more after it), started when
 // none is, in one request Temporal makes durable before it answers.
-type collections struct{ c client.Client }
+type collections struct {
+	c          client.Client
+	host       string
+	maxRunning int // an account's re-collection is bounded as the sweep is
+}
 
 func (d collections) Collect(ctx context.Context, repo repoid.ID, del webhook.Delivery) error {
 	_, err := d.c.SignalWithStartWorkflow(ctx, workflows.CollectWorkflowID(repo), workflows.PushedSignal,
 		workflows.Pushed{Delivery: del.GUID, Event: del.Event, After: del.After},
 		workflows.CollectOptions(repo), workflows.Collect, workflows.CollectInput{Repo: repo, Trigger: workflows.TriggerPush})
+	return err
+}
+
+// Recollect hands a delivery about a whole account to the account's
+// re-collection, the same way.
+func (d collections) Recollect(ctx context.Context, account string, del webhook.Delivery) error {
+	opts := workflows.RecollectAccountOptions(d.host, account)
+	_, err := d.c.SignalWithStartWorkflow(ctx, opts.ID, workflows.AccountChangedSignal,
+		workflows.AccountChanged{Delivery: del.GUID, Event: del.Event, Action: del.Action}, opts,
+		workflows.RecollectAccount, workflows.RecollectAccountInput{Host: d.host, Account: account, MaxRunning: d.maxRunning})
 	return err
 }
 

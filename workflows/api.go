@@ -186,6 +186,7 @@ func Register(w worker.WorkflowRegistry) {
 	w.RegisterWorkflow(ReconcileRunners)
 	w.RegisterWorkflow(ValidateSecrets)
 	w.RegisterWorkflow(RecoverDeliveries)
+	w.RegisterWorkflow(RecollectAccount)
 }
 
 // The activities, by name: methods of the structs in package activities,
@@ -221,13 +222,14 @@ const (
 	activityParkShard       = "ParkShard"       // ParkInput
 
 	// Re-collection sweep (activities.Sweeps).
-	activityListDue         = "ListDue"         // SweepPageInput → SweepPage
-	activityCheckHeads      = "CheckHeads"      // CheckHeadsRequest → []HeadOutcome
-	activityStartCollect    = "StartCollect"    // repoid.ID
-	activityStartCollects   = "StartCollects"   // StartCollectsInput → []StartOutcome
-	activityRunningCollects = "RunningCollects" // → how many Collect runs run now
-	activityLoadSweepResume = "LoadSweepResume" // carry string → SweepResumeState
-	activitySaveSweepResume = "SaveSweepResume" // SweepResumeState
+	activityListDue              = "ListDue"              // SweepPageInput → SweepPage
+	activityCheckHeads           = "CheckHeads"           // CheckHeadsRequest → []HeadOutcome
+	activityStartCollect         = "StartCollect"         // repoid.ID
+	activityStartCollects        = "StartCollects"        // StartCollectsInput → []StartOutcome
+	activityRunningCollects      = "RunningCollects"      // → how many Collect runs run now
+	activityListAccountCodebases = "ListAccountCodebases" // ListAccountCodebasesInput → CachedReposPage
+	activityLoadSweepResume      = "LoadSweepResume"      // carry string → SweepResumeState
+	activitySaveSweepResume      = "SaveSweepResume"      // SweepResumeState
 
 	// The GitHub cache (activities.GitHub).
 	activityRefreshGitHubCache = "RefreshGitHubCache" // RefreshGitHubCacheInput → RefreshGitHubCacheResult
@@ -247,6 +249,7 @@ var ActivityNames = []string{
 	activityEnsureShard, activityAcquireShard, activitySyncShardMirror, activityScanShard, activityCheckpointShard,
 	activityParkShard,
 	activityListDue, activityCheckHeads, activityStartCollect, activityStartCollects, activityRunningCollects,
+	activityListAccountCodebases,
 	activityLoadSweepResume, activitySaveSweepResume,
 	activityRefreshGitHubCache, activityListCachedRepos,
 	activityCleanUpDatabase,

@@ -150,45 +150,15 @@ func collectOrgBounded(ctx workflow.Context, in CollectOrgInput, p *CollectOrgPr
 		info := workflow.GetInfo(ctx)
 		return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() >= runEventTarget
 	}
-	// unseen is what the last window started: the visibility store the
-	// count reads may not show those runs yet (as in the sweep).
-	unseen := 0
+	starts := roomyStarts{window: in.Window, maxRunning: in.MaxRunning, poll: in.RunningPoll, what: in.Org, p: p}
 	for pages := 0; ; {
-		for len(in.Pending) > 0 {
-			if full() {
-				return handOver()
-			}
-			var running int
-			if err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityRunningCollects).Get(ctx, &running); err != nil {
-				return *p, err
-			}
-			room := min(in.Window, in.MaxRunning-running-unseen)
-			if room <= 0 {
-				p.Waits++
-				workflow.SetCurrentDetails(ctx, fmt.Sprintf("Collecting %s, waiting for room: %d collections running, at most %d; %s",
-					in.Org, running, in.MaxRunning, p))
-				if err := workflow.Sleep(ctx, in.RunningPoll); err != nil {
-					return *p, err
-				}
-				unseen = 0
-				continue
-			}
-			window := in.Pending[:min(room, len(in.Pending))]
-			futures := make([]workflow.Future, len(window))
-			for i, r := range window {
-				futures[i] = workflow.ExecuteActivity(withOptions(ctx, startOptions), activityStartCollect, r)
-			}
-			in.Pending = in.Pending[len(window):]
-			unseen = 0
-			for _, f := range futures {
-				if err := f.Get(ctx, nil); err != nil {
-					p.Failed++
-					continue
-				}
-				p.Started++
-				unseen++
-			}
-			workflow.SetCurrentDetails(ctx, fmt.Sprintf("Collecting %s: %s", in.Org, p))
+		rest, err := starts.drain(ctx, in.Pending, full)
+		in.Pending = rest
+		if err != nil {
+			return *p, err
+		}
+		if len(rest) > 0 {
+			return handOver()
 		}
 		if in.LastPage {
 			p.Done = true
@@ -199,7 +169,7 @@ func collectOrgBounded(ctx workflow.Context, in CollectOrgInput, p *CollectOrgPr
 			return handOver()
 		}
 		var page CachedReposPage
-		err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityListCachedRepos, ListCachedReposInput{
+		err = workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityListCachedRepos, ListCachedReposInput{
 			UserID: in.UserID, Org: in.Org, IncludeArchived: in.IncludeArchived, After: in.After, Limit: 100,
 		}).Get(ctx, &page)
 		if err != nil {
@@ -209,4 +179,59 @@ func collectOrgBounded(ctx workflow.Context, in CollectOrgInput, p *CollectOrgPr
 		p.Listed += len(page.Repos)
 		in.After, in.Pending, in.LastPage = page.Next, page.Repos, page.Done
 	}
+}
+
+// roomyStarts starts Collects a window at a time, only while fewer than
+// maxRunning run fleet-wide (as the sweep does, §5), counting them in p;
+// with no room it waits poll and counts again.
+type roomyStarts struct {
+	window, maxRunning int
+	poll               time.Duration
+	what               string // what the run's details name
+	p                  *CollectOrgProgress
+	// unseen is what the last window started: the visibility store the
+	// count reads may not show those runs yet (as in the sweep).
+	unseen int
+}
+
+// drain starts every repository of pending and returns the ones left
+// when full says the run should hand over first (nil: all started).
+func (s *roomyStarts) drain(ctx workflow.Context, pending []repoid.ID, full func() bool) ([]repoid.ID, error) {
+	for len(pending) > 0 {
+		if full() {
+			return pending, nil
+		}
+		var running int
+		if err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityRunningCollects).Get(ctx, &running); err != nil {
+			return pending, err
+		}
+		room := min(s.window, s.maxRunning-running-s.unseen)
+		if room <= 0 {
+			s.p.Waits++
+			workflow.SetCurrentDetails(ctx, fmt.Sprintf("Collecting %s, waiting for room: %d collections running, at most %d; %s",
+				s.what, running, s.maxRunning, s.p))
+			if err := workflow.Sleep(ctx, s.poll); err != nil {
+				return pending, err
+			}
+			s.unseen = 0
+			continue
+		}
+		window := pending[:min(room, len(pending))]
+		futures := make([]workflow.Future, len(window))
+		for i, r := range window {
+			futures[i] = workflow.ExecuteActivity(withOptions(ctx, startOptions), activityStartCollect, r)
+		}
+		pending = pending[len(window):]
+		s.unseen = 0
+		for _, f := range futures {
+			if err := f.Get(ctx, nil); err != nil {
+				s.p.Failed++
+				continue
+			}
+			s.p.Started++
+			s.unseen++
+		}
+		workflow.SetCurrentDetails(ctx, fmt.Sprintf("Collecting %s: %s", s.what, s.p))
+	}
+	return nil, nil
 }

@@ -3,6 +3,10 @@ package store
 import (
 	"context"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"gitfleet/internal/domain/repoid"
 )
 
 // CodebaseByExternalID returns the codebase of a host's repository id (a
@@ -37,4 +41,29 @@ func (s *Store) ForgetDeliveries(ctx context.Context, before time.Time) (int64, 
 func (s *Store) NoteEvents(ctx context.Context, host string, externalIDs []string) error {
 	_, err := s.pool.Exec(ctx, `UPDATE codebases SET last_event_at = now() WHERE host = $1 AND external_repo_id = ANY($2)`, host, externalIDs)
 	return err
+}
+
+// AccountCodebases lists a page of an account's live codebases of a host,
+// by name (case-insensitively, as GitHub compares them), after the name
+// after; the index of live names serves it.
+func (s *Store) AccountCodebases(ctx context.Context, host, account, after string, limit int) ([]repoid.ID, error) {
+	rows, err := s.pool.Query(ctx, `SELECT owner, name FROM codebases
+		WHERE host = $1 AND lower(owner) = lower($2) AND NOT is_stale AND lower(name) > lower($3)
+		ORDER BY lower(name) LIMIT $4`, host, account, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (repoid.ID, error) {
+		id := repoid.ID{Host: host}
+		return id, r.Scan(&id.Owner, &id.Name)
+	})
+}
+
+// AccountCollected reports whether gitfleet collects any live repository
+// of an account of a host.
+func (s *Store) AccountCollected(ctx context.Context, host, account string) (bool, error) {
+	var ok bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM codebases
+		WHERE host = $1 AND lower(owner) = lower($2) AND NOT is_stale)`, host, account).Scan(&ok)
+	return ok, err
 }

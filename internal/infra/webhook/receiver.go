@@ -44,6 +44,9 @@ type Dispatcher interface {
 	// returns nil, a collection that starts after the delivery runs
 	// (signalled to one in flight, which collects once more, or started).
 	Collect(ctx context.Context, repo repoid.ID, d Delivery) error
+	// Recollect makes sure every repository gitfleet collects of an
+	// account is collected after the delivery, as Collect does for one.
+	Recollect(ctx context.Context, account string, d Delivery) error
 }
 
 // Store is what the receiver reads and records.
@@ -51,6 +54,9 @@ type Store interface {
 	// Collected reports whether a repository of the host, by its id, is
 	// one gitfleet collects.
 	Collected(ctx context.Context, host, externalID string) (bool, error)
+	// AccountCollected reports whether gitfleet collects any repository
+	// of an account of the host.
+	AccountCollected(ctx context.Context, host, account string) (bool, error)
 	DeliveryHandled(ctx context.Context, guid string) (bool, error)
 	RecordDelivery(ctx context.Context, guid, event string) error
 	// NoteEvents records that a delivery named these repositories (by
@@ -132,12 +138,12 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		answer(http.StatusOK, OutcomeIgnored, "pong")
 		return
 	}
-	repos, err := rc.parse(body, &d)
+	job, err := rc.parse(body, &d)
 	if err != nil {
 		answer(http.StatusBadRequest, OutcomeRefused, err.Error())
 		return
 	}
-	if len(repos) == 0 {
+	if len(job.repos) == 0 && job.account == "" {
 		answer(http.StatusAccepted, OutcomeIgnored, "nothing to collect")
 		return
 	}
@@ -148,7 +154,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
-	outcome, err := rc.handOff(ctx, d, repos)
+	outcome, err := rc.handOff(ctx, d, job)
 	switch {
 	case err != nil:
 		rc.Log.Warn("Webhook delivery not handed over: GitHub records it failed, and redelivery recovers it",
@@ -160,23 +166,26 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		answer(http.StatusAccepted, outcome, "not a collected repository")
 	default:
 		rc.Log.Info("Webhook delivery handed over", zap.String("delivery", d.GUID), zap.String("event", event),
-			zap.String("action", d.Action), zap.Int("repositories", len(repos)))
+			zap.String("action", d.Action), zap.Int("repositories", len(job.repos)), zap.String("account", job.account))
 		answer(http.StatusAccepted, outcome, "collecting")
 	}
 }
 
-// handOff collects every collected repository of a delivery, unless the
-// delivery was handed over before, and records it once every collection
-// is with Temporal: a delivery whose hand-off failed part way is not
-// recorded, and its redelivery collects them all again (a collection more
-// costs little; a lost one, a secret found late).
-func (rc *Receiver) handOff(ctx context.Context, d Delivery, repos []repo) (string, error) {
+// handOff collects every collected repository of a delivery (or of its
+// account), unless the delivery was handed over before, and records it
+// once every collection is with Temporal: a delivery whose hand-off failed
+// part way is not recorded, and its redelivery collects them all again (a
+// collection more costs little; a lost one, a secret found late).
+func (rc *Receiver) handOff(ctx context.Context, d Delivery, job work) (string, error) {
 	done, err := rc.Store.DeliveryHandled(ctx, d.GUID)
 	if err != nil || done {
 		return OutcomeDuplicate, err
 	}
+	if job.account != "" {
+		return rc.handAccount(ctx, d, job.account)
+	}
 	var handed []string
-	for _, r := range repos {
+	for _, r := range job.repos {
 		ok, err := rc.Store.Collected(ctx, rc.Host, r.externalID)
 		if err != nil {
 			return "", err
@@ -199,6 +208,24 @@ func (rc *Receiver) handOff(ctx context.Context, d Delivery, repos []repo) (stri
 	}
 	if err := rc.Store.NoteEvents(ctx, rc.Host, handed); err != nil {
 		rc.Log.Warn("Webhook delivery's repositories not noted", zap.String("delivery", d.GUID), zap.Error(err))
+	}
+	return OutcomeAccepted, nil
+}
+
+// handAccount hands a delivery about a whole account to its re-collection.
+func (rc *Receiver) handAccount(ctx context.Context, d Delivery, account string) (string, error) {
+	ok, err := rc.Store.AccountCollected(ctx, rc.Host, account)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return OutcomeNotCollected, nil
+	}
+	if err := rc.Dispatcher.Recollect(ctx, account, d); err != nil {
+		return "", err
+	}
+	if err := rc.Store.RecordDelivery(ctx, d.GUID, d.Event); err != nil {
+		rc.Log.Warn("Webhook delivery handed over but not recorded", zap.String("delivery", d.GUID), zap.Error(err))
 	}
 	return OutcomeAccepted, nil
 }
@@ -232,13 +259,25 @@ type repo struct {
 	id         repoid.ID
 }
 
+// work is what a delivery asks: these repositories collected, or every
+// repository of an account.
+type work struct {
+	repos   []repo
+	account string
+}
+
 // payload holds the fields gitfleet reads of the events it acts on.
 type payload struct {
-	Action     string       `json:"action"`
-	After      string       `json:"after"`
-	Repository *repository  `json:"repository"`
-	Added      []repository `json:"repositories_added"`
-	Removed    []repository `json:"repositories_removed"`
+	Action       string       `json:"action"`
+	After        string       `json:"after"`
+	Repository   *repository  `json:"repository"`
+	Added        []repository `json:"repositories_added"`
+	Removed      []repository `json:"repositories_removed"`
+	Installation *struct {
+		Account struct {
+			Login string `json:"login"`
+		} `json:"account"`
+	} `json:"installation"`
 }
 
 type repository struct {
@@ -251,11 +290,20 @@ type repository struct {
 var actions = map[string]bool{"renamed": true, "transferred": true, "deleted": true, "privatized": true,
 	"publicized": true, "archived": true, "unarchived": true}
 
-// parse reads the repositories a delivery asks to collect, by event.
-func (rc *Receiver) parse(body []byte, d *Delivery) ([]repo, error) {
+// installationActions are the installation actions that change what the
+// App can read of every repository of its account.
+var installationActions = map[string]bool{"created": true, "deleted": true, "suspend": true, "unsuspend": true}
+
+// MaxNamed is the most repositories a delivery hands over one by one, in
+// one request each; a selection that changes more is handed to the
+// account's re-collection in one request, within GitHub's 10 s.
+const MaxNamed = 20
+
+// parse reads what a delivery asks to collect, by event.
+func (rc *Receiver) parse(body []byte, d *Delivery) (work, error) {
 	var p payload
 	if err := json.Unmarshal(body, &p); err != nil {
-		return nil, fmt.Errorf("the payload is not an event: %s", textsafe.Printable(err.Error()))
+		return work{}, fmt.Errorf("the payload is not an event: %s", textsafe.Printable(err.Error()))
 	}
 	d.Action = p.Action
 	var named []repository
@@ -270,14 +318,33 @@ func (rc *Receiver) parse(body []byte, d *Delivery) ([]repo, error) {
 		}
 	case "installation_repositories":
 		named = append(p.Added, p.Removed...)
+		if len(named) > MaxNamed {
+			return rc.account(p)
+		}
+	case "installation":
+		if installationActions[p.Action] {
+			return rc.account(p)
+		}
 	}
-	var out []repo
+	var out work
 	for _, r := range named {
 		id, err := repoid.Parse(r.FullName, rc.Host)
 		if err != nil || r.ID <= 0 || id.Host != rc.Host {
-			return nil, fmt.Errorf("repository %q (id %d) is not a repository of %s", textsafe.Printable(r.FullName), r.ID, rc.Host)
+			return work{}, fmt.Errorf("repository %q (id %d) is not a repository of %s", textsafe.Printable(r.FullName), r.ID, rc.Host)
 		}
-		out = append(out, repo{externalID: fmt.Sprint(r.ID), id: id})
+		out.repos = append(out.repos, repo{externalID: fmt.Sprint(r.ID), id: id})
 	}
 	return out, nil
+}
+
+// account reads the account an installation event is about.
+func (rc *Receiver) account(p payload) (work, error) {
+	if p.Installation == nil {
+		return work{}, errors.New("the event names no installation")
+	}
+	login := p.Installation.Account.Login
+	if err := repoid.ValidOwner(login); err != nil {
+		return work{}, fmt.Errorf("installation account %q: %w", textsafe.Printable(login), err)
+	}
+	return work{account: login}, nil
 }

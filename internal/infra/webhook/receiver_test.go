@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -23,6 +24,10 @@ type fakeStore struct {
 
 func (s *fakeStore) Collected(_ context.Context, host, id string) (bool, error) {
 	return host == "github.com" && s.collected[id], nil
+}
+
+func (s *fakeStore) AccountCollected(_ context.Context, host, account string) (bool, error) {
+	return host == "github.com" && strings.EqualFold(account, "alice"), nil
 }
 
 func (s *fakeStore) DeliveryHandled(_ context.Context, guid string) (bool, error) {
@@ -58,7 +63,25 @@ func (d *fakeDispatcher) Collect(_ context.Context, r repoid.ID, _ Delivery) err
 	return nil
 }
 
+func (d *fakeDispatcher) Recollect(_ context.Context, account string, _ Delivery) error {
+	if d.fail != nil {
+		return d.fail
+	}
+	d.collected = append(d.collected, "account "+account)
+	return nil
+}
+
 var secret = []byte("webhook secret")
+
+// selection is an installation_repositories delivery adding n
+// repositories of alice.
+func selection(n int) string {
+	added := make([]string, n)
+	for i := range added {
+		added[i] = fmt.Sprintf(`{"id":%d,"full_name":"alice/r%d"}`, 2000+i, i)
+	}
+	return `{"action":"added","installation":{"account":{"login":"alice"}},"repositories_added":[` + strings.Join(added, ",") + `]}`
+}
 
 const push = `{"ref":"refs/heads/main","after":"c2","repository":{"id":1001,"full_name":"alice/app"}}`
 
@@ -96,6 +119,16 @@ func TestReceiver(t *testing.T) {
 		{"a name with a path trick", "push", "g12", `{"repository":{"id":1001,"full_name":"alice/../../etc"}}`, "", false, 400, nil, false},
 		{"not JSON", "push", "g13", `{"repository":`, "", false, 400, nil, false},
 		{"no delivery id", "push", "", push, "", false, 400, nil, false},
+		{"an installation deleted", "installation", "g14", `{"action":"deleted","installation":{"account":{"login":"Alice"}}}`, "", false, 202,
+			[]string{"account Alice"}, true},
+		{"an installation suspended", "installation", "g15", `{"action":"suspend","installation":{"account":{"login":"alice"}}}`, "", false, 202,
+			[]string{"account alice"}, true},
+		{"an installation of an account not collected", "installation", "g16", `{"action":"deleted","installation":{"account":{"login":"bob"}}}`, "", false, 202, nil, false},
+		{"an installation's permissions accepted", "installation", "g17", `{"action":"new_permissions_accepted","installation":{"account":{"login":"alice"}}}`, "", false, 202, nil, false},
+		{"an installation of no account", "installation", "g18", `{"action":"deleted","installation":{"account":{"login":"../x"}}}`, "", false, 400, nil, false},
+		{"an installation, Temporal down", "installation", "g19", `{"action":"deleted","installation":{"account":{"login":"alice"}}}`, "", true, 503, nil, false},
+		{"a selection of MaxNamed", "installation_repositories", "g20", selection(MaxNamed), "", false, 202, nil, false},
+		{"a selection past MaxNamed", "installation_repositories", "g21", selection(MaxNamed + 1), "", false, 202, []string{"account alice"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &fakeStore{collected: map[string]bool{"1001": true, "1002": true}, handled: map[string]bool{"seen": true}}
@@ -122,7 +155,11 @@ func TestReceiver(t *testing.T) {
 			if st.handled[tc.guid] != tc.recorded {
 				t.Errorf("recorded %t, want %t", st.handled[tc.guid], tc.recorded)
 			}
-			if tc.guid != "seen" && len(st.noted) != len(tc.wantRepos) {
+			wantNoted := len(tc.wantRepos)
+			if wantNoted == 1 && strings.HasPrefix(tc.wantRepos[0], "account ") {
+				wantNoted = 0 // a delivery about an account names no repository
+			}
+			if tc.guid != "seen" && len(st.noted) != wantNoted {
 				t.Errorf("noted events of %v, want one for each of %v", st.noted, tc.wantRepos)
 			}
 		})
