@@ -3,9 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -33,7 +38,7 @@ type fleetFlags struct {
 	validity             []string
 	summary              bool
 	top                  int
-	format               string
+	format, out          string
 	after                int64
 }
 
@@ -56,13 +61,14 @@ func (f *fleetFlags) add(cmd *cobra.Command) {
 	fl.BoolVar(&f.summary, "summary", false, "count the secrets by state, rule family and repository instead of listing them")
 	fl.IntVar(&f.top, "top", 10, "with --summary: how many rule families and repositories to name")
 	fl.StringVar(&f.format, "format", "", "write every occurrence as a report: "+strings.Join(report.Formats, ", "))
+	fl.StringVar(&f.out, "out", "", "with --format: write one file per repository into this directory (sarif: needed when the selection holds several)")
 	fl.Int64Var(&f.after, "after", 0, "list the secrets after this cursor (the one a listing that stopped printed)")
 }
 
 // fleetNames are the flags that make findings read the fleet's secrets
 // (of one target when one is given) rather than one repository's list.
 var fleetNames = []string{"all-repos", "repo", "rule", "tag", "state", "status", "since", "decoded", "not-decoded", "seen-again",
-	"ignored", "ignored-only", "summary", "format", "after", "valid", "validity"}
+	"ignored", "ignored-only", "summary", "format", "out", "after", "valid", "validity"}
 
 func (f *fleetFlags) used(cmd *cobra.Command) bool {
 	for _, n := range fleetNames {
@@ -167,6 +173,9 @@ func (f *fleetFlags) filter(rules func() (*scan.RuleSet, error)) (store.FleetFil
 			return bad("--format and --summary do not go together")
 		}
 	}
+	if f.out != "" && f.format == "" {
+		return bad("--out writes the files of a report: give --format")
+	}
 	return out, nil
 }
 
@@ -228,7 +237,14 @@ the listing counts them, --ignored lists them too.
 
 --format writes every occurrence of the selected secrets as a report other
 tools read: sarif (SARIF 2.1.0, as GitHub code scanning takes it), gitleaks
-(gitleaks' JSON report, secrets redacted), csv.
+(gitleaks' JSON report, secrets redacted), csv. A SARIF log is of one
+repository (code scanning attaches its results to that repository's files;
+its run names the repository, branch and commit scanned): a selection of
+several needs --out DIR, which writes one file per repository
+(host_owner_name.sarif), as it does for the other formats. A repository
+past code scanning's limits (25,000 results in a run; it shows the 5,000
+most severe) is refused: narrow the selection (--state open, --status
+present, --rule).
 
 --occurrences lists every occurrence beneath its secret, with its own
 status. At most --limit secrets are listed, and when there are more the
@@ -242,6 +258,7 @@ scan target is given as it was scanned, with the same --ref/--commit.`,
   starter findings --repo 'github.com/acme/*' --state open --status present
   starter findings --rule github-pat --since 2026-01-01 --json
   starter findings acme/api --format sarif > gitfleet.sarif
+  starter findings --repo 'github.com/acme/*' --format sarif --out sarif/
   starter findings resolve acme/api 5f0c7a1e --reason revoked --comment "rotated"`,
 		Args: args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, in []string) error {
@@ -295,7 +312,7 @@ scan target is given as it was scanned, with the same --ref/--commit.`,
 			case ff.summary:
 				return a.findingsSummary(cmd.Context(), st, f, ff.top, what)
 			case ff.format != "":
-				return a.exportFindings(cmd.Context(), st, f, ff.format)
+				return a.exportFindings(cmd.Context(), st, f, ff.format, ff.out)
 			}
 			return a.fleetFindings(cmd.Context(), st, f, ff.after, limit)
 		},
@@ -633,9 +650,14 @@ func (a *app) findingsSummary(ctx context.Context, st *store.Store, f store.Flee
 	return nil
 }
 
+// sarifLimits are code scanning's limits on a run (the tests lower them).
+var sarifLimits = struct{ results, shown int64 }{report.MaxResultsPerRun, report.ShownResultsPerRun}
+
 // exportFindings writes every occurrence of the secrets f selects as a
-// report, a page of secrets at a time: constant memory however many.
-func (a *app) exportFindings(ctx context.Context, st *store.Store, f store.FleetFilter, format string) error {
+// report, to stdout or, with out, one file per repository in that
+// directory. SARIF is one log per repository: several without out are
+// refused (exit 2), as is a repository past code scanning's limits.
+func (a *app) exportFindings(ctx context.Context, st *store.Store, f store.FleetFilter, format, out string) error {
 	rs, err := a.loadRules("")
 	if err != nil {
 		return err
@@ -645,10 +667,182 @@ func (a *app) exportFindings(ctx context.Context, st *store.Store, f store.Fleet
 		rules = append(rules, report.Rule{ID: r.ID, Description: r.Description, Tags: r.Tags})
 	}
 	// gitfleet has no version of its own to name; its rules are listed.
-	w, _, err := report.New(format, a.stdout, report.Tool{Name: "gitfleet"}, rules)
+	tool := report.Tool{Name: "gitfleet"}
+	if format != "sarif" && out == "" {
+		w, _, err := report.New(format, a.stdout, tool, rules)
+		if err != nil {
+			return err
+		}
+		if err := writeOccurrences(ctx, st, f, w); err != nil {
+			return err
+		}
+		return w.Close()
+	}
+	repos, err := st.FleetRepositories(ctx, f)
 	if err != nil {
 		return err
 	}
+	if format == "sarif" {
+		if out == "" && len(repos) > 1 {
+			names := make([]string, 0, 3)
+			for _, r := range repos[:min(3, len(repos))] {
+				names = append(names, textsafe.Printable(r.Repository))
+			}
+			if len(repos) > 3 {
+				names = append(names, "…")
+			}
+			return usageError{fmt.Errorf("the selection holds %d repositories (%s): a SARIF log is of one repository "+
+				"(code scanning attaches its results to that repository's files); give --out DIR for one file each, or name one repository",
+				len(repos), strings.Join(names, ", "))}
+		}
+		var over []string
+		for _, r := range repos {
+			if r.Occurrences > sarifLimits.results {
+				over = append(over, fmt.Sprintf("%s (%s)", textsafe.Printable(r.Repository), thousands(r.Occurrences)))
+			}
+		}
+		if len(over) > 0 {
+			return usageError{fmt.Errorf("more results than the %s GitHub code scanning takes in a run (it shows the %s most severe): %s; "+
+				"narrow the selection (--state open, --status present, --rule)", thousands(sarifLimits.results),
+				thousands(sarifLimits.shown), strings.Join(over, ", "))}
+		}
+		for _, r := range repos {
+			if r.Occurrences > sarifLimits.shown {
+				fmt.Fprintf(a.stderr, "%s: %s; code scanning shows only the %s most severe\n", textsafe.Printable(r.Repository),
+					count(r.Occurrences, "result", "results"), thousands(sarifLimits.shown))
+			}
+		}
+		if out == "" {
+			var w report.Writer
+			if len(repos) == 0 {
+				w, err = report.NewSARIF(a.stdout, tool, rules)
+			} else {
+				w, err = report.NewRepositorySARIF(a.stdout, tool, rules, sarifRepository(repos[0]))
+			}
+			if err != nil {
+				return err
+			}
+			if err := writeOccurrences(ctx, st, f, w); err != nil {
+				return err
+			}
+			return w.Close()
+		}
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	names := map[string]bool{}
+	for _, r := range repos {
+		name := reportFileName(r.Repository, format, names)
+		one := f
+		one.ShardID = r.ShardID
+		if err := writeReportFile(filepath.Join(out, name), func(file io.Writer) (report.Writer, error) {
+			if format == "sarif" {
+				return report.NewRepositorySARIF(file, tool, rules, sarifRepository(r))
+			}
+			w, _, err := report.New(format, file, tool, rules)
+			return w, err
+		}, func(w report.Writer) error { return writeOccurrences(ctx, st, one, w) }); err != nil {
+			return err
+		}
+		fmt.Fprintf(a.stdout, "%s  %s, %s\n", filepath.Join(out, name), textsafe.Printable(r.Repository),
+			count(r.Occurrences, "occurrence", "occurrences"))
+	}
+	if len(repos) == 0 {
+		fmt.Fprintln(a.stdout, "no secrets: no file written")
+	}
+	return nil
+}
+
+// writeReportFile writes a report to path whole or not at all: to a
+// temporary file beside it, renamed over it once closed.
+func writeReportFile(path string, open func(io.Writer) (report.Writer, error), fill func(report.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	w, err := open(tmp)
+	if err == nil {
+		err = fill(w)
+	}
+	if err == nil {
+		err = w.Close()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// reportFileName is the file a repository's report is written to: its
+// name with every character but letters, digits, '.', '-' and '_' as '_'
+// (host_owner_name.sarif), never hidden, and with a digest of the name
+// where two names would meet (taken records the names given).
+func reportFileName(repository, format string, taken map[string]bool) string {
+	ext := map[string]string{"sarif": ".sarif", "gitleaks": ".json", "csv": ".csv"}[format]
+	b := []byte(strings.TrimPrefix(repository, "/"))
+	for i, c := range b {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	name := string(b)
+	if len(name) > 150 {
+		name = name[:150]
+	}
+	if name == "" || name[0] == '.' {
+		name = "_" + name
+	}
+	if taken[strings.ToLower(name)] { // case-insensitive file systems too
+		sum := sha256.Sum256([]byte(repository))
+		name += "-" + hex.EncodeToString(sum[:4])
+	}
+	taken[strings.ToLower(name)] = true
+	return name + ext
+}
+
+// sarifRepository is what a repository's SARIF log says of it: its URI
+// and the commit scanned at its default branch (a scan target's main,
+// master or only ref).
+func sarifRepository(r store.FleetRepository) report.Repository {
+	out := report.Repository{Name: r.Repository}
+	switch u, err := url.Parse(r.Location); {
+	case r.Local:
+		out.URI = (&url.URL{Scheme: "file", Path: r.Location}).String()
+	case err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "":
+		out.URI = (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: strings.TrimSuffix(u.Path, ".git")}).String()
+	default:
+		out.URI = "https://" + r.Repository
+	}
+	var candidates []string
+	if r.DefaultBranch != "" {
+		candidates = append(candidates, "refs/heads/"+r.DefaultBranch)
+	}
+	candidates = append(candidates, "HEAD", "refs/heads/main", "refs/heads/master")
+	for _, ref := range candidates {
+		if c, ok := r.Tips[ref]; ok {
+			out.Branch, out.Commit = ref, c
+			if ref == "HEAD" {
+				out.Branch = ""
+			}
+			return out
+		}
+	}
+	if len(r.Tips) == 1 {
+		for ref, c := range r.Tips {
+			out.Branch, out.Commit = ref, c
+		}
+	}
+	return out
+}
+
+// writeOccurrences writes every occurrence of the secrets f selects to w,
+// a page of secrets at a time: constant memory however many.
+func writeOccurrences(ctx context.Context, st *store.Store, f store.FleetFilter, w report.Writer) error {
 	withIgnored := f.Ignored || f.IgnoredOnly
 	for after := int64(0); ; {
 		page, err := st.FleetSecrets(ctx, f, store.Page{After: after, Limit: findingsPage})
@@ -688,11 +882,10 @@ func (a *app) exportFindings(ctx context.Context, st *store.Store, f store.Fleet
 			}
 		}
 		if len(page) < findingsPage {
-			break
+			return nil
 		}
 		after = page[len(page)-1].Cursor
 	}
-	return w.Close()
 }
 
 // reportOccurrence is an occurrence of s as the reports take it; a

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"runtime"
@@ -188,6 +189,79 @@ func TestSARIFIsValidAndOneResultPerOccurrence(t *testing.T) {
 	}
 }
 
+// A repository's log names it (versionControlProvenance: URI, commit,
+// branch), holds its results only, and stops at code scanning's limit.
+func TestRepositorySARIF(t *testing.T) {
+	schema := sarifSchema(t)
+	repo := Repository{Name: "github.com/acme/api", URI: "https://github.com/acme/api", Commit: strings.Repeat("c1", 20), Branch: "refs/heads/main"}
+	var mine []Occurrence
+	for _, o := range occurrences() {
+		if o.Repository == repo.Name {
+			mine = append(mine, o)
+		}
+	}
+	var b bytes.Buffer
+	if err := WriteRepositorySARIF(&b, Tool{Name: "gitfleet"}, rules, repo, mine); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b.Bytes()))
+	if err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, b.Bytes())
+	}
+	if err := schema.Validate(doc); err != nil {
+		t.Fatalf("not SARIF 2.1.0: %v\n%s", err, b.Bytes())
+	}
+	var log struct {
+		Runs []struct {
+			VersionControlProvenance []struct{ RepositoryURI, RevisionID, Branch string }
+			Results                  []json.RawMessage
+		}
+	}
+	if err := json.Unmarshal(b.Bytes(), &log); err != nil {
+		t.Fatal(err)
+	}
+	if len(log.Runs) != 1 || len(log.Runs[0].Results) != len(mine) || len(log.Runs[0].VersionControlProvenance) != 1 {
+		t.Fatalf("one run of %d results with its provenance:\n%s", len(mine), b.Bytes())
+	}
+	if p := log.Runs[0].VersionControlProvenance[0]; p.RepositoryURI != repo.URI || p.RevisionID != repo.Commit || p.Branch != repo.Branch {
+		t.Errorf("provenance %+v, want %+v", p, repo)
+	}
+
+	for _, tt := range []struct {
+		name string
+		in   []Occurrence
+		want string
+	}{
+		{"another repository's occurrence", occurrences()[3:4], "an occurrence of /srv/repos/tools"},
+		{"past the limit", func() []Occurrence {
+			o := make([]Occurrence, MaxResultsPerRun+1)
+			for i := range o {
+				o[i] = mine[0]
+			}
+			return o
+		}(), "more than 25000 results"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := WriteRepositorySARIF(io.Discard, Tool{Name: "gitfleet"}, rules, repo, tt.in)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err %v, want %q", err, tt.want)
+			}
+		})
+	}
+	// The streaming writer refuses the result past the limit as well.
+	s, err := NewRepositorySARIF(io.Discard, Tool{Name: "gitfleet"}, rules, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range MaxResultsPerRun + 1 {
+		err = s.Write(mine[0])
+		var le *LimitError
+		if (i == MaxResultsPerRun) != errors.As(err, &le) {
+			t.Fatalf("result %d: %v", i+1, err)
+		}
+	}
+}
+
 func TestGitleaksReportDecodesWithGitleaksTypes(t *testing.T) {
 	in := occurrences()
 	out := write(t, "gitleaks", in)
@@ -267,8 +341,12 @@ func TestWritersStream(t *testing.T) {
 			if err := w.Write(o); err != nil {
 				t.Fatal(err)
 			}
+			n := 200_000
+			if format == "sarif" { // a run holds no more
+				n = MaxResultsPerRun - 1
+			}
 			before := heap()
-			for range 200_000 {
+			for range n {
 				if err := w.Write(o); err != nil {
 					t.Fatal(err)
 				}
@@ -278,7 +356,7 @@ func TestWritersStream(t *testing.T) {
 				t.Fatal(err)
 			}
 			if after > before+1<<20 {
-				t.Errorf("heap grew from %d to %d bytes over 200,000 rows", before, after)
+				t.Errorf("heap grew from %d to %d bytes over %d rows", before, after, n)
 			}
 		})
 	}

@@ -80,22 +80,109 @@ type sarifResultProps struct {
 	ArchiveLine  int    `json:"archiveLine,omitempty"`
 }
 
+// GitHub code scanning's limits on an uploaded log
+// (docs.github.com: "SARIF support for code scanning", upload limits): a
+// file may hold at most MaxRunsPerFile runs and a run at most
+// MaxResultsPerRun results, of which code scanning shows only the
+// ShownResultsPerRun of highest severity. A log this package writes has
+// one run, so only the results are counted.
+const (
+	MaxRunsPerFile     = 20
+	MaxResultsPerRun   = 25000
+	ShownResultsPerRun = 5000
+)
+
+// LimitError is a log refused at MaxResultsPerRun: code scanning rejects
+// a run with more results, so none of it is usable.
+type LimitError struct {
+	// Repository names the log's repository ("" for a log of no one
+	// repository).
+	Repository string
+}
+
+func (e *LimitError) Error() string {
+	what := "the SARIF log"
+	if e.Repository != "" {
+		what = e.Repository + "'s SARIF log"
+	}
+	return fmt.Sprintf("%s would hold more than %d results, the most GitHub code scanning takes in a run", what, MaxResultsPerRun)
+}
+
+// Repository is the repository a SARIF log describes, as
+// versionControlProvenance names it: code scanning attaches a log's
+// results to the files of one repository, so a log holds one.
+type Repository struct {
+	// Name is the occurrences' Repository ("github.com/acme/api"); every
+	// occurrence written to the log must carry it.
+	Name string
+	// URI is the repository's absolute URI (https://github.com/acme/api,
+	// or file:///srv/repos/tools for a local scan target).
+	URI string
+	// Commit is the commit scanned (the tip of Branch), Branch the ref
+	// ("refs/heads/main"); either may be "" when unknown.
+	Commit, Branch string
+}
+
+type sarifProvenance struct {
+	RepositoryURI string `json:"repositoryUri"`
+	RevisionID    string `json:"revisionId,omitempty"`
+	Branch        string `json:"branch,omitempty"`
+}
+
 // SARIF writes a SARIF 2.1.0 log: one run, the rules as
 // tool.driver.rules, one result per occurrence at its file and line, a
 // partialFingerprints entry (FingerprintKey) per secret. A suppressed
 // occurrence carries a suppression: inSource for gitleaks:allow, external
 // for .gitleaksignore and for a resolved secret (accepted, the reason as
 // justification), which is how code scanning learns it is dismissed.
+// Write refuses the result past MaxResultsPerRun (a *LimitError).
 type SARIF struct {
 	w     *bufio.Writer
 	rules map[string]int
+	repo  string // with a repository: the only one a result may be of
 	n     int
 	err   error
 }
 
-// NewSARIF starts a SARIF log on w; rules are written at once, results
+// NewSARIF starts a SARIF log on w of no one repository (its results may
+// be of several, which code scanning cannot attach to files: use
+// NewRepositorySARIF for an upload); rules are written at once, results
 // as they come.
 func NewSARIF(w io.Writer, tool Tool, rules []Rule) (*SARIF, error) {
+	return newSARIF(w, tool, rules, nil)
+}
+
+// NewRepositorySARIF starts the SARIF log of one repository, the log code
+// scanning takes: its run names the repository, commit and branch
+// (versionControlProvenance), and Write refuses an occurrence of another
+// repository.
+func NewRepositorySARIF(w io.Writer, tool Tool, rules []Rule, repo Repository) (*SARIF, error) {
+	if repo.URI == "" {
+		return nil, fmt.Errorf("SARIF of %q: no repository URI", repo.Name)
+	}
+	return newSARIF(w, tool, rules, &repo)
+}
+
+// WriteRepositorySARIF writes the complete SARIF log of one repository's
+// occurrences to w (see NewRepositorySARIF); past MaxResultsPerRun it
+// writes nothing and returns a *LimitError.
+func WriteRepositorySARIF(w io.Writer, tool Tool, rules []Rule, repo Repository, occurrences []Occurrence) error {
+	if len(occurrences) > MaxResultsPerRun {
+		return &LimitError{Repository: repo.Name}
+	}
+	s, err := NewRepositorySARIF(w, tool, rules, repo)
+	if err != nil {
+		return err
+	}
+	for _, o := range occurrences {
+		if err := s.Write(o); err != nil {
+			return err
+		}
+	}
+	return s.Close()
+}
+
+func newSARIF(w io.Writer, tool Tool, rules []Rule, repo *Repository) (*SARIF, error) {
 	s := &SARIF{w: bufio.NewWriter(w), rules: rulesByID(rules)}
 	sr := make([]sarifRule, len(rules))
 	for i, r := range rules {
@@ -104,24 +191,43 @@ func NewSARIF(w io.Writer, tool Tool, rules []Rule) (*SARIF, error) {
 			sr[i].ShortDescription = &sarifMessage{Text: r.Description}
 		}
 	}
-	driver := struct {
+	type driver struct {
 		Name           string      `json:"name"`
 		Version        string      `json:"version,omitempty"`
 		InformationURI string      `json:"informationUri,omitempty"`
 		Rules          []sarifRule `json:"rules"`
-	}{tool.Name, tool.Version, tool.InformationURI, sr}
-	d, err := json.Marshal(driver)
+	}
+	run := struct {
+		Tool struct {
+			Driver driver `json:"driver"`
+		} `json:"tool"`
+		Provenance []sarifProvenance `json:"versionControlProvenance,omitempty"`
+	}{}
+	run.Tool.Driver = driver{tool.Name, tool.Version, tool.InformationURI, sr}
+	if repo != nil {
+		s.repo = repo.Name
+		run.Provenance = []sarifProvenance{{RepositoryURI: repo.URI, RevisionID: repo.Commit, Branch: repo.Branch}}
+	}
+	d, err := json.Marshal(run)
 	if err != nil {
 		return nil, err
 	}
 	d = textsafe.EscapeJSON(d)
-	fmt.Fprintf(s.w, "{\n  \"$schema\": %q,\n  \"version\": \"2.1.0\",\n  \"runs\": [\n    {\n      \"tool\": {\"driver\": %s},\n      \"results\": [", SARIFSchema, d)
+	// The run's members but results, then results as they come.
+	fmt.Fprintf(s.w, "{\n  \"$schema\": %q,\n  \"version\": \"2.1.0\",\n  \"runs\": [\n    %s,\n      \"results\": [", SARIFSchema, d[:len(d)-1])
 	return s, nil
 }
 
 // Write writes one result.
 func (s *SARIF) Write(o Occurrence) error {
 	if s.err != nil {
+		return s.err
+	}
+	if s.repo != "" && o.Repository != s.repo {
+		return fmt.Errorf("SARIF log of %s: an occurrence of %s", s.repo, o.Repository)
+	}
+	if s.n == MaxResultsPerRun {
+		s.err = &LimitError{Repository: s.repo}
 		return s.err
 	}
 	// The location is always a file of the repository: a secret inside

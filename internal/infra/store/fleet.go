@@ -445,3 +445,71 @@ func collectKeys(rows pgx.Rows) ([]SecretKey, error) {
 		return k, err
 	})
 }
+
+// FleetRepository is a repository (or scan target) holding secrets a
+// filter selects, with what a report of it says: where it is and the tips
+// its latest presence computation saw.
+type FleetRepository struct {
+	ShardID int64
+	// Repository is host/owner/name (a scan target's location), as
+	// FleetSecret names it.
+	Repository string
+	// Location is the clone URL or the local path; Codebase that it is a
+	// collected repository (whose DefaultBranch the forge said).
+	Location      string
+	Local         bool
+	Codebase      bool
+	DefaultBranch string
+	// Secrets and Occurrences count what the filter selects (Occurrences
+	// without those the repository suppresses, unless it asks for them).
+	Secrets, Occurrences int64
+	// Tips are the refs and their commits at the latest complete scan.
+	Tips map[string]string
+}
+
+// FleetRepositories lists the repositories holding secrets f selects, by
+// name.
+func (s *Store) FleetRepositories(ctx context.Context, f FleetFilter) ([]FleetRepository, error) {
+	where, args := f.where(nil)
+	occ := `(SELECT count(*) FROM ` + fleetOccurrences + ` AND o.ignored = '')`
+	if f.Ignored || f.IgnoredOnly {
+		occ = `(SELECT count(*) FROM ` + fleetOccurrences + `)`
+	}
+	var out []FleetRepository
+	err := s.readTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT sc.shard_id, sc.id, `+fleetRepo+`, sh.location, sh.local, cb.id IS NOT NULL,
+				coalesce(cb.default_branch, ''), count(*), sum(`+occ+`)::bigint
+			FROM `+fleetFrom+` WHERE `+where+`
+			GROUP BY sc.shard_id, sc.id, 3, sh.location, sh.local, cb.id, cb.default_branch ORDER BY 3, 1`, args...)
+		if err != nil {
+			return err
+		}
+		var scopes []int64
+		var r FleetRepository
+		var scope int64
+		if _, err := pgx.ForEachRow(rows, []any{&r.ShardID, &scope, &r.Repository, &r.Location, &r.Local, &r.Codebase,
+			&r.DefaultBranch, &r.Secrets, &r.Occurrences}, func() error {
+			r.Tips = map[string]string{}
+			out = append(out, r)
+			scopes = append(scopes, scope)
+			return nil
+		}); err != nil {
+			return err
+		}
+		at := make(map[int64]int, len(scopes))
+		for i, sc := range scopes {
+			at[sc] = i
+		}
+		rows, err = tx.Query(ctx, `SELECT scope_id, ref, commit_id FROM finding_presence_refs WHERE scope_id = ANY($1::bigint[])`, scopes)
+		if err != nil {
+			return err
+		}
+		var ref, commit string
+		_, err = pgx.ForEachRow(rows, []any{&scope, &ref, &commit}, func() error {
+			out[at[scope]].Tips[ref] = commit
+			return nil
+		})
+		return err
+	})
+	return out, err
+}

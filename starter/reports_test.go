@@ -1,0 +1,118 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"gitfleet/internal/devstack/gittest"
+)
+
+// sarifLog is what the tests read of a SARIF log.
+type sarifLog struct {
+	Runs []struct {
+		VersionControlProvenance []struct{ RepositoryURI, RevisionID, Branch string }
+		Results                  []struct {
+			RuleID    string
+			Message   struct{ Text string }
+			Locations []struct {
+				PhysicalLocation struct {
+					ArtifactLocation struct{ URI string }
+				}
+			}
+			Suppressions []struct{ Kind, Status, Justification string }
+		}
+	}
+}
+
+// The same file of two repositories holds a secret in each: a fleet SARIF
+// export to one file is refused (an upload would attach one repository's
+// results to the other's files); --out writes one valid log per
+// repository, which names the repository, branch and commit scanned and
+// holds that repository's results only. A repository past code scanning's
+// limit is refused, and one past what it shows is said.
+func TestSARIFIsOneLogPerRepository(t *testing.T) {
+	o, _ := newRepo(t)
+	if _, err := fg.CreateRepo(o, "web"); err != nil {
+		t.Fatal(err)
+	}
+	heads := map[string]string{}
+	for _, name := range []string{"app", "web"} {
+		c, err := fg.Commit(o, name, "main", map[string]string{"config/app.env": "T=" + gittest.FakePAT("Sr"+name) + "\n"}, "key")
+		if err != nil {
+			t.Fatal(err)
+		}
+		heads[name] = c
+		if out, errOut, code := starter(t, "collect", o+"/"+name); code != 0 {
+			t.Fatalf("collect %s: exit %d\n%s%s", name, code, out, errOut)
+		}
+	}
+	glob := fg.Host() + "/" + o + "/*"
+
+	out, errOut, code := starter(t, "findings", "--repo", glob, "--format", "sarif")
+	if code != exitUsage || !strings.Contains(errOut, "the selection holds 2 repositories") || !strings.Contains(errOut, "--out DIR") || out != "" {
+		t.Fatalf("a two-repository SARIF to one file: exit %d, want %d and the reason\n%s%s", code, exitUsage, out, errOut)
+	}
+
+	dir := filepath.Join(t.TempDir(), "sarif")
+	out, errOut, code = starter(t, "findings", "--repo", glob, "--format", "sarif", "--out", dir)
+	if code != 0 {
+		t.Fatalf("--out: exit %d\n%s%s", code, out, errOut)
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(files)
+	host := strings.NewReplacer(":", "_").Replace(fg.Host())
+	want := []string{filepath.Join(dir, host+"_"+o+"_app.sarif"), filepath.Join(dir, host+"_"+o+"_web.sarif")}
+	if strings.Join(files, " ") != strings.Join(want, " ") {
+		t.Fatalf("files %q, want %q\n%s", files, want, out)
+	}
+	for i, name := range []string{"app", "web"} {
+		b, err := os.ReadFile(files[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		validSARIF(t, string(b))
+		var log sarifLog
+		if err := json.Unmarshal(b, &log); err != nil {
+			t.Fatal(err)
+		}
+		if len(log.Runs) != 1 || len(log.Runs[0].Results) != 1 || len(log.Runs[0].VersionControlProvenance) != 1 {
+			t.Fatalf("%s: want one run of one result with its provenance:\n%s", name, b)
+		}
+		p := log.Runs[0].VersionControlProvenance[0]
+		if p.RepositoryURI != fg.URL()+"/"+o+"/"+name || p.RevisionID != heads[name] || p.Branch != "refs/heads/main" {
+			t.Errorf("%s: provenance %+v, want %s/%s/%s at %s on refs/heads/main", name, p, fg.URL(), o, name, heads[name])
+		}
+		r := log.Runs[0].Results[0]
+		if r.Locations[0].PhysicalLocation.ArtifactLocation.URI != "config/app.env" || !strings.Contains(r.Message.Text, o+"/"+name+".") {
+			t.Errorf("%s: result %+v", name, r)
+		}
+	}
+
+	// One repository: to standard output, as before.
+	out, errOut, code = starter(t, "findings", o+"/app", "--format", "sarif")
+	if code != 0 {
+		t.Fatalf("one repository: exit %d\n%s%s", code, out, errOut)
+	}
+	validSARIF(t, out)
+
+	// The limits, lowered: past the results a run may hold, refused;
+	// past what code scanning shows, said.
+	defer func(l struct{ results, shown int64 }) { sarifLimits = l }(sarifLimits)
+	sarifLimits.results, sarifLimits.shown = 0, 0
+	out, errOut, code = starter(t, "findings", o+"/app", "--format", "sarif")
+	if code != exitUsage || !strings.Contains(errOut, "more results than the 0 GitHub code scanning takes in a run") || out != "" {
+		t.Fatalf("past the limit: exit %d\n%s%s", code, out, errOut)
+	}
+	sarifLimits.results = 1
+	out, errOut, code = starter(t, "findings", o+"/app", "--format", "sarif")
+	if code != 0 || !strings.Contains(errOut, "1 result; code scanning shows only the 0 most severe") {
+		t.Fatalf("past what code scanning shows: exit %d\n%s%s", code, out, errOut)
+	}
+}
