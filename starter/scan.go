@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
 	"gitfleet/internal/domain/archive"
@@ -94,11 +95,7 @@ scan stopped. Local paths must be readable by the workers.`,
 func (a *app) scan(ctx context.Context, c client.Client, targets []target.Target, maxDuration time.Duration, wait bool) error {
 	runs := make([]client.WorkflowRun, len(targets))
 	for i, t := range targets {
-		key := t.Key()
-		run, err := c.ExecuteWorkflow(ctx, workflows.ScanOptions(t), workflows.ExecuteShard, workflows.ExecuteShardInput{
-			Spec:        shard.Spec{Key: key, Target: t},
-			MaxDuration: maxDuration,
-		})
+		run, err := startScan(ctx, c, t, maxDuration)
 		if err != nil {
 			return fmt.Errorf("start the scan of %s: %w", t.Location, err)
 		}
@@ -146,6 +143,25 @@ func (a *app) scan(ctx context.Context, c client.Client, targets []target.Target
 		return fmt.Errorf("%d of %d scans failed or were parked", failed, len(runs))
 	}
 	return nil
+}
+
+// startScan starts the scan of t, or joins the one running for it: under
+// its id, or under the id an older starter gave it (a local repository by
+// its base name), so that a scan started before the ids changed is not run
+// twice at once.
+func startScan(ctx context.Context, c client.Client, t target.Target, maxDuration time.Duration) (client.WorkflowRun, error) {
+	if legacy := workflows.LegacyScanWorkflowID(t); legacy != workflows.ScanWorkflowID(t) {
+		// Not found (the usual case) or unreadable: start under the new id;
+		// the shard's fence keeps two runs from both writing anyway.
+		if d, err := c.DescribeWorkflowExecution(ctx, legacy, ""); err == nil &&
+			d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			return c.GetWorkflow(ctx, legacy, d.GetWorkflowExecutionInfo().GetExecution().GetRunId()), nil
+		}
+	}
+	return c.ExecuteWorkflow(ctx, workflows.ScanOptions(t), workflows.ExecuteShard, workflows.ExecuteShardInput{
+		Spec:        shard.Spec{Key: t.Key(), Target: t},
+		MaxDuration: maxDuration,
+	})
 }
 
 // checkTarget refuses, before anything starts, a local path that is not a

@@ -64,20 +64,54 @@ func CollectOptions(r repoid.ID) client.StartWorkflowOptions {
 }
 
 // ScanWorkflowID is the id of the ExecuteShard run a scan of t starts: what
-// it scans (host/path of a URL, the base name of a local path) and a short
-// digest of the shard key, so identical requests still share one run.
+// it scans (host/path of a URL, the cleaned absolute path of a local
+// repository, its last maxScanPath bytes when longer) and a short digest of
+// the shard key, so identical requests still share one run and two
+// repositories of one base name (every bare mirror "repo") read apart.
+// Only the starter computes it: no workflow reads a scan's id, so runs
+// started under LegacyScanWorkflowID replay and finish as they are.
 func ScanWorkflowID(t target.Target) string {
 	what := t.Location
 	if t.Local {
-		what = filepath.Base(t.Location)
+		what = filepath.Clean(t.Location)
+		if len(what) > maxScanPath {
+			// Keep the tail, from a separator: the end of a path is
+			// the part that tells repositories apart.
+			tail := what[len(what)-maxScanPath:]
+			if i := strings.IndexByte(tail, filepath.Separator); i >= 0 {
+				tail = tail[i:]
+			}
+			what = "..." + tail
+		}
 	} else if u, err := url.Parse(t.Location); err == nil && u.Host != "" {
 		what = u.Host + u.Path
 	}
 	if len(what) > 200 {
 		what = what[:200]
 	}
+	return "scan:" + what + ":" + scanKeyDigest(t)
+}
+
+// maxScanPath bounds the path in a local scan's workflow id.
+const maxScanPath = 100
+
+// LegacyScanWorkflowID is the id releases before issue 33 gave a scan: a
+// local repository by its base name alone. The starter joins a scan still
+// running under it instead of starting a second run of the same shard.
+func LegacyScanWorkflowID(t target.Target) string {
+	if !t.Local {
+		return ScanWorkflowID(t)
+	}
+	what := filepath.Base(t.Location)
+	if len(what) > 200 {
+		what = what[:200]
+	}
+	return "scan:" + what + ":" + scanKeyDigest(t)
+}
+
+func scanKeyDigest(t target.Target) string {
 	key := strings.TrimPrefix(t.Key(), "target:")
-	return "scan:" + what + ":" + key[:min(12, len(key))]
+	return key[:min(12, len(key))]
 }
 
 // ScanOptions are the options of a scan request's ExecuteShard run.
