@@ -61,6 +61,9 @@ var unsetOnPurpose = map[string]map[string]string{
 	"GITFLEET_WEBHOOK_ADDR":        {"*": "opt-in: a deployment GitHub can reach sets it on one or more workers (README, \"Push-time detection\")"},
 	"GITFLEET_WEBHOOK_SECRET":      {"*": "a secret: GITFLEET_WEBHOOK_SECRET_FILE names its file"},
 	"GITFLEET_WEBHOOK_SECRET_FILE": {"*": "opt-in, with GITFLEET_WEBHOOK_ADDR"},
+	// Code scanning uploads are opt-in: they need an App granted Code scanning alerts: write.
+	"GITFLEET_CODE_SCANNING":          {"*": "opt-in: on uploads each repository's SARIF to GitHub code scanning (README, \"Code scanning\")"},
+	"GITFLEET_CODE_SCANNING_PER_HOUR": {"*": "opt-in, with GITFLEET_CODE_SCANNING; the default bound suits GitHub"},
 	"GITFLEET_TOKEN_KEY_FILE": {
 		"runner":           "runners seal and open no users' tokens",
 		"gitfleet-migrate": "migrations need no key",

@@ -63,6 +63,10 @@ Showing counts as a view: repositories people look at are re-collected more ofte
 			if err != nil {
 				return err
 			}
+			upload, err := st.LatestUpload(cmd.Context(), cb.ID)
+			if err != nil {
+				return err
+			}
 			if err := st.RecordView(cmd.Context(), cb.ID, time.Now()); err != nil {
 				return err
 			}
@@ -74,12 +78,14 @@ Showing counts as a view: repositories people look at are re-collected more ofte
 					RenamedFrom string             `json:"renamedFrom,omitempty"`
 					FormerNames []repoid.ID        `json:"formerNames,omitempty"`
 					History     []store.Collection `json:"history"`
-				}{cb, status(cb), asked, former, history})
+					// CodeScanning is the newest upload to GitHub code scanning.
+					CodeScanning *store.CodeScanningUpload `json:"codeScanning,omitempty"`
+				}{cb, status(cb), asked, former, history, upload})
 			}
 			if asked != "" {
 				fmt.Fprintf(a.stdout, "%s was renamed or transferred: it is now %s\n\n", asked, cb.Repo())
 			}
-			a.printShow(cb, former, history)
+			a.printShow(cb, former, history, upload)
 			return nil
 		},
 	}
@@ -97,7 +103,7 @@ func status(cb *store.Codebase) string {
 	return "live"
 }
 
-func (a *app) printShow(cb *store.Codebase, former []repoid.ID, history []store.Collection) {
+func (a *app) printShow(cb *store.Codebase, former []repoid.ID, history []store.Collection, upload *store.CodeScanningUpload) {
 	fmt.Fprintf(a.stdout, "%s  (codebase %d, repository id %s)\n", cb.Repo(), cb.ID, cb.ExternalID)
 	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	switch {
@@ -135,6 +141,9 @@ func (a *app) printShow(cb *store.Codebase, former []repoid.ID, history []store.
 	} else if cb.ConsecutiveFailures > 0 {
 		fmt.Fprintf(w, "  failures\t%d in a row\n", cb.ConsecutiveFailures)
 	}
+	if upload != nil {
+		fmt.Fprintf(w, "  code scanning\t%s\n", codeScanningText(upload))
+	}
 	w.Flush()
 	if len(history) == 0 {
 		return
@@ -151,6 +160,24 @@ func (a *app) printShow(cb *store.Codebase, former []repoid.ID, history []store.
 			dash(string(c.Case)), dash(short(c.CommitSHA)), c.Repo, detail)
 	}
 	w.Flush()
+}
+
+// codeScanningText says where the repository's newest upload to GitHub
+// code scanning stands.
+func codeScanningText(u *store.CodeScanningUpload) string {
+	results := fmt.Sprintf("%d open, %d dismissed", u.Open, u.Dismissed)
+	at := fmt.Sprintf("%s at %s", strings.TrimPrefix(u.Ref, "refs/heads/"), short(u.Commit))
+	switch u.State {
+	case store.UploadNotSent:
+		return fmt.Sprintf("not sent — %s (%s)", u.Message, when(u.CreatedAt))
+	case store.UploadPending:
+		return fmt.Sprintf("upload %s of %s sent %s, not processed yet (%s)", u.SarifID, at, when(u.CreatedAt), results)
+	case store.UploadComplete:
+		return fmt.Sprintf("uploaded %s for %s: %s (upload %s)", when(u.CreatedAt), at, results, u.SarifID)
+	case store.UploadFailed:
+		return fmt.Sprintf("GitHub could not process the upload of %s for %s (attempt %d): %s", when(u.CreatedAt), at, u.Attempt, u.Message)
+	}
+	return u.State
 }
 
 func when(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }

@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc"
 
 	"gitfleet/activities"
+	"gitfleet/internal/domain/report"
 	"gitfleet/internal/infra/config"
 	"gitfleet/internal/infra/gitcreds"
 	"gitfleet/internal/infra/gitread"
@@ -214,7 +215,19 @@ func run() error {
 	// Placement sends Git work only to a worker whose queue is polled
 	// (§11, "Who may place work"); one cache for the three registrations.
 	pollers := activities.NewPollerCheck(c)
+	// Code scanning uploads (opt-in): the SARIF's tool lists the rules.
+	workflows.SetCodeScanning(cfg.CodeScanning.On)
+	var rules []report.Rule
+	for _, r := range scanner.Rules().Rules() {
+		rules = append(rules, report.Rule{ID: r.ID, Description: r.Description, Tags: r.Tags})
+	}
+	codeScanning := &activities.CodeScanning{Store: st, Creds: creds, Hosts: cfg.Hosts, Rules: rules, PerHour: cfg.CodeScanning.PerHour, Log: log}
+	if cfg.CodeScanning.On {
+		log.Info("code scanning uploads on: repositories' findings go to GitHub code scanning",
+			zap.Int("perInstallationPerHour", cfg.CodeScanning.PerHour))
+	}
 	for _, r := range []worker.Registry{w, ownW, gitW} {
+		r.RegisterActivity(codeScanning)
 		r.RegisterActivity(&activities.Validity{Store: st, Mirrors: mirrors, Scanner: scanner, Checker: checker, Log: log})
 		r.RegisterActivity(&activities.Activities{Store: st, Mirrors: mirrors, Hosts: cfg.Hosts, WorkerOffline: cfg.Fleet.WorkerOffline,
 			Pollers: pollers, Policy: scanner.Policy(), Creds: creds, Log: log})
@@ -423,6 +436,10 @@ Configuration comes from the environment:
   GITFLEET_METRICS_ADDR         /metrics, /livez, /readyz listen address, "off" for none (default :9090)
   GITFLEET_WEBHOOK_ADDR         where the GitHub App's webhook deliveries are received (default: none)
   GITFLEET_WEBHOOK_SECRET_FILE  a file holding the App's webhook secret (or GITFLEET_WEBHOOK_SECRET), at least 16 characters
+  GITFLEET_CODE_SCANNING        on: upload each repository's findings to GitHub code scanning when they change (the
+                                App needs Code scanning alerts: write; default off: nothing is sent)
+  GITFLEET_CODE_SCANNING_PER_HOUR  uploads per App installation in any hour, all workers together (default %d)
   GOMEMLIMIT, GOGC              the Go runtime's memory limit and GC target, process-wide
-`, config.DefaultTemporalAddress, config.DefaultNamespace, config.DefaultDatabaseURL, activities.DefaultBatchBlobs)
+`, config.DefaultTemporalAddress, config.DefaultNamespace, config.DefaultDatabaseURL, activities.DefaultBatchBlobs,
+		config.DefaultCodeScanningPerHour)
 }

@@ -221,6 +221,7 @@ func Register(w worker.WorkflowRegistry) {
 	w.RegisterWorkflow(ValidateSecrets)
 	w.RegisterWorkflow(RecoverDeliveries)
 	w.RegisterWorkflow(RecollectAccount)
+	w.RegisterWorkflow(UploadCodeScanning)
 }
 
 // The activities, by name: methods of the structs in package activities,

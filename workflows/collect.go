@@ -218,6 +218,10 @@ func collectUnder(ctx workflow.Context, in CollectInput) (CollectResult, error) 
 			return out, fail(ctx, key, in.Repo, "record collection", err)
 		}
 	}
+	// Runs recorded before never uploaded to code scanning.
+	if !out.Empty && version(ctx, codeScanningChange, 1) == 1 {
+		uploadAfterCollect(ctx, out)
+	}
 	if version(ctx, confirmChange, 1) == 1 {
 		// One upsert of what the Web UI shows; the result holds the rest.
 		_ = workflow.UpsertTypedSearchAttributes(ctx, SACase.ValueSet(string(out.Case)), SACodebase.ValueSet(out.CodebaseID),

@@ -44,7 +44,7 @@ func TestReplayRecordedHistories(t *testing.T) {
 		seen[workflowTypeOf(t, f)] = true
 	}
 	for _, wf := range []string{"Collect", "ResolveIdentity", "CleanupStale", "ExecuteShard", "RecollectionSweep",
-		"PropagateSnapshot", "RemoveSnapshot", "ReconcileRunners", "CollectOrg", "RecollectAccount"} {
+		"PropagateSnapshot", "RemoveSnapshot", "ReconcileRunners", "CollectOrg", "RecollectAccount", "UploadCodeScanning"} {
 		if !seen[wf] {
 			t.Errorf("no recorded history of %s", wf)
 		}

@@ -120,6 +120,7 @@ type Config struct {
 	MirrorDir       string
 	Fleet           Fleet
 	Webhook         Webhook
+	CodeScanning    CodeScanning
 	LogLevel        string
 	LogFormat       string
 	Hosts           vcs.Hosts
@@ -493,6 +494,9 @@ func Load(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	c.Fleet = fleet
+	if c.CodeScanning, err = loadCodeScanning(getenv); err != nil {
+		return Config{}, err
+	}
 	if c.Webhook, err = loadWebhook(getenv); err != nil {
 		return Config{}, err
 	}

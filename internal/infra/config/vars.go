@@ -59,6 +59,8 @@ func Vars() []string {
 		EnvMetricsAddr,
 		EnvWebhookAddr,
 		EnvWebhookSecret,
+		EnvCodeScanning,
+		EnvCodeScanningPerHour,
 		vcs.EnvAPIURL,
 		vcs.EnvToken,
 		vcs.EnvHost,

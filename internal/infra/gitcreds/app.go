@@ -45,6 +45,9 @@ type installation struct {
 	id      int64
 	account string
 	gate    *gate
+	// securityEvents is the installation's security_events permission as
+	// last listed (under App.mu): code scanning needs "write".
+	securityEvents string
 
 	mu      sync.Mutex
 	token   string
@@ -150,7 +153,7 @@ func (a *App) tokenOf(ctx context.Context, in *installation) (string, error) {
 		}
 		return "", fmt.Errorf("mint a token of the App's installation on %s: %w", in.account, err)
 	}
-	if beyond := tokenBeyond(tok.Permissions); beyond != "" {
+	if beyond := tokenBeyond(readAsked, tok.Permissions); beyond != "" {
 		// Neither cached nor used, and revoked (best effort: it would
 		// otherwise stay live for its hour).
 		a.revoke(ctx, tok.Token)
@@ -197,10 +200,12 @@ type mintedToken struct {
 // more than read.
 var permissionLevels = map[string]int{"none": 0, "read": 1, "write": 2, "admin": 3}
 
-// tokenBeyond names what a minted token may do beyond what tokenRequest
-// asked ("administration: write, contents: write"), "" when nothing.
-func tokenBeyond(granted map[string]any) string {
-	asked := map[string]string{"contents": "read", "metadata": "read"}
+// readAsked is tokenRequest's permissions, as tokenBeyond compares them.
+var readAsked = map[string]string{"contents": "read", "metadata": "read"}
+
+// tokenBeyond names what a minted token may do beyond what was asked
+// ("administration: write, contents: write"), "" when nothing.
+func tokenBeyond(asked map[string]string, granted map[string]any) string {
 	var beyond []string
 	for k, v := range granted {
 		level, _ := v.(string)
@@ -289,6 +294,7 @@ func (a *App) installationOf(ctx context.Context, owner string) (*installation, 
 			a.insts[gi.GetID()] = &installation{id: gi.GetID(), account: acc, gate: newGate(a.slots, a.now)}
 		}
 		a.owners[strings.ToLower(acc)] = gi.GetID()
+		a.insts[gi.GetID()].securityEvents = gi.GetPermissions().GetSecurityEvents()
 	}
 	a.listed = a.now()
 	a.mu.Unlock()
