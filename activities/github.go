@@ -116,6 +116,9 @@ func (g *GitHub) RefreshGitHubCache(ctx context.Context, in workflows.RefreshGit
 	for _, l := range view.Missing {
 		out.MissingOrgs = append(out.MissingOrgs, ghaccount.OrgOfList(l))
 	}
+	for _, r := range view.Refused {
+		out.RefusedOrgs = append(out.RefusedOrgs, ghaccount.OrgOfList(r.List))
+	}
 	g.logger(ctx).Info("github cache refreshed", zap.Int64("user", u.ID), zap.Int("pages", out.Pages),
 		zap.Int("notModified", out.NotModified), zap.Int("orgs", out.Orgs), zap.Int("repos", out.Repos))
 	return out, nil

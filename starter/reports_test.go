@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -114,5 +115,63 @@ func TestSARIFIsOneLogPerRepository(t *testing.T) {
 	out, errOut, code = starter(t, "findings", o+"/app", "--format", "sarif")
 	if code != 0 || !strings.Contains(errOut, "1 result; code scanning shows only the 0 most severe") {
 		t.Fatalf("past what code scanning shows: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// A resolved secret is dismissed in SARIF (an accepted suppression); met
+// again in a new commit, it is open there — no suppression on any of its
+// results, as code scanning keeps one alert per secret — until resolved
+// again. Through the real triage commands and collections.
+func TestSARIFOfASecretSeenAgainIsOpen(t *testing.T) {
+	o, _ := newRepo(t)
+	token := gittest.FakePAT("Sa1")
+	if _, err := fg.Commit(o, "app", "main", map[string]string{"config/app.env": "T=" + token + "\n"}, "key"); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) string {
+		t.Helper()
+		out, errOut, code := starter(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d\n%s%s", args, code, out, errOut)
+		}
+		return out
+	}
+	// suppressions are the accepted suppressions of each result, by file.
+	suppressions := func() map[string]string {
+		t.Helper()
+		out := run("findings", o+"/app", "--format", "sarif")
+		validSARIF(t, out)
+		var log sarifLog
+		if err := json.Unmarshal([]byte(out), &log); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, r := range log.Runs[0].Results {
+			s := "open"
+			for _, x := range r.Suppressions {
+				if x.Status == "accepted" {
+					s = "accepted " + x.Justification
+				}
+			}
+			got[r.Locations[0].PhysicalLocation.ArtifactLocation.URI] = s
+		}
+		return got
+	}
+	run("collect", o+"/app")
+	hash := hashOf(token)[:12]
+	run("findings", "resolve", o+"/app", hash, "--reason", "revoked", "--as", "ann")
+	if got := suppressions(); fmt.Sprint(got) != "map[config/app.env:accepted revoked]" {
+		t.Fatalf("resolved: %v", got)
+	}
+	if _, err := fg.Commit(o, "app", "main", map[string]string{"deploy/app.env": "DEPLOY=" + token + "\n"}, "again"); err != nil {
+		t.Fatal(err)
+	}
+	run("collect", o+"/app")
+	if got := suppressions(); fmt.Sprint(got) != "map[config/app.env:open deploy/app.env:open]" {
+		t.Fatalf("seen again after its resolution: %v, want every result open\n%s", got, run("findings", o+"/app", "--occurrences"))
+	}
+	run("findings", "resolve", o+"/app", hash, "--reason", "revoked", "--as", "ann", "--comment", "rotated again")
+	if got := suppressions(); fmt.Sprint(got) != "map[config/app.env:accepted revoked deploy/app.env:accepted revoked]" {
+		t.Fatalf("resolved again: %v", got)
 	}
 }

@@ -26,7 +26,7 @@ behalf (starter collect --org). Tokens are stored sealed with
 GITFLEET_TOKEN_KEY (AES-GCM); they never appear in workflow inputs or
 histories, logs or plain-text columns.`,
 	}
-	cmd.AddCommand(a.usersAddCmd(), a.usersListCmd(), a.usersRemoveCmd())
+	cmd.AddCommand(a.usersAddCmd(), a.usersListCmd(), a.usersRemoveCmd(), a.usersForgetOrgCmd())
 	return cmd
 }
 
@@ -176,6 +176,35 @@ func (a *app) usersRemoveCmd() *cobra.Command {
 				return usageError{fmt.Errorf("no user %q", in[0])}
 			}
 			fmt.Fprintf(a.stdout, "user %s removed\n", in[0])
+			return nil
+		},
+	}
+}
+
+func (a *app) usersForgetOrgCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "forget-org NAME ORG",
+		Short: "Drop an organization asked for by name from a user's cache",
+		Long: `An organization asked for with --org that the user is not a member of is
+kept in the user's cache and refreshed with it. forget-org drops it (its
+repositories, pages and any refusal) and leaves the rest of the cache as it
+is; asking for it again fetches it anew.`,
+		Example: `  starter users forget-org alice ssoorg`,
+		Args:    args(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, in []string) error {
+			st, err := a.store(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			ok, err := a.cache(st).ForgetOrg(cmd.Context(), in[0], in[1])
+			if err != nil {
+				return a.cacheError(err)
+			}
+			if !ok {
+				return usageError{fmt.Errorf("user %s's cache holds no organization %s asked for by name", in[0], in[1])}
+			}
+			fmt.Fprintf(a.stdout, "organization %s dropped from user %s's cache\n", in[1], in[0])
 			return nil
 		},
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -128,5 +129,84 @@ func TestGitHubCacheColdCallersAcrossProcessesMakeOneRefresh(t *testing.T) {
 	}
 	if n, m := apiCalls(mark, "user/repos"), apiCalls(mark, "user/orgs"); n != 1 || m != 1 {
 		t.Fatalf("%d cold callers made %d /user/repos and %d /user/orgs requests, want one refresh", callers, n, m)
+	}
+}
+
+// An organization asked for by name that refuses the token (SAML single
+// sign-on, an IP allow list: GitHub's 403) fails alone: the user's own
+// refresh goes on, the organization's view serves what it held and says
+// why, one never answered says why and serves nothing, and the refusal
+// clears once the organization answers. An organization the user joins
+// stops being asked for by name; forget-org drops one.
+func TestGitHubCacheRefusedOrganization(t *testing.T) {
+	ctx := context.Background()
+	o := owner(t)
+	bob := addGitHubUser(t, o+"-bob")
+	createRepo(t, bob.gh.Login, "dots")
+	sso, ipo, never, joined := o+"-sso", o+"-ip", o+"-never", o+"-joined"
+	for _, org := range []string{sso, ipo, never, joined} {
+		if err := fg.CreateOrg(org); err != nil {
+			t.Fatal(err)
+		}
+		createRepo(t, org, "api")
+	}
+	c := ghCache()
+	for _, org := range []string{sso, ipo, joined} {
+		if l, err := c.Repos(ctx, bob.Name, ghaccount.Filter{Org: org}, false); err != nil || len(l.Repos) != 1 {
+			t.Fatalf("--org %s: %q, %v", org, names(l.Repos), err)
+		}
+	}
+	defer fg.EnforceSAML(sso)()
+	defer fg.EnforceIPAllowList(ipo)()
+	lift := fg.EnforceSAML(never)
+
+	mine := bob.gh.Login + "/dots"
+	own := func(what string) {
+		t.Helper()
+		if l, err := c.Repos(ctx, bob.Name, ghaccount.Filter{}, true); err != nil || l.RefreshErr != nil || names(l.Repos) != mine {
+			t.Fatalf("bob's refresh %s: %q, %v / %v", what, names(l.Repos), err, l.RefreshErr)
+		}
+	}
+	own("with two organizations refusing")
+	for _, tc := range []struct{ org, why string }{
+		{sso, sso + " enforces SAML single sign-on: authorize the token for the organization"},
+		{ipo, ipo + " has an IP allow list that does not admit this worker's address"},
+	} {
+		l, err := c.Repos(ctx, bob.Name, ghaccount.Filter{Org: tc.org}, tc.org == sso)
+		if err != nil || names(l.Repos) != tc.org+"/api" || l.RefreshErr == nil || !strings.HasPrefix(l.RefreshErr.Error(), tc.why) {
+			t.Errorf("--org %s refused: %q, %v / %v; want its cached view and %q", tc.org, names(l.Repos), err, l.RefreshErr, tc.why)
+		}
+	}
+	if _, err := c.Repos(ctx, bob.Name, ghaccount.Filter{Org: never}, false); !errors.Is(err, ghcache.ErrRefused) ||
+		!strings.Contains(err.Error(), never+" enforces SAML single sign-on") {
+		t.Errorf("--org %s, refused before it ever answered: %v", never, err)
+	}
+	own("with a refused organization never answered")
+
+	// Joined: the view by name is dropped at the next refresh.
+	if err := fg.AddMember(joined, bob.gh.Login); err != nil {
+		t.Fatal(err)
+	}
+	mine += " " + joined + "/api" // now in bob's own list
+	own("after joining " + joined)
+	// Forgotten: dropped now.
+	if ok, err := c.ForgetOrg(ctx, bob.Name, sso); err != nil || !ok {
+		t.Fatalf("forget %s: %t, %v", sso, ok, err)
+	}
+	if ok, err := c.ForgetOrg(ctx, bob.Name, sso); err != nil || ok {
+		t.Fatalf("forget %s again: %t, %v; want nothing to forget", sso, ok, err)
+	}
+	mark := len(fg.Requests())
+	own("after forgetting " + sso)
+	for _, org := range []string{joined, sso} {
+		if n := apiCalls(mark, "orgs/"+org+"/repos"); n != 0 {
+			t.Errorf("%d requests for %s's repositories by name, want none", n, org)
+		}
+	}
+	assertLists(t, bob.ID, ghaccount.ListOrgs, ghaccount.ListRepos, ghaccount.OrgList(ipo), ghaccount.OrgList(never))
+
+	lift()
+	if l, err := c.Repos(ctx, bob.Name, ghaccount.Filter{Org: never}, true); err != nil || l.RefreshErr != nil || names(l.Repos) != never+"/api" {
+		t.Errorf("--org %s once it answers: %q, %v / %v", never, names(l.Repos), err, l.RefreshErr)
 	}
 }

@@ -40,6 +40,9 @@ type RefreshGitHubCacheResult struct {
 	// MissingOrgs are organizations asked for by name that GitHub does
 	// not know: dropped from the user's cache.
 	MissingOrgs []string `json:"missingOrgs,omitempty"`
+	// RefusedOrgs are organizations asked for by name that refused the
+	// token (SAML single sign-on, an IP allow list): kept as they were.
+	RefusedOrgs []string `json:"refusedOrgs,omitempty"`
 }
 
 // refreshOptions: a refresh retries GitHub's transient failures a few

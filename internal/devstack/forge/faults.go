@@ -279,3 +279,29 @@ func (f *Forge) GoDown() (up func() error, err error) {
 		return nil
 	}, nil
 }
+
+// Refusals GitHub answers a personal token an organization does not admit
+// (403, not a rate limit).
+const (
+	SAMLMessage        = "Resource protected by organization SAML enforcement. You must grant your Personal Access token access to this organization."
+	IPAllowListMessage = "Although you appear to have the correct authorization credentials, the `%s` organization has an IP allow list enabled, and your IP address is not permitted to access this resource."
+)
+
+// EnforceSAML makes an organization answer its API paths (/orgs/ORG/...,
+// /repos/ORG/...) as GitHub answers a token not authorized for the
+// organization's SAML single sign-on: 403, GitHub's message and the
+// X-GitHub-SSO header naming where to authorize it. remove lifts it.
+func (f *Forge) EnforceSAML(org string) (remove func()) {
+	return f.AddFault(Fault{Kind: API, PathRE: orgPaths(org), Status: http.StatusForbidden, Message: SAMLMessage,
+		Headers: http.Header{"X-Github-Sso": {"required; url=" + f.URL() + "/orgs/" + org + "/sso?authorization_request=AZSCKtL4U8yX1H3sCQIVnVgmjmon5fWxks5YrqhJgah0b2tlbl9pZM4EuMz4"}}})
+}
+
+// EnforceIPAllowList makes an organization refuse its API paths as
+// GitHub does for an address its IP allow list does not admit.
+func (f *Forge) EnforceIPAllowList(org string) (remove func()) {
+	return f.AddFault(Fault{Kind: API, PathRE: orgPaths(org), Status: http.StatusForbidden, Message: fmt.Sprintf(IPAllowListMessage, org)})
+}
+
+func orgPaths(org string) *regexp.Regexp {
+	return regexp.MustCompile(`^/api/v3/(orgs|repos)/(?i:` + regexp.QuoteMeta(org) + `)(/|$)`)
+}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"gitfleet/internal/domain/textsafe"
 )
 
 // Org is a GitHub organization.
@@ -89,6 +91,38 @@ type View struct {
 	// Missing are the lists of organizations asked for by name that do
 	// not exist: dropped from the user's cache.
 	Missing []string
+	// Joined are the lists of organizations asked for by name that the
+	// user is now a member of: dropped too, the user's own list holds
+	// their repositories.
+	Joined []string
+	// Refused are the lists of organizations asked for by name that
+	// refused the token: they keep what they held (their stored pages are
+	// in Pages and their repositories in Repos), and say why.
+	Refused []Refusal
+}
+
+// Refusal is an organization's list that GitHub refused, and why, for
+// people.
+type Refusal struct {
+	List   string
+	Reason string
+}
+
+// RefusalReason says why an organization refused a user's token, from
+// GitHub's 403 message, and what to do about it.
+func RefusalReason(org, message string) string {
+	switch m := strings.ToLower(message); {
+	case strings.Contains(m, "saml"):
+		return fmt.Sprintf("%s enforces SAML single sign-on: authorize the token for the organization (GitHub: Settings, Developer settings, the token, Configure SSO), then refresh", org)
+	case strings.Contains(m, "ip allow list"):
+		return fmt.Sprintf("%s has an IP allow list that does not admit this worker's address: ask its owners to allow it, then refresh", org)
+	case message == "":
+		return fmt.Sprintf("%s refused the token (403)", org)
+	}
+	if len(message) > 200 {
+		message = message[:200] + "…"
+	}
+	return fmt.Sprintf("%s refused the token (403): %s", org, textsafe.Printable(message))
 }
 
 // Merge joins repository lists that may overlap (an organization's

@@ -85,6 +85,13 @@ func (o Occurrence) SecretFingerprint() string {
 // Resolved reports whether the secret's state is a resolution.
 func (o Occurrence) Resolved() bool { return o.State != "" && o.State != "open" }
 
+// Dismissed reports whether a report tells the receiving tool the secret
+// is dealt with: resolved and not met again since. A secret seen again
+// after its resolution is exposed anew, so every occurrence of it is open
+// until someone resolves it again (code scanning keeps one alert per
+// secret, by its fingerprint: one accepted result would close it).
+func (o Occurrence) Dismissed() bool { return o.Resolved() && !o.SeenAgain }
+
 // Writer writes occurrences as they come; Close ends the report (a writer
 // that is not closed leaves an incomplete document).
 type Writer interface {

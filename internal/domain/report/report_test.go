@@ -164,7 +164,7 @@ func TestSARIFIsValidAndOneResultPerOccurrence(t *testing.T) {
 				if o.Ignored != "" {
 					wantSup++
 				}
-				if o.Resolved() {
+				if o.Resolved() && !o.SeenAgain { // seen again: open until resolved again
 					wantSup++
 				}
 				if len(r.Suppressions) != wantSup {

@@ -133,8 +133,9 @@ type sarifProvenance struct {
 // tool.driver.rules, one result per occurrence at its file and line, a
 // partialFingerprints entry (FingerprintKey) per secret. A suppressed
 // occurrence carries a suppression: inSource for gitleaks:allow, external
-// for .gitleaksignore and for a resolved secret (accepted, the reason as
-// justification), which is how code scanning learns it is dismissed.
+// for .gitleaksignore and for a resolved secret not seen again since
+// (accepted, the reason as justification: see Occurrence.Dismissed), which
+// is how code scanning learns it is dismissed.
 // Write refuses the result past MaxResultsPerRun (a *LimitError).
 type SARIF struct {
 	w     *bufio.Writer
@@ -255,7 +256,7 @@ func (s *SARIF) Write(o Occurrence) error {
 	default:
 		r.Suppressions = append(r.Suppressions, sarifSuppression{Kind: "external", Justification: string(o.Ignored)})
 	}
-	if o.Resolved() {
+	if o.Dismissed() {
 		r.Suppressions = append(r.Suppressions, sarifSuppression{Kind: "external", Status: "accepted", Justification: o.State})
 	}
 	b, err := json.Marshal(r)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -46,6 +47,11 @@ var ErrUnknownUser = errors.New("unknown user")
 // the lists the user's cache refreshes.
 var ErrNoOrganization = errors.New("no organization")
 
+// ErrRefused is returned for an organization asked for by name that
+// refused the user's token (SAML single sign-on, an IP allow list) and
+// never answered before: there is nothing cached to show.
+var ErrRefused = errors.New("refused")
+
 // Listing is a read's answer.
 type Listing struct {
 	User store.User
@@ -71,6 +77,7 @@ func (c *Cache) Repos(ctx context.Context, userName string, f ghaccount.Filter, 
 		return Listing{}, err
 	}
 	need := []string{ghaccount.ListOrgs, ghaccount.ListRepos}
+	var orgList string // the organization's view by name, when it is read
 	if f.Org != "" {
 		if lists[ghaccount.ListOrgs].IsZero() && !refresh {
 			// Whether the organization is one of the user's is in the
@@ -80,17 +87,30 @@ func (c *Cache) Repos(ctx context.Context, userName string, f ghaccount.Filter, 
 			}
 		}
 		if !c.member(ctx, u.ID, f.Org) {
-			list := ghaccount.OrgList(f.Org)
-			need = append(need, list)
-			if _, asked := lists[list]; !asked {
-				if err := c.Store.AskList(ctx, u.ID, list); err != nil {
+			orgList = ghaccount.OrgList(f.Org)
+			need = append(need, orgList)
+			if _, asked := lists[orgList]; !asked {
+				if err := c.Store.AskList(ctx, u.ID, orgList); err != nil {
 					return Listing{}, err
 				}
-				lists[list] = time.Time{}
+				lists[orgList] = time.Time{}
 			}
 		}
 	}
 	out, err := c.ensure(ctx, u, lists, need, refresh)
+	if err == nil && orgList != "" {
+		// The organization refused the token at the last refresh: its
+		// view serves what it held, if it ever held anything, and says why.
+		why, rerr := c.Store.ListRefusal(ctx, u.ID, orgList)
+		switch {
+		case rerr != nil:
+			return Listing{}, rerr
+		case why != "" && out.RefreshedAt.IsZero():
+			return Listing{}, fmt.Errorf("%w: %s", ErrRefused, why)
+		case why != "":
+			out.RefreshErr = errors.New(why)
+		}
+	}
 	if err == nil && f.Org != "" && out.RefreshedAt.IsZero() {
 		// A refresh that read the user's lists before this one asked for
 		// the organization's was joined: the next one fetches it.
@@ -122,6 +142,19 @@ func (c *Cache) Orgs(ctx context.Context, userName string, refresh bool) (Listin
 		return Listing{}, err
 	}
 	return out, nil
+}
+
+// ForgetOrg drops an organization asked for by name from a user's cache:
+// its repositories, pages and refusal. It reports whether the cache held it.
+func (c *Cache) ForgetOrg(ctx context.Context, userName, org string) (bool, error) {
+	u, _, err := c.user(ctx, userName)
+	if err != nil {
+		return false, err
+	}
+	list := ghaccount.OrgList(org)
+	_, path := listEndpoint(list)
+	prefix, _, _ := strings.Cut(path, "?")
+	return c.Store.ForgetList(ctx, u.ID, list, prefix+"?")
 }
 
 func (c *Cache) user(ctx context.Context, name string) (store.User, map[string]time.Time, error) {
@@ -241,8 +274,10 @@ func (c *Cache) fill(ctx context.Context, u store.User, seenLists map[string]tim
 //
 // An organization asked for by name that GitHub does not know (404) is
 // left out (View.Missing) instead of failing the refresh: one mistaken
-// --org must not break every later refresh of the user. Its repositories
-// are ByName: the organization's view, not the user's list.
+// --org must not break every later refresh of the user. One that refuses
+// the token (403: SAML single sign-on, an IP allow list) keeps its stored
+// pages (View.Refused). Its repositories are ByName: the organization's
+// view, not the user's list.
 func Fetch(ctx context.Context, a *vcs.Account, lists []string, stored map[string]ghaccount.Page) (ghaccount.View, int, int, error) {
 	var v ghaccount.View
 	var own, byName [][]ghaccount.Repo
@@ -255,14 +290,27 @@ func Fetch(ctx context.Context, a *vcs.Account, lists []string, stored map[strin
 			v.Missing = append(v.Missing, list)
 			continue
 		}
-		if err != nil {
+		if org != "" && slices.ContainsFunc(v.Orgs, func(o ghaccount.Org) bool { return strings.EqualFold(o.Login, org) }) {
+			// The user joined it: the user's own list holds what it can
+			// read there, and the view by name costs requests for nothing.
+			v.Joined = append(v.Joined, list)
+			continue
+		}
+		if msg, forbidden := vcs.Forbidden(err); org != "" && forbidden {
+			// Refused alone: the view keeps what the organization's list
+			// held, and the user's own lists refresh.
+			v.Refused = append(v.Refused, ghaccount.Refusal{List: list, Reason: ghaccount.RefusalReason(org, msg)})
+			ps = vcs.StoredList(path, stored)
+		} else if err != nil {
 			if org != "" {
 				return ghaccount.View{}, 0, 0, fmt.Errorf("organization %s: %w", org, err)
 			}
 			return ghaccount.View{}, 0, 0, err
+		} else {
+			v.Lists = append(v.Lists, list)
+			pages, unchanged = pages+len(ps), unchanged+n
 		}
-		pages, unchanged = pages+len(ps), unchanged+n
-		v.Lists, v.Pages = append(v.Lists, list), append(v.Pages, ps...)
+		v.Pages = append(v.Pages, ps...)
 		for _, p := range ps {
 			if list == ghaccount.ListOrgs {
 				orgs, err := vcs.ParseOrgs(p)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -141,6 +142,40 @@ func (s *Store) GitHubLists(ctx context.Context, userID int64) (map[string]time.
 	return out, err
 }
 
+// ListRefusal says why GitHub refused a user's list at its last refresh
+// ("": it did not).
+func (s *Store) ListRefusal(ctx context.Context, userID int64, list string) (string, error) {
+	var why string
+	err := s.pool.QueryRow(ctx, `SELECT coalesce(refused_reason, '') FROM user_github_lists WHERE user_id = $1 AND list = $2`,
+		userID, list).Scan(&why)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	return why, err
+}
+
+// ForgetList drops a list of a user's cache (an organization's view by
+// name), the repositories only it held and its pages (their URLs start
+// with pages).
+func (s *Store) ForgetList(ctx context.Context, userID int64, list, pages string) (bool, error) {
+	org := ghaccount.OrgOfList(list)
+	var found bool
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM user_github_lists WHERE user_id = $1 AND list = $2`, userID, list)
+		if err != nil {
+			return err
+		}
+		found = tag.RowsAffected() > 0
+		if _, err := tx.Exec(ctx, `DELETE FROM user_github_repositories WHERE user_id = $1 AND by_name AND lower(owner) = lower($2)`,
+			userID, org); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM github_pages WHERE user_id = $1 AND starts_with(url, $2)`, userID, pages)
+		return err
+	})
+	return found, err
+}
+
 // AskList adds lists to a user's cache, unfetched; lists already there stay
 // as they are.
 func (s *Store) AskList(ctx context.Context, userID int64, lists ...string) error {
@@ -167,8 +202,9 @@ func (s *Store) GitHubPages(ctx context.Context, userID int64) (map[string]ghacc
 // ReplaceGitHubView replaces a user's cached view with a refresh's, in one
 // transaction: the organizations (global rows, updated in place), the
 // user's memberships, repositories, lists and pages. What the refresh did
-// not see is gone, and so are the lists it found missing (v.Missing); a
-// list asked for while it ran stays asked.
+// not see is gone, and so are the lists it found missing or joined; a
+// list asked for while it ran stays asked, and a refused one keeps its
+// rows (the refresh carries its stored pages) and its last refresh time.
 func (s *Store) ReplaceGitHubView(ctx context.Context, userID int64, apiURL string, v ghaccount.View, now time.Time) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		orgs := map[int64]ghaccount.Org{}
@@ -194,12 +230,35 @@ func (s *Store) ReplaceGitHubView(ctx context.Context, userID int64, apiURL stri
 		}
 		// Lists asked for while the refresh ran (it did not fetch them, nor
 		// find them missing) stay asked, for the next refresh.
+		done := slices.Concat(v.Lists, v.Missing, v.Joined)
+		refused := make([]string, len(v.Refused))
+		reasons := make([]string, len(v.Refused))
+		for i, r := range v.Refused {
+			refused[i], reasons[i] = r.List, r.Reason
+			done = append(done, r.List)
+		}
 		rows, err := tx.Query(ctx, `SELECT list FROM user_github_lists
-			WHERE user_id = $1 AND refreshed_at IS NULL AND NOT list = ANY($2::text[])`, userID, append(v.Lists, v.Missing...))
+			WHERE user_id = $1 AND refreshed_at IS NULL AND NOT list = ANY($2::text[])`, userID, done)
 		if err != nil {
 			return err
 		}
 		asked, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		// A refused list keeps when it was last fetched, and says why not now.
+		rows, err = tx.Query(ctx, `SELECT t.list, l.refreshed_at, t.reason
+			FROM unnest($2::text[], $3::text[]) AS t(list, reason)
+			LEFT JOIN user_github_lists l ON l.user_id = $1 AND l.list = t.list`, userID, refused, reasons)
+		if err != nil {
+			return err
+		}
+		type refusal struct {
+			List      string
+			Refreshed *time.Time
+			Reason    string
+		}
+		kept, err := pgx.CollectRows(rows, pgx.RowToStructByPos[refusal])
 		if err != nil {
 			return err
 		}
@@ -208,6 +267,12 @@ func (s *Store) ReplaceGitHubView(ctx context.Context, userID int64, apiURL stri
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO user_github_lists (user_id, list) SELECT $1, unnest($2::text[])`, userID, asked); err != nil {
 			return err
+		}
+		for _, r := range kept {
+			if _, err := tx.Exec(ctx, `INSERT INTO user_github_lists (user_id, list, refreshed_at, refused_at, refused_reason)
+				VALUES ($1, $2, $3, $4, $5)`, userID, r.List, r.Refreshed, now, r.Reason); err != nil {
+				return err
+			}
 		}
 		member := make([]int64, len(v.Orgs))
 		for i, o := range v.Orgs {

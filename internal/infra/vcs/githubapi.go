@@ -215,11 +215,7 @@ func (a *Account) Whoami(ctx context.Context) (login string, id int64, err error
 // (and, on GitHub, costs no quota). It returns the pages in order and how
 // many were unchanged. Nothing is returned unless every page was fetched.
 func (a *Account) FetchList(ctx context.Context, endpoint, path string, stored map[string]ghaccount.Page) ([]ghaccount.Page, int, error) {
-	sep := "?"
-	if strings.Contains(path, "?") {
-		sep = "&"
-	}
-	next := path + sep + "per_page=100"
+	next := firstPage(path)
 	client, err := a.newClient()
 	if err != nil {
 		return nil, 0, err
@@ -243,6 +239,32 @@ func (a *Account) FetchList(ctx context.Context, endpoint, path string, stored m
 		next = page.Next
 	}
 	return pages, unchanged, nil
+}
+
+// firstPage is the URL of a list's first page, as FetchList asks for it.
+func firstPage(path string) string {
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	return path + sep + "per_page=100"
+}
+
+// StoredList returns the pages of a list FetchList stored last, in order,
+// as far as they are stored.
+func StoredList(path string, stored map[string]ghaccount.Page) []ghaccount.Page {
+	var pages []ghaccount.Page
+	seen := map[string]bool{}
+	for next := firstPage(path); next != "" && !seen[next]; {
+		p, ok := stored[next]
+		if !ok {
+			break
+		}
+		seen[next] = true
+		pages = append(pages, p)
+		next = p.Next
+	}
+	return pages
 }
 
 func (a *Account) fetchPage(ctx context.Context, client *github.Client, endpoint, u string, old ghaccount.Page) (ghaccount.Page, bool, error) {
@@ -422,7 +444,25 @@ func (g *tokenGate) do(ctx context.Context, endpoint string, send func() (*githu
 	var gh *github.ErrorResponse
 	if errors.As(err, &gh) && gh.Response != nil && gh.Response.StatusCode == http.StatusUnauthorized {
 		return errclass.Wrap(errclass.Permanent, errclass.ReasonPermissionDenied,
-			fmt.Errorf("%s: GitHub rejected the token (401): run `starter users add` again with a valid token", endpoint))
+			fmt.Errorf("%s: %w: run `starter users add` again with a valid token", endpoint, ErrTokenRejected))
 	}
 	return &errclass.Error{Class: c.Class, Reason: c.Reason, RetryAfter: c.RetryAfter, Err: fmt.Errorf("%s: %w", endpoint, err)}
+}
+
+// ErrTokenRejected is an account's token refused by GitHub itself (401:
+// expired, revoked, mistyped).
+var ErrTokenRejected = errors.New("GitHub rejected the token (401)")
+
+// Forbidden reports a 403 that is not a rate limit (an organization's
+// SAML single sign-on or IP allow list refusing the token, a missing
+// scope) and GitHub's message with it.
+func Forbidden(err error) (message string, ok bool) {
+	var gh *github.ErrorResponse
+	if !errors.As(err, &gh) || gh.Response == nil || gh.Response.StatusCode != http.StatusForbidden {
+		return "", false
+	}
+	if c := errclass.Classify(err); c != nil && c.Reason == errclass.ReasonRateLimited {
+		return "", false
+	}
+	return gh.Message, true
 }
