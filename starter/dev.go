@@ -242,6 +242,9 @@ func (a *app) dev(ctx context.Context, o devOptions) (err error) {
 		// Its webhook deliveries, received by the worker.
 		config.EnvWebhookAddr:                   hookAddr,
 		config.FileVar(config.EnvWebhookSecret): hookSecret.path,
+		// Findings go to the forge's code scanning (the App may write
+		// it): each repository's page lists its alerts.
+		config.EnvCodeScanning: "on",
 	}
 	// Users' GitHub tokens are sealed with a key kept beside the data.
 	if env[config.EnvTokenKey], err = devTokenKey(dataDir); err != nil {
@@ -266,6 +269,11 @@ func (a *app) dev(ctx context.Context, o devOptions) (err error) {
 	}
 	say("Applying the database migrations") // the workers wait for them
 	if _, _, err := a.migrate(ctx, 0); err != nil {
+		return err
+	}
+	// The forge starts empty, its code scanning uploads too: forget the
+	// records of them, so the demo's collections upload again.
+	if err := a.forgetUploads(ctx); err != nil {
 		return err
 	}
 	// The findings' key, for the worker only: beside the data, never in
@@ -337,6 +345,8 @@ gitfleet is running. Where to look:
   Temporal Web UI   %s/namespaces/%s/workflows
   demo forge        %s/demo/tools (also demo/hello-world, acme/website; acme/payments is private,
                     read through the forge's GitHub App, whose key is <data-dir>/github-app.pem)
+  code scanning     %s/demo/hello-world lists the alerts gitfleet uploaded (resolve one with
+                    bin/starter findings resolve, collect again: it is dismissed)
   Temporal CLI      %s%s
   logs              Temporal: %s; the worker and runners: %s
   environment       source %s   # then, in another terminal:
@@ -349,7 +359,7 @@ gitfleet is running. Where to look:
                     %s workflow list --query "GitfleetCase = 'D'"
 
 Press Ctrl-C to stop everything.
-`, ts.UIURL(), cfg.Namespace, fg.URL(), temporalPath, temporalNote, temporalLog, filepath.Join(dataDir, "logs", "*.log"), envFile, host, temporalCmd)
+`, ts.UIURL(), cfg.Namespace, fg.URL(), fg.URL(), temporalPath, temporalNote, temporalLog, filepath.Join(dataDir, "logs", "*.log"), envFile, host, temporalCmd)
 	<-ctx.Done()
 	fmt.Fprintln(a.stdout, "\n==> Stopping")
 	return nil
@@ -427,8 +437,9 @@ func seedDemo(fg *forge.Forge) error {
 }
 
 // seedDemoApp registers the demo's GitHub App on the forge, with a key
-// made on first use in the data directory (mode 0600), installs it on the
-// organization acme, and gives acme a private repository, acme/payments,
+// made on first use in the data directory (mode 0600), grants it Code
+// scanning alerts: write, installs it on the organization acme and on
+// demo, and gives acme a private repository, acme/payments,
 // that only the App's installation reads. It returns the App's id and its
 // key file.
 func seedDemoApp(fg *forge.Forge, dataDir string) (int64, string, error) {
@@ -467,8 +478,18 @@ func seedDemoApp(fg *forge.Forge, dataDir string) (int64, string, error) {
 	if err := fg.SetPrivate("acme", "payments", true); err != nil {
 		return 0, "", err
 	}
-	if _, err := fg.InstallApp(app.ID, "acme"); err != nil {
+	// It may upload code scanning results (Code scanning alerts: write),
+	// and is installed on demo too, whose public repositories it then
+	// uploads the findings of: their pages show the alerts.
+	perms := forge.DefaultAppPermissions()
+	perms["security_events"] = "write"
+	if err := fg.SetAppPermissions(app.ID, perms); err != nil {
 		return 0, "", err
+	}
+	for _, account := range []string{"acme", "demo"} {
+		if _, err := fg.InstallApp(app.ID, account); err != nil {
+			return 0, "", err
+		}
 	}
 	return app.ID, path, nil
 }
@@ -705,3 +726,14 @@ func startWorker(ctx context.Context, a *app, env map[string]string, log io.Writ
 // devMetricsAddr is where `starter dev`'s worker (0) and runner i serve
 // /metrics, /livez and /readyz: a port each.
 func devMetricsAddr(i int) string { return "127.0.0.1:" + strconv.Itoa(9090+i) }
+
+// forgetUploads forgets the records of code scanning uploads: the demo
+// forge, which held them, starts empty on every run.
+func (a *app) forgetUploads(ctx context.Context) error {
+	st, err := a.store(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return st.ForgetUploads(ctx)
+}

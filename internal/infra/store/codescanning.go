@@ -103,3 +103,10 @@ func (s *Store) UploadsSentSince(ctx context.Context, account string, since time
 		account, since).Scan(&n, &oldest)
 	return n, oldest, err
 }
+
+// ForgetUploads deletes every upload record (`starter dev`: its forge,
+// which held the uploads, starts empty).
+func (s *Store) ForgetUploads(ctx context.Context) error {
+	_, err := s.pool.Exec(ctx, `DELETE FROM code_scanning_uploads`)
+	return err
+}
