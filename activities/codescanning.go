@@ -28,7 +28,7 @@ import (
 )
 
 // CodeScanning uploads repositories' findings to GitHub code scanning
-// (workflows.UploadCodeScanning; architecture §3, "Where developers look:
+// (workflows.UploadCodeScanning; architecture §8, "Where developers look:
 // code scanning"). Its token — minted for the one repository with
 // security_events: write, revoked after the upload or the look — never
 // leaves the activity: not in a result, an error, a log line or the

@@ -15,7 +15,7 @@ import (
 	"gitfleet/internal/infra/errclass"
 )
 
-// GitHub code scanning (architecture §3, "Where developers look: code
+// GitHub code scanning (architecture §8, "Where developers look: code
 // scanning"): with GITFLEET_CODE_SCANNING=on, a collection whose
 // repository's results changed since the last upload starts
 // UploadCodeScanning, a child it abandons, which uploads the repository's

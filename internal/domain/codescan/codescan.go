@@ -1,5 +1,5 @@
 // Package codescan decides when a repository's findings go to GitHub code
-// scanning and how an upload is waited for (architecture §3, "Where
+// scanning and how an upload is waited for (architecture §8, "Where
 // developers look: code scanning"): pure logic, no I/O.
 //
 // An upload carries every occurrence of the repository's secrets, a

@@ -5,7 +5,7 @@ import (
 	"strconv"
 )
 
-// GitHub code scanning (architecture §3, "Where developers look: code
+// GitHub code scanning (architecture §8, "Where developers look: code
 // scanning").
 const (
 	// EnvCodeScanning: "on" uploads each collected repository's SARIF to

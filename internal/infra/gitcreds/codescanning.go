@@ -13,7 +13,7 @@ import (
 	"gitfleet/internal/infra/vcs"
 )
 
-// Code scanning uploads (architecture §3, "Where developers look: code
+// Code scanning uploads (architecture §8, "Where developers look: code
 // scanning") need a token that may write code scanning results
 // (security_events: write), which the reading token never has: it is
 // minted apart, for the one repository, used for one upload and its

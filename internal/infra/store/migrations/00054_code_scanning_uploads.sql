@@ -1,5 +1,5 @@
 -- Uploads of a repository's SARIF to GitHub code scanning (architecture
--- §3, "Where developers look: code scanning"), one row per attempt: what
+-- §8, "Where developers look: code scanning"), one row per attempt: what
 -- was sent (the commit and ref, a digest of the results, how many were
 -- open and dismissed), GitHub's id for it and its processing state
 -- (pending, complete, failed), or why nothing was sent (not_sent). The
