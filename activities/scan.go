@@ -278,7 +278,8 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 	for i, rg := range ranges {
 		run.rangeOf[rg.Ref] = i
 	}
-	walker := gitread.New(repo.repo, gitread.Options{Packs: packs, TreeCacheBytes: treeCacheBytes, Again: run.addAgain, Missed: run.missed})
+	walker := gitread.New(repo.repo, gitread.Options{Packs: packs, TreeCacheBytes: treeCacheBytes, Again: run.addAgain, Missed: run.missed,
+		Diffed: progress.diffed})
 	run.walker = walker
 	run.deadline = time.Now().Add(s.budget(w))
 	// The batch in flight is done before the packs close, whatever happens.

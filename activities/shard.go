@@ -211,6 +211,9 @@ func (s *Shards) ParkShard(ctx context.Context, in workflows.ParkInput) error {
 // and Temporal ends the attempt within the heartbeat timeout.
 type progress struct {
 	steps atomic.Int64
+	// commits: the commits the walk diffed, reported for people to follow
+	// (starter scan prints them); not a step, so liveness is as it was.
+	commits atomic.Int64
 
 	mu                     sync.Mutex
 	Blobs, Bytes, Findings int64
@@ -224,6 +227,9 @@ type progress struct {
 
 // step counts one step forward.
 func (p *progress) step() { p.steps.Add(1) }
+
+// diffed counts one commit walked.
+func (p *progress) diffed() { p.commits.Add(1) }
 
 // add counts a durable write of blobs.
 func (p *progress) add(blobs, bytes, findings int64) {
@@ -260,7 +266,8 @@ func (p *progress) alive(now time.Time) (map[string]int64, bool) {
 	moved := steps != p.beaten
 	p.beaten = steps
 	waiting := p.waits > 0 && now.Before(p.bound)
-	return map[string]int64{"blobs": p.Blobs, "bytes": p.Bytes, "findings": p.Findings, "steps": steps}, moved || waiting
+	return map[string]int64{"blobs": p.Blobs, "bytes": p.Bytes, "findings": p.Findings, "steps": steps,
+		"commits": p.commits.Load()}, moved || waiting
 }
 
 // Bounds of the waits a shard activity is still alive in (see progress).

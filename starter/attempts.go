@@ -7,7 +7,9 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"gitfleet/activities"
 )
@@ -29,6 +31,7 @@ func (a *app) watchAttempts(ctx context.Context, c client.Client, id, runID, wha
 		tick := time.NewTicker(attemptsEvery)
 		defer tick.Stop()
 		told := map[string]int32{} // activity id → attempt told
+		said := ""                 // the last progress line
 		for {
 			select {
 			case <-ctx.Done():
@@ -40,6 +43,10 @@ func (a *app) watchAttempts(ctx context.Context, c client.Client, id, runID, wha
 				continue // the next tick asks again; the wait itself reports real trouble
 			}
 			for _, p := range d.GetPendingActivities() {
+				if line := scanProgress(p); line != "" && line != said {
+					said = line
+					fmt.Fprintf(a.stderr, "  progress  %s\n", line)
+				}
 				f := p.GetLastFailure()
 				if p.GetAttempt() < 2 || f == nil || told[p.GetActivityId()] >= p.GetAttempt() {
 					continue
@@ -57,6 +64,29 @@ func (a *app) watchAttempts(ctx context.Context, c client.Client, id, runID, wha
 	}()
 	return func() { cancel(); <-done }
 }
+
+// scanProgress is what a scan attempt has done so far, from the counts its
+// heartbeats carry (activities' progress: commits walked, blobs scanned and
+// written, their bytes, findings), or "" for another activity or none yet.
+// A large repository takes minutes: without it the scan looks stuck.
+func scanProgress(p *workflowpb.PendingActivityInfo) string {
+	if p.GetActivityType().GetName() != scanActivity || p.GetHeartbeatDetails() == nil {
+		return ""
+	}
+	var c map[string]int64
+	if err := converter.GetDefaultDataConverter().FromPayloads(p.GetHeartbeatDetails(), &c); err != nil || c == nil {
+		return ""
+	}
+	line := fmt.Sprintf("%s walked, %s scanned (%s), %s so far", count(c["commits"], "commit", "commits"),
+		count(c["blobs"], "blob", "blobs"), bytesHuman(c["bytes"]), count(c["findings"], "finding", "findings"))
+	if p.GetAttempt() > 1 {
+		line += fmt.Sprintf(" (attempt %d)", p.GetAttempt())
+	}
+	return line
+}
+
+// scanActivity is the activity that walks and scans a shard.
+const scanActivity = "ScanShard"
 
 // lastCause is the end of an error message, its cause ("no such host"),
 // at most a line's worth.

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,6 +48,11 @@ var (
 	// credentials' trust in their last listing of installations.
 	appOffset atomic.Int64
 )
+
+// scanSlots bound the blobs the worker's scans read at once (as many as
+// it has processors, as without them); a test holding them all stops
+// every scan before it reads a blob, while the walk goes on.
+var scanSlots = make(chan struct{}, runtime.GOMAXPROCS(0))
 
 func appNow() time.Time { return time.Now().Add(time.Duration(appOffset.Load())) }
 
@@ -101,7 +107,7 @@ func TestMain(m *testing.M) {
 			w.RegisterActivity(&activities.Activities{Store: e.Store, Mirrors: mirrors, Hosts: cfg.Hosts, Log: e.Log})
 			w.RegisterActivity(&activities.Cleanup{Store: e.Store, Log: e.Log})
 			w.RegisterActivity(&activities.Shards{Store: e.Store, Mirrors: mirrors, Scanner: scanner, Log: e.Log,
-				UnreachableWaits: unreachableWaits})
+				UnreachableWaits: unreachableWaits, ScanSlots: scanSlots})
 			w.RegisterActivity(&activities.GitHub{Store: e.Store, Box: cfg.TokenBox, Hosts: cfg.Hosts, Log: e.Log})
 			w.RegisterActivity(&activities.Sweeps{Store: e.Store, Client: e.Client, Hosts: cfg.Hosts, Log: e.Log}) // collect --org starts Collects
 			w.RegisterActivity(&activities.Snapshots{Store: e.Store, Client: e.Client, Log: e.Log})

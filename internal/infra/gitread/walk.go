@@ -82,6 +82,10 @@ type Options struct {
 	// with the rest: one crafted object hides nothing else. Unset, a
 	// refusal is an error that stops the walk.
 	Missed func(b Blob, err error) error
+	// Diffed, when set, is called after each commit is diffed (each of
+	// Stats.Commits), from Walk's goroutine: a caller's live count of the
+	// history walked (a scan's progress), where Stats comes only at the end.
+	Diffed func()
 	// TreeCacheBytes bounds the LRU cache of parsed trees; 0 means 8 MiB,
 	// negative disables it.
 	TreeCacheBytes int
@@ -676,6 +680,9 @@ func (wk *walk) diffCommit(h plumbing.Hash) error {
 		return err
 	}
 	wk.stats.Commits++
+	if wk.w.opts.Diffed != nil {
+		wk.w.opts.Diffed()
+	}
 	wk.processed(st)
 	return nil
 }
