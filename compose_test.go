@@ -64,6 +64,10 @@ var unsetOnPurpose = map[string]map[string]string{
 	// Code scanning uploads are opt-in: they need an App granted Code scanning alerts: write.
 	"GITFLEET_CODE_SCANNING":          {"*": "opt-in: on uploads each repository's SARIF to GitHub code scanning (README, \"Code scanning\")"},
 	"GITFLEET_CODE_SCANNING_PER_HOUR": {"*": "opt-in, with GITFLEET_CODE_SCANNING; the default bound suits GitHub"},
+	// Alerts are opt-in: a deployment names its own receivers.
+	"GITFLEET_NOTIFY_URL":        {"*": "a secret (a Slack webhook's URL is its credential): GITFLEET_NOTIFY_URL_FILE names its file"},
+	"GITFLEET_NOTIFY_URL_FILE":   {"*": "opt-in: a deployment that wants alerts names its receivers (README, \"Alerts\")"},
+	"GITFLEET_NOTIFY_PER_MINUTE": {"*": "opt-in, with GITFLEET_NOTIFY_URL_FILE; the default bound holds"},
 	"GITFLEET_TOKEN_KEY_FILE": {
 		"runner":           "runners seal and open no users' tokens",
 		"gitfleet-migrate": "migrations need no key",

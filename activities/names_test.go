@@ -21,7 +21,7 @@ func TestWorkflowsScheduleRegisteredActivities(t *testing.T) {
 		names   []string
 	}{
 		{"gitfleet", []any{&activities.Activities{}, &activities.Shards{}, &activities.Sweeps{}, &activities.GitHub{}, &activities.Snapshots{},
-			&activities.Cleanup{}, &activities.CodeScanning{}},
+			&activities.Cleanup{}, &activities.CodeScanning{}, &activities.Notifications{}},
 			append(append(append([]string{}, workflows.ActivityNames...), workflows.SnapshotActivityNames...), workflows.CodeScanningActivityNames...)},
 		{"runner-<id>", []any{&activities.Runner{}}, workflows.RunnerActivityNames},
 		{"gitfleet:git:<worker>", []any{&activities.Builds{}}, workflows.BuildActivityNames},

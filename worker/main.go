@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc"
 
 	"gitfleet/activities"
+	"gitfleet/internal/domain/notify"
 	"gitfleet/internal/domain/report"
 	"gitfleet/internal/infra/config"
 	"gitfleet/internal/infra/gitcreds"
@@ -226,6 +227,13 @@ func run() error {
 		log.Info("code scanning uploads on: repositories' findings go to GitHub code scanning",
 			zap.Int("perInstallationPerHour", cfg.CodeScanning.PerHour))
 	}
+	// Alerts (§8): the receivers' URLs stay in this process.
+	notifications := &activities.Notifications{Store: st, Targets: cfg.Notify.Targets, PerMinute: cfg.Notify.PerMinute, Log: log}
+	workflows.SetNotify(len(cfg.Notify.Targets) > 0)
+	if n := len(cfg.Notify.Targets); n > 0 {
+		log.Info("alerts on: new and valid secrets are announced", zap.Int("receivers", n), zap.Int("perMinute", cfg.Notify.PerMinute))
+	}
+	w.RegisterActivity(notifications)
 	for _, r := range []worker.Registry{w, ownW, gitW} {
 		r.RegisterActivity(codeScanning)
 		r.RegisterActivity(&activities.Validity{Store: st, Mirrors: mirrors, Scanner: scanner, Checker: checker, Log: log})
@@ -359,7 +367,8 @@ Configuration comes from the environment:
                        TOML profile), for Temporal Cloud and mTLS clusters
   DATABASE_URL         gitfleet's PostgreSQL database (default %s)
   DATABASE_PASSWORD_FILE a file holding the password of DATABASE_URL's user, for a URL that carries none
-  DATABASE_URL_FILE, GITHUB_TOKEN_FILE, GITFLEET_TOKEN_KEY_FILE, GITFLEET_PEER_TOKEN_FILE, GITFLEET_WEBHOOK_SECRET_FILE
+  DATABASE_URL_FILE, GITHUB_TOKEN_FILE, GITFLEET_TOKEN_KEY_FILE, GITFLEET_PEER_TOKEN_FILE, GITFLEET_WEBHOOK_SECRET_FILE,
+                       GITFLEET_NOTIFY_URL_FILE
                        the secret in a file instead of the environment (trailing newline dropped)
   GITFLEET_UI_URL      the Temporal Web UI: the starter prints links to it (the worker reads, not uses it)
   GITHUB_API_URL       GitHub or GitHub Enterprise REST API (default https://api.github.com/)
@@ -439,7 +448,12 @@ Configuration comes from the environment:
   GITFLEET_CODE_SCANNING        on: upload each repository's findings to GitHub code scanning when they change (the
                                 App needs Code scanning alerts: write; default off: nothing is sent)
   GITFLEET_CODE_SCANNING_PER_HOUR  uploads per App installation in any hour, all workers together (default %d)
+  GITFLEET_NOTIFY_URL           alerts: receivers, comma-separated, of a message per repository when a scan finds
+                                secrets new to the fleet or a check finds one valid; hooks.slack.com or a
+                                slack+https:// URL gets Slack's format, any other gitfleet's JSON (default: none;
+                                a secret: GITFLEET_NOTIFY_URL_FILE names a file holding it)
+  GITFLEET_NOTIFY_PER_MINUTE    messages to one receiver in a minute, across the fleet (default %d)
   GOMEMLIMIT, GOGC              the Go runtime's memory limit and GC target, process-wide
 `, config.DefaultTemporalAddress, config.DefaultNamespace, config.DefaultDatabaseURL, activities.DefaultBatchBlobs,
-		config.DefaultCodeScanningPerHour)
+		config.DefaultCodeScanningPerHour, notify.DefaultPerMinute)
 }

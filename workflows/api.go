@@ -222,6 +222,7 @@ func Register(w worker.WorkflowRegistry) {
 	w.RegisterWorkflow(RecoverDeliveries)
 	w.RegisterWorkflow(RecollectAccount)
 	w.RegisterWorkflow(UploadCodeScanning)
+	w.RegisterWorkflow(NotifySecrets)
 }
 
 // The activities, by name: methods of the structs in package activities,
@@ -289,6 +290,7 @@ var ActivityNames = []string{
 	activityRefreshGitHubCache, activityListCachedRepos,
 	activityCleanUpDatabase,
 	activityRecoverDeliveries,
+	activityPrepareNotifications, activitySendNotification,
 }
 
 // Payloads of the collection activities.

@@ -301,6 +301,11 @@ func executeShard(ctx workflow.Context, in ExecuteShardInput) (ExecuteShardResul
 				version(ctx, validateAfterScan, 1) == 1 && validationOn(ctx) {
 				startValidation(ctx, out.ShardID, in.Spec.Key, place)
 			}
+			// Runs recorded before alerts replay without.
+			if found > 0 && version(ctx, notifyAfterScan, 1) == 1 && notifying(ctx) {
+				startNotify(ctx, NotifySecretsInput{Kind: NotifyNew, Shards: []int64{out.ShardID},
+					Since: workflow.GetInfo(ctx).WorkflowStartTime.Add(-notifyScanMargin)}, in.Spec.Key)
+			}
 			return out, nil
 		case class == errclass.StaleOwner:
 			// This owner lost its lease: stop at once, no checkpoint, no

@@ -151,6 +151,8 @@ func TestMain(m *testing.M) {
 			w.RegisterActivity(&activities.GitHub{Store: e.Store, Box: tokenBox, Hosts: hosts, Log: log})
 			w.RegisterActivity(setUpValidity(e.Store, mirrors, scanner, log))
 			w.RegisterActivity(&activities.CodeScanning{Store: e.Store, Creds: creds, Hosts: hosts, Rules: reportRules(scanner), Log: log})
+			notifyActs.Store, notifyActs.Log = e.Store, log
+			w.RegisterActivity(notifyActs)
 			w.RegisterActivity(&activities.Snapshots{Store: e.Store, Client: e.Client, Log: log,
 				Propagation: workflows.PropagateSnapshotInput{Timing: workflows.PullTiming{Queue: 30 * time.Second, Heartbeat: 10 * time.Second}}})
 		}, workflows.GitTaskQueue(workflows.TaskQueue))

@@ -80,6 +80,19 @@ func ValidateSecrets(ctx workflow.Context, in ValidateSecretsInput) (ValidateSec
 			state, count(out.Checked, "secret", "secrets"), out.Valid, out.Invalid, out.Revoked, out.Unknown))
 	}
 	after := in.After
+	// The repositories whose secrets this run found valid: their alerts
+	// are started as the run ends (runs recorded before replay without).
+	valid := map[int64]bool{}
+	announce := func() {
+		if len(valid) == 0 || version(ctx, notifyValid, 1) != 1 || !notifying(ctx) {
+			return
+		}
+		shards := make([]int64, 0, len(valid))
+		for id := range valid {
+			shards = append(shards, id)
+		}
+		startNotify(ctx, NotifySecretsInput{Kind: NotifyValid, Shards: shards}, "")
+	}
 	for page := 0; page < in.PagesPerRun; page++ {
 		var p ValidationPage
 		err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityListValidation, ListValidationInput{
@@ -123,6 +136,9 @@ func ValidateSecrets(ctx workflow.Context, in ValidateSecretsInput) (ValidateSec
 					out.NotChecked += len(batch.Findings)
 				default:
 					out.Add(c)
+					if c.Valid > 0 {
+						valid[batch.ShardID] = true
+					}
 					details("Checking")
 				}
 			})
@@ -141,6 +157,7 @@ func ValidateSecrets(ctx workflow.Context, in ValidateSecretsInput) (ValidateSec
 			}
 			setOutcome(ctx, OutcomeDone, msg)
 			details("Done")
+			announce()
 			return out, nil
 		}
 		after = p.Next
@@ -151,6 +168,7 @@ func ValidateSecrets(ctx workflow.Context, in ValidateSecretsInput) (ValidateSec
 			break
 		}
 	}
+	announce()
 	next := in
 	next.After, next.Carried, next.Runs, next.Place = after, out.ValidationCounts, out.Runs, GitPlace{}
 	return out, workflow.NewContinueAsNewError(ctx, ValidateSecrets, next)

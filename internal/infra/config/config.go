@@ -121,6 +121,7 @@ type Config struct {
 	Fleet           Fleet
 	Webhook         Webhook
 	CodeScanning    CodeScanning
+	Notify          Notify
 	LogLevel        string
 	LogFormat       string
 	Hosts           vcs.Hosts
@@ -498,6 +499,9 @@ func Load(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	if c.Webhook, err = loadWebhook(getenv); err != nil {
+		return Config{}, err
+	}
+	if c.Notify, err = loadNotify(getenv); err != nil {
 		return Config{}, err
 	}
 	if c.MirrorDir == "" {

@@ -16,7 +16,7 @@ import (
 // key has a file setting of its own (GITFLEET_FINDING_KEY_FILE, read by
 // FindingKey), and DATABASE_PASSWORD_FILE gives DATABASE_URL's password
 // alone, so that the URL itself need not be a secret.
-var SecretFileVars = []string{EnvDatabaseURL, EnvTokenKey, vcs.EnvToken, EnvPeerToken, EnvWebhookSecret}
+var SecretFileVars = []string{EnvDatabaseURL, EnvTokenKey, vcs.EnvToken, EnvPeerToken, EnvWebhookSecret, EnvNotifyURL}
 
 // EnvDatabasePasswordFile names a file holding the password of
 // DATABASE_URL's user, for a URL that carries none.

@@ -61,6 +61,8 @@ func Vars() []string {
 		EnvWebhookSecret,
 		EnvCodeScanning,
 		EnvCodeScanningPerHour,
+		EnvNotifyURL,
+		EnvNotifyPerMinute,
 		vcs.EnvAPIURL,
 		vcs.EnvToken,
 		vcs.EnvHost,
