@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.uber.org/zap"
 
 	"gitfleet/internal/domain/ghaccount"
@@ -105,7 +106,26 @@ func (g *GitHub) RefreshGitHubCache(ctx context.Context, in workflows.RefreshGit
 	if err != nil {
 		return workflows.RefreshGitHubCacheResult{}, AppError(err)
 	}
-	view, pages, unchanged, err := ghcache.Fetch(ctx, account, want, stored)
+	// Each page is saved as it comes and heartbeated: a retry after this
+	// attempt died (the worker killed, cut off) takes the pages it saved
+	// without asking again, and starts within the heartbeat timeout.
+	var progress RefreshProgress
+	opts := vcs.ListOptions{Stored: stored}
+	if activity.HasHeartbeatDetails(ctx) && activity.GetHeartbeatDetails(ctx, &progress) == nil && !progress.Started.IsZero() {
+		opts.FreshSince = progress.Started
+	} else {
+		progress = RefreshProgress{Started: g.now()}
+	}
+	activity.RecordHeartbeat(ctx, progress)
+	opts.Fetched = func(p ghaccount.Page) error {
+		if err := g.Store.SaveGitHubPage(ctx, u.ID, p); err != nil {
+			return err
+		}
+		progress.Pages++
+		activity.RecordHeartbeat(ctx, progress)
+		return nil
+	}
+	view, pages, unchanged, err := ghcache.Fetch(ctx, account, want, opts)
 	if err != nil {
 		return workflows.RefreshGitHubCacheResult{}, AppError(err)
 	}
@@ -122,6 +142,14 @@ func (g *GitHub) RefreshGitHubCache(ctx context.Context, in workflows.RefreshGit
 	g.logger(ctx).Info("github cache refreshed", zap.Int64("user", u.ID), zap.Int("pages", out.Pages),
 		zap.Int("notModified", out.NotModified), zap.Int("orgs", out.Orgs), zap.Int("repos", out.Repos))
 	return out, nil
+}
+
+// RefreshProgress is RefreshGitHubCache's heartbeat: when the refresh's
+// first attempt started (the pages saved since are this refresh's) and
+// how many pages it fetched.
+type RefreshProgress struct {
+	Started time.Time `json:"started"`
+	Pages   int       `json:"pages"`
 }
 
 // refreshedSince reports whether the user's cache holds its lists, each

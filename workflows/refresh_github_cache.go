@@ -47,9 +47,13 @@ type RefreshGitHubCacheResult struct {
 
 // refreshOptions: a refresh retries GitHub's transient failures a few
 // times, waiting out rate limits (NextRetryDelay), then fails and leaves
-// the cache as it was.
+// the cache as it was. It heartbeats each page: an attempt whose worker
+// died is retried within 30 s, and resumes from the pages it saved.
+// (Options are not part of what a replay compares: runs in flight take
+// them at their next scheduling.)
 var refreshOptions = workflow.ActivityOptions{
 	StartToCloseTimeout:    5 * time.Minute,
+	HeartbeatTimeout:       30 * time.Second,
 	ScheduleToCloseTimeout: 90 * time.Minute,
 	RetryPolicy:            retryPolicy(5),
 }

@@ -77,6 +77,8 @@ type Page struct {
 	// carries no Link header, so the stored page remembers it.
 	Next string
 	Body []byte
+	// FetchedAt is when it was fetched (or found unchanged) last.
+	FetchedAt time.Time
 }
 
 // View is everything one refresh learned about an account: it replaces the

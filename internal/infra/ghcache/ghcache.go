@@ -268,7 +268,7 @@ func (c *Cache) fill(ctx context.Context, u store.User, seenLists map[string]tim
 }
 
 // Fetch fetches the lists of an account's view, each page conditionally on
-// what is stored, parses them and returns the whole view, or an error and
+// what is stored (o.Stored; o says what else it may reuse and whom it tells), parses them and returns the whole view, or an error and
 // nothing. It also says how many pages there were and how many came back
 // unchanged (304).
 //
@@ -278,13 +278,13 @@ func (c *Cache) fill(ctx context.Context, u store.User, seenLists map[string]tim
 // the token (403: SAML single sign-on, an IP allow list) keeps its stored
 // pages (View.Refused). Its repositories are ByName: the organization's
 // view, not the user's list.
-func Fetch(ctx context.Context, a *vcs.Account, lists []string, stored map[string]ghaccount.Page) (ghaccount.View, int, int, error) {
+func Fetch(ctx context.Context, a *vcs.Account, lists []string, o vcs.ListOptions) (ghaccount.View, int, int, error) {
 	var v ghaccount.View
 	var own, byName [][]ghaccount.Repo
 	pages, unchanged := 0, 0
 	for _, list := range lists {
 		endpoint, path := listEndpoint(list)
-		ps, n, err := a.FetchList(ctx, endpoint, path, stored)
+		ps, n, err := a.FetchList(ctx, endpoint, path, o)
 		org := ghaccount.OrgOfList(list)
 		if c := errclass.Classify(err); org != "" && c != nil && c.Class == errclass.Permanent && c.Reason == errclass.ReasonNotFound {
 			v.Missing = append(v.Missing, list)
@@ -300,7 +300,7 @@ func Fetch(ctx context.Context, a *vcs.Account, lists []string, stored map[strin
 			// Refused alone: the view keeps what the organization's list
 			// held, and the user's own lists refresh.
 			v.Refused = append(v.Refused, ghaccount.Refusal{List: list, Reason: ghaccount.RefusalReason(org, msg)})
-			ps = vcs.StoredList(path, stored)
+			ps = vcs.StoredList(path, o.Stored)
 		} else if err != nil {
 			if org != "" {
 				return ghaccount.View{}, 0, 0, fmt.Errorf("organization %s: %w", org, err)

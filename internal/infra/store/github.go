@@ -186,17 +186,28 @@ func (s *Store) AskList(ctx context.Context, userID int64, lists ...string) erro
 
 // GitHubPages returns the stored pages of a user's lists by URL.
 func (s *Store) GitHubPages(ctx context.Context, userID int64) (map[string]ghaccount.Page, error) {
-	rows, err := s.pool.Query(ctx, `SELECT url, etag, last_modified, next_url, body FROM github_pages WHERE user_id = $1`, userID)
+	rows, err := s.pool.Query(ctx, `SELECT url, etag, last_modified, next_url, body, fetched_at FROM github_pages WHERE user_id = $1`, userID)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]ghaccount.Page{}
 	var p ghaccount.Page
-	_, err = pgx.ForEachRow(rows, []any{&p.URL, &p.ETag, &p.LastModified, &p.Next, &p.Body}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&p.URL, &p.ETag, &p.LastModified, &p.Next, &p.Body, &p.FetchedAt}, func() error {
 		out[p.URL] = p
 		return nil
 	})
 	return out, err
+}
+
+// SaveGitHubPage stores one page of a user's list as a refresh fetches
+// it, before the view is replaced: a retried refresh finds it.
+func (s *Store) SaveGitHubPage(ctx context.Context, userID int64, p ghaccount.Page) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO github_pages (user_id, url, etag, last_modified, next_url, body, fetched_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)
+		ON CONFLICT (user_id, url) DO UPDATE SET etag = excluded.etag, last_modified = excluded.last_modified,
+			next_url = excluded.next_url, body = excluded.body, fetched_at = excluded.fetched_at`,
+		userID, p.URL, p.ETag, p.LastModified, p.Next, p.Body, p.FetchedAt)
+	return err
 }
 
 // ReplaceGitHubView replaces a user's cached view with a refresh's, in one
@@ -310,8 +321,12 @@ func (s *Store) ReplaceGitHubView(ctx context.Context, userID int64, apiURL stri
 			return err
 		}
 		for _, p := range v.Pages {
+			at := p.FetchedAt
+			if at.IsZero() {
+				at = now
+			}
 			if _, err := tx.Exec(ctx, `INSERT INTO github_pages (user_id, url, etag, last_modified, next_url, body, fetched_at)
-				VALUES ($1, $2, $3, $4, $5, $6, $7)`, userID, p.URL, p.ETag, p.LastModified, p.Next, p.Body, now); err != nil {
+				VALUES ($1, $2, $3, $4, $5, $6, $7)`, userID, p.URL, p.ETag, p.LastModified, p.Next, p.Body, at); err != nil {
 				return err
 			}
 		}

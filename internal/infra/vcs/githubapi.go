@@ -209,12 +209,31 @@ func (a *Account) Whoami(ctx context.Context) (login string, id int64, err error
 	return u.GetLogin(), u.GetID(), nil
 }
 
+// ListOptions says what FetchList may reuse, and whom it tells.
+type ListOptions struct {
+	// Stored are the pages stored last, by URL: their validators make
+	// each request conditional.
+	Stored map[string]ghaccount.Page
+	// FreshSince: a stored page fetched at or after it is taken as it is,
+	// without a request, so a retried refresh resumes where the attempt
+	// before it stopped (zero: none is).
+	FreshSince time.Time
+	// Fetched, if set, is told each page fetched (a 304 too) before the
+	// next is asked for; its error ends the list.
+	Fetched func(ghaccount.Page) error
+}
+
+// maxListPages bounds a list's pages (a million repositories at 100 to a
+// page, twice over): a server that links page after page ends with an
+// error, not a loop. A variable for the test.
+var maxListPages = 20000
+
 // FetchList fetches every page of a list endpoint (path relative to the API
 // base, e.g. "user/repos?affiliation=owner"), 100 to a page, each with the
 // validators of the stored page at its URL: a 304 reuses the stored page
 // (and, on GitHub, costs no quota). It returns the pages in order and how
 // many were unchanged. Nothing is returned unless every page was fetched.
-func (a *Account) FetchList(ctx context.Context, endpoint, path string, stored map[string]ghaccount.Page) ([]ghaccount.Page, int, error) {
+func (a *Account) FetchList(ctx context.Context, endpoint, path string, o ListOptions) ([]ghaccount.Page, int, error) {
 	next := firstPage(path)
 	client, err := a.newClient()
 	if err != nil {
@@ -224,16 +243,28 @@ func (a *Account) FetchList(ctx context.Context, endpoint, path string, stored m
 	unchanged := 0
 	seen := map[string]bool{}
 	for next != "" {
-		if seen[next] {
-			return nil, 0, errclass.Permanentf(errclass.ReasonUnsupported, "%s: pagination loops at %s", endpoint, next)
+		if seen[next] || len(seen) == maxListPages {
+			return nil, 0, errclass.Permanentf(errclass.ReasonUnsupported, "%s: pagination loops or runs past %d pages at %s", endpoint, maxListPages, next)
 		}
 		seen[next] = true
-		page, notModified, err := a.fetchPage(ctx, client, endpoint, next, stored[next])
+		old := o.Stored[next]
+		if len(old.Body) > 0 && !o.FreshSince.IsZero() && !old.FetchedAt.Before(o.FreshSince) {
+			pages = append(pages, old)
+			next = old.Next
+			continue
+		}
+		page, notModified, err := a.fetchPage(ctx, client, endpoint, next, old)
 		if err != nil {
 			return nil, 0, err
 		}
 		if notModified {
 			unchanged++
+		}
+		page.FetchedAt = a.gate.clock().UTC()
+		if o.Fetched != nil {
+			if err := o.Fetched(page); err != nil {
+				return nil, 0, err
+			}
 		}
 		pages = append(pages, page)
 		next = page.Next
@@ -396,6 +427,13 @@ func gateFor(token string, o AccountOptions) *tokenGate {
 	}
 	g.mu.Unlock()
 	return g
+}
+
+// clock reads the gate's clock.
+func (g *tokenGate) clock() time.Time {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.now()
 }
 
 // do runs one request within the token's limits: none while a rate limit

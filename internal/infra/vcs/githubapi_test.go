@@ -2,11 +2,13 @@ package vcs
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -75,12 +77,12 @@ func TestRequestHeadersAndConditionalPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pages, unchanged, err := a.FetchList(context.Background(), "/user/repos", "user/repos", nil)
+	pages, unchanged, err := a.FetchList(context.Background(), "/user/repos", "user/repos", ListOptions{})
 	if err != nil || len(pages) != 1 || unchanged != 0 {
 		t.Fatalf("first fetch: %d pages, %d unchanged, %v", len(pages), unchanged, err)
 	}
 	stored := map[string]ghaccount.Page{pages[0].URL: pages[0]}
-	again, unchanged, err := a.FetchList(context.Background(), "/user/repos", "user/repos", stored)
+	again, unchanged, err := a.FetchList(context.Background(), "/user/repos", "user/repos", ListOptions{Stored: stored})
 	if err != nil || unchanged != 1 || string(again[0].Body) != string(pages[0].Body) {
 		t.Fatalf("second fetch: %v unchanged=%d err=%v", again, unchanged, err)
 	}
@@ -125,17 +127,74 @@ func TestRateLimitHoldsTheToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = a.FetchList(context.Background(), "/user/repos", "user/repos", nil)
+	_, _, err = a.FetchList(context.Background(), "/user/repos", "user/repos", ListOptions{})
 	c := errclass.Classify(err)
 	if c.Class != errclass.Retryable || c.Reason != errclass.ReasonRateLimited || c.RetryAfter < 59*time.Minute {
 		t.Fatalf("rate limited: %+v (%v)", c, err)
 	}
-	_, _, err = a.FetchList(context.Background(), "/user/repos", "user/repos", nil)
+	_, _, err = a.FetchList(context.Background(), "/user/repos", "user/repos", ListOptions{})
 	if c := errclass.Classify(err); c.Reason != errclass.ReasonRateLimited || requests != 1 {
 		t.Fatalf("while limited: %v after %d requests, want no request sent", err, requests)
 	}
 	now = reset.Add(time.Second)
-	if _, _, err := a.FetchList(context.Background(), "/user/repos", "user/repos", nil); err != nil || requests != 2 {
+	if _, _, err := a.FetchList(context.Background(), "/user/repos", "user/repos", ListOptions{}); err != nil || requests != 2 {
 		t.Fatalf("after the reset: %v after %d requests", err, requests)
+	}
+}
+
+// A list takes the pages a refresh saved since it began without asking
+// again, tells of each page it fetches, and ends with an error when a
+// server links page after page without end.
+func TestFetchListResumesAndEnds(t *testing.T) {
+	var requests atomic.Int32
+	endless := false
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		page, _ := strconv.Atoi(r.URL.Query().Get("page"))
+		if page == 0 {
+			page = 1
+		}
+		if page < 3 || endless {
+			w.Header().Set("Link", fmt.Sprintf(`<%s/api/v3/user/repos?per_page=100&page=%d>; rel="next"`, "http://"+r.Host, page+1))
+		}
+		fmt.Fprintf(w, `[{"id": %d, "name": "r%d", "owner": {"login": "me", "id": 1, "type": "User"}}]`, page, page)
+	}))
+	defer srv.Close()
+	a, err := NewAccount(Host{Name: "h.test", APIURL: srv.URL + "/api/v3/", GitURL: srv.URL + "/"}, "tok-resume", AccountOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var told []string
+	first, _, err := a.FetchList(ctx, "/user/repos", "user/repos", ListOptions{Fetched: func(p ghaccount.Page) error {
+		told = append(told, p.URL)
+		return nil
+	}})
+	if err != nil || len(first) != 3 || len(told) != 3 || requests.Load() != 3 {
+		t.Fatalf("first: %d pages, told %v, %d requests, %v", len(first), told, requests.Load(), err)
+	}
+	// The attempt before this one saved the first two pages since it began.
+	began := first[0].FetchedAt
+	stored := map[string]ghaccount.Page{first[0].URL: first[0], first[1].URL: first[1]}
+	for _, tc := range []struct {
+		name     string
+		since    time.Time
+		requests int32
+	}{
+		{"resumed", began, 1},                              // only the third page
+		{"saved before it began", began.Add(time.Hour), 3}, // all again, conditionally
+	} {
+		requests.Store(0)
+		pages, _, err := a.FetchList(ctx, "/user/repos", "user/repos", ListOptions{Stored: stored, FreshSince: tc.since})
+		if err != nil || len(pages) != 3 || requests.Load() != tc.requests {
+			t.Errorf("%s: %d pages, %d requests, %v; want 3 pages in %d requests", tc.name, len(pages), requests.Load(), err, tc.requests)
+		}
+	}
+
+	defer func(n int) { maxListPages = n }(maxListPages)
+	maxListPages, endless = 10, true
+	requests.Store(0)
+	if _, _, err := a.FetchList(ctx, "/user/repos", "user/repos", ListOptions{}); err == nil || requests.Load() != 10 {
+		t.Fatalf("endless pages: %v after %d requests; want an error after 10", err, requests.Load())
 	}
 }

@@ -71,7 +71,7 @@ func TestRateLimitAnswersAreFollowed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, _, err = a.FetchList(context.Background(), "/user/repos", "user/repos", nil)
+			_, _, err = a.FetchList(context.Background(), "/user/repos", "user/repos", vcs.ListOptions{})
 			c := errclass.Classify(err)
 			if c == nil || c.Class != errclass.Retryable || c.Reason != tc.reason || c.RetryAfter < tc.min || c.RetryAfter > tc.max+time.Second {
 				t.Fatalf("got %+v, want Retryable %q waiting %s–%s (%v)", c, tc.reason, tc.min, tc.max, err)
