@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -666,8 +667,9 @@ func (a *app) exportFindings(ctx context.Context, st *store.Store, f store.Fleet
 	for _, r := range rs.Rules() {
 		rules = append(rules, report.Rule{ID: r.ID, Description: r.Description, Tags: r.Tags})
 	}
-	// gitfleet has no version of its own to name; its rules are listed.
-	tool := report.Tool{Name: "gitfleet"}
+	// gitfleet has no public address for the driver's informationUri: a
+	// caller that has one (a deployment's documentation) sets it.
+	tool := report.Tool{Name: "gitfleet", Version: report.BuildVersion()}
 	if format != "sarif" && out == "" {
 		w, _, err := report.New(format, a.stdout, tool, rules)
 		if err != nil {
@@ -894,6 +896,13 @@ func reportOccurrence(s store.FleetSecret, o store.Occurrence) report.Occurrence
 	r := report.Occurrence{Repository: s.Repository, RuleID: o.RuleID, Path: o.Path, Archive: o.Archive, Line: o.Line, Commit: o.Commit,
 		SecretHash: o.SecretHash, Preview: o.Preview, Decoded: o.Decoded, Status: string(o.Status), State: s.State, SeenAgain: s.SeenAgain}
 	r.Ignored = suppress.Cause(o.Ignored)
+	if v := s.Validity; v != nil {
+		r.Validity = v.State
+		var facts struct{ Note string }
+		if json.Unmarshal(v.Facts, &facts) == nil && facts.Note == "test mode" {
+			r.TestKey = true
+		}
+	}
 	if strings.HasPrefix(s.Subject, "codebase:") {
 		r.Link = "https://" + s.Repository + "/blob/" + url.PathEscape(o.Commit) + "/" + (&url.URL{Path: o.Path}).EscapedPath()
 		if o.Line > 0 && o.Archive == "" {

@@ -10,11 +10,23 @@ import (
 	"testing"
 
 	"gitfleet/internal/devstack/gittest"
+	"gitfleet/internal/domain/report"
+	"gitfleet/internal/infra/store"
 )
 
 // sarifLog is what the tests read of a SARIF log.
 type sarifLog struct {
 	Runs []struct {
+		Tool struct {
+			Driver struct {
+				Name, Version string
+				Rules         []struct {
+					ID         string
+					Help       struct{ Text, Markdown string }
+					Properties map[string]any
+				}
+			}
+		}
 		VersionControlProvenance []struct{ RepositoryURI, RevisionID, Branch string }
 		Results                  []struct {
 			RuleID    string
@@ -89,6 +101,14 @@ func TestSARIFIsOneLogPerRepository(t *testing.T) {
 		p := log.Runs[0].VersionControlProvenance[0]
 		if p.RepositoryURI != fg.URL()+"/"+o+"/"+name || p.RevisionID != heads[name] || p.Branch != "refs/heads/main" {
 			t.Errorf("%s: provenance %+v, want %s/%s/%s at %s on refs/heads/main", name, p, fg.URL(), o, name, heads[name])
+		}
+		if d := log.Runs[0].Tool.Driver; d.Name != "gitfleet" || d.Version == "" || len(d.Rules) < 100 {
+			t.Errorf("%s: driver %s %q with %d rules", name, d.Name, d.Version, len(d.Rules))
+		}
+		for _, rule := range log.Runs[0].Tool.Driver.Rules {
+			if rule.ID == "github-pat" && (rule.Properties["security-severity"] != "8.0" || rule.Help.Markdown == "") {
+				t.Errorf("%s: github-pat: %+v", name, rule)
+			}
 		}
 		r := log.Runs[0].Results[0]
 		if r.Locations[0].PhysicalLocation.ArtifactLocation.URI != "config/app.env" || !strings.Contains(r.Message.Text, o+"/"+name+".") {
@@ -173,5 +193,27 @@ func TestSARIFOfASecretSeenAgainIsOpen(t *testing.T) {
 	run("findings", "resolve", o+"/app", hash, "--reason", "revoked", "--as", "ann", "--comment", "rotated again")
 	if got := suppressions(); fmt.Sprint(got) != "map[config/app.env:accepted revoked deploy/app.env:accepted revoked]" {
 		t.Fatalf("resolved again: %v", got)
+	}
+}
+
+// A report's occurrence carries the last validity check and whether the
+// provider called the key a test-mode one, which its severity follows.
+func TestReportOccurrenceCarriesValidity(t *testing.T) {
+	for _, tc := range []struct {
+		v        *store.Validity
+		validity string
+		test     bool
+		severity float64
+	}{
+		{nil, "", false, report.SeverityProvider},
+		{&store.Validity{State: "valid", Facts: json.RawMessage(`{"note":"live mode"}`)}, "valid", false, report.SeverityValid},
+		{&store.Validity{State: "valid", Facts: json.RawMessage(`{"note":"test mode"}`)}, "valid", true, report.SeverityLow},
+		{&store.Validity{State: "invalid", Facts: json.RawMessage(`{}`)}, "invalid", false, report.SeverityLow},
+	} {
+		s := store.FleetSecret{Repository: "github.com/acme/api", Validity: tc.v}
+		o := reportOccurrence(s, store.Occurrence{SecretKey: store.SecretKey{RuleID: "stripe-access-token"}})
+		if o.Validity != tc.validity || o.TestKey != tc.test || o.Severity() != tc.severity {
+			t.Errorf("%+v: validity %q test %v severity %v, want %q %v %v", tc.v, o.Validity, o.TestKey, o.Severity(), tc.validity, tc.test, tc.severity)
+		}
 	}
 }

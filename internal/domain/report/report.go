@@ -52,6 +52,11 @@ type Occurrence struct {
 	SeenAgain bool
 	// Ignored is why a suppression the repository keeps applies, or "".
 	Ignored suppress.Cause
+	// Validity is what the last check with the secret's provider found
+	// (valid, invalid, unknown; "" when never checked); TestKey that the
+	// provider called it a test-mode key.
+	Validity string
+	TestKey  bool
 }
 
 // File is the finding's file as gitleaks names it: a file in an archive

@@ -413,3 +413,90 @@ func TestHostileNamesInReports(t *testing.T) {
 		}
 	}
 }
+
+// What code scanning shows of a rule and ranks alerts by: each rule has a
+// security-severity from its family, a full description and help (text
+// and Markdown), the driver its version and informationUri; a result's
+// severity and level follow the validity check and triage.
+func TestSARIFRulesAndSeverity(t *testing.T) {
+	rs := append([]Rule{}, rules...)
+	rs = append(rs, Rule{ID: "generic-api-key", Description: "Detected a Generic API Key"}, Rule{ID: "acme-token"})
+	base := Occurrence{Repository: "github.com/acme/api", RuleID: "github-pat", Path: "a.env", Line: 1, Commit: strings.Repeat("c", 40),
+		SecretHash: hash1, Preview: "ghp_…(40)"}
+	with := func(f func(*Occurrence)) Occurrence { o := base; f(&o); return o }
+	cases := []struct {
+		name     string
+		o        Occurrence
+		severity string
+		level    string
+	}{
+		{"unchecked: its rule's", base, "8.0", "error"},
+		{"valid: critical", with(func(o *Occurrence) { o.Validity = "valid" }), "9.5", "error"},
+		{"valid test-mode key: low", with(func(o *Occurrence) { o.Validity, o.TestKey = "valid", true }), "2.0", "note"},
+		{"refused by its provider: low", with(func(o *Occurrence) { o.Validity = "invalid" }), "2.0", "note"},
+		{"unknown: its rule's", with(func(o *Occurrence) { o.Validity = "unknown" }), "8.0", "error"},
+		{"used in tests: low", with(func(o *Occurrence) { o.State = "used_in_tests" }), "2.0", "note"},
+		{"generic rule", with(func(o *Occurrence) { o.RuleID = "generic-api-key" }), "5.0", "error"},
+	}
+	var in []Occurrence
+	for _, c := range cases {
+		in = append(in, c.o)
+	}
+	var b bytes.Buffer
+	tool := Tool{Name: "gitfleet", Version: "1.2.3", InformationURI: "https://example.com/gitfleet"}
+	if err := WriteRepositorySARIF(&b, tool, rs, Repository{Name: base.Repository, URI: "https://github.com/acme/api"}, in); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sarifSchema(t).Validate(doc); err != nil {
+		t.Fatalf("not SARIF 2.1.0: %v\n%s", err, b.Bytes())
+	}
+	type message struct{ Text, Markdown string }
+	var log struct {
+		Runs []struct {
+			Tool struct {
+				Driver struct {
+					Name, Version, InformationURI string
+					Rules                         []struct {
+						ID                                string
+						ShortDescription, FullDescription *message
+						Help                              *message
+						Properties                        map[string]any
+					}
+				}
+			}
+			Results []struct {
+				Level      string
+				Properties map[string]any
+			}
+		}
+	}
+	if err := json.Unmarshal(b.Bytes(), &log); err != nil {
+		t.Fatal(err)
+	}
+	d := log.Runs[0].Tool.Driver
+	if d.Version != "1.2.3" || d.InformationURI != "https://example.com/gitfleet" {
+		t.Errorf("driver %q %q", d.Version, d.InformationURI)
+	}
+	wantRule := map[string]string{"github-pat": "8.0", "pkcs12-file": "7.0", "generic-api-key": "5.0", "acme-token": "7.0"}
+	for _, r := range d.Rules {
+		if r.Properties["security-severity"] != wantRule[r.ID] {
+			t.Errorf("rule %s: security-severity %v, want %s", r.ID, r.Properties["security-severity"], wantRule[r.ID])
+		}
+		if r.Help == nil || r.Help.Text == "" || !strings.Contains(r.Help.Markdown, "starter findings resolve") {
+			t.Errorf("rule %s: help %+v", r.ID, r.Help)
+		}
+		if r.ID != "acme-token" && (r.FullDescription == nil || r.FullDescription.Text == "") {
+			t.Errorf("rule %s: no full description", r.ID)
+		}
+	}
+	for i, c := range cases {
+		r := log.Runs[0].Results[i]
+		if r.Properties["security-severity"] != c.severity || r.Level != c.level {
+			t.Errorf("%s: severity %v level %s, want %s %s", c.name, r.Properties["security-severity"], r.Level, c.severity, c.level)
+		}
+	}
+}

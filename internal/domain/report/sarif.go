@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"gitfleet/internal/domain/textsafe"
 )
@@ -19,15 +20,58 @@ const FingerprintKey = "gitfleetSecret/v1"
 type sarifRule struct {
 	ID               string         `json:"id"`
 	ShortDescription *sarifMessage  `json:"shortDescription,omitempty"`
+	FullDescription  *sarifMessage  `json:"fullDescription,omitempty"`
+	Help             *sarifMessage  `json:"help,omitempty"`
 	Properties       sarifRuleProps `json:"properties"`
 }
 
 type sarifRuleProps struct {
 	Tags []string `json:"tags"`
+	// SecuritySeverity is what code scanning ranks alerts by (see
+	// RuleSeverity); Precision how often a finding is a real secret.
+	SecuritySeverity string `json:"security-severity"`
+	Precision        string `json:"precision"`
 }
 
 type sarifMessage struct {
-	Text string `json:"text"`
+	Text     string `json:"text"`
+	Markdown string `json:"markdown,omitempty"`
+}
+
+// ruleHelp is what code scanning shows beside an alert of r: what was
+// found and what to do, as text and Markdown. It names no secret.
+func ruleHelp(r Rule) *sarifMessage {
+	what := r.Description
+	if what == "" {
+		what = "A secret matching the rule " + r.ID + "."
+	}
+	if !strings.HasSuffix(what, ".") {
+		what += "."
+	}
+	const todo = "A secret in a repository's history is exposed to everyone who can read the repository, in every clone and fork, " +
+		"even after the file is changed. Revoke or rotate it with its provider first, then remove it from the code " +
+		"(and, if needed, from the history). Mark it in gitfleet once handled: " +
+		"starter findings resolve REPOSITORY HASH --reason revoked (or false_positive, used_in_tests, wont_fix)."
+	md := "**" + markdownEscape(what) + "**\n\n" +
+		"A secret in a repository's history is exposed to everyone who can read the repository, in every clone and fork, " +
+		"even after the file is changed.\n\n" +
+		"1. Revoke or rotate it with its provider.\n" +
+		"2. Remove it from the code (and, if needed, from the history).\n" +
+		"3. Mark it in gitfleet: `starter findings resolve REPOSITORY HASH --reason revoked` " +
+		"(or `false_positive`, `used_in_tests`, `wont_fix`).\n"
+	return &sarifMessage{Text: what + " " + todo, Markdown: md}
+}
+
+// markdownEscape keeps a description from reading as Markdown.
+func markdownEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune("\\`*_{}[]()<>#+-!|", r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 type sarifResult struct {
@@ -78,6 +122,12 @@ type sarifResultProps struct {
 	// and one holding "../" would resolve outside a checkout.
 	ArchiveEntry string `json:"archiveEntry,omitempty"`
 	ArchiveLine  int    `json:"archiveLine,omitempty"`
+	// Validity is the last check's state; SecuritySeverity the
+	// occurrence's own (Occurrence.Severity): code scanning ranks an alert
+	// by its rule's, so a valid key's result says it is critical here and
+	// in its level.
+	Validity         string `json:"validity,omitempty"`
+	SecuritySeverity string `json:"security-severity"`
 }
 
 // GitHub code scanning's limits on an uploaded log
@@ -187,9 +237,15 @@ func newSARIF(w io.Writer, tool Tool, rules []Rule, repo *Repository) (*SARIF, e
 	s := &SARIF{w: bufio.NewWriter(w), rules: rulesByID(rules)}
 	sr := make([]sarifRule, len(rules))
 	for i, r := range rules {
-		sr[i] = sarifRule{ID: r.ID, Properties: sarifRuleProps{Tags: append([]string{"security", "secret"}, r.Tags...)}}
+		precision := "high"
+		if family(r.ID) == "generic" {
+			precision = "medium"
+		}
+		sr[i] = sarifRule{ID: r.ID, Help: ruleHelp(r), Properties: sarifRuleProps{Tags: append([]string{"security", "secret"}, r.Tags...),
+			SecuritySeverity: severityText(RuleSeverity(r.ID)), Precision: precision}}
 		if r.Description != "" {
 			sr[i].ShortDescription = &sarifMessage{Text: r.Description}
+			sr[i].FullDescription = &sarifMessage{Text: r.Description}
 		}
 	}
 	type driver struct {
@@ -233,12 +289,13 @@ func (s *SARIF) Write(o Occurrence) error {
 	}
 	// The location is always a file of the repository: a secret inside
 	// an archive is at the archive, its entry and line in properties.
-	r := sarifResult{RuleID: o.RuleID, Level: "error",
+	r := sarifResult{RuleID: o.RuleID, Level: level(o.Severity()),
 		Message:             sarifMessage{Text: sarifText(o)},
 		Locations:           []sarifLocation{{PhysicalLocation: sarifPhysical{ArtifactLocation: sarifArtifact{URI: uri(o.Path)}}}},
 		PartialFingerprints: map[string]string{FingerprintKey: o.SecretFingerprint()},
 		Properties: sarifResultProps{Repository: o.Repository, Commit: o.Commit, SecretHash: o.SecretHash, Preview: o.Preview,
-			Decoded: o.Decoded, Status: o.Status, State: o.State, SeenAgain: o.SeenAgain},
+			Decoded: o.Decoded, Status: o.Status, State: o.State, SeenAgain: o.SeenAgain, Validity: o.Validity,
+			SecuritySeverity: severityText(o.Severity())},
 	}
 	if i, ok := s.rules[o.RuleID]; ok {
 		r.RuleIndex = &i
