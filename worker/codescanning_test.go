@@ -29,7 +29,8 @@ import (
 // collection that finds a secret uploads the repository's SARIF for its
 // default branch's head and the alert is open; a secret resolved with
 // `starter findings resolve` is a dismissed alert after the next
-// collection; a processing that fails is sent again, then reported.
+// collection; a processing that fails is sent again, then reported when
+// it fails again.
 func TestCodeScanningUploads(t *testing.T) {
 	ctx := context.Background()
 	fg := startForge(t)
@@ -202,6 +203,16 @@ func TestCodeScanningUploads(t *testing.T) {
 	if out := starter("show", repo.String()); !strings.Contains(out, "GitHub could not process the upload of") ||
 		!strings.Contains(out, "(attempt 2): An error occurred while processing the SARIF file (forced by the forge)") {
 		t.Errorf("show after the failures:\n%s", out)
+	}
+	// One failure: the second attempt goes through.
+	fg.FailSARIFProcessing(1)
+	starter("findings", "resolve", repo.String(), ci.SecretHash[:12], "--reason", "used_in_tests", "--as", "test")
+	res = collect(second)
+	if got, err = upload(res.CodebaseID); err != nil || got.State != store.UploadComplete || got.Attempts != 2 {
+		t.Fatalf("a processing that failed once: %+v, %v", got, err)
+	}
+	if u := latest(res.CodebaseID); u.State != store.UploadComplete || u.Attempt != 2 || u.Dismissed != 1 {
+		t.Errorf("recorded upload after one failure: %+v", u)
 	}
 	// No token in the worker's records of it: the uploads' rows.
 	for _, tok := range fg.InstallationTokens() {
