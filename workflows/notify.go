@@ -79,8 +79,12 @@ type SendNotificationInput struct {
 
 // notifyRetry: a receiver down is tried again with backoff, up to a
 // minute apart, for notifyOptions' bound: one back after ten minutes gets
-// its messages within a minute.
-var notifyRetry = retryPolicy(0)
+// its messages within a minute. The attempts are counted too (about a
+// day's at a minute apart), so the SDK's test suite, which caps an
+// unbounded count at 10, runs the same policy.
+var notifyRetry = retryPolicy(notifyAttempts)
+
+const notifyAttempts = 1500
 
 // notifyOptions: one POST per attempt; a day of attempts.
 func notifyOptions() workflow.ActivityOptions {
