@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -268,7 +269,7 @@ func (c *CodeScanning) repositorySARIF(ctx context.Context, codebaseID int64, re
 	if err != nil || sh == nil {
 		return sum, err
 	}
-	tool := report.Tool{Name: "gitfleet"}
+	tool := report.Tool{Name: "gitfleet", Version: report.BuildVersion()}
 	var sw *report.SARIF
 	if repo != nil {
 		sw, err = report.NewRepositorySARIF(w, tool, c.Rules, *repo)
@@ -315,10 +316,19 @@ func (c *CodeScanning) repositorySARIF(ctx context.Context, codebaseID int64, re
 					r := report.Occurrence{Repository: name, RuleID: o.RuleID, Path: o.Path, Archive: o.Archive, Line: o.Line,
 						Commit: o.Commit, SecretHash: o.SecretHash, Preview: o.Preview, Decoded: o.Decoded, Status: string(o.Status),
 						State: s.State, SeenAgain: s.SeenAgain, Ignored: suppress.Cause(o.Ignored)}
+					// The severity follows the last validity check, as in
+					// starter's reports.
+					if v := s.Validity; v != nil {
+						r.Validity = v.State
+						var facts struct{ Note string }
+						if json.Unmarshal(v.Facts, &facts) == nil && facts.Note == "test mode" {
+							r.TestKey = true
+						}
+					}
 					if err := sw.Write(r); err != nil {
 						return sum, err
 					}
-					sum.Add(r.SecretFingerprint(), r.RuleID, r.File(), r.Line, r.Resolved())
+					sum.Add(r.SecretFingerprint(), r.RuleID, r.File(), r.Line, r.Validity, r.Dismissed())
 				}
 				if len(op.Occurrences) < page {
 					break

@@ -24,10 +24,11 @@ type Digest struct {
 	Open, Dismissed int
 }
 
-// Add counts one result: the secret's fingerprint, where it is, and
+// Add counts one result: the secret's fingerprint, where it is, what its
+// last validity check found (the result's severity follows it), and
 // whether it goes as dismissed.
-func (d *Digest) Add(fingerprint, rule, file string, line int, dismissed bool) {
-	d.lines = append(d.lines, fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00%t", fingerprint, rule, file, line, dismissed))
+func (d *Digest) Add(fingerprint, rule, file string, line int, validity string, dismissed bool) {
+	d.lines = append(d.lines, fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00%s\x00%t", fingerprint, rule, file, line, validity, dismissed))
 	if dismissed {
 		d.Dismissed++
 	} else {

@@ -7,18 +7,24 @@ import (
 
 func TestDigestIgnoresOrderAndCounts(t *testing.T) {
 	var a, b Digest
-	a.Add("f1", "aws", "a.env", 3, false)
-	a.Add("f2", "aws", "b.env", 1, true)
-	b.Add("f2", "aws", "b.env", 1, true)
-	b.Add("f1", "aws", "a.env", 3, false)
+	a.Add("f1", "aws", "a.env", 3, "", false)
+	a.Add("f2", "aws", "b.env", 1, "", true)
+	b.Add("f2", "aws", "b.env", 1, "", true)
+	b.Add("f1", "aws", "a.env", 3, "", false)
 	if a.Sum() != b.Sum() || a.Open != 1 || a.Dismissed != 1 {
 		t.Errorf("same results: %s %s, open %d dismissed %d", a.Sum(), b.Sum(), a.Open, a.Dismissed)
 	}
 	var c Digest
-	c.Add("f1", "aws", "a.env", 3, false)
-	c.Add("f2", "aws", "b.env", 1, false) // reopened
+	c.Add("f1", "aws", "a.env", 3, "", false)
+	c.Add("f2", "aws", "b.env", 1, "", false) // reopened
 	if c.Sum() == a.Sum() {
 		t.Error("a reopened secret leaves the digest unchanged")
+	}
+	var v Digest
+	v.Add("f1", "aws", "a.env", 3, "valid", false) // found valid since: more severe
+	v.Add("f2", "aws", "b.env", 1, "", true)
+	if v.Sum() == a.Sum() {
+		t.Error("a validity found since leaves the digest unchanged")
 	}
 }
 
