@@ -3,7 +3,9 @@
 // App's installation access tokens, minted on demand with a JWT signed by
 // the App's private key, cached per installation and renewed before they
 // expire, behind a per-installation rate gate, each asked for read access
-// only (contents, metadata) and refused if granted more; or, for those
+// only (contents, metadata) and refused if granted more — but for a code
+// scanning upload's token (codescanning.go: one repository, security_events
+// write, revoked after use); or, for those
 // without an
 // App, tokens configured per owner in a file. Both answer "which token
 // reads owner's repositories on this host?" for Git fetches (the mirror's
