@@ -399,9 +399,19 @@ func TestAlertsAnnounceNewSecretsOncePerRepository(t *testing.T) {
 	if n := len(rcv.deliveries()); n != before {
 		t.Errorf("a repeated run made %d deliveries", n-before)
 	}
-	// A collection that finds nothing new starts no alerts.
-	if res, err := collect(t, id(o, "web")); err != nil || res.Scan != nil && res.Scan.Receipt != nil && res.Scan.Receipt.Findings != 0 {
+	// A collection whose scan finds nothing new (a commit without
+	// secrets) starts no alerts.
+	if _, err := fg.Commit(o, "web", "main", map[string]string{"README.md": "nothing secret\n"}, "docs"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := collect(t, id(o, "web"))
+	if err != nil || res.Scan == nil || res.Scan.Receipt == nil || res.Scan.Receipt.Findings != 0 {
 		t.Fatalf("collect web again: %+v, %v", res, err)
+	}
+	webScan := workflows.CollectWorkflowID(id(o, "web")) + "/scan"
+	if _, err := env.Client.DescribeWorkflowExecution(context.Background(),
+		workflows.NotifyWorkflowID(workflows.NotifyNew, latestRun(t, webScan)), ""); err == nil {
+		t.Error("a scan that found nothing new started alerts")
 	}
 	if n := len(rcv.deliveries()); n != before {
 		t.Errorf("a collection that found nothing new made %d deliveries", n-before)
