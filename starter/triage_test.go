@@ -175,7 +175,9 @@ func TestTriageThroughARenameAndARecommit(t *testing.T) {
 }
 
 // validSARIF validates a report against the SARIF 2.1.0 schema vendored
-// beside package report's tests.
+// beside package report's tests, formats (uri, uri-reference, date-time)
+// asserted; the same schema must refuse the log made invalid (a result at
+// a level SARIF has not), so a schema that accepts anything fails here.
 func validSARIF(t *testing.T, doc string) {
 	t.Helper()
 	f, err := os.Open("../internal/domain/report/testdata/sarif-2.1.0-rtm.5.json")
@@ -188,6 +190,7 @@ func validSARIF(t *testing.T, doc string) {
 		t.Fatal(err)
 	}
 	c := jsonschema.NewCompiler()
+	c.AssertFormat()
 	if err := c.AddResource("sarif.json", schemaDoc); err != nil {
 		t.Fatal(err)
 	}
@@ -201,6 +204,10 @@ func validSARIF(t *testing.T, doc string) {
 	}
 	if err := schema.Validate(v); err != nil {
 		t.Fatalf("not SARIF 2.1.0: %v", err)
+	}
+	bad, err := jsonschema.UnmarshalJSON(strings.NewReader(strings.Replace(doc, `"version": "2.1.0"`, `"version": "2.1.1"`, 1)))
+	if err != nil || schema.Validate(bad) == nil {
+		t.Fatalf("the schema accepts a log of SARIF 2.1.1 (%v)", err)
 	}
 }
 
