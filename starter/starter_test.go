@@ -26,6 +26,7 @@ import (
 	"gitfleet/activities"
 	"gitfleet/internal/devstack/forge"
 	"gitfleet/internal/devstack/gittest"
+	"gitfleet/internal/devstack/ociregistry"
 	"gitfleet/internal/devstack/testenv"
 	"gitfleet/internal/domain/repoid"
 	"gitfleet/internal/infra/config"
@@ -35,9 +36,11 @@ import (
 )
 
 var (
-	env  *testenv.Env
-	fg   *forge.Forge
-	vars map[string]string
+	env *testenv.Env
+	fg  *forge.Forge
+	// buildRegistry receives the worker's snapshot builds.
+	buildRegistry *ociregistry.Registry
+	vars          map[string]string
 	// ghApp is the forge's GitHub App the worker reads private
 	// repositories with; appKeyFile holds its key. The starter's own
 	// configuration names it only in the tests that set it.
@@ -60,6 +63,11 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, &env, func(e *testenv.Env) (func(), error) {
 		var err error
 		if fg, err = forge.Start(forge.Options{Dir: filepath.Join(e.Dir, "forge"), Now: appNow}); err != nil {
+			return nil, err
+		}
+		// The registry the worker pushes snapshot builds to, as
+		// GITFLEET_REGISTRY names one for 'starter dev''s worker.
+		if buildRegistry, err = ociregistry.Start(ociregistry.Options{}); err != nil {
 			return nil, err
 		}
 		vars = map[string]string{
@@ -112,11 +120,13 @@ func TestMain(m *testing.M) {
 			w.RegisterActivity(&activities.Sweeps{Store: e.Store, Client: e.Client, Hosts: cfg.Hosts, Log: e.Log}) // collect --org starts Collects
 			w.RegisterActivity(&activities.Snapshots{Store: e.Store, Client: e.Client, Log: e.Log})
 			w.RegisterActivity(setUpValidity(e.Store, mirrors, scanner, e.Log))
+			w.RegisterActivity(&activities.Builds{Worker: "starter-test", Mirrors: mirrors, Hosts: cfg.Hosts,
+				Registry: buildRegistry.Addr() + "/gitfleet", Log: e.Log})
 		}, workflows.GitTaskQueue(workflows.TaskQueue))
 		if err != nil {
 			return nil, err
 		}
-		return func() { stop(); fg.Close() }, nil
+		return func() { stop(); fg.Close(); buildRegistry.Close() }, nil
 	}))
 }
 
