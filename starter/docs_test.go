@@ -1,14 +1,17 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"gitfleet/internal/infra/config"
 )
@@ -351,10 +354,15 @@ var docFixtures = map[string]func(t *testing.T) string{
 	// The schedules as a worker (or 'schedules apply') leaves them with
 	// the default settings, none paused.
 	"schedules": func(t *testing.T) string {
-		for _, args := range [][]string{{"schedules", "apply"}, {"schedules", "unpause", "recollection-sweep"}} {
-			if out, errOut, code := starter(t, args...); code != 0 {
-				t.Fatalf("%v: exit %d\n%s%s", args, code, out, errOut)
+		if out, errOut, code := starter(t, "schedules", "apply"); code != 0 {
+			t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
+		}
+		waitSchedules(t, "recollection-sweep", "1h0m0s", false)
+		for _, id := range scheduleIDs() {
+			if out, errOut, code := starter(t, "schedules", "unpause", id); code != 0 {
+				t.Fatalf("unpause %s: exit %d\n%s%s", id, code, out, errOut)
 			}
+			waitSchedules(t, id, "", false)
 		}
 		return t.TempDir()
 	},
@@ -407,4 +415,27 @@ func seedDocDemo(t *testing.T) error {
 		}
 	}
 	return nil
+}
+
+// waitSchedules waits until the schedule shows the interval (if given) and
+// pause state asked for. The scheduler applies an update and a pause in
+// the order it takes them from its queue, not the order they were sent: a
+// pause sent right after an update (apply) can be undone by it.
+func waitSchedules(t *testing.T, id, every string, paused bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		out, _, _ := starter(t, "schedules", "list", "--json")
+		var listed []scheduleInfo
+		_ = json.Unmarshal([]byte(out), &listed)
+		for _, s := range listed {
+			if s.ID == id && s.Paused == paused && (every == "" || slices.Contains(s.Every, every)) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("schedule %s is not %q paused=%t after a minute:\n%s", id, every, paused, out)
+		}
+		time.Sleep(100 * time.Millisecond) // polling the scheduler's state, not timing it
+	}
 }

@@ -479,6 +479,7 @@ func TestSchedulesCommands(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "recollection-sweep every 240h") || !strings.Contains(out, "runner-reconcile every 5m") {
 		t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
 	}
+	waitSchedules(t, workflows.SweepScheduleID, "240h0m0s", false) // the update before the pause
 	out, _, code = starter(t, "schedules", "pause", "recollection-sweep", "--note", "maintenance")
 	if code != 0 {
 		t.Fatalf("pause: exit %d %s", code, out)
