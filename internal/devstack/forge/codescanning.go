@@ -34,7 +34,7 @@ import (
 // is exercised without any timing. What the forge checks of the SARIF:
 // JSON, version 2.1.0, a runs array, each run's tool.driver.name, each
 // result's message and, when given, its locations' URIs as relative
-// paths; not the whole schema.
+// paths, then the official SARIF 2.1.0 schema (sarifschema.go).
 
 const docCodeScanning = "https://docs.github.com/rest/code-scanning/code-scanning"
 
@@ -168,6 +168,9 @@ func (cs *codeScanning) process(u *scanUpload) {
 		return
 	}
 	alerts, errs := parseSARIF(u.SARIF)
+	if len(errs) == 0 {
+		errs = schemaErrors(u.SARIF)
+	}
 	if len(errs) > 0 {
 		u.Status, u.Errors = "failed", errs
 		return

@@ -137,6 +137,7 @@ func TestCodeScanningAPI(t *testing.T) {
 		"no runs":       {log: `{"version":"2.1.0"}`, want: `requires property "runs"`},
 		"absolute path": {log: strings.Replace(testSARIF, "config/app.env", "file:///etc/app.env", 1), want: "is not a path of the repository"},
 		"forced":        {log: testSARIF, want: "forced by the forge", force: true},
+		"schema":        {log: strings.Replace(testSARIF, `"level":"error"`, `"level":"fatal"`, 1), want: "does not match the SARIF 2.1.0 schema"},
 	} {
 		if tc.force {
 			f.FailSARIFProcessing(1)
@@ -173,7 +174,7 @@ func TestCodeScanningAPI(t *testing.T) {
 	if len(got) != 2 || got[0].Number != alerts[0].GetNumber() || got[0].State != "dismissed" {
 		t.Errorf("alerts after the dismissal: %+v", got)
 	}
-	if ups := f.SARIFUploads("acme", "api"); len(ups) != 7 || ups[0].CommitSHA != sha || ups[0].Ref != "refs/heads/main" {
+	if ups := f.SARIFUploads("acme", "api"); len(ups) != 8 || ups[0].CommitSHA != sha || ups[0].Ref != "refs/heads/main" {
 		t.Errorf("uploads: %d, first %+v", len(ups), ups[0])
 	}
 	// The repository's page shows the alerts.
