@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"gitfleet/internal/devstack/gittest"
 	"gitfleet/internal/infra/config"
 )
 
@@ -30,7 +32,8 @@ import (
 // column widths do not matter). A line "…" stands for any lines. A change
 // that alters an output fails here until the docs follow; the failure
 // prints the block as it is now. GITFLEET_DOCS_UPDATE=1 writes the blocks
-// that differ instead (this stack's forge shown as forge.localhost).
+// that differ instead (this stack's forge and Web UI shown as the dev
+// stack's of docs/starter.md: forge.localhost, 127.0.0.1:18233).
 func TestDocumentedOutputsAreCurrent(t *testing.T) {
 	blocks := docBlocks(t, "../docs/starter.md", "../README.md")
 	if len(blocks) < 8 {
@@ -49,11 +52,11 @@ func TestDocumentedOutputsAreCurrent(t *testing.T) {
 			if !ok {
 				t.Fatalf("unknown fixture %q (known: %v)", b.fixture, fixtureNames())
 			}
-			dir := setUp(t)
-			t.Chdir(dir)
+			de := setUp(t)
+			t.Chdir(de.dir)
 			var got strings.Builder
 			for i, c := range b.cmds {
-				out, code := runDocumented(t, c.line)
+				out, code := runDocumented(t, c.line, de.paths)
 				if i > 0 {
 					got.WriteString("\n")
 				}
@@ -67,13 +70,20 @@ func TestDocumentedOutputsAreCurrent(t *testing.T) {
 				if rewrites[b.file] == nil {
 					rewrites[b.file] = map[int]docRewrite{}
 				}
-				rewrites[b.file][b.first] = docRewrite{b.last, strings.ReplaceAll(got.String(), fg.Host(), "forge.localhost")}
+				rewrites[b.file][b.first] = docRewrite{b.last, strings.NewReplacer(fg.Host(), "forge.localhost", "http://ui.test/", "http://127.0.0.1:18233/").Replace(got.String())}
 			}
 			if t.Failed() {
-				t.Logf("the block as it runs now:\n%s", got.String())
+				t.Logf("the block as it runs now (GITFLEET_DOCS_UPDATE=1 go test ./starter -run TestDocumentedOutputsAreCurrent writes it):\n%s", got.String())
 			}
 		})
 	}
+}
+
+// docEnv is where a block's commands run, and the paths the docs show in
+// place of the fixture's (doc → real).
+type docEnv struct {
+	dir   string
+	paths map[string]string
 }
 
 type docBlock struct {
@@ -175,7 +185,7 @@ func docBlocks(t *testing.T, files ...string) []docBlock {
 
 // runDocumented runs one documented command line and returns standard
 // output then standard error, and the exit code.
-func runDocumented(t *testing.T, line string) (string, int) {
+func runDocumented(t *testing.T, line string, paths map[string]string) (string, int) {
 	t.Helper()
 	parts := strings.Split(line, " | ")
 	words := shellWords(t, parts[0])
@@ -184,8 +194,17 @@ func runDocumented(t *testing.T, line string) (string, int) {
 	}
 	for i, w := range words {
 		words[i] = strings.ReplaceAll(w, "forge.localhost", fg.Host())
+		for doc, real := range paths {
+			words[i] = strings.ReplaceAll(words[i], doc, real)
+		}
 	}
 	out, errOut, code := starter(t, words[1:]...)
+	for doc, real := range paths { // the paths as the docs name them
+		for _, r := range []*strings.Replacer{strings.NewReplacer(real, doc),
+			strings.NewReplacer(strings.ReplaceAll(real, "/", "%2F"), strings.ReplaceAll(doc, "/", "%2F"))} {
+			out, errOut = r.Replace(out), r.Replace(errOut)
+		}
+	}
 	for _, p := range parts[1:] {
 		f := strings.Fields(p)
 		n, err := strconv.Atoi(strings.TrimPrefix(f[len(f)-1], "-"))
@@ -247,18 +266,17 @@ var docNormal = []struct {
 	re   *regexp.Regexp
 	with string
 }{
+	{regexp.MustCompile(`[ \t]+`), " "},
+	{regexp.MustCompile(`(?m) +$`), ""},
 	{regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`), "<uuid>"},
 	{regexp.MustCompile(`\b[0-9a-f]{12,64}\b`), "<hex>"},
 	{regexp.MustCompile(`\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z| UTC)?`), "<time>"},
 	{regexp.MustCompile(`\b\d+[smhd] ago\b`), "<ago>"},
-	{regexp.MustCompile(`forge\.localhost|127\.0\.0\.1:\d+`), "<host>"},
-	{regexp.MustCompile(`(%2F)?/tmp/\S*?/(\S+)`), "<tmp>/$2"},
+	{regexp.MustCompile(`forge\.localhost|127\.0\.0\.1:\d+|ui\.test`), "<host>"},
 	{regexp.MustCompile(`\b(codebase|shard|repository id) \d+`), "$1 <id>"},
 	{regexp.MustCompile(`"(id|codebaseId|shardId|fence|checkpointReceiptId|shard|codebase|next)": \d+`), `"$1": <id>`},
 	// schedules list: how often each ran so far depends on the tests before.
 	{regexp.MustCompile(`(?m)^(\S+ (?:active|paused(?: \([^)]*\))?) \S+) \d+ \d+ `), "$1 <n> <n> "},
-	{regexp.MustCompile(`[ \t]+`), " "},
-	{regexp.MustCompile(`(?m) +$`), ""},
 }
 
 func normalizeDoc(s string) []string {
@@ -299,11 +317,11 @@ func fixtureNames() []string {
 
 // docFixtures set up what a checked block's commands need and return the
 // directory they run in.
-var docFixtures = map[string]func(t *testing.T) string{
+var docFixtures = map[string]func(t *testing.T) docEnv{
 	// Nothing: the stack as it is.
-	"stack": func(t *testing.T) string { return t.TempDir() },
+	"stack": func(t *testing.T) docEnv { return docEnv{dir: t.TempDir()} },
 	// The rule files of the rules section.
-	"rules": func(t *testing.T) string {
+	"rules": func(t *testing.T) docEnv {
 		dir := t.TempDir()
 		for name, content := range map[string]string{
 			"my-rules.toml": "[extend]\nuseDefault = true\n\n[[rules]]\nid = \"acme-api-key\"\ndescription = \"Acme API key\"\n" +
@@ -316,23 +334,23 @@ var docFixtures = map[string]func(t *testing.T) string{
 				t.Fatal(err)
 			}
 		}
-		return dir
+		return docEnv{dir: dir}
 	},
 	// The demo 'starter dev' plays (seedDemo and demo in dev.go, which
 	// only the devstack build has): demo/hello with a planted key,
 	// collected, renamed to demo/hello-world on the forge and collected
 	// under its new name; demo/tools and acme/website collected.
-	"demo": func(t *testing.T) string {
+	"demo": func(t *testing.T) docEnv {
 		demoOnce.Do(func() { demoErr = seedDocDemo(t) })
 		if demoErr != nil {
 			t.Fatal(demoErr)
 		}
-		return t.TempDir()
+		return docEnv{dir: t.TempDir()}
 	},
 	// The demo's snapshot: demo/hello-world's collected commit built on
 	// the worker and pushed to its registry, then pulled by two runners,
 	// dev-1 and dev-2 (removed at the end: other tests count snapshots).
-	"snapshot": func(t *testing.T) string {
+	"snapshot": func(t *testing.T) docEnv {
 		demoOnce.Do(func() { demoErr = seedDocDemo(t) })
 		if demoErr != nil {
 			t.Fatal(demoErr)
@@ -349,11 +367,11 @@ var docFixtures = map[string]func(t *testing.T) string{
 				t.Errorf("snapshot remove: exit %d\n%s%s", code, out, errOut)
 			}
 		})
-		return t.TempDir()
+		return docEnv{dir: t.TempDir()}
 	},
 	// The schedules as a worker (or 'schedules apply') leaves them with
 	// the default settings, none paused.
-	"schedules": func(t *testing.T) string {
+	"schedules": func(t *testing.T) docEnv {
 		if out, errOut, code := starter(t, "schedules", "apply"); code != 0 {
 			t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
 		}
@@ -364,8 +382,13 @@ var docFixtures = map[string]func(t *testing.T) string{
 			}
 			waitSchedules(t, id, "", false)
 		}
-		return t.TempDir()
+		return docEnv{dir: t.TempDir()}
 	},
+	// The scan section's repository, /tmp/sd/myrepo in the docs: three
+	// commits (a Go file; a GitHub token and an AWS key id; the AWS key
+	// dropped), and with "+readme" one more (a README).
+	"myrepo":        func(t *testing.T) docEnv { return myRepo(t, false) },
+	"myrepo+readme": func(t *testing.T) docEnv { return myRepo(t, true) },
 }
 
 var (
@@ -437,5 +460,55 @@ func waitSchedules(t *testing.T, id, every string, paused bool) {
 			t.Fatalf("schedule %s is not %q paused=%t after a minute:\n%s", id, every, paused, out)
 		}
 		time.Sleep(100 * time.Millisecond) // polling the scheduler's state, not timing it
+	}
+}
+
+var (
+	myRepoOnce, readmeOnce sync.Once
+	myRepoDir              string
+)
+
+func myRepo(t *testing.T, readme bool) docEnv {
+	myRepoOnce.Do(func() {
+		base, err := os.MkdirTemp(env.Dir, "sd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		myRepoDir = filepath.Join(base, "myrepo")
+		if err := os.Mkdir(myRepoDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		myRepoGit(t, "init", "-q", "-b", "main")
+		git := func(args ...string) { myRepoGit(t, args...) }
+		keyID := "AKIA" + "QYLPMN5HJKZ4T7XW"
+		for _, c := range []struct{ msg, body string }{
+			{"config", "package config\n\nconst Region = \"eu-west-1\"\n"},
+			{"add keys", "package config\n\nconst Region = \"eu-west-1\"\nconst AWSKeyID = \"" + keyID + "\"\nconst GitHubToken = \"" + gittest.FakePAT("Sd1") + "\"\n"},
+			{"drop the AWS key", "package config\n\nconst Region = \"eu-west-1\"\nconst GitHubToken = \"" + gittest.FakePAT("Sd1") + "\"\n"},
+		} {
+			if err := os.WriteFile(filepath.Join(myRepoDir, "config.go"), []byte(c.body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			git("add", ".")
+			git("commit", "-q", "-m", c.msg)
+		}
+	})
+	if readme {
+		readmeOnce.Do(func() {
+			if err := os.WriteFile(filepath.Join(myRepoDir, "README.md"), []byte("# myrepo\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			myRepoGit(t, "add", ".")
+			myRepoGit(t, "commit", "-q", "-m", "readme")
+		})
+	}
+	return docEnv{dir: t.TempDir(), paths: map[string]string{"/tmp/sd/myrepo": myRepoDir}}
+}
+
+func myRepoGit(t *testing.T, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", myRepoDir, "-c", "user.name=alice", "-c", "user.email=alice@example.com"}, args...)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
 	}
 }
