@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -670,19 +671,47 @@ func (a *app) exportFindings(ctx context.Context, st *store.Store, f store.Fleet
 	// gitfleet has no public address for the driver's informationUri: a
 	// caller that has one (a deployment's documentation) sets it.
 	tool := report.Tool{Name: "gitfleet", Version: report.BuildVersion()}
+	repos, err := st.FleetRepositories(ctx, f)
+	if err != nil {
+		return err
+	}
+	// gitleaks' report carries what gitleaks compares in a baseline,
+	// read from each repository where this host has it.
+	var enrich func(store.FleetSecret, store.Occurrence, *report.Occurrence)
+	if format == "gitleaks" {
+		details := newGitleaksDetails(a.cfg.MirrorDir, rs)
+		byShard := make(map[int64]store.FleetRepository, len(repos))
+		for _, r := range repos {
+			byShard[r.ShardID] = r
+		}
+		enrich = func(s store.FleetSecret, o store.Occurrence, ro *report.Occurrence) {
+			if r, ok := byShard[s.ShardID]; ok {
+				ro.Gitleaks = details.detail(r, o)
+			}
+		}
+		defer func() {
+			if len(details.missing) == 0 {
+				return
+			}
+			var names []string
+			for _, n := range details.missing {
+				names = append(names, textsafe.Printable(n))
+			}
+			sort.Strings(names)
+			fmt.Fprintf(a.stderr, "not readable from this host: %s; their findings lack columns, entropy, author, date and message, "+
+				"so gitleaks takes them as new (run the export where GITFLEET_MIRROR_DIR holds the worker's mirrors)\n",
+				strings.Join(names, ", "))
+		}()
+	}
 	if format != "sarif" && out == "" {
 		w, _, err := report.New(format, a.stdout, tool, rules)
 		if err != nil {
 			return err
 		}
-		if err := writeOccurrences(ctx, st, f, w); err != nil {
+		if err := writeOccurrences(ctx, st, f, w, enrich); err != nil {
 			return err
 		}
 		return w.Close()
-	}
-	repos, err := st.FleetRepositories(ctx, f)
-	if err != nil {
-		return err
 	}
 	if format == "sarif" {
 		if out == "" && len(repos) > 1 {
@@ -724,7 +753,7 @@ func (a *app) exportFindings(ctx context.Context, st *store.Store, f store.Fleet
 			if err != nil {
 				return err
 			}
-			if err := writeOccurrences(ctx, st, f, w); err != nil {
+			if err := writeOccurrences(ctx, st, f, w, nil); err != nil {
 				return err
 			}
 			return w.Close()
@@ -744,7 +773,7 @@ func (a *app) exportFindings(ctx context.Context, st *store.Store, f store.Fleet
 			}
 			w, _, err := report.New(format, file, tool, rules)
 			return w, err
-		}, func(w report.Writer) error { return writeOccurrences(ctx, st, one, w) }); err != nil {
+		}, func(w report.Writer) error { return writeOccurrences(ctx, st, one, w, enrich) }); err != nil {
 			return err
 		}
 		fmt.Fprintf(a.stdout, "%s  %s, %s\n", filepath.Join(out, name), textsafe.Printable(r.Repository),
@@ -843,8 +872,10 @@ func sarifRepository(r store.FleetRepository) report.Repository {
 }
 
 // writeOccurrences writes every occurrence of the secrets f selects to w,
-// a page of secrets at a time: constant memory however many.
-func writeOccurrences(ctx context.Context, st *store.Store, f store.FleetFilter, w report.Writer) error {
+// a page of secrets at a time: constant memory however many. enrich, if
+// any, adds to each what the store does not keep.
+func writeOccurrences(ctx context.Context, st *store.Store, f store.FleetFilter, w report.Writer,
+	enrich func(store.FleetSecret, store.Occurrence, *report.Occurrence)) error {
 	withIgnored := f.Ignored || f.IgnoredOnly
 	for after := int64(0); ; {
 		page, err := st.FleetSecrets(ctx, f, store.Page{After: after, Limit: findingsPage})
@@ -873,7 +904,11 @@ func writeOccurrences(ctx context.Context, st *store.Store, f store.FleetFilter,
 					if o.Ignored != "" && !withIgnored {
 						continue
 					}
-					if err := w.Write(reportOccurrence(secret[scope][o.SecretKey], o)); err != nil {
+					ro := reportOccurrence(secret[scope][o.SecretKey], o)
+					if enrich != nil {
+						enrich(secret[scope][o.SecretKey], o, &ro)
+					}
+					if err := w.Write(ro); err != nil {
 						return err
 					}
 				}

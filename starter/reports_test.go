@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -214,6 +215,131 @@ func TestReportOccurrenceCarriesValidity(t *testing.T) {
 		o := reportOccurrence(s, store.Occurrence{SecretKey: store.SecretKey{RuleID: "stripe-access-token"}})
 		if o.Validity != tc.validity || o.TestKey != tc.test || o.Severity() != tc.severity {
 			t.Errorf("%+v: validity %q test %v severity %v, want %q %v %v", tc.v, o.Validity, o.TestKey, o.Severity(), tc.validity, tc.test, tc.severity)
+		}
+	}
+}
+
+// The gitleaks export serves as a gitleaks baseline, tested as a user
+// would: gitleaks' own binary, built from the module gitfleet depends on,
+// scans the same repository with the export as --baseline-path and
+// reports nothing new, where without it it reports the secrets. The
+// repository has a secret on a file's second line, one on the second of
+// two lines a later commit adds (gitleaks counts that column one more),
+// and a commit message of two paragraphs. The export holds no secret.
+func TestGitleaksExportIsAGitleaksBaseline(t *testing.T) {
+	dir := t.TempDir()
+	tokens := []string{gittest.FakePAT("Gb1"), gittest.FakePAT("Gb2")}
+	git := func(date string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Ann Example", "GIT_AUTHOR_EMAIL=ann@example.com", "GIT_AUTHOR_DATE="+date,
+			"GIT_COMMITTER_NAME=Bob", "GIT_COMMITTER_EMAIL=bob@example.com", "GIT_COMMITTER_DATE="+date)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	write := func(path, content string) {
+		t.Helper()
+		p := filepath.Join(dir, path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git("2026-01-02T03:04:05+02:00", "init", "-q", "-b", "main")
+	write("config/app.env", "# settings\nGITHUB_TOKEN="+tokens[0]+"\n")
+	write("README.md", "hello\n")
+	git("2026-01-02T03:04:05+02:00", "add", ".")
+	git("2026-01-02T03:04:05+02:00", "commit", "-q", "-m", "settings")
+	write("config/app.env", "# settings\nGITHUB_TOKEN="+tokens[0]+"\nDEBUG=false\nDEPLOY_TOKEN="+tokens[1]+"\n")
+	git("2026-02-03T04:05:06-05:00", "commit", "-q", "-a", "-m", "Add the deploy\nsettings\n\nThe token is the deploy bot's.\n\n\n  Indented, and kept.  \n")
+
+	if out, errOut, code := starter(t, "scan", dir); code != 0 {
+		t.Fatalf("scan: exit %d\n%s%s", code, out, errOut)
+	}
+	export, errOut, code := starter(t, "findings", dir, "--format", "gitleaks")
+	if code != 0 || strings.Contains(errOut, "not readable") {
+		t.Fatalf("export: exit %d\n%s", code, errOut)
+	}
+	for _, tok := range tokens {
+		if strings.Contains(export, tok) {
+			t.Fatalf("the export holds a secret:\n%s", export)
+		}
+	}
+	baseline := filepath.Join(t.TempDir(), "baseline.json")
+	if err := os.WriteFile(baseline, []byte(export), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	bin := filepath.Join(t.TempDir(), "gitleaks")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/zricethezav/gitleaks/v8").CombinedOutput(); err != nil {
+		t.Fatalf("building gitleaks: %v\n%s", err, out)
+	}
+	leaks := func(extra ...string) []map[string]any {
+		t.Helper()
+		reportPath := filepath.Join(t.TempDir(), "report.json")
+		args := append([]string{"git", dir, "--redact", "--no-banner", "--exit-code", "0", "--report-format", "json", "--report-path", reportPath}, extra...)
+		if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+			t.Fatalf("gitleaks %v: %v\n%s", args, err, out)
+		}
+		b, err := os.ReadFile(reportPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var found []map[string]any
+		if err := json.Unmarshal(b, &found); err != nil {
+			t.Fatalf("gitleaks' report: %v\n%s", err, b)
+		}
+		return found
+	}
+	if all := leaks(); len(all) != 2 {
+		t.Fatalf("gitleaks without a baseline finds %d leaks, want the 2 secrets: %v", len(all), all)
+	}
+	if fresh := leaks("--baseline-path", baseline); len(fresh) != 0 {
+		t.Errorf("gitleaks with the export as baseline finds %d new leaks, want 0:\n%v\nexport:\n%s", len(fresh), fresh, export)
+	}
+}
+
+// What gitleaks computes, computed the same way: the commit message as
+// go-gitdiff reads `git log`, the added run a -U0 hunk scans, and the
+// location with gitleaks' column count.
+func TestGitleaksDetailPieces(t *testing.T) {
+	for msg, want := range map[string]string{
+		"settings\n": "settings",
+		"Add the deploy\nsettings\n\nBody one.\n": "Add the deploy settings\n\nBody one.",
+		"T\n\nA  \n\n\n  B\n":                     "T\n\nA\n\n  B",
+	} {
+		if got := gitLogMessage(msg); got != want {
+			t.Errorf("gitLogMessage(%q) = %q, want %q", msg, got, want)
+		}
+	}
+	for _, tc := range []struct {
+		before, after     string
+		line, first, last int
+	}{
+		{"", "a\nb\nc\n", 2, 1, 3},
+		{"a\nb\n", "a\nb\nc\nd\n", 4, 3, 4},
+		{"a\nb\n", "a\nx\nb\n", 2, 2, 2},
+		{"a\nb\n", "a\nx\nb\n", 3, 0, 0},
+	} {
+		if f, l := addedRun(tc.before, tc.after, tc.line); f != tc.first || l != tc.last {
+			t.Errorf("addedRun(%q, %q, %d) = %d, %d, want %d, %d", tc.before, tc.after, tc.line, f, l, tc.first, tc.last)
+		}
+	}
+	for _, tc := range []struct {
+		raw                string
+		start, end         int
+		sl, el, scol, ecol int
+	}{
+		{"T=abc\n", 2, 5, 0, 0, 3, 5},    // the first line: 1-based
+		{"x\nT=abc\n", 4, 7, 1, 1, 4, 6}, // later lines: one more
+		{"T=abc", 2, 5, 0, 0, 3, 5},      // no newline
+	} {
+		sl, el, sc, ec := gitleaksLocation(tc.raw, tc.start, tc.end)
+		if sl != tc.sl || el != tc.el || sc != tc.scol || ec != tc.ecol {
+			t.Errorf("gitleaksLocation(%q, %d, %d) = %d %d %d %d, want %d %d %d %d", tc.raw, tc.start, tc.end, sl, el, sc, ec, tc.sl, tc.el, tc.scol, tc.ecol)
 		}
 	}
 }

@@ -37,10 +37,16 @@ type gitleaksFinding struct {
 
 // Gitleaks writes gitleaks' JSON report: an array of findings with its
 // fields, Secret and Match redacted as `gitleaks --redact` writes them
-// (gitfleet never has them to write). What gitleaks knows and gitfleet
-// does not keep — columns, the end line, the commit's author, date and
-// message, the entropy — is left at its zero value, the end line at the
-// start line.
+// (gitfleet never has them to write). The columns, end line, entropy and
+// commit metadata come from the occurrence's Gitleaks detail; without one
+// they are left at their zero value, the end line at the start line.
+//
+// As a baseline (`gitleaks git --baseline-path`), gitleaks v8.30 takes a
+// finding as known when every field but Fingerprint, Tags and Link equals
+// the baseline's, Secret and Match included unless it runs with --redact:
+// the report serves as a baseline for `gitleaks ... --redact` only, which
+// is the safe way, since a baseline with the secrets would be one more
+// copy of them.
 type Gitleaks struct {
 	w     *bufio.Writer
 	rules []Rule
@@ -63,6 +69,10 @@ func (g *Gitleaks) Write(o Occurrence) error {
 		File: o.File(), Commit: o.Commit, Link: o.Link, Tags: []string{}, Fingerprint: o.Fingerprint()}
 	if o.SecretHash == "" { // a path-only rule: gitleaks reports the file, no secret
 		f.Match, f.Secret = "", ""
+	}
+	if d := o.Gitleaks; d != nil {
+		f.EndLine, f.StartColumn, f.EndColumn, f.Entropy = d.EndLine, d.StartColumn, d.EndColumn, d.Entropy
+		f.Author, f.Email, f.Date, f.Message = d.Author, d.Email, d.Date, d.Message
 	}
 	if i, ok := g.index[o.RuleID]; ok {
 		f.Description = g.rules[i].Description

@@ -57,6 +57,23 @@ type Occurrence struct {
 	// provider called it a test-mode key.
 	Validity string
 	TestKey  bool
+	// Gitleaks is what gitleaks' git scan says of the finding beyond what
+	// gitfleet keeps, read from the repository at export time; nil when
+	// the repository could not be read (the gitleaks report then has
+	// zero columns, entropy and commit metadata).
+	Gitleaks *GitleaksDetail
+}
+
+// GitleaksDetail holds the fields of gitleaks' report.Finding that gitleaks
+// compares when it reads a report as a baseline (detect.IsNew), as
+// `gitleaks git` computes them for the commit that added the secret: the
+// match's end line and columns in the diff fragment, the secret's Shannon
+// entropy, and the commit's author, email, date (RFC 3339, UTC) and
+// message. None of them is the secret.
+type GitleaksDetail struct {
+	EndLine, StartColumn, EndColumn int
+	Entropy                         float32
+	Author, Email, Date, Message    string
 }
 
 // File is the finding's file as gitleaks names it: a file in an archive

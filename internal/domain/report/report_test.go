@@ -288,6 +288,18 @@ func TestGitleaksReportDecodesWithGitleaksTypes(t *testing.T) {
 	if got[0].Description != rules[0].Description || len(got[0].Tags) != 1 || got[0].Tags[0] != "github" {
 		t.Errorf("description and tags from the rule: %+v", got[0])
 	}
+	// With what gitleaks compares in a baseline read from the repository.
+	o := in[0]
+	o.Gitleaks = &GitleaksDetail{EndLine: 3, StartColumn: 14, EndColumn: 53, Entropy: 4.25, Author: "Ann", Email: "ann@example.com",
+		Date: "2026-01-02T01:04:05Z", Message: "settings\n\nbody"}
+	var one []gitleaksreport.Finding
+	if err := json.Unmarshal(write(t, "gitleaks", []Occurrence{o}), &one); err != nil || len(one) != 1 {
+		t.Fatalf("%v %+v", err, one)
+	}
+	if f := one[0]; f.EndLine != 3 || f.StartColumn != 14 || f.EndColumn != 53 || f.Entropy != 4.25 || f.Author != "Ann" ||
+		f.Email != "ann@example.com" || f.Date != "2026-01-02T01:04:05Z" || f.Message != "settings\n\nbody" || f.Secret != Redacted {
+		t.Errorf("the detail is not written: %+v", f)
+	}
 	if out := write(t, "gitleaks", nil); strings.TrimSpace(string(out)) != "[]" {
 		t.Errorf("no findings: %s", out)
 	}
