@@ -31,7 +31,7 @@ GitHub is down, reads keep answering from the cache with its age.`,
 // cache is the GitHub cache; refreshes run as the per-user workflow,
 // joined when one is already running.
 func (a *app) cache(st *store.Store) *ghcache.Cache {
-	return &ghcache.Cache{Store: st, Refresh: func(ctx context.Context, u store.User, seen time.Time) error {
+	return &ghcache.Cache{Store: st, BeforeWait: st.ReleaseIdle, AfterWait: st.Connect, Refresh: func(ctx context.Context, u store.User, seen time.Time) error {
 		c, err := a.temporal(ctx)
 		if err != nil {
 			return err

@@ -163,8 +163,12 @@ func (a *app) temporal(ctx context.Context) (client.Client, error) {
 	return c, nil
 }
 
+// starterConns is the starter's pool: a command asks one query at a time,
+// and a hundred starters at once must fit the server's connections.
+const starterConns = 2
+
 func (a *app) store(ctx context.Context) (*store.Store, error) {
-	return store.Open(ctx, a.cfg.DatabaseURL)
+	return store.Open(ctx, a.cfg.DatabaseURL, store.MaxConns(starterConns))
 }
 
 // uiLink is the Web UI page of a workflow run.

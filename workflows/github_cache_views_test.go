@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"gitfleet/internal/devstack/forge"
 	"gitfleet/internal/domain/ghaccount"
 	"gitfleet/internal/infra/ghcache"
 	"gitfleet/internal/infra/store"
@@ -208,5 +210,61 @@ func TestGitHubCacheRefusedOrganization(t *testing.T) {
 	lift()
 	if l, err := c.Repos(ctx, bob.Name, ghaccount.Filter{Org: never}, true); err != nil || l.RefreshErr != nil || names(l.Repos) != never+"/api" {
 		t.Errorf("--org %s once it answers: %q, %v / %v", never, names(l.Repos), err, l.RefreshErr)
+	}
+}
+
+// A hundred callers, each with a pool of its own as a starter process
+// has, waiting on one slow refresh hold none of PostgreSQL's connections
+// while they wait, so none is refused under the server's default
+// max_connections (100; issue 35: 84 open at once, 5 of 100 refused).
+func TestGitHubCacheWaitingCallersHoldNoConnection(t *testing.T) {
+	ctx := context.Background()
+	o := owner(t)
+	u := addGitHubUser(t, o+"-busy")
+	createRepo(t, u.gh.Login, "app")
+	// The refresh's first request waits until every caller waits on it.
+	release := make(chan struct{})
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	defer releaseOnce() // a failure part way must not leave the refresh hanging
+	defer fg.AddFault(forge.Fault{Kind: forge.API, Path: "/api/v3/user/orgs", Times: 1, Before: func(*http.Request) { <-release }})()
+	clientConns := func() int {
+		var n int
+		if err := env.Store.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := clientConns()
+	const callers = 100
+	errs := make(chan error, callers)
+	for range callers {
+		st, err := store.Open(ctx, env.DatabaseURL, store.MaxConns(2)) // as the starter opens it
+		if err != nil {
+			t.Fatal(err)
+		}
+		waiting := make(chan struct{})
+		c := &ghcache.Cache{Store: st, BeforeWait: func() { st.ReleaseIdle(); close(waiting) }, AfterWait: st.Connect,
+			Refresh: func(ctx context.Context, u store.User, seen time.Time) error {
+				_, err := workflows.JoinGitHubCacheRefresh(ctx, env.Client, u.Name, u.ID, seen)
+				return err
+			}}
+		go func() {
+			defer st.Close() // the process exits
+			l, err := c.Repos(ctx, u.Name, ghaccount.Filter{}, false)
+			if err == nil && len(l.Repos) != 1 {
+				err = fmt.Errorf("%d repositories", len(l.Repos))
+			}
+			errs <- err
+		}()
+		<-waiting
+	}
+	if n := clientConns() - before; n > 5 {
+		t.Errorf("%d callers waiting on one refresh hold %d connections, want none of their own", callers, n)
+	}
+	releaseOnce()
+	for range callers {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
 	}
 }

@@ -35,6 +35,13 @@ type Cache struct {
 	Now func() time.Time
 	// RefreshTimeout bounds a shared refresh (default 10 minutes).
 	RefreshTimeout time.Duration
+	// BeforeWait and AfterWait, if set, are called around a read's wait on
+	// a refresh: a command-line caller releases its database connections
+	// before, so a hundred callers waiting on one refresh hold none of
+	// them, and connects again after, waiting its turn if the server has
+	// none to spare (store.ReleaseIdle, store.Connect).
+	BeforeWait func()
+	AfterWait  func(context.Context) error
 
 	group singleflight.Group
 }
@@ -256,6 +263,9 @@ func (c *Cache) fill(ctx context.Context, u store.User, seenLists map[string]tim
 		defer cancel()
 		return nil, c.Refresh(rctx, u, seen)
 	})
+	if c.BeforeWait != nil {
+		c.BeforeWait()
+	}
 	select {
 	case r := <-ch:
 		if r.Err != nil {
@@ -263,6 +273,11 @@ func (c *Cache) fill(ctx context.Context, u store.User, seenLists map[string]tim
 		}
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	}
+	if c.AfterWait != nil {
+		if err := c.AfterWait(ctx); err != nil {
+			return nil, err
+		}
 	}
 	return c.Store.GitHubLists(ctx, u.ID)
 }

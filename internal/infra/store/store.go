@@ -57,12 +57,52 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
 	}
-	if err := pool.Ping(ctx); err != nil {
+	st := &Store{pool: pool}
+	if err := st.Connect(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("connect to PostgreSQL at %s:%d/%s: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database, err)
 	}
-	return &Store{pool: pool}, nil
+	return st, nil
 }
+
+// connectPatience bounds how long Connect waits for a server that has no
+// connection to spare.
+const connectPatience = 30 * time.Second
+
+// Connect makes sure the pool holds a connection, waiting with backoff
+// while the server refuses new ones for having too many (SQLSTATE 53300,
+// "sorry, too many clients already"): a burst of processes at once, such
+// as a hundred starters whose refresh ended together, waits its turn
+// instead of failing. A refused connection ran nothing, so waiting is
+// always safe.
+func (s *Store) Connect(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, connectPatience)
+	defer cancel()
+	for wait := 20 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		conn, err := s.pool.Acquire(ctx)
+		if err == nil {
+			err = conn.Ping(ctx)
+			conn.Release()
+		}
+		var pg *pgconn.PgError
+		if err == nil || !errors.As(err, &pg) || pg.Code != "53300" {
+			return err
+		}
+		// Jittered, so the waiting processes do not come back together.
+		t := time.NewTimer(wait/2 + time.Duration(time.Now().UnixNano()%int64(wait/2+1)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+// ReleaseIdle closes the pool's idle connections (one in use closes when
+// it is put back): a process about to wait long, as a starter waiting on
+// a refresh, holds none of the server's connections meanwhile.
+func (s *Store) ReleaseIdle() { s.pool.Reset() }
 
 // Close closes the pool.
 func (s *Store) Close() { s.pool.Close() }
