@@ -2,6 +2,7 @@ package workflows_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -400,4 +401,40 @@ func TestGitHubCacheRateLimits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A read behind GitHub's primary rate limit does not wait in silence for
+// the limit to lift: it says that the limit holds the refresh and until
+// when, with the cached data when there is some, and the refresh goes on
+// by itself at the reset (issue 35: a cold read waited 600 s and said
+// "context deadline exceeded").
+func TestGitHubCacheReadSaysARateLimitHoldsIt(t *testing.T) {
+	// The deadline decides failure only: a read that waits for the limit
+	// would run past it.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	o := owner(t)
+	warm, cold := addGitHubUser(t, o+"-warm"), addGitHubUser(t, o+"-cold")
+	createRepo(t, warm.gh.Login, "app")
+	c := ghCache()
+	if l, err := c.Repos(ctx, warm.Name, ghaccount.Filter{}, false); err != nil || len(l.Repos) != 1 {
+		t.Fatalf("warm: %q, %v", names(l.Repos), err)
+	}
+	const reset = 10 * time.Minute
+	defer fg.AddFault(forge.Fault{Kind: forge.API, Path: "/api/v3/user/orgs", RateLimit: true, ResetIn: reset})()
+	asked := time.Now()
+	check := func(err error) {
+		t.Helper()
+		var rl *workflows.RateLimitedError
+		if !errors.As(err, &rl) || rl.Until.Before(asked.Add(reset-time.Minute)) || !strings.Contains(err.Error(), "GitHub's rate limit") {
+			t.Fatalf("%v; want the rate limit and its reset, %s away", err, reset)
+		}
+	}
+	l, err := c.Repos(ctx, warm.Name, ghaccount.Filter{}, true)
+	if err != nil || len(l.Repos) != 1 {
+		t.Fatalf("warm, behind the limit: %q, %v; want the cached repository", names(l.Repos), err)
+	}
+	check(l.RefreshErr)
+	_, err = c.Repos(ctx, cold.Name, ghaccount.Filter{}, false)
+	check(err)
 }

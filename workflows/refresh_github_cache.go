@@ -7,7 +7,10 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/workflow"
+
+	"gitfleet/internal/infra/errclass"
 )
 
 // GitHubCacheRefreshWorkflowID is the id of a user's cache refresh: one per
@@ -99,8 +102,63 @@ func runGitHubCacheRefresh(ctx context.Context, c client.Client, userName string
 	if err != nil {
 		return out, fmt.Errorf("start the refresh of %s's GitHub cache: %w", userName, err)
 	}
-	if err := run.Get(ctx, &out); err != nil {
-		return out, fmt.Errorf("refresh of %s's GitHub cache failed: %s", userName, message(err))
+	getting, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- run.Get(getting, &out) }()
+	look := time.NewTicker(rateLimitLook)
+	defer look.Stop()
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				return out, fmt.Errorf("refresh of %s's GitHub cache failed: %s", userName, message(err))
+			}
+			return out, nil
+		case <-look.C:
+			if until, ok := heldByRateLimit(ctx, c, run); ok && time.Until(until) > rateLimitPatience {
+				return out, &RateLimitedError{User: userName, Until: until, WorkflowID: run.GetID()}
+			}
+		}
 	}
-	return out, nil
+}
+
+// rateLimitLook is how often a caller looks whether its refresh waits
+// for GitHub's rate limit; rateLimitPatience, the wait worth waiting.
+const (
+	rateLimitLook     = time.Second
+	rateLimitPatience = 15 * time.Second
+)
+
+// RateLimitedError is a refresh held by GitHub's rate limit for the
+// user's token: it goes on by itself at Until, and the caller does not
+// wait for it.
+type RateLimitedError struct {
+	User       string
+	Until      time.Time
+	WorkflowID string
+}
+
+func (e *RateLimitedError) Error() string {
+	return fmt.Sprintf("GitHub's rate limit for %s's token holds the refresh until %s (in %s); it goes on by itself then (workflow %s)",
+		e.User, e.Until.Local().Format("15:04:05"), time.Until(e.Until).Round(time.Second), e.WorkflowID)
+}
+
+// heldByRateLimit reports whether a refresh's activity waits to be
+// retried after GitHub's rate limit, and until when.
+func heldByRateLimit(ctx context.Context, c client.Client, run client.WorkflowRun) (time.Time, bool) {
+	d, err := c.DescribeWorkflowExecution(ctx, run.GetID(), run.GetRunID())
+	if err != nil {
+		return time.Time{}, false
+	}
+	for _, pa := range d.GetPendingActivities() {
+		info := pa.GetLastFailure().GetApplicationFailureInfo()
+		var reason string
+		if info == nil || len(info.GetDetails().GetPayloads()) == 0 || pa.GetNextAttemptScheduleTime() == nil ||
+			converter.GetDefaultDataConverter().FromPayloads(info.GetDetails(), &reason) != nil || reason != errclass.ReasonRateLimited {
+			continue
+		}
+		return pa.GetNextAttemptScheduleTime().AsTime(), true
+	}
+	return time.Time{}, false
 }
