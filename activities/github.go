@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -46,24 +47,47 @@ func (g *GitHub) now() time.Time {
 	return time.Now().UTC()
 }
 
-// account opens a user's token and returns a client acting as the user.
-func (g *GitHub) account(ctx context.Context, u store.User) (*vcs.Account, error) {
+// account opens a user's token and returns a client acting as the user,
+// and the token as sealed (which token a refusal is of).
+func (g *GitHub) account(ctx context.Context, u store.User) (*vcs.Account, []byte, error) {
 	if g.Box == nil {
-		return nil, errclass.Wrap(errclass.Permanent, errclass.ReasonInvalidInput, secrets.ErrNoKey)
+		return nil, nil, errclass.Wrap(errclass.Permanent, errclass.ReasonInvalidInput, secrets.ErrNoKey)
 	}
 	host, ok := g.Hosts.ByAPIURL(u.APIURL)
 	if !ok {
-		return nil, errclass.Permanentf(errclass.ReasonInvalidInput, "user %s belongs to %s, which this worker is not configured for", u.Name, u.APIURL)
+		return nil, nil, errclass.Permanentf(errclass.ReasonInvalidInput, "user %s belongs to %s, which this worker is not configured for", u.Name, u.APIURL)
 	}
 	sealed, err := g.Store.SealedToken(ctx, u.ID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	token, err := g.Box.Open(sealed, store.TokenContext(u.Name))
 	if err != nil {
-		return nil, errclass.Wrap(errclass.Permanent, errclass.ReasonInvalidInput, fmt.Errorf("the token of user %s: %w", u.Name, err))
+		return nil, nil, errclass.Wrap(errclass.Permanent, errclass.ReasonInvalidInput, fmt.Errorf("the token of user %s: %w", u.Name, err))
 	}
-	return vcs.NewAccount(host, string(token), vcs.AccountOptions{HTTPClient: g.HTTPClient, MaxConcurrent: g.MaxConcurrent, Now: g.Now})
+	a, err := vcs.NewAccount(host, string(token), vcs.AccountOptions{HTTPClient: g.HTTPClient, MaxConcurrent: g.MaxConcurrent, Now: g.Now})
+	return a, sealed, err
+}
+
+// tokenRefused is the error of a refresh of a user whose token GitHub
+// refused (401): Permanent, saying when and what to do.
+func tokenRefused(u store.User) error {
+	return errclass.Permanentf(errclass.ReasonPermissionDenied, "%s", ghaccount.TokenRefused(u.Name, *u.TokenRefusedAt))
+}
+
+// refuseToken records GitHub's 401 for the token a refresh used, so that
+// later refreshes fail at once instead of asking GitHub again (and users
+// list shows it). A token replaced while the refresh ran is not marked:
+// the refresh's own error stands.
+func (g *GitHub) refuseToken(ctx context.Context, u store.User, sealed []byte, cause error) error {
+	now, err := g.Store.RefuseToken(ctx, u.ID, sealed, vcs.ErrTokenRejected.Error(), g.now())
+	if err != nil {
+		return err
+	}
+	if now == nil || now.TokenRefusedAt == nil {
+		return cause
+	}
+	return tokenRefused(*now)
 }
 
 func (g *GitHub) user(ctx context.Context, id int64) (store.User, error) {
@@ -84,7 +108,12 @@ func (g *GitHub) RefreshGitHubCache(ctx context.Context, in workflows.RefreshGit
 	if err != nil {
 		return workflows.RefreshGitHubCacheResult{}, AppError(err)
 	}
-	account, err := g.account(ctx, u)
+	if u.TokenRefusedAt != nil {
+		// Asking GitHub again would get the same 401: not a request
+		// until the token is replaced (store.PutUser clears the mark).
+		return workflows.RefreshGitHubCacheResult{}, AppError(tokenRefused(u))
+	}
+	account, sealed, err := g.account(ctx, u)
 	if err != nil {
 		return workflows.RefreshGitHubCacheResult{}, AppError(err)
 	}
@@ -126,6 +155,9 @@ func (g *GitHub) RefreshGitHubCache(ctx context.Context, in workflows.RefreshGit
 		return nil
 	}
 	view, pages, unchanged, err := ghcache.Fetch(ctx, account, want, opts)
+	if errors.Is(err, vcs.ErrTokenRejected) {
+		err = g.refuseToken(ctx, u, sealed, err)
+	}
 	if err != nil {
 		return workflows.RefreshGitHubCacheResult{}, AppError(err)
 	}

@@ -20,7 +20,7 @@ import (
 )
 
 func (a *app) collectCmd() *cobra.Command {
-	var noWait, archived bool
+	var noWait, archived, refresh bool
 	var org, user string
 	cmd := &cobra.Command{
 		Use:   "collect <host/owner/name | owner/name | https URL>...",
@@ -30,12 +30,16 @@ given, waits for each and prints its identity case, codebase and commit.
 
 Concurrent requests for the same repository share one workflow run.
 Every name is checked before anything starts; credentials in URLs are refused.
-With --org, collections start only while fewer than GITFLEET_SWEEP_MAX_RUNNING
-(default 100) Collect runs run, fleet-wide, as the sweep's do.`,
+With --org, the organization's repositories are listed from the user's GitHub
+cache (fetched on its first use; the output says how old it is) and --refresh
+fetches them from GitHub first; collections start only while fewer than
+GITFLEET_SWEEP_MAX_RUNNING (default 100) Collect runs run, fleet-wide, as the
+sweep's do.`,
 		Example: `  starter collect github.com/octocat/Hello-World
   starter collect octocat/Hello-World https://github.com/octocat/Spoon-Knife
   starter collect --no-wait ghe.example.com/platform/api
-  starter collect --org acme --user alice        # every repository of acme alice can see`,
+  starter collect --org acme --user alice        # every repository of acme alice can see
+  starter collect --org acme --user alice --refresh`,
 		Args: func(cmd *cobra.Command, in []string) error {
 			if org != "" || user != "" {
 				if org == "" || user == "" || len(in) > 0 {
@@ -43,11 +47,14 @@ With --org, collections start only while fewer than GITFLEET_SWEEP_MAX_RUNNING
 				}
 				return nil
 			}
+			if refresh {
+				return usageError{fmt.Errorf("--refresh goes with --org and --user")}
+			}
 			return args(cobra.MinimumNArgs(1))(cmd, in)
 		},
 		RunE: func(cmd *cobra.Command, in []string) error {
 			if org != "" {
-				return a.collectOrg(cmd.Context(), user, org, archived, !noWait)
+				return a.collectOrg(cmd.Context(), user, org, archived, refresh, !noWait)
 			}
 			repos := make([]repoid.ID, 0, len(in))
 			for _, s := range in {
@@ -69,21 +76,36 @@ With --org, collections start only while fewer than GITFLEET_SWEEP_MAX_RUNNING
 	cmd.Flags().StringVar(&org, "org", "", "collect every repository of this organization (with --user)")
 	cmd.Flags().StringVar(&user, "user", "", "whose GitHub view lists the organization's repositories (with --org)")
 	cmd.Flags().BoolVar(&archived, "include-archived", false, "with --org: archived repositories too")
+	cmd.Flags().BoolVar(&refresh, "refresh", false, "with --org: fetch the organization's repositories from GitHub first, not from the cache")
 	return cmd
 }
 
 // collectOrg lists the organization through the user's GitHub cache
-// (fetching it first if it never was) and runs CollectOrg, which starts the
-// ordinary Collects in bounded windows.
-func (a *app) collectOrg(ctx context.Context, user, org string, archived, wait bool) error {
+// (fetching it first if it never was, or if refresh) and runs CollectOrg,
+// which starts the ordinary Collects in bounded windows.
+func (a *app) collectOrg(ctx context.Context, user, org string, archived, refresh, wait bool) error {
 	st, err := a.store(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	l, err := a.cache(st).Repos(ctx, user, ghaccount.Filter{Org: org, IncludeArchived: archived}, false)
+	asked := time.Now()
+	l, err := a.cache(st).Repos(ctx, user, ghaccount.Filter{Org: org, IncludeArchived: archived}, refresh)
 	if err != nil {
 		return a.cacheError(err)
+	}
+	if refresh && l.RefreshErr != nil {
+		// Asked for GitHub's list now: collecting the cache's instead
+		// would miss what it misses, unsaid.
+		return fmt.Errorf("%w; nothing started (the cache holds %s, %s: run without --refresh to collect those)",
+			l.RefreshErr, plural(len(l.Repos), "repository", "repositories"), l.Age(time.Now()))
+	}
+	age := l.Age(time.Now())
+	if !l.Refreshed && l.RefreshedAt.Before(asked) {
+		// Not fetched for this command (a cold cache is, on the way in,
+		// and says "cached just now"): repositories created upstream
+		// since are not in it.
+		age = "listed from the cache, " + age + "; --refresh to fetch it anew"
 	}
 	c, err := a.temporal(ctx)
 	if err != nil {
@@ -104,7 +126,7 @@ func (a *app) collectOrg(ctx context.Context, user, org string, archived, wait b
 	}
 	if !a.json {
 		fmt.Fprintf(a.stdout, "Collecting %s: %s in %s's GitHub cache (%s)\n  workflow  %s\n  web ui    %s\n",
-			org, plural(len(l.Repos), "repository", "repositories"), user, l.Age(time.Now()), id, a.uiLink(id, run.GetRunID()))
+			org, plural(len(l.Repos), "repository", "repositories"), user, age, id, a.uiLink(id, run.GetRunID()))
 	}
 	host, ok := a.cfg.Hosts.ByAPIURL(l.User.APIURL)
 	if !ok {

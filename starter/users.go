@@ -129,7 +129,11 @@ func (a *app) usersListCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "List the users",
-		Args:  args(cobra.NoArgs),
+		Long: `List shows each user and whether GitHub refused its token (TOKEN: "ok", or
+"refused" with when): a refresh that gets GitHub's 401 (a revoked or expired
+token) marks it, and later refreshes fail at once without asking GitHub
+until "starter users add NAME" replaces the token.`,
+		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := a.store(cmd.Context())
 			if err != nil {
@@ -148,13 +152,22 @@ func (a *app) usersListCmd() *cobra.Command {
 				return nil
 			}
 			w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "NAME\tGITHUB LOGIN\tAPI\tADDED")
+			fmt.Fprintln(w, "NAME\tGITHUB LOGIN\tAPI\tADDED\tTOKEN")
 			for _, u := range us {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", u.Name, u.Login, u.APIURL, u.CreatedAt.Format("2006-01-02 15:04"))
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", u.Name, u.Login, u.APIURL, u.CreatedAt.Format("2006-01-02 15:04"), tokenState(u))
 			}
 			return w.Flush()
 		},
 	}
+}
+
+// tokenState says whether GitHub refused the user's token (401) and what
+// to do then; refreshes do not try a refused token again.
+func tokenState(u store.User) string {
+	if u.TokenRefusedAt == nil {
+		return "ok"
+	}
+	return fmt.Sprintf("refused %s: run starter users add %s with a new token", u.TokenRefusedAt.UTC().Format("2006-01-02 15:04 UTC"), u.Name)
 }
 
 func (a *app) usersRemoveCmd() *cobra.Command {

@@ -127,6 +127,14 @@ func RefusalReason(org, message string) string {
 	return fmt.Sprintf("%s refused the token (403): %s", org, textsafe.Printable(message))
 }
 
+// TokenRefused says that GitHub refused a user's token (401: revoked,
+// expired) at a time, that it is not tried again, and what to do: the
+// message of every refresh of the user until the token is replaced.
+func TokenRefused(user string, at time.Time) string {
+	return fmt.Sprintf("GitHub refused user %s's token (401: revoked or expired) at %s; it is not tried again until it is replaced: run `starter users add %s` with a new token",
+		user, at.UTC().Format("2006-01-02 15:04 MST"), user)
+}
+
 // Merge joins repository lists that may overlap (an organization's
 // repository is both in the user's list and the organization's) into one,
 // each repository once, sorted by full name as GitHub sorts.

@@ -3,6 +3,7 @@ package ghaccount
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // A refusal says what GitHub's 403 means and what to do, and never
@@ -20,6 +21,17 @@ func TestRefusalReason(t *testing.T) {
 		got := RefusalReason("acme", tc.message)
 		if !strings.HasPrefix(got, tc.want) || strings.ContainsAny(got, "\x1b\r\n") || len(got) > 300 {
 			t.Errorf("RefusalReason(%.40q) = %q, want it to start %q, printable and short", tc.message, got, tc.want)
+		}
+	}
+}
+
+// A refused token's message says whose, when (in UTC, whatever the
+// zone the time came in) and what to do.
+func TestTokenRefused(t *testing.T) {
+	at := time.Date(2026, 12, 3, 15, 10, 0, 0, time.FixedZone("CET", 3600))
+	for _, want := range []string{"GitHub refused user bob's token (401", "at 2026-12-03 14:10 UTC", "run `starter users add bob` with a new token"} {
+		if got := TokenRefused("bob", at); !strings.Contains(got, want) {
+			t.Errorf("TokenRefused = %q, want it to say %q", got, want)
 		}
 	}
 }

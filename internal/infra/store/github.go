@@ -21,6 +21,11 @@ type User struct {
 	GitHubID  int64     `json:"githubUserId"`
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
+	// TokenRefusedAt is when GitHub refused the token (401: revoked,
+	// expired), nil while it has not; refreshes do not try it again until
+	// PutUser replaces it (architecture §6, "Refusals").
+	TokenRefusedAt     *time.Time `json:"tokenRefusedAt,omitempty"`
+	TokenRefusedReason string     `json:"tokenRefusedReason,omitempty"`
 }
 
 // TokenContext binds a user's sealed token to its row: a sealed token
@@ -34,20 +39,21 @@ type NewUser struct {
 	TokenSealed         []byte
 }
 
-const userColumns = `id, name, api_url, github_login, github_user_id, created_at, updated_at`
+const userColumns = `id, name, api_url, github_login, github_user_id, created_at, updated_at,
+	token_refused_at, coalesce(token_refused_reason, '')`
 
 func scanUser(row pgx.Row) (*User, error) {
 	var u User
-	err := row.Scan(&u.ID, &u.Name, &u.APIURL, &u.Login, &u.GitHubID, &u.CreatedAt, &u.UpdatedAt)
+	err := row.Scan(&u.ID, &u.Name, &u.APIURL, &u.Login, &u.GitHubID, &u.CreatedAt, &u.UpdatedAt, &u.TokenRefusedAt, &u.TokenRefusedReason)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
 	return &u, err
 }
 
-// PutUser adds a user, or replaces the token of the user with that name.
-// When the token is now another GitHub account's, the cached view of the
-// old account goes with it.
+// PutUser adds a user, or replaces the token of the user with that name
+// (which clears a refusal of the old one). When the token is now another
+// GitHub account's, the cached view of the old account goes with it.
 func (s *Store) PutUser(ctx context.Context, nu NewUser) (User, error) {
 	var u *User
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
@@ -63,7 +69,8 @@ func (s *Store) PutUser(ctx context.Context, nu NewUser) (User, error) {
 		u, err = scanUser(tx.QueryRow(ctx, `INSERT INTO users (name, api_url, github_login, github_user_id, token_sealed)
 			VALUES ($1, $2, $3, $4, $5)
 			ON CONFLICT (name) DO UPDATE SET api_url = excluded.api_url, github_login = excluded.github_login,
-				github_user_id = excluded.github_user_id, token_sealed = excluded.token_sealed, updated_at = now()
+				github_user_id = excluded.github_user_id, token_sealed = excluded.token_sealed, updated_at = now(),
+				token_refused_at = NULL, token_refused_reason = NULL
 			RETURNING `+userColumns, nu.Name, nu.APIURL, nu.Login, nu.GitHubID, nu.TokenSealed))
 		return err
 	})
@@ -113,6 +120,18 @@ func (s *Store) SealedToken(ctx context.Context, userID int64) ([]byte, error) {
 		return nil, fmt.Errorf("user %d does not exist", userID)
 	}
 	return sealed, err
+}
+
+// RefuseToken records that GitHub refused a user's token (401), once: the
+// first refusal's time stays. A token replaced since the refresh read it
+// (another sealed token) is not marked. It returns the user as it is now
+// (nil: removed).
+func (s *Store) RefuseToken(ctx context.Context, userID int64, sealed []byte, reason string, at time.Time) (*User, error) {
+	if _, err := s.pool.Exec(ctx, `UPDATE users SET token_refused_at = $4, token_refused_reason = $3
+		WHERE id = $1 AND token_sealed = $2 AND token_refused_at IS NULL`, userID, sealed, reason, at); err != nil {
+		return nil, fmt.Errorf("mark the token of user %d refused: %w", userID, err)
+	}
+	return s.UserByID(ctx, userID)
 }
 
 // RemoveUser deletes a user with its cached view; false when there was none.
