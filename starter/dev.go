@@ -189,7 +189,7 @@ func (a *app) dev(ctx context.Context, o devOptions) (err error) {
 		return err
 	}
 	defer stopping(a, "the demo forge", fg.Close)
-	if err := seedDemo(fg); err != nil {
+	if err := fg.SeedDemo(); err != nil {
 		return fmt.Errorf("seed the demo forge: %w", err)
 	}
 	appID, appKey, err := seedDemoApp(fg, dataDir)
@@ -405,35 +405,6 @@ func stopping(a *app, what string, stop func() error) {
 	if err := stop(); err != nil {
 		fmt.Fprintf(a.stderr, "stopping %s: %v\n", what, err)
 	}
-}
-
-func seedDemo(fg *forge.Forge) error {
-	type commit struct {
-		files map[string]string
-		msg   string
-	}
-	repos := map[string][]commit{
-		"demo/hello": {
-			{map[string]string{"README.md": "# hello\n\nThe demo repository.\n", "main.go": "package main\n\nfunc main() { println(\"hello\") }\n"}, "Initial commit"},
-			// A planted (fake) key, so the scan has something to find;
-			// built from parts so this file is no finding itself.
-			{map[string]string{"config/app.env": "LOG_LEVEL=debug\nAWS_ACCESS_KEY_ID=" + "AKIA" + "DEMO7QX2LMN4ZP5K" + "\n"}, "Add configuration"},
-		},
-		"demo/tools":   {{map[string]string{"README.md": "# tools\n", "Makefile": "all:\n\techo tools\n"}, "Initial commit"}},
-		"acme/website": {{map[string]string{"index.html": "<h1>acme</h1>\n"}, "Initial commit"}},
-	}
-	for _, full := range []string{"demo/hello", "demo/tools", "acme/website"} {
-		owner, name, _ := strings.Cut(full, "/")
-		if _, err := fg.CreateRepo(owner, name); err != nil {
-			return err
-		}
-		for _, c := range repos[full] {
-			if _, err := fg.Commit(owner, name, "main", c.files, c.msg); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // seedDemoApp registers the demo's GitHub App on the forge, with a key

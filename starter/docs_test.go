@@ -397,28 +397,8 @@ var (
 )
 
 func seedDocDemo(t *testing.T) error {
-	type commit struct {
-		files map[string]string
-		msg   string
-	}
-	repos := map[string][]commit{
-		"demo/hello": {
-			{map[string]string{"README.md": "# hello\n\nThe demo repository.\n", "main.go": "package main\n\nfunc main() { println(\"hello\") }\n"}, "Initial commit"},
-			{map[string]string{"config/app.env": "LOG_LEVEL=debug\nAWS_ACCESS_KEY_ID=" + "AKIA" + "DEMO7QX2LMN4ZP5K" + "\n"}, "Add configuration"},
-		},
-		"demo/tools":   {{map[string]string{"README.md": "# tools\n", "Makefile": "all:\n\techo tools\n"}, "Initial commit"}},
-		"acme/website": {{map[string]string{"index.html": "<h1>acme</h1>\n"}, "Initial commit"}},
-	}
-	for _, full := range []string{"demo/hello", "demo/tools", "acme/website"} {
-		owner, name, _ := strings.Cut(full, "/")
-		if _, err := fg.CreateRepo(owner, name); err != nil {
-			return err
-		}
-		for _, c := range repos[full] {
-			if _, err := fg.Commit(owner, name, "main", c.files, c.msg); err != nil {
-				return err
-			}
-		}
+	if err := fg.SeedDemo(); err != nil {
+		return err
 	}
 	collect := func(repo string) error {
 		if out, errOut, code := starter(t, "collect", repo); code != 0 {
