@@ -283,9 +283,10 @@ func (c *Cache) fill(ctx context.Context, u store.User, seenLists map[string]tim
 }
 
 // Fetch fetches the lists of an account's view, each page conditionally on
-// what is stored (o.Stored; o says what else it may reuse and whom it tells), parses them and returns the whole view, or an error and
-// nothing. It also says how many pages there were and how many came back
-// unchanged (304).
+// what is stored (o.Stored; o says what else it may reuse and whom it
+// tells), parses them and returns the whole view, or an error and nothing.
+// It also says how many pages there were and how many came back unchanged
+// (304).
 //
 // An organization asked for by name that GitHub does not know (404) is
 // left out (View.Missing) instead of failing the refresh: one mistaken
@@ -299,16 +300,17 @@ func Fetch(ctx context.Context, a *vcs.Account, lists []string, o vcs.ListOption
 	pages, unchanged := 0, 0
 	for _, list := range lists {
 		endpoint, path := listEndpoint(list)
-		ps, n, err := a.FetchList(ctx, endpoint, path, o)
 		org := ghaccount.OrgOfList(list)
-		if c := errclass.Classify(err); org != "" && c != nil && c.Class == errclass.Permanent && c.Reason == errclass.ReasonNotFound {
-			v.Missing = append(v.Missing, list)
+		if org != "" && slices.ContainsFunc(v.Orgs, func(o ghaccount.Org) bool { return strings.EqualFold(o.Login, org) }) {
+			// The user joined it (the organizations are fetched first):
+			// the user's own list holds what it can read there, and the
+			// view by name would cost requests for nothing.
+			v.Joined = append(v.Joined, list)
 			continue
 		}
-		if org != "" && slices.ContainsFunc(v.Orgs, func(o ghaccount.Org) bool { return strings.EqualFold(o.Login, org) }) {
-			// The user joined it: the user's own list holds what it can
-			// read there, and the view by name costs requests for nothing.
-			v.Joined = append(v.Joined, list)
+		ps, n, err := a.FetchList(ctx, endpoint, path, o)
+		if c := errclass.Classify(err); org != "" && c != nil && c.Class == errclass.Permanent && c.Reason == errclass.ReasonNotFound {
+			v.Missing = append(v.Missing, list)
 			continue
 		}
 		if msg, forbidden := vcs.Forbidden(err); org != "" && forbidden {
