@@ -44,7 +44,8 @@ func (a *Activities) SyncMirror(ctx context.Context, repo repoid.ID) (workflows.
 		zap.Bool("redirected", !cloned.SameRepository(repo)), zap.Bool("empty", remote.Empty),
 		zap.Duration("took", time.Since(start)))
 	return workflows.SyncMirrorResult{Cloned: cloned, Head: remote.Head, DefaultBranch: remote.DefaultBranch, Empty: remote.Empty,
-		StartedAt: start.UTC(), RefsDigest: remote.RefsDigest}, nil
+		CodeScanning: workflows.CodeScanningOn(),
+		StartedAt:    start.UTC(), RefsDigest: remote.RefsDigest}, nil
 }
 
 // LookupCodebase returns the live codebase holding a name, or nil.

@@ -310,6 +310,9 @@ type SyncMirrorResult struct {
 	// (mirror.RefsDigest): the scan of the same job reads a mirror that
 	// holds them without syncing again, and syncs its own anywhere else.
 	RefsDigest string `json:"refsDigest,omitempty"`
+	// CodeScanning: the worker uploads to code scanning (its setting),
+	// told here so a collection asks nothing more to know it.
+	CodeScanning bool `json:"codeScanning,omitempty"`
 }
 
 // RefusalResult is what the API said about a name the git host refused

@@ -20,6 +20,20 @@ import (
 
 // collectBaselines are Collect's, newest first.
 var collectBaselines = versioning.Line{
+	// Every change up to push-time detection and code scanning uploads:
+	// a collection keeps one version marker (architecture, "Capacity").
+	{ID: "collect-baseline-2", Changes: map[string]workflow.Version{
+		"manual-resets-failures": 1,
+		affinityChange:           1,
+		collectCancelChange:      1,
+		"scan-after-identity":    1,
+		"refused-asks-api":       1,
+		"skip-current-scan":      1,
+		"outcome-attributes":     1,
+		confirmChange:            1,
+		pushFollowUp:             1,
+		codeScanningChange:       1,
+	}},
 	// Every change of a collection up to the one-step confirmation of an
 	// unchanged repository.
 	{ID: "collect-baseline-1", Changes: map[string]workflow.Version{

@@ -46,15 +46,9 @@ var codeScanningOn atomic.Bool
 // (GITFLEET_CODE_SCANNING=on).
 func SetCodeScanning(on bool) { codeScanningOn.Store(on) }
 
-// codeScanningEnabled reads the setting once per run (a side effect: a
-// replay on a worker configured otherwise takes the same path).
-func codeScanningEnabled(ctx workflow.Context) bool {
-	var on bool
-	if err := workflow.SideEffect(ctx, func(workflow.Context) any { return codeScanningOn.Load() }).Get(&on); err != nil {
-		return false
-	}
-	return on
-}
+// CodeScanningOn reports the worker's setting: SyncMirror tells it to
+// the collection.
+func CodeScanningOn() bool { return codeScanningOn.Load() }
 
 // CodeScanningWorkflowID is the id of a codebase's upload: one at a time.
 func CodeScanningWorkflowID(codebaseID int64) string {
@@ -124,8 +118,8 @@ var uploadOptions = workflow.ActivityOptions{
 // (CodeScanningDue). Any trouble is logged, never the collection's
 // failure: code scanning is a view of what the database holds, and the
 // next collection looks again.
-func uploadAfterCollect(ctx workflow.Context, out CollectResult) {
-	if out.CodebaseID == 0 || out.Commit == "" || out.DefaultBranch == "" || !codeScanningEnabled(ctx) {
+func uploadAfterCollect(ctx workflow.Context, out CollectResult, on bool) {
+	if out.CodebaseID == 0 || out.Commit == "" || out.DefaultBranch == "" || !on {
 		return
 	}
 	var due CodeScanningDueResult

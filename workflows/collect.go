@@ -220,7 +220,7 @@ func collectUnder(ctx workflow.Context, in CollectInput) (CollectResult, error) 
 	}
 	// Runs recorded before never uploaded to code scanning.
 	if !out.Empty && version(ctx, codeScanningChange, 1) == 1 {
-		uploadAfterCollect(ctx, out)
+		uploadAfterCollect(ctx, out, synced.CodeScanning)
 	}
 	if version(ctx, confirmChange, 1) == 1 {
 		// One upsert of what the Web UI shows; the result holds the rest.
