@@ -161,13 +161,20 @@ const ReasonCredentials = "credentials"
 // and makes any other Permanent, both of reason ReasonCredentials: a 401
 // or 404 from the App's endpoints must not read as git refusing the
 // repository.
+//
+// The App's API unreachable is the host unreachable, and keeps that
+// reason: a collection gives up after the same bounded attempts as when
+// git cannot reach it, instead of retrying for as long as it is down.
 func credentialsError(src Source, owner string, err error) error {
 	c := errclass.Classify(err)
-	class := errclass.Permanent
+	class, reason := errclass.Permanent, ReasonCredentials
 	if c.Class == errclass.Retryable && c.Reason != "unclassified" {
 		class = errclass.Retryable
 	}
-	return &errclass.Error{Class: class, Reason: ReasonCredentials, RetryAfter: c.RetryAfter,
+	if c.Reason == errclass.ReasonUnreachable {
+		reason = errclass.ReasonUnreachable
+	}
+	return &errclass.Error{Class: class, Reason: reason, RetryAfter: c.RetryAfter,
 		Err: fmt.Errorf("%s cannot give a token for %s: %w", src.Kind(), owner, err)}
 }
 

@@ -273,6 +273,32 @@ func TestMirrorWithApp(t *testing.T) {
 	assertNotInTree(t, root, tok, "ghs_")
 }
 
+// An App whose API cannot be reached is the host unreachable: the reason
+// the collection's bounded attempts count (it retried for as long as the
+// host was down before).
+func TestAppUnreachableIsTheHostUnreachable(t *testing.T) {
+	s := newStack(t)
+	set := s.set(t)
+	up, err := s.f.GoDown()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := up(); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	m, err := mirror.New(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.SetCredentials(set)
+	_, err = m.Sync(context.Background(), s.host.CloneURL("acme", "vault"))
+	if c := errclass.Classify(err); c.Class != errclass.Retryable || c.Reason != errclass.ReasonUnreachable {
+		t.Fatalf("a sync while the host is down: %v (%s/%s), want Retryable %q", err, c.Class, c.Reason, errclass.ReasonUnreachable)
+	}
+}
+
 // An App whose key the host refuses fails the fetch as the credentials'
 // failure (Permanent, ReasonCredentials), never as git refusing the
 // repository, which would be asked about and charged to it.
