@@ -138,12 +138,15 @@ func (s *Store) ReserveSend(ctx context.Context, urlDigest string, perMinute int
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('gitfleet-notify:' || $1, 0))`, urlDigest); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM notification_sends WHERE url_digest = $1 AND sent_at < now() - interval '1 minute'`,
-			urlDigest); err != nil {
+		// The time after the lock, not the transaction's start (now()): a
+		// transaction that began earlier but took the lock later must not
+		// see a send recorded after its own start, and wait past the window.
+		var now time.Time
+		if err := tx.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now); err != nil {
 			return err
 		}
-		var now time.Time
-		if err := tx.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
+		if _, err := tx.Exec(ctx, `DELETE FROM notification_sends WHERE url_digest = $1 AND sent_at < $2::timestamptz - interval '1 minute'`,
+			urlDigest, now); err != nil {
 			return err
 		}
 		rows, err := tx.Query(ctx, `SELECT sent_at FROM notification_sends WHERE url_digest = $1`, urlDigest)
