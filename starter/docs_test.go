@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"gitfleet/internal/devstack/gittest"
+	"gitfleet/internal/devstack/poll"
 	"gitfleet/internal/infra/config"
 )
 
@@ -426,21 +427,17 @@ func seedDocDemo(t *testing.T) error {
 // pause sent right after an update (apply) can be undone by it.
 func waitSchedules(t *testing.T, id, every string, paused bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	poll.Until(t, fmt.Sprintf("schedule %s %q paused=%t", id, every, paused), time.Minute, func() (bool, string) {
 		out, _, _ := starter(t, "schedules", "list", "--json")
 		var listed []scheduleInfo
 		_ = json.Unmarshal([]byte(out), &listed)
 		for _, s := range listed {
 			if s.ID == id && s.Paused == paused && (every == "" || slices.Contains(s.Every, every)) {
-				return
+				return true, ""
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("schedule %s is not %q paused=%t after a minute:\n%s", id, every, paused, out)
-		}
-		time.Sleep(100 * time.Millisecond) // polling the scheduler's state, not timing it
-	}
+		return false, out
+	})
 }
 
 var (
