@@ -58,15 +58,15 @@ var unsetOnPurpose = map[string]map[string]string{
 	},
 	"DATABASE_URL_FILE": {"*": "the URL names no secret: DATABASE_PASSWORD_FILE gives the role's password"},
 	// Push-time detection is opt-in: it needs a worker GitHub can reach.
-	"GITFLEET_WEBHOOK_ADDR":        {"*": "opt-in: a deployment GitHub can reach sets it on one or more workers (README, \"Push-time detection\")"},
+	"GITFLEET_WEBHOOK_ADDR":        {"*": "opt-in: a deployment GitHub can reach sets it on one or more workers (docs/github.md, \"Push-time detection\")"},
 	"GITFLEET_WEBHOOK_SECRET":      {"*": "a secret: GITFLEET_WEBHOOK_SECRET_FILE names its file"},
 	"GITFLEET_WEBHOOK_SECRET_FILE": {"*": "opt-in, with GITFLEET_WEBHOOK_ADDR"},
 	// Code scanning uploads are opt-in: they need an App granted Code scanning alerts: write.
-	"GITFLEET_CODE_SCANNING":          {"*": "opt-in: on uploads each repository's SARIF to GitHub code scanning (README, \"Code scanning\")"},
+	"GITFLEET_CODE_SCANNING":          {"*": "opt-in: on uploads each repository's SARIF to GitHub code scanning (docs/github.md, \"Code scanning\")"},
 	"GITFLEET_CODE_SCANNING_PER_HOUR": {"*": "opt-in, with GITFLEET_CODE_SCANNING; the default bound suits GitHub"},
 	// Alerts are opt-in: a deployment names its own receivers.
 	"GITFLEET_NOTIFY_URL":        {"*": "a secret (a Slack webhook's URL is its credential): GITFLEET_NOTIFY_URL_FILE names its file"},
-	"GITFLEET_NOTIFY_URL_FILE":   {"*": "opt-in: a deployment that wants alerts names its receivers (README, \"Alerts\")"},
+	"GITFLEET_NOTIFY_URL_FILE":   {"*": "opt-in: a deployment that wants alerts names its receivers (docs/github.md, \"Alerts\")"},
 	"GITFLEET_NOTIFY_PER_MINUTE": {"*": "opt-in, with GITFLEET_NOTIFY_URL_FILE; the default bound holds"},
 	"GITFLEET_TOKEN_KEY_FILE": {
 		"runner":           "runners seal and open no users' tokens",
