@@ -36,7 +36,7 @@ import (
 // that differ instead (this stack's forge and Web UI shown as the dev
 // stack's of docs/starter.md: forge.localhost, 127.0.0.1:18233).
 func TestDocumentedOutputsAreCurrent(t *testing.T) {
-	blocks := docBlocks(t, "../docs/starter.md", "../README.md")
+	blocks := docBlocks(t, "../docs/starter.md", "../README.md", "../docs/operations.md")
 	if len(blocks) < 8 {
 		t.Fatalf("only %d checked blocks: the markers are gone?", len(blocks))
 	}
