@@ -8,7 +8,7 @@ TEMPORAL_CLI_VERSION := v1.5.1
 TEMPORAL := $(GOBIN)/temporal
 export TEMPORAL_CLI ?= $(TEMPORAL)
 
-.PHONY: all build build-dev run test unit bench lint gitleaks temporal-cli compose-check clean
+.PHONY: all build build-dev run test unit bench lint gitleaks temporal-cli compose-check docs-check clean
 
 all: build
 
@@ -100,6 +100,11 @@ compose-check:
 		docker compose -f docker-compose.yml --profile cli config --quiet && \
 		echo "compose-check: docker-compose.yml is valid"; \
 	fi
+
+## docs-check: the words of the README and docs/, the settings and the workflow
+## change ids, printed so that a change sees whether it added to the pile
+docs-check:
+	$(GO) run ./internal/devstack/docstats
 
 clean:
 	rm -rf bin

@@ -180,67 +180,6 @@ func (s *Snapshots) ForgetRunners(ctx context.Context, after time.Duration) ([]s
 	return ids, AppError(err)
 }
 
-// ReconcileView reads what the reconcile compares: the runners that are
-// not offline with their rows, the snapshots' digests, the rows in error,
-// and the snapshots to propagate: active ones some eligible runner has no
-// row for, and those with a row waiting for a pull on an eligible runner.
-func (s *Snapshots) ReconcileView(ctx context.Context, in workflows.ReconcileViewInput) (workflows.ReconcileView, error) {
-	view := workflows.ReconcileView{Digests: map[string]string{}}
-	runners, err := s.Store.Runners(ctx)
-	if err != nil {
-		return view, AppError(err)
-	}
-	snaps, err := s.Store.Snapshots(ctx)
-	if err != nil {
-		return view, AppError(err)
-	}
-	live, err := s.Store.EligibleRunners(ctx, in.Fresh) // fresh by the database's clock
-	if err != nil {
-		return view, AppError(err)
-	}
-	fresh := map[string]bool{}
-	for _, r := range live {
-		fresh[r.ID] = true
-	}
-	eligible := map[string]bool{}
-	for _, r := range runners {
-		if r.State == snapshot.RunnerOffline {
-			continue
-		}
-		rows, err := s.Store.RunnerSnapshots(ctx, r.ID)
-		if err != nil {
-			return view, AppError(err)
-		}
-		view.Runners = append(view.Runners, workflows.RunnerRows{Runner: r, Rows: rows})
-		if fresh[r.ID] {
-			has := map[string]bool{}
-			for _, row := range rows {
-				has[row.SnapshotRef] = true
-				// A row left waiting while its runner was draining or
-				// briefly silent: no running round will take it, so its
-				// propagation is woken (a running one looks once more).
-				if row.State == snapshot.RowPulling && !eligible[row.SnapshotRef] {
-					eligible[row.SnapshotRef] = true
-					view.Unplaced = append(view.Unplaced, row.SnapshotRef)
-				}
-			}
-			for _, sn := range snaps {
-				if sn.State == snapshot.Active && !has[sn.Name] && !eligible[sn.Name] {
-					eligible[sn.Name] = true
-					view.Unplaced = append(view.Unplaced, sn.Name)
-				}
-			}
-		}
-	}
-	for _, sn := range snaps {
-		if sn.Digest != "" {
-			view.Digests[sn.Name] = sn.Digest
-		}
-	}
-	view.Errors, err = s.Store.RowsInError(ctx)
-	return view, AppError(err)
-}
-
 // ReconcileRunnerIDs lists a page of the runners that are not offline, by
 // id (byte order).
 func (s *Snapshots) ReconcileRunnerIDs(ctx context.Context, in workflows.PageInput) (workflows.NamesPage, error) {

@@ -81,9 +81,6 @@ func ReconcileRunners(ctx workflow.Context, in ReconcileRunnersInput) (Reconcile
 	def(&in.ForgetAfter, 7*24*time.Hour)
 	def(&in.RetryBase, snapshot.DefaultRetryBase)
 	def(&in.Queue, 2*time.Minute)
-	if workflow.GetVersion(ctx, "reconcile-paged", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return reconcileWhole(ctx, in)
-	}
 	rc := &reconciler{in: in, woken: map[string]bool{}}
 	if in.Carry != nil {
 		rc.carry = *in.Carry
@@ -93,78 +90,6 @@ func ReconcileRunners(ctx workflow.Context, in ReconcileRunnersInput) (Reconcile
 		rc.woken[name] = true
 	}
 	return rc.run(ctx)
-}
-
-// reconcileWhole is the reconcile before version 1 of "reconcile-paged":
-// one view of every runner and row, the rows read before the images.
-func reconcileWhole(ctx workflow.Context, in ReconcileRunnersInput) (ReconcileRunnersResult, error) {
-	var out ReconcileRunnersResult
-	dctx := withOptions(ctx, dbOptions)
-	if err := workflow.ExecuteActivity(dctx, activityMarkRunnersOffline, in.OfflineAfter).Get(ctx, &out.Offline); err != nil {
-		return out, err
-	}
-	if err := workflow.ExecuteActivity(dctx, activityForgetRunners, in.ForgetAfter).Get(ctx, &out.Forgotten); err != nil {
-		return out, err
-	}
-	var view ReconcileView
-	if err := workflow.ExecuteActivity(dctx, activityReconcileView, ReconcileViewInput{Fresh: in.OfflineAfter}).Get(ctx, &view); err != nil {
-		return out, err
-	}
-
-	wake := map[string]bool{}
-	for _, name := range view.Unplaced {
-		wake[name] = true
-	}
-	// Ask every runner at once what it holds; fix each as its answer comes.
-	held := make([]workflow.Future, len(view.Runners))
-	for i, rr := range view.Runners {
-		held[i] = workflow.ExecuteActivity(withOptions(ctx, runnerAdminOptionsV0(rr.Runner.ID, in.Queue)), activityListSnapshotImages)
-	}
-	for i, rr := range view.Runners {
-		var images []snapshot.Held
-		if err := held[i].Get(ctx, &images); err != nil {
-			out.Unreachable = append(out.Unreachable, rr.Runner.ID)
-			continue
-		}
-		out.Checked++
-		for _, a := range snapshot.Reconcile(rr.Rows, view.Digests, images) {
-			key := RowKey{RunnerID: rr.Runner.ID, Snapshot: a.Snapshot}
-			if err := fix(ctx, in, runnerAdminOptionsV0, key, a.Fix, &out); err != nil {
-				return out, err
-			}
-			if a.Fix == snapshot.FixRepull {
-				wake[a.Snapshot] = true
-			}
-		}
-	}
-	for _, r := range snapshot.DueForRetry(view.Errors, workflow.Now(ctx), in.RetryBase) {
-		var changed bool
-		err := workflow.ExecuteActivity(dctx, activityTransitionRow, TransitionRowInput{
-			RowKey: RowKey{RunnerID: r.RunnerID, Snapshot: r.SnapshotRef},
-			From:   []snapshot.RowState{snapshot.RowError}, To: snapshot.RowPulling,
-		}).Get(ctx, &changed)
-		if err != nil {
-			return out, err
-		}
-		if changed {
-			out.Retried++
-			wake[r.SnapshotRef] = true
-		}
-	}
-	names := make([]string, 0, len(wake))
-	for name := range wake {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		if err := workflow.ExecuteActivity(dctx, activityStartPropagation, name).Get(ctx, nil); err != nil {
-			return out, err
-		}
-		out.Propagated = append(out.Propagated, name)
-	}
-	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Checked %d runners (%d unreachable, %d now offline): %d images pulled again, %d removed, %d removals finished, %d rows retried",
-		out.Checked, len(out.Unreachable), len(out.Offline), out.Repulled, out.Removed, out.Finished, out.Retried))
-	return out, nil
 }
 
 // fix applies one reconcile action to one runner, scheduling the runner's

@@ -41,10 +41,7 @@ func RemoveSnapshot(ctx workflow.Context, in RemoveSnapshotInput) (RemoveSnapsho
 	}
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Removing snapshot %s from %d runners", in.Name, len(rows)))
 	queue := PullTiming{Queue: in.Queue}.withDefaults().Queue
-	admin := runnerAdminOptionsV0
-	if workflow.GetVersion(ctx, "runner-admin-queue", workflow.DefaultVersion, 1) >= 1 {
-		admin = runnerAdminOptions
-	}
+	admin := runnerAdminOptions
 	futures := make([]workflow.Future, len(rows))
 	for i, r := range rows {
 		futures[i] = workflow.ExecuteActivity(withOptions(ctx, admin(r.RunnerID, queue)), activityRemoveSnapshotImage, in.Name)

@@ -28,7 +28,6 @@ const (
 	activityFinishSnapshotRemoval  = "FinishSnapshotRemoval"  // name → bool
 	activityMarkRunnersOffline     = "MarkRunnersOffline"     // time.Duration → []string
 	activityForgetRunners          = "ForgetRunners"          // time.Duration → []string
-	activityReconcileView          = "ReconcileView"          // ReconcileViewInput → ReconcileView (before "reconcile-paged")
 	activityStartPropagation       = "StartPropagation"       // name
 	activityReconcileRunnerIDs     = "ReconcileRunnerIDs"     // PageInput → NamesPage
 	activityRunnerRows             = "RunnerRows"             // RunnerRowsInput → RunnerRowsPage
@@ -58,7 +57,7 @@ var (
 		activityLoadSnapshot, activityPrepareSnapshotRunners, activityTransitionRow, activityRecordSnapshotImage,
 		activityActivateSnapshot, activitySetSnapshotState, activityAbandonSnapshot, activityMarkSnapshotRemoving,
 		activityDeleteSnapshotRow, activityFinishSnapshotRemoval, activityMarkRunnersOffline, activityForgetRunners,
-		activityReconcileView, activityStartPropagation, activityReconcileRunnerIDs, activityRunnerRows,
+		activityStartPropagation, activityReconcileRunnerIDs, activityRunnerRows,
 		activityRepullSnapshotRows, activityRetryDueRows, activityUnplacedSnapshots, activityStartPropagations,
 		activityRunnerHeard, activityPullBytes,
 	}
@@ -152,31 +151,6 @@ type SetSnapshotStateInput struct {
 	Name   string         `json:"name"`
 	State  snapshot.State `json:"state"`
 	Reason string         `json:"reason,omitempty"`
-}
-
-// ReconcileViewInput asks for the runners to reconcile.
-type ReconcileViewInput struct {
-	Fresh time.Duration `json:"fresh"`
-}
-
-// ReconcileView is what the reconcile compares with the runners' stores.
-type ReconcileView struct {
-	Runners []RunnerRows `json:"runners,omitempty"`
-	// Digests are the snapshots' digests by name.
-	Digests map[string]string `json:"digests,omitempty"`
-	// Errors are the rows in error, for retries.
-	Errors []snapshot.Row `json:"errors,omitempty"`
-	// Unplaced are the snapshots to propagate: active ones an eligible
-	// runner has no row for (a runner that joined since), and those with a
-	// row waiting for a pull on an eligible runner (left while it was
-	// draining or briefly silent).
-	Unplaced []string `json:"unplaced,omitempty"`
-}
-
-// RunnerRows is one runner with its rows.
-type RunnerRows struct {
-	Runner snapshot.Runner `json:"runner"`
-	Rows   []snapshot.Row  `json:"rows,omitempty"`
 }
 
 // PageInput asks for up to Limit names after After (byte order).
@@ -367,16 +341,8 @@ func (t PullTiming) buildHeartbeat() time.Duration { return max(t.Heartbeat, 30*
 // queue bound is a test of the runner's liveness, not of its load; given
 // up when the runner does not pick it up within queue.
 func runnerAdminOptions(runnerID string, queue time.Duration) workflow.ActivityOptions {
-	o := runnerAdminOptionsV0(runnerID, queue)
-	o.TaskQueue = snapshot.AdminTaskQueue(runnerID)
-	return o
-}
-
-// runnerAdminOptionsV0: admin work on the runner's pull queue, behind its
-// pulls and builds (before "runner-admin-queue").
-func runnerAdminOptionsV0(runnerID string, queue time.Duration) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
-		TaskQueue:              snapshot.TaskQueue(runnerID),
+		TaskQueue:              snapshot.AdminTaskQueue(runnerID),
 		ScheduleToStartTimeout: queue,
 		StartToCloseTimeout:    5 * time.Minute,
 		ScheduleToCloseTimeout: queue + 15*time.Minute,
