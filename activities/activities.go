@@ -1,11 +1,3 @@
-// Package activities implements the activities that package workflows
-// schedules by name: methods on structs that carry their dependencies
-// (database, mirrors, hosts), so tests build them with fakes or real parts
-// alike. Their payload types are the protocol in workflows/api.go.
-//
-// Every error leaving an activity is a *temporal.ApplicationError whose type
-// is one of errclass's classes, returned unwrapped: wrapping would hide the
-// type from the server and turn a Permanent error into a retried one.
 package activities
 
 import (

@@ -1,5 +1,3 @@
-// Command starter is gitfleet's command line: it starts collections and
-// other workflows, shows results, and runs the local dev stack.
 package main
 
 import (

@@ -1,10 +1,3 @@
-// Command worker runs gitfleet's Temporal worker: it checks the search
-// attributes (`starter setup` registers them), waits for the database's
-// migrations (`starter migrate` applies them), and polls
-// task queue "gitfleet" for workflow and activity tasks until interrupted;
-// then it stops polling and lets running activities finish (up to
-// GITFLEET_STOP_TIMEOUT). /metrics, /livez and /readyz are served on
-// GITFLEET_METRICS_ADDR.
 package main
 
 import (

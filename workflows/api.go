@@ -1,6 +1,3 @@
-// Package workflows holds gitfleet's Temporal workflows, one per file with
-// its input and result types beside it. This file holds what they share:
-// the task queue, workflow ids, search attributes and activity options.
 package workflows
 
 import (

@@ -1,6 +1,3 @@
-// Package webhook receives a GitHub App's webhook deliveries and turns the
-// events gitfleet acts on into collections, handed to Temporal before the
-// delivery is answered (architecture §3, "Push-time detection").
 package webhook
 
 import (
