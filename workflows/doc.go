@@ -9,8 +9,10 @@
 //     SDK's. Every history in testdata/histories replays against the
 //     current code (workflows/unittest's TestReplayRecordedHistories).
 //   - A change to a workflow that may have running executions goes through
-//     a change id, version(ctx, id, max), or a baseline of package
-//     versioning (baseline.go), with a recorded history of its new path.
+//     a change id declared in changes.go and asked with version(ctx, id,
+//     max), or a baseline of package versioning (baseline.go), with a
+//     recorded history of its new path; a change id retires as
+//     docs/architecture.md says ("Retiring a change id").
 //   - Activities are scheduled by name: this package imports no activity
 //     implementation and no store, only internal/domain,
 //     internal/infra/errclass and workflows/versioning (imports_test.go;
