@@ -177,6 +177,7 @@ func (s *Shards) ScanShard(ctx context.Context, w workflows.ShardWork) (shard.Re
 // scan is one attempt of ScanShard; carried is what the attempts it
 // retries made durable, which its receipt counts too: the scan's totals.
 func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardWork, carried store.Tally, log *zap.Logger) (_ shard.Receipt, err error) {
+	began := time.Now()
 	var run *scanRun
 	// The keeper renews the lease and heartbeats; losing the lease cancels
 	// the scan at once.
@@ -284,7 +285,10 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 	run.deadline = time.Now().Add(s.budget(w))
 	// The batch in flight is done before the packs close, whatever happens.
 	defer func() { _ = run.finish() }()
+	s.Stages.since(stageSetup, began)
+	walking := time.Now()
 	stats, walkErr := run.walker.Walk(ctx, ranges, run.add)
+	s.Stages.add(stageWalk, time.Since(walking)-run.waited)
 	if lost := leaseLost(ctx); lost != nil {
 		return shard.Receipt{}, lost
 	}
@@ -305,6 +309,8 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 	if err := run.flush(ctx); err != nil {
 		return shard.Receipt{}, err
 	}
+	finalizing := time.Now()
+	defer s.Stages.since(stageFinalize, finalizing)
 	// Objects refused over a limit are read around, as holes (lost), and
 	// the rest is scanned: one crafted object hides nothing else. Only a
 	// scope of which nothing could be read at all is refused with the
@@ -550,6 +556,8 @@ type scanRun struct {
 	deadline time.Time
 	// worked: a batch had blobs the scope had not seen.
 	worked atomic.Bool
+	// waited is how long the walk waited for the batch in flight.
+	waited time.Duration
 
 	pending []gitread.Blob
 	// pendingAgain are blobs the walk met again (gitread.Options.Again),
@@ -738,7 +746,10 @@ func (r *scanRun) maybeFlush() error {
 	if len(r.pending)+len(r.pendingAgain) < r.batchSize() {
 		return nil
 	}
-	if err := r.wait(); err != nil {
+	waiting := time.Now()
+	err := r.wait()
+	r.waited += time.Since(waiting)
+	if err != nil {
 		return err
 	}
 	batch, again, holes := r.pending, r.pendingAgain, r.pendingHoles
@@ -825,9 +836,10 @@ func (r *scanRun) flushBatch(ctx context.Context, batch, again []gitread.Blob, h
 			hashes[i] = batch[i].Hash[:]
 		}
 		var err error
-		looked := r.progress.wait(dbWait)
+		looked, asked := r.progress.wait(dbWait), time.Now()
 		seen, err = r.s.Store.SeenBlobs(ctx, r.scopeID, hashes)
 		looked()
+		r.s.Stages.since(stageSeen, asked)
 		if err != nil {
 			return err
 		}
@@ -942,9 +954,10 @@ func (r *scanRun) flushBatch(ctx context.Context, batch, again []gitread.Blob, h
 // write writes a batch's data ops. One runs at a time: it alone updates
 // the run's count of findings.
 func (r *scanRun) write(ctx context.Context, ops store.DataOps, blobs, bytes int64) error {
-	written := r.progress.wait(dbWait)
+	written, writing := r.progress.wait(dbWait), time.Now()
 	n, err := r.s.Store.WriteData(ctx, r.lease, r.scopeID, ops)
 	written()
+	r.s.Stages.since(stageWrite, writing)
 	if err != nil {
 		return err
 	}
@@ -969,7 +982,9 @@ const (
 
 func (r *scanRun) scanBlob(reader *gitread.PackReader, buf *[]byte, b gitread.Blob, c *shard.Counts) scanned {
 	limit := r.s.Scanner.MaxBlobBytes()
+	reading := time.Now()
 	content, size, err := reader.Read(b.Hash, limit, *buf)
+	r.s.Stages.since(stageInflate, reading)
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		// Not in a pack the scan opened (alternates, a pack written since).
 		content, size, err = r.walker.ReadBlob(b.Hash, limit)
@@ -997,7 +1012,9 @@ func (r *scanRun) scanBlob(reader *gitread.PackReader, buf *[]byte, b gitread.Bl
 	case err != nil:
 		return scanned{skipped: true, partial: true, why: &c.Unreadable, hole: store.HoleUnreadable}
 	}
+	scanning := time.Now()
 	res := r.s.Scanner.Scan(b.Path, content, b.Commit.String())
+	r.s.Stages.since(stageScan, scanning)
 	out := scanned{bytes: int64(len(content)), partial: res.Partial, archiveSkips: res.ArchiveSkips}
 	// No buffer stays sized by the largest blob of the scan; after a huge
 	// one, its memory goes back to the system now rather than after the

@@ -55,6 +55,67 @@ type Shards struct {
 	// not resolve or refuses connections, and bound them (nil:
 	// DefaultUnreachableWaits; see boundUnreachable).
 	UnreachableWaits []time.Duration
+	// Stages, when set, adds up where the scans' time goes (a benchmark's
+	// breakdown; nil: not measured).
+	Stages *ScanStages
+}
+
+// ScanStages is where ScanShard's time goes, summed over the goroutines
+// of each stage (stages overlap: the walk runs while the previous batch is
+// read and scanned and the one before is written).
+type ScanStages struct{ ns [stageCount]atomic.Int64 }
+
+type stage int
+
+const (
+	// stageSetup: opening the repository, the scope's state from the
+	// database, the refs and the packs, up to the walk.
+	stageSetup stage = iota
+	// stageWalk: the walk's goroutine reading and diffing commits and
+	// trees, less the time it waited for the batch in flight.
+	stageWalk
+	// stageSeen: asking the database which of a batch's blobs the scope saw.
+	stageSeen
+	// stageInflate: reading the blobs from the packs (zlib, deltas).
+	stageInflate
+	// stageScan: the scanner, all of Scanner.Scan (scan.Timing splits it).
+	stageScan
+	// stageWrite: writing the batches' data ops.
+	stageWrite
+	// stageFinalize: after the walk and the last batch, up to the receipt.
+	stageFinalize
+	stageCount
+)
+
+var stageNames = [stageCount]string{"setup", "walk", "seen", "inflate", "scan", "write", "finalize"}
+
+// StageTime is one stage's time.
+type StageTime struct {
+	Stage string        `json:"stage"`
+	Time  time.Duration `json:"time"`
+}
+
+// Times are the stages' times, in the pipeline's order.
+func (st *ScanStages) Times() []StageTime {
+	out := make([]StageTime, stageCount)
+	for i := range out {
+		out[i] = StageTime{stageNames[i], time.Duration(st.ns[i].Load())}
+	}
+	return out
+}
+
+// add adds d to stage s, if the stages are measured.
+func (st *ScanStages) add(s stage, d time.Duration) {
+	if st != nil {
+		st.ns[s].Add(int64(d))
+	}
+}
+
+// since adds the time since began to stage s, if the stages are measured.
+func (st *ScanStages) since(s stage, began time.Time) {
+	if st != nil {
+		st.ns[s].Add(int64(time.Since(began)))
+	}
 }
 
 // parallelism is how many goroutines one scan runs.
