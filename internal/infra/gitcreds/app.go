@@ -374,7 +374,14 @@ func (a *App) client(ctx context.Context, owner string) (*vcs.GitHub, string, er
 	}
 	h := a.host
 	h.Token = tok
-	hc := &http.Client{Timeout: 30 * time.Second}
+	c, err := vcs.NewGitHub(h, a.gatedClient(in, 30*time.Second))
+	return c, tok, err
+}
+
+// gatedClient is the HTTP client of requests as in's installation: the
+// App's transport (tests inject one) behind the installation's rate gate.
+func (a *App) gatedClient(in *installation, timeout time.Duration) *http.Client {
+	hc := &http.Client{Timeout: timeout}
 	if a.http != nil {
 		cp := *a.http
 		hc = &cp
@@ -384,6 +391,5 @@ func (a *App) client(ctx context.Context, owner string) (*vcs.GitHub, string, er
 		base = http.DefaultTransport
 	}
 	hc.Transport = gatedTransport{gate: in.gate, base: base}
-	c, err := vcs.NewGitHub(h, hc)
-	return c, tok, err
+	return hc
 }

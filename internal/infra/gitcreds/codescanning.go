@@ -111,18 +111,7 @@ func (a *App) CodeScanningClient(ctx context.Context, owner, name string) (c *gi
 			"%s's installation on %s granted a code scanning token more than gitfleet asked for (security_events: write, metadata: read): %s",
 			a.Kind(), owner, beyond))
 	}
-	h := a.host
-	hc := &http.Client{Timeout: 60 * time.Second}
-	if a.http != nil {
-		cp := *a.http
-		hc = &cp
-	}
-	base := hc.Transport
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	hc.Transport = gatedTransport{gate: in.gate, base: base}
-	c, err = vcs.NewClient(h, tok.Token, hc)
+	c, err = vcs.NewClient(a.host, tok.Token, a.gatedClient(in, 60*time.Second))
 	if err != nil {
 		done()
 		return nil, in.id, nil, err
