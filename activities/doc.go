@@ -11,7 +11,8 @@
 // scans under a lease and its fence), Sweeps (the re-collection sweep),
 // GitHub (the API cache), Snapshots (the snapshot tables), Builds (a
 // snapshot built on the repository's worker from its mirror), Runner (a
-// runner's image store: pulls, removals, inventory), Notifications (alerts),
+// runner's image store: pulls, removals, inventory, and the builds of
+// runs from before build-on-owner), Notifications (alerts),
 // Validity (validity checks), CodeScanning (uploads), Cleanup (the daily
 // cleanup) and the smaller ones beside them.
 //
