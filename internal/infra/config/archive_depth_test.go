@@ -1,6 +1,10 @@
 package config
 
-import "testing"
+import (
+	"testing"
+
+	"gitfleet/internal/domain/scan"
+)
 
 func TestScanArchiveDepth(t *testing.T) {
 	env := func(v string) func(string) string {
@@ -12,7 +16,7 @@ func TestScanArchiveDepth(t *testing.T) {
 		}
 	}
 	c, err := Load(env(""))
-	if err != nil || c.ScanArchiveDepth != nil {
+	if err != nil || c.ScanArchiveDepth == nil || *c.ScanArchiveDepth != scan.DefaultArchiveDepth { // the scanner's own, from the table
 		t.Fatalf("unset: %v, %v", c.ScanArchiveDepth, err)
 	}
 	for v, want := range map[string]int{"0": 0, "3": 3, "100": 100} {

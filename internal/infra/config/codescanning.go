@@ -29,15 +29,15 @@ type CodeScanning struct {
 }
 
 func loadCodeScanning(getenv func(string) string) (CodeScanning, error) {
-	c := CodeScanning{PerHour: DefaultCodeScanningPerHour}
-	switch v := getenv(EnvCodeScanning); v {
-	case "", "off":
+	var c CodeScanning
+	switch v := value(getenv, EnvCodeScanning); v {
+	case "off":
 	case "on":
 		c.On = true
 	default:
 		return c, fmt.Errorf("%s=%q: want on or off", EnvCodeScanning, v)
 	}
-	if v := getenv(EnvCodeScanningPerHour); v != "" {
+	if v := value(getenv, EnvCodeScanningPerHour); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
 			return c, fmt.Errorf("%s=%q: want a number of uploads, at least 1", EnvCodeScanningPerHour, v)

@@ -108,7 +108,6 @@ const (
 	DefaultUIURL           = "http://localhost:8233"
 	DefaultDatabaseURL     = "postgres://postgres@127.0.0.1:54329/gitfleet?sslmode=disable"
 	DefaultMetricsAddr     = ":9090"
-	DefaultStopTimeout     = 30 * time.Second
 )
 
 // Config is the shared configuration.
@@ -127,23 +126,21 @@ type Config struct {
 	Hosts           vcs.Hosts
 	// RulesFile is a gitleaks-format rule file; "" means the default rules.
 	RulesFile string
-	// ShardLease is how long a shard lease lasts between renewals; 0 means
-	// the default.
+	// ShardLease is how long a shard lease lasts between renewals.
 	ShardLease time.Duration
-	// ScanBatch is how many blobs a scan handles between durable writes; 0
-	// means the default.
+	// ScanBatch is how many blobs a scan handles between durable writes.
 	ScanBatch int
 	// ScanDecodeDepth is how many levels of base64, hex and percent
-	// encoding the scanner undoes (0 disables decoding); nil means the
-	// scanner's default.
+	// encoding the scanner undoes (0 disables decoding); Load sets it, nil
+	// (a Config made by hand) means the scanner's default.
 	ScanDecodeDepth *int
 	// ScanArchiveDepth is how many levels of archives (zip, jar, tar,
 	// gzip…) the scanner opens to scan the files inside (0 disables
-	// opening them); nil means the scanner's default.
+	// opening them); as ScanDecodeDepth, nil means the scanner's default.
 	ScanArchiveDepth *int
 	// Limits bound what reading a repository may cost a worker, whatever
 	// its data says: the largest object held in memory and the largest
-	// pack a fetch receives (zero: gitread's defaults).
+	// pack a fetch receives.
 	Limits gitread.Limits
 	// SweepEvery and CleanupEvery are the schedules' intervals.
 	SweepEvery, CleanupEvery time.Duration
@@ -152,7 +149,7 @@ type Config struct {
 	// Decay is the re-collection decay table.
 	Decay decay.Table
 	// SweepMaxRunning bounds the Collect runs running at once before the
-	// sweep starts more; 0 means the sweep's default.
+	// sweep starts more.
 	SweepMaxRunning int
 	// Retain is how long the daily cleanup keeps what is no longer current.
 	Retain Retention
@@ -229,8 +226,22 @@ type Retention struct {
 	Collections, Receipts, OldScopes, Scans time.Duration
 }
 
-// DefaultRetention is the retention when no GITFLEET_RETAIN_* is set.
-var DefaultRetention = Retention{Collections: 90 * day, Receipts: 30 * day, OldScopes: 7 * day, Scans: 90 * day}
+// DefaultRetention is the retention when no GITFLEET_RETAIN_* is set: the
+// table's defaults.
+var DefaultRetention = func() Retention {
+	var r Retention
+	for _, d := range []struct {
+		env string
+		dst *time.Duration
+	}{{EnvRetainCollections, &r.Collections}, {EnvRetainReceipts, &r.Receipts}, {EnvRetainOldScopes, &r.OldScopes}, {EnvRetainScans, &r.Scans}} {
+		v, err := parseRetention(d.env, declared(d.env).Default)
+		if err != nil {
+			panic(err) // the table's own default: TestDeclaredDefaultsParse
+		}
+		*d.dst = v
+	}
+	return r
+}()
 
 const day = 24 * time.Hour
 
@@ -277,6 +288,10 @@ func (g getenvLookup) LookupEnv(k string) (string, bool) {
 }
 
 // Load reads the configuration through getenv (os.Getenv in binaries).
+// Every setting it reads is declared in settings.go, and an unset one
+// takes the default declared there (value): zero values in a Config made
+// by hand still mean the readers' own defaults, which the table repeats
+// (TestDeclaredDefaultsAreTheCodes).
 func Load(getenv func(string) string) (Config, error) {
 	getenv, err := withSecretFiles(getenv)
 	if err != nil {
@@ -297,39 +312,39 @@ func Load(getenv func(string) string) (Config, error) {
 		Temporal:        prof,
 		TemporalAddress: or(prof.Address, DefaultTemporalAddress),
 		Namespace:       or(prof.Namespace, DefaultNamespace),
-		UIURL:           or(getenv(EnvTemporalUI), DefaultUIURL),
-		DatabaseURL:     or(getenv(EnvDatabaseURL), DefaultDatabaseURL),
+		UIURL:           value(getenv, EnvTemporalUI),
+		DatabaseURL:     value(getenv, EnvDatabaseURL),
 		MirrorDir:       getenv(EnvMirrorDir),
-		LogLevel:        or(getenv(EnvLogLevel), "info"),
-		LogFormat:       or(getenv(EnvLogFormat), "console"),
+		LogLevel:        value(getenv, EnvLogLevel),
+		LogFormat:       value(getenv, EnvLogFormat),
 		Hosts:           hosts,
 		RulesFile:       getenv(EnvRules),
 	}
 	if c.DatabaseURL, err = withDatabasePassword(c.DatabaseURL, getenv(EnvDatabasePasswordFile)); err != nil {
 		return Config{}, err
 	}
-	if v := getenv(EnvShardLease); v != "" {
+	if v := value(getenv, EnvShardLease); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < time.Second {
 			return Config{}, fmt.Errorf("%s=%q: want a duration of at least 1s", EnvShardLease, v)
 		}
 		c.ShardLease = d
 	}
-	if v := getenv(EnvScanBatch); v != "" {
+	if v := value(getenv, EnvScanBatch); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
 			return Config{}, fmt.Errorf("%s=%q: want a positive number", EnvScanBatch, v)
 		}
 		c.ScanBatch = n
 	}
-	if v := getenv(EnvScanDecodeDepth); v != "" {
+	if v := value(getenv, EnvScanDecodeDepth); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > 100 {
 			return Config{}, fmt.Errorf("%s=%q: want a number from 0 (no decoding) to 100", EnvScanDecodeDepth, v)
 		}
 		c.ScanDecodeDepth = &n
 	}
-	if v := getenv(EnvScanArchiveDepth); v != "" {
+	if v := value(getenv, EnvScanArchiveDepth); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > 100 {
 			return Config{}, fmt.Errorf("%s=%q: want a number from 0 (archives not opened) to 100", EnvScanArchiveDepth, v)
@@ -340,7 +355,7 @@ func Load(getenv func(string) string) (Config, error) {
 		env string
 		dst *int64
 	}{{EnvMaxObjectBytes, &c.Limits.MaxObjectBytes}, {EnvMaxPackBytes, &c.Limits.MaxPackBytes}} {
-		if v := getenv(l.env); v != "" {
+		if v := value(getenv, l.env); v != "" {
 			n, err := ParseBytes(v)
 			if err != nil || n < 1<<20 {
 				return Config{}, fmt.Errorf("%s=%q: want a size of at least 1MiB, e.g. 256MiB or 8GiB", l.env, v)
@@ -351,11 +366,8 @@ func Load(getenv func(string) string) (Config, error) {
 	for _, d := range []struct {
 		env string
 		dst *time.Duration
-		def time.Duration
-	}{{EnvSweepEvery, &c.SweepEvery, time.Hour}, {EnvCleanupEvery, &c.CleanupEvery, 24 * time.Hour},
-		{EnvRevalidateEvery, &c.RevalidateEvery, 24 * time.Hour}} {
-		*d.dst = d.def
-		if v := getenv(d.env); v != "" {
+	}{{EnvSweepEvery, &c.SweepEvery}, {EnvCleanupEvery, &c.CleanupEvery}, {EnvRevalidateEvery, &c.RevalidateEvery}} {
+		if v := value(getenv, d.env); v != "" {
 			iv, err := time.ParseDuration(v)
 			if err != nil || iv < time.Minute {
 				return Config{}, fmt.Errorf("%s=%q: want a duration of at least 1m", d.env, v)
@@ -363,13 +375,12 @@ func Load(getenv func(string) string) (Config, error) {
 			*d.dst = iv
 		}
 	}
-	c.Retain = DefaultRetention
 	for _, r := range []struct {
 		env string
 		dst *time.Duration
 	}{{EnvRetainCollections, &c.Retain.Collections}, {EnvRetainReceipts, &c.Retain.Receipts},
 		{EnvRetainOldScopes, &c.Retain.OldScopes}, {EnvRetainScans, &c.Retain.Scans}} {
-		if v := getenv(r.env); v != "" {
+		if v := value(getenv, r.env); v != "" {
 			d, err := parseRetention(r.env, v)
 			if err != nil {
 				return Config{}, err
@@ -377,8 +388,7 @@ func Load(getenv func(string) string) (Config, error) {
 			*r.dst = d
 		}
 	}
-	c.Decay = decay.Default
-	if v := getenv(EnvDecay); v != "" {
+	if v := value(getenv, EnvDecay); v != "" {
 		t, err := decay.Parse(v)
 		if err != nil {
 			return Config{}, fmt.Errorf("%s: %w", EnvDecay, err)
@@ -413,15 +423,14 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 		c.LocalRoot = filepath.Clean(v)
 	}
-	c.GitHubConcurrency = 10
-	if v := getenv(EnvSweepMaxRunning); v != "" {
+	if v := value(getenv, EnvSweepMaxRunning); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
 			return Config{}, fmt.Errorf("%s=%q: want a number of collections, at least 1", EnvSweepMaxRunning, v)
 		}
 		c.SweepMaxRunning = n
 	}
-	if v := getenv(EnvGitHubConcurrency); v != "" {
+	if v := value(getenv, EnvGitHubConcurrency); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 100 {
 			return Config{}, fmt.Errorf("%s=%q: want a number from 1 to 100", EnvGitHubConcurrency, v)
@@ -437,13 +446,12 @@ func Load(getenv func(string) string) (Config, error) {
 	if err := loadRunnerSettings(&c, getenv); err != nil {
 		return Config{}, err
 	}
-	c.RunnerHeartbeat = 10 * time.Second
 	for _, d := range []struct {
 		env string
 		dst *time.Duration
 	}{{EnvRunnerHeartbeat, &c.RunnerHeartbeat}, {EnvRunnerOffline, &c.RunnerOffline}, {EnvPullAttempt, &c.PullAttempt},
 		{EnvPullWindow, &c.PullWindow}, {EnvPullQueue, &c.PullQueue}, {EnvReconcileEvery, &c.ReconcileEvery}} {
-		if v := getenv(d.env); v != "" {
+		if v := value(getenv, d.env); v != "" {
 			iv, err := time.ParseDuration(v)
 			if err != nil || iv < time.Second {
 				return Config{}, fmt.Errorf("%s=%q: want a duration of at least 1s", d.env, v)
@@ -451,7 +459,7 @@ func Load(getenv func(string) string) (Config, error) {
 			*d.dst = iv
 		}
 	}
-	if v := getenv(EnvPullFanout); v != "" {
+	if v := value(getenv, EnvPullFanout); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 64 {
 			return Config{}, fmt.Errorf("%s=%q: want a number from 1 to 64", EnvPullFanout, v)
@@ -459,14 +467,16 @@ func Load(getenv func(string) string) (Config, error) {
 		c.PullFanout = n
 	}
 	cpus := runtime.NumCPU()
+	// Defaults that depend on the machine (DefaultNote in the table);
+	// the others are the table's.
 	for _, n := range []struct {
 		env      string
 		dst      *int
 		def, max int
-	}{{EnvActivitySlots, &c.ActivitySlots, max(4, 2*cpus), 1000}, {EnvControlSlots, &c.ControlSlots, 16, 1000}, {EnvWorkflowSlots, &c.WorkflowSlots, max(4, 2*cpus), 1000},
+	}{{EnvActivitySlots, &c.ActivitySlots, max(4, 2*cpus), 1000}, {EnvControlSlots, &c.ControlSlots, 0, 1000}, {EnvWorkflowSlots, &c.WorkflowSlots, max(4, 2*cpus), 1000},
 		{EnvScanParallelism, &c.ScanParallelism, cpus, 256}} {
 		*n.dst = n.def
-		if v := getenv(n.env); v != "" {
+		if v := value(getenv, n.env); v != "" {
 			iv, err := strconv.Atoi(v)
 			if err != nil || iv < 1 || iv > n.max {
 				return Config{}, fmt.Errorf("%s=%q: want a number from 1 to %d", n.env, v, n.max)
@@ -474,17 +484,14 @@ func Load(getenv func(string) string) (Config, error) {
 			*n.dst = iv
 		}
 	}
-	c.StopTimeout = DefaultStopTimeout
-	if v := getenv(EnvStopTimeout); v != "" {
+	if v := value(getenv, EnvStopTimeout); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {
 			return Config{}, fmt.Errorf("%s=%q: want a duration, e.g. 30s or 10m", EnvStopTimeout, v)
 		}
 		c.StopTimeout = d
 	}
-	c.MetricsAddr = DefaultMetricsAddr
-	switch v := getenv(EnvMetricsAddr); v {
-	case "":
+	switch v := value(getenv, EnvMetricsAddr); v {
 	case "off", "none", "-":
 		c.MetricsAddr = ""
 	default:

@@ -1,6 +1,10 @@
 package config
 
-import "testing"
+import (
+	"testing"
+
+	"gitfleet/internal/domain/scan"
+)
 
 func TestScanDecodeDepth(t *testing.T) {
 	env := func(v string) func(string) string {
@@ -12,7 +16,7 @@ func TestScanDecodeDepth(t *testing.T) {
 		}
 	}
 	c, err := Load(env(""))
-	if err != nil || c.ScanDecodeDepth != nil {
+	if err != nil || c.ScanDecodeDepth == nil || *c.ScanDecodeDepth != scan.DefaultDecodeDepth { // the scanner's own, from the table
 		t.Fatalf("unset: %v, %v", c.ScanDecodeDepth, err)
 	}
 	for _, v := range []string{"0", "3"} {

@@ -33,13 +33,13 @@ type Fleet struct {
 }
 
 func loadFleet(getenv func(string) string) (Fleet, error) {
-	f := Fleet{WorkerID: getenv(EnvWorkerID), WorkerOffline: time.Minute}
+	f := Fleet{WorkerID: getenv(EnvWorkerID)}
 	if f.WorkerID != "" {
 		if err := placement.ValidWorkerID(f.WorkerID); err != nil {
 			return f, fmt.Errorf("%s: %w", EnvWorkerID, err)
 		}
 	}
-	if v := getenv(EnvWorkerOffline); v != "" {
+	if v := value(getenv, EnvWorkerOffline); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 10*time.Second {
 			return f, fmt.Errorf("%s=%q: want a duration of at least 10s", EnvWorkerOffline, v)

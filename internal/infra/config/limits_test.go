@@ -7,7 +7,7 @@ import (
 )
 
 // The limits on what reading a repository may cost: sizes with units,
-// refused below 1 MiB; unset, gitread's defaults.
+// refused below 1 MiB; unset, gitread's defaults (as the table declares them).
 func TestLimits(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	for _, tt := range []struct {
@@ -15,7 +15,7 @@ func TestLimits(t *testing.T) {
 		want         gitread.Limits
 		ok           bool
 	}{
-		{"", "", gitread.Limits{}, true},
+		{"", "", gitread.Limits{MaxObjectBytes: gitread.DefaultMaxObjectBytes, MaxPackBytes: gitread.DefaultMaxPackBytes}, true}, // the table's
 		{"64MiB", "2GiB", gitread.Limits{MaxObjectBytes: 64 << 20, MaxPackBytes: 2 << 30}, true},
 		{"1073741824", "1.5G", gitread.Limits{MaxObjectBytes: 1 << 30, MaxPackBytes: 3 << 29}, true},
 		{"100", "", gitread.Limits{}, false},

@@ -33,8 +33,8 @@ func loadNotify(getenv func(string) string) (Notify, error) {
 	if err != nil {
 		return Notify{}, fmt.Errorf("%s: %w", EnvNotifyURL, err)
 	}
-	n := Notify{Targets: targets, PerMinute: notify.DefaultPerMinute}
-	if v := getenv(EnvNotifyPerMinute); v != "" {
+	n := Notify{Targets: targets}
+	if v := value(getenv, EnvNotifyPerMinute); v != "" {
 		p, err := strconv.Atoi(v)
 		if err != nil || p < 1 {
 			return Notify{}, fmt.Errorf("%s: %q is not a positive number", EnvNotifyPerMinute, v)

@@ -5,8 +5,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-
-	"gitfleet/internal/infra/vcs"
 )
 
 // Secrets a deployment may give as files: VAR_FILE names a file that holds
@@ -16,7 +14,16 @@ import (
 // key has a file setting of its own (GITFLEET_FINDING_KEY_FILE, read by
 // FindingKey), and DATABASE_PASSWORD_FILE gives DATABASE_URL's password
 // alone, so that the URL itself need not be a secret.
-var SecretFileVars = []string{EnvDatabaseURL, EnvTokenKey, vcs.EnvToken, EnvPeerToken, EnvWebhookSecret, EnvNotifyURL}
+// The table marks them (FileForm).
+var SecretFileVars = func() []string {
+	var out []string
+	for _, s := range settings {
+		if s.FileForm {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}()
 
 // EnvDatabasePasswordFile names a file holding the password of
 // DATABASE_URL's user, for a URL that carries none.

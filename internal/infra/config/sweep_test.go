@@ -1,6 +1,10 @@
 package config
 
-import "testing"
+import (
+	"testing"
+
+	"gitfleet/workflows"
+)
 
 func TestSweepMaxRunning(t *testing.T) {
 	env := func(v string) func(string) string {
@@ -11,7 +15,8 @@ func TestSweepMaxRunning(t *testing.T) {
 			return ""
 		}
 	}
-	if c, err := Load(env("")); err != nil || c.SweepMaxRunning != 0 {
+	// Unset: the workflows' own default, from the table.
+	if c, err := Load(env("")); err != nil || c.SweepMaxRunning != workflows.DefaultMaxRunning {
 		t.Fatalf("unset: %d, %v", c.SweepMaxRunning, err)
 	}
 	if c, err := Load(env("250")); err != nil || c.SweepMaxRunning != 250 {
