@@ -5,7 +5,6 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,7 +19,6 @@ import (
 	"gitfleet/internal/domain/codescan"
 	"gitfleet/internal/domain/report"
 	"gitfleet/internal/domain/shard"
-	"gitfleet/internal/domain/suppress"
 	"gitfleet/internal/infra/errclass"
 	"gitfleet/internal/infra/gitcreds"
 	"gitfleet/internal/infra/store"
@@ -279,67 +277,25 @@ func (c *CodeScanning) repositorySARIF(ctx context.Context, codebaseID int64, re
 	if err != nil {
 		return sum, err
 	}
-	const page = 1000
-	f := store.FleetFilter{ShardID: sh.ID}
-	for after := int64(0); ; {
-		secrets, err := c.Store.FleetSecrets(ctx, f, store.Page{After: after, Limit: page})
-		if err != nil {
-			return sum, err
+	err = c.Store.EachOccurrence(ctx, store.FleetFilter{ShardID: sh.ID}, 1000, func(s store.FleetSecret, o store.Occurrence) error {
+		if o.Ignored != "" {
+			return nil
 		}
-		byScope := map[int64][]store.SecretKey{}
-		secret := map[int64]map[store.SecretKey]store.FleetSecret{}
-		var scopes []int64
-		for _, s := range secrets {
-			if _, ok := byScope[s.ScopeID]; !ok {
-				scopes = append(scopes, s.ScopeID)
-				secret[s.ScopeID] = map[store.SecretKey]store.FleetSecret{}
-			}
-			byScope[s.ScopeID] = append(byScope[s.ScopeID], s.SecretKey)
-			secret[s.ScopeID][s.SecretKey] = s
+		// The severity follows the last validity check, as in starter's
+		// reports.
+		r := s.Report(o)
+		if repo != nil {
+			// The codebase's current name: the log's.
+			r.Repository = repo.Name
 		}
-		for _, scope := range scopes {
-			for oafter := int64(0); ; {
-				op, err := c.Store.Occurrences(ctx, scope, byScope[scope], store.Page{After: oafter, Limit: page})
-				if err != nil {
-					return sum, err
-				}
-				for _, o := range op.Occurrences {
-					if o.Ignored != "" {
-						continue
-					}
-					s := secret[scope][o.SecretKey]
-					name := s.Repository
-					if repo != nil {
-						// The codebase's current name: the log's.
-						name = repo.Name
-					}
-					r := report.Occurrence{Repository: name, RuleID: o.RuleID, Path: o.Path, Archive: o.Archive, Line: o.Line,
-						Commit: o.Commit, SecretHash: o.SecretHash, Preview: o.Preview, Decoded: o.Decoded, Status: string(o.Status),
-						State: s.State, SeenAgain: s.SeenAgain, Ignored: suppress.Cause(o.Ignored)}
-					// The severity follows the last validity check, as in
-					// starter's reports.
-					if v := s.Validity; v != nil {
-						r.Validity = v.State
-						var facts struct{ Note string }
-						if json.Unmarshal(v.Facts, &facts) == nil && facts.Note == "test mode" {
-							r.TestKey = true
-						}
-					}
-					if err := sw.Write(r); err != nil {
-						return sum, err
-					}
-					sum.Add(r.SecretFingerprint(), r.RuleID, r.File(), r.Line, r.Validity, r.Dismissed())
-				}
-				if len(op.Occurrences) < page {
-					break
-				}
-				oafter = op.Occurrences[len(op.Occurrences)-1].Cursor
-			}
+		if err := sw.Write(r); err != nil {
+			return err
 		}
-		if len(secrets) < page {
-			break
-		}
-		after = secrets[len(secrets)-1].Cursor
+		sum.Add(r.SecretFingerprint(), r.RuleID, r.File(), r.Line, r.Validity, r.Dismissed())
+		return nil
+	})
+	if err != nil {
+		return sum, err
 	}
 	return sum, sw.Close()
 }

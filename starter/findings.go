@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,7 +21,6 @@ import (
 
 	"gitfleet/internal/domain/report"
 	"gitfleet/internal/domain/scan"
-	"gitfleet/internal/domain/suppress"
 	"gitfleet/internal/domain/textsafe"
 	"gitfleet/internal/infra/store"
 )
@@ -877,67 +875,22 @@ func sarifRepository(r store.FleetRepository) report.Repository {
 func writeOccurrences(ctx context.Context, st *store.Store, f store.FleetFilter, w report.Writer,
 	enrich func(store.FleetSecret, store.Occurrence, *report.Occurrence)) error {
 	withIgnored := f.Ignored || f.IgnoredOnly
-	for after := int64(0); ; {
-		page, err := st.FleetSecrets(ctx, f, store.Page{After: after, Limit: findingsPage})
-		if err != nil {
-			return err
-		}
-		// The page's secrets by scope, each scope's occurrences a page at a time.
-		var scopes []int64
-		byScope := map[int64][]store.SecretKey{}
-		secret := map[int64]map[store.SecretKey]store.FleetSecret{}
-		for _, s := range page {
-			if _, ok := byScope[s.ScopeID]; !ok {
-				scopes = append(scopes, s.ScopeID)
-				secret[s.ScopeID] = map[store.SecretKey]store.FleetSecret{}
-			}
-			byScope[s.ScopeID] = append(byScope[s.ScopeID], s.SecretKey)
-			secret[s.ScopeID][s.SecretKey] = s
-		}
-		for _, scope := range scopes {
-			for oafter := int64(0); ; {
-				op, err := st.Occurrences(ctx, scope, byScope[scope], store.Page{After: oafter, Limit: findingsPage})
-				if err != nil {
-					return err
-				}
-				for _, o := range op.Occurrences {
-					if o.Ignored != "" && !withIgnored {
-						continue
-					}
-					ro := reportOccurrence(secret[scope][o.SecretKey], o)
-					if enrich != nil {
-						enrich(secret[scope][o.SecretKey], o, &ro)
-					}
-					if err := w.Write(ro); err != nil {
-						return err
-					}
-				}
-				if len(op.Occurrences) < findingsPage {
-					break
-				}
-				oafter = op.Occurrences[len(op.Occurrences)-1].Cursor
-			}
-		}
-		if len(page) < findingsPage {
+	return st.EachOccurrence(ctx, f, findingsPage, func(s store.FleetSecret, o store.Occurrence) error {
+		if o.Ignored != "" && !withIgnored {
 			return nil
 		}
-		after = page[len(page)-1].Cursor
-	}
+		ro := reportOccurrence(s, o)
+		if enrich != nil {
+			enrich(s, o, &ro)
+		}
+		return w.Write(ro)
+	})
 }
 
 // reportOccurrence is an occurrence of s as the reports take it; a
 // collected repository's has a link to the file at the commit.
 func reportOccurrence(s store.FleetSecret, o store.Occurrence) report.Occurrence {
-	r := report.Occurrence{Repository: s.Repository, RuleID: o.RuleID, Path: o.Path, Archive: o.Archive, Line: o.Line, Commit: o.Commit,
-		SecretHash: o.SecretHash, Preview: o.Preview, Decoded: o.Decoded, Status: string(o.Status), State: s.State, SeenAgain: s.SeenAgain}
-	r.Ignored = suppress.Cause(o.Ignored)
-	if v := s.Validity; v != nil {
-		r.Validity = v.State
-		var facts struct{ Note string }
-		if json.Unmarshal(v.Facts, &facts) == nil && facts.Note == "test mode" {
-			r.TestKey = true
-		}
-	}
+	r := s.Report(o)
 	if strings.HasPrefix(s.Subject, "codebase:") {
 		r.Link = "https://" + s.Repository + "/blob/" + url.PathEscape(o.Commit) + "/" + (&url.URL{Path: o.Path}).EscapedPath()
 		if o.Line > 0 && o.Archive == "" {

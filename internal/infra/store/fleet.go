@@ -2,12 +2,16 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"gitfleet/internal/domain/report"
+	"gitfleet/internal/domain/suppress"
 )
 
 // The fleet view reads secrets (migration 00033), one row per secret of a
@@ -512,4 +516,65 @@ func (s *Store) FleetRepositories(ctx context.Context, f FleetFilter) ([]FleetRe
 		return err
 	})
 	return out, err
+}
+
+// EachOccurrence calls fn with every occurrence of the secrets f selects,
+// suppressed ones included (fn decides), and its secret: a page of
+// pageSize secrets at a time, and each scope's occurrences of them a page
+// at a time, so that memory stays constant however many there are.
+func (s *Store) EachOccurrence(ctx context.Context, f FleetFilter, pageSize int, fn func(FleetSecret, Occurrence) error) error {
+	for after := int64(0); ; {
+		page, err := s.FleetSecrets(ctx, f, Page{After: after, Limit: pageSize})
+		if err != nil {
+			return err
+		}
+		var scopes []int64
+		byScope := map[int64][]SecretKey{}
+		secret := map[int64]map[SecretKey]FleetSecret{}
+		for _, fs := range page {
+			if _, ok := byScope[fs.ScopeID]; !ok {
+				scopes = append(scopes, fs.ScopeID)
+				secret[fs.ScopeID] = map[SecretKey]FleetSecret{}
+			}
+			byScope[fs.ScopeID] = append(byScope[fs.ScopeID], fs.SecretKey)
+			secret[fs.ScopeID][fs.SecretKey] = fs
+		}
+		for _, scope := range scopes {
+			for oafter := int64(0); ; {
+				op, err := s.Occurrences(ctx, scope, byScope[scope], Page{After: oafter, Limit: pageSize})
+				if err != nil {
+					return err
+				}
+				for _, o := range op.Occurrences {
+					if err := fn(secret[scope][o.SecretKey], o); err != nil {
+						return err
+					}
+				}
+				if len(op.Occurrences) < pageSize {
+					break
+				}
+				oafter = op.Occurrences[len(op.Occurrences)-1].Cursor
+			}
+		}
+		if len(page) < pageSize {
+			return nil
+		}
+		after = page[len(page)-1].Cursor
+	}
+}
+
+// Report is o as the reports take it, with s's triage, validity and
+// repository.
+func (s FleetSecret) Report(o Occurrence) report.Occurrence {
+	r := report.Occurrence{Repository: s.Repository, RuleID: o.RuleID, Path: o.Path, Archive: o.Archive, Line: o.Line, Commit: o.Commit,
+		SecretHash: o.SecretHash, Preview: o.Preview, Decoded: o.Decoded, Status: string(o.Status), State: s.State, SeenAgain: s.SeenAgain,
+		Ignored: suppress.Cause(o.Ignored)}
+	if v := s.Validity; v != nil {
+		r.Validity = v.State
+		var facts struct{ Note string }
+		if json.Unmarshal(v.Facts, &facts) == nil && facts.Note == "test mode" {
+			r.TestKey = true
+		}
+	}
+	return r
 }
