@@ -54,7 +54,7 @@ func run() error {
 	for _, line := range workflows.Baselines() {
 		baselines += len(line)
 	}
-	fmt.Printf("settings: %d declared (internal/infra/config)\n", len(config.Vars()))
+	fmt.Printf("settings: %d declared (internal/infra/config)\n", len(config.Settings()))
 	fmt.Printf("change ids: %d asked by the workflows at %d places, and %d baselines (workflows/changes.go, baseline.go)\n",
 		len(changeids.IDs(uses)), len(uses), baselines)
 	return nil
