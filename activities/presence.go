@@ -53,6 +53,12 @@ func (s *Shards) presence(ctx context.Context, repo *repository, packs *gitread.
 		return nil, err
 	}
 	p := &store.Presence{UpTo: basis.UpTo, Tips: make(map[string]string, len(tips)), Refs: map[string][][]byte{}}
+	for ref, tip := range tips {
+		p.Tips[ref] = tip.String()
+	}
+	if basis.Unchanged(p.Tips) {
+		return nil, nil // what was written last stands
+	}
 	t := &tipTrees{ctx: ctx, reader: packs.NewReader(), repo: repo.repo, want: wantedBlobs(basis),
 		memo: map[memoKey][]plumbing.Hash{}}
 	if basis.PathsComplete {
@@ -64,9 +70,7 @@ func (s *Shards) presence(ctx context.Context, repo *repository, packs *gitread.
 	}
 	slices.Sort(refs)
 	for _, ref := range refs {
-		tip := tips[ref].String()
-		p.Tips[ref] = tip
-		if basis.Tips[ref] == tip {
+		if basis.Tips[ref] == p.Tips[ref] {
 			continue
 		}
 		var held [][]byte

@@ -336,10 +336,12 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 	if walkErr != nil {
 		walked = run.reached // the ranges before the one time ran out in
 	}
+	// Only the watermarks that move are written: a repository of many
+	// refs of which few moved costs what those few cost.
 	watermarks := map[string]string{}
 	for _, rg := range ranges[:walked] {
-		if !tainted {
-			watermarks[rg.Ref] = rg.Tip.String()
+		if tip := rg.Tip.String(); !tainted && marks[rg.Ref] != tip {
+			watermarks[rg.Ref] = tip
 		}
 	}
 	covered := walkErr == nil && !tainted
@@ -367,7 +369,7 @@ func (s *Shards) scan(ctx context.Context, lease shard.Lease, w workflows.ShardW
 		log.Warn("scan partial", zap.Int64("missing", run.counts.Missing), zap.Int64("corrupt", run.counts.Corrupt),
 			zap.Int64("refused", run.counts.Refused),
 			zap.Int64("unreadable", run.counts.Unreadable), zap.Int64("oversized", run.counts.Oversized),
-			zap.Bool("outOfTime", run.counts.OutOfTime), zap.Bool("covered", covered), zap.Int("refsWalked", len(watermarks)))
+			zap.Bool("outOfTime", run.counts.OutOfTime), zap.Bool("covered", covered), zap.Int("refsWalked", walked), zap.Bool("tainted", tainted))
 	}
 	counts := run.counts
 	counts.Commits, counts.BlobsScanned, counts.BytesScanned = int64(stats.Commits), run.scanned+carried.Scanned, run.bytes+carried.Bytes

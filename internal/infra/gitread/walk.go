@@ -468,6 +468,10 @@ func tagTarget(raw []byte) (plumbing.Hash, bool) {
 	return parseHex(raw[len(prefix) : len(prefix)+40])
 }
 
+// smallMarks is the size of a range's marks that the next range clears
+// rather than replaces.
+const smallMarks = 256
+
 // collect returns the commits of r not yet diffed in this Walk, newest first.
 //
 // It is Git's revision walk: a queue ordered by committer date (newest
@@ -479,7 +483,14 @@ func tagTarget(raw []byte) (plumbing.Hash, bool) {
 // range are walked through but not returned, and the walk stops at closed
 // commits (everything below already diffed).
 func (wk *walk) collect(r Range, tip plumbing.Hash) ([]plumbing.Hash, error) {
-	clear(wk.marks)
+	// Clearing a map costs its capacity, not its entries: after a range
+	// that marked a long history, every later range (a repository of
+	// many refs) would pay for it again.
+	if len(wk.marks) > smallMarks {
+		wk.marks = make(map[plumbing.Hash]uint8)
+	} else {
+		clear(wk.marks)
+	}
 	wk.queue = wk.queue[:0]
 	wk.order = wk.order[:0]
 	wk.interesting = 0

@@ -228,6 +228,24 @@ type PresenceBasis struct {
 	PathsComplete bool
 	// UpTo is the newest finding among them (0: none).
 	UpTo int64
+	// Written is the UpTo of the presence rows written last (-1: none).
+	Written int64
+}
+
+// Unchanged reports whether presence at tips would be what was written
+// last: the same tips at the same commits, and no finding since. A
+// Finalize then need not write it again (Presence nil): with many refs,
+// that write is most of a run that found nothing new.
+func (b PresenceBasis) Unchanged(tips map[string]string) bool {
+	if b.Written != b.UpTo || len(tips) != len(b.Tips) {
+		return false
+	}
+	for ref, c := range tips {
+		if b.Tips[ref] != c {
+			return false
+		}
+	}
+	return true
 }
 
 // PresenceBasis returns the scope's recorded presence tips and the blobs
@@ -235,7 +253,8 @@ type PresenceBasis struct {
 func (s *Store) PresenceBasis(ctx context.Context, scopeID int64) (PresenceBasis, error) {
 	b := PresenceBasis{Tips: map[string]string{}, Paths: map[string][]string{}}
 	err := s.readTx(ctx, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, `SELECT paths_complete FROM scan_scopes WHERE id = $1`, scopeID).Scan(&b.PathsComplete); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT paths_complete, coalesce(presence_upto, -1) FROM scan_scopes WHERE id = $1`,
+			scopeID).Scan(&b.PathsComplete, &b.Written); err != nil {
 			return err
 		}
 		rows, err := tx.Query(ctx, `SELECT ref, commit_id FROM finding_presence_refs WHERE scope_id = $1`, scopeID)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -505,10 +506,16 @@ func (s *Store) Finalize(ctx context.Context, in FinalizeInput) (shard.Receipt, 
 			return err
 		}
 		if len(in.Watermarks) > 0 {
+			// In key order: each row goes after the one before in the
+			// primary key's index, not at a random place in it.
 			refs := make([]string, 0, len(in.Watermarks))
-			commits := make([]string, 0, len(in.Watermarks))
-			for ref, c := range in.Watermarks {
-				refs, commits = append(refs, ref), append(commits, c)
+			for ref := range in.Watermarks {
+				refs = append(refs, ref)
+			}
+			sort.Strings(refs)
+			commits := make([]string, 0, len(refs))
+			for _, ref := range refs {
+				commits = append(commits, in.Watermarks[ref])
 			}
 			if _, err := tx.Exec(ctx, `INSERT INTO shard_watermarks (scope_id, ref, commit_id)
 				SELECT $1, r, c FROM unnest($2::text[], $3::text[]) AS t(r, c)
