@@ -35,6 +35,7 @@ var Changes = []Change{
 	{ID: "org-bounded-running", Workflows: []string{"CollectOrg"}, Since: "2026-12-03"},
 	{ID: "outcome-attributes", Workflows: []string{"Collect", "ExecuteShard", "NotifySecrets", "UploadCodeScanning", "ValidateSecrets"}, Since: "2026-11-25"},
 	{ID: "parked-fails-run", Workflows: []string{"ExecuteShard"}, Since: "2026-11-26"},
+	{ID: "pipelined-fanout", Workflows: []string{"PropagateSnapshot"}, Since: "2026-12-03"},
 	{ID: "propagate-continue-as-new", Workflows: []string{"PropagateSnapshot"}, Since: "2026-11-26"},
 	{ID: "push-follow-up", Workflows: []string{"Collect"}, Since: "2026-12-03"},
 	{ID: "race-created-at", Workflows: []string{"ResolveIdentity"}, Since: "2026-11-22"},

@@ -71,6 +71,7 @@ func PropagateSnapshot(ctx workflow.Context, in PropagateSnapshotInput) (Propaga
 	p.ownerBuilds = workflow.GetVersion(ctx, "build-on-owner", workflow.DefaultVersion, 1) >= 1
 	p.silentIsOffline = version(ctx, silentIsOfflineChange, 1) >= 1
 	p.durableBytes = version(ctx, durableBytesChange, 1) >= 1
+	p.pipelined = version(ctx, pipelinedChange, 1) >= 1
 	// A signal asks for one more look after the round in progress; the
 	// signals that started the run are answered by its first round.
 	signals := workflow.GetSignalChannel(ctx, PropagateSignal)
@@ -145,6 +146,11 @@ type propagation struct {
 	// earlier ones' only as far as their last heartbeat reached Temporal
 	// (version 1 of durableBytesChange).
 	durableBytes bool
+	// pipelined: a runner is a source for the pulls after it as soon as
+	// its own pull starts, since it serves what it has verified while
+	// still pulling (version 1 of pipelinedChange; before, only once
+	// ready, so each level of the tree waited for a whole image).
+	pipelined bool
 	// permanent is the first failure no retry will change; lastReason the
 	// latest failure of any kind; transient says whether one may change.
 	permanent, lastReason string
@@ -214,11 +220,18 @@ func (p *propagation) round(ctx workflow.Context) error {
 			inflight++
 			p.pulled = true
 			f := p.pull(ctx, row, peer, fleet.Runners)
+			if p.pipelined {
+				p.planner.Pulling(row.RunnerID)
+			}
 			sel.AddFuture(f, func(f workflow.Future) {
 				inflight--
 				p.planner.Release(peer)
 				var r PullResult
-				if err := p.finish(ctx, row, f.Get(ctx, &r), r); err != nil && failed == nil {
+				pullErr := f.Get(ctx, &r)
+				if pullErr != nil && p.pipelined {
+					p.planner.Failed(row.RunnerID)
+				}
+				if err := p.finish(ctx, row, pullErr, r); err != nil && failed == nil {
 					failed = err
 				}
 			})
@@ -266,6 +279,14 @@ func (p *propagation) pull(ctx workflow.Context, row snapshot.Row, peer string, 
 	})
 	return f
 }
+
+// pipelinedChange: a runner whose pull started is a source for the next
+// pulls (snapshot.Planner.Pulling): it serves the manifest and every blob
+// it has verified while still pulling, streams a blob it is receiving
+// short of its last byte until verified, and holds a request for a blob
+// it will fetch (ocistore.PeerHandler), so the fan-out overlaps the
+// registry's transfer instead of waiting a whole image per level.
+const pipelinedChange = "pipelined-fanout"
 
 // silentIsOfflineChange: a pull no slot took on a runner silent past the
 // freshness bound ends "runner offline" at the queue bound, not after a

@@ -298,7 +298,7 @@ func TestPropagateToThreeRunnersOnceEvenWhenAskedTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	requireReady(t, name, digest, runners...)
-	recordHistory(t, "propagate-snapshot-three-runners", runs[0].GetID(), runs[0].GetRunID())
+	recordHistory(t, "propagate-snapshot-pipelined", runs[0].GetID(), runs[0].GetRunID())
 	// Runners present the peer token from their own setting: no workflow
 	// carries it.
 	it := env.Client.GetWorkflowHistory(ctx, runs[0].GetID(), runs[0].GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)

@@ -306,9 +306,11 @@ func TestSnapshotPullResumesAfterRunnerKill(t *testing.T) {
 	// well past the kill.
 	run := propagate(t, name, img.ref, workflows.PullTiming{Queue: 30 * time.Second, Fresh: time.Minute, Heartbeat: 20 * time.Second})
 	// Wait until the runner's row shows every byte it was sent before the
-	// hold: the config, two layers and the held one's first MiB.
+	// kill: the config, the four other layers (the pull downloads blobs
+	// concurrently, so those after the held one go on) and the held one's
+	// first MiB.
 	waitRow(t, id, name, "progress to the held byte", func(r snapshot.Row) bool {
-		return r.BytesDone == img.config+2*layerSize+held
+		return r.BytesDone == img.config+4*layerSize+held
 	})
 	stopProc(first, syscall.SIGKILL)
 	done := storedLayers(dir, img.layers)

@@ -21,7 +21,7 @@
 // they are handed to the connection, so a faulted download counts what was
 // actually sent.
 //
-// Faults (Corrupt, Truncate, Fail, FailAfter) arm the next n GETs of one
+// Faults (Corrupt, Truncate, Fail, FailAfter, HoldAfter, PauseAt) arm the next n GETs of one
 // digest, or of any blob when the digest is "". Each matching GET consumes
 // one shot of the oldest armed fault, so a fault fires exactly n times.
 // Truncation and FailAfter close the connection mid-body, which a client sees

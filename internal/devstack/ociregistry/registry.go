@@ -187,13 +187,18 @@ const (
 	fail500
 	failAfter
 	holdAfter
+	pauseAt
 )
 
 type fault struct {
 	kind   faultKind
 	digest string // "" = any blob
 	left   int
-	after  int64 // failAfter, holdAfter: bytes sent before the connection drops, or holds
+	after  int64 // failAfter, holdAfter, pauseAt: bytes sent before the connection drops, holds or pauses
+	// pauseAt: closed to send the rest; corrupted: one byte of the first
+	// after bytes flipped.
+	release   chan struct{}
+	corrupted bool
 }
 
 // Corrupt flips one byte in the middle of the next n GETs of digest (any
@@ -223,6 +228,18 @@ func (r *Registry) FailAfter(digest string, bytes int64, n int) {
 // bound still ends it).
 func (r *Registry) HoldAfter(digest string, bytes int64, n int) {
 	r.arm(&fault{kind: holdAfter, digest: digest, left: n, after: bytes})
+}
+
+// PauseAt sends the first bytes of the body of the next GET of digest,
+// flushed, then nothing until release is called (or the client goes away),
+// then the rest: a transfer a test holds at a known byte while it looks at
+// who reads it. With corrupted, one byte among the first ones is flipped
+// (the length stays right, so only verification notices).
+func (r *Registry) PauseAt(digest string, bytes int64, corrupted bool) (release func()) {
+	f := &fault{kind: pauseAt, digest: digest, left: 1, after: bytes, release: make(chan struct{}), corrupted: corrupted}
+	r.arm(f)
+	var once sync.Once
+	return func() { once.Do(func() { close(f.release) }) }
 }
 
 // Clear disarms every fault.
@@ -311,6 +328,7 @@ type blobWriter struct {
 	off    int64
 	limit  int64 // bytes after which the connection drops, -1 for none
 	ctx    context.Context
+	paused bool // a pauseAt fault has paused (and been released)
 }
 
 func (w *blobWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
@@ -332,6 +350,21 @@ func (w *blobWriter) WriteHeader(code int) {
 }
 
 func (w *blobWriter) Write(p []byte) (int, error) {
+	if f := w.fault; f != nil && f.kind == pauseAt && !w.paused && w.off+int64(len(p)) > f.after {
+		w.paused = true
+		n, err := w.write(p[:f.after-w.off])
+		if err != nil {
+			return n, err
+		}
+		http.NewResponseController(w).Flush() //nolint:errcheck // the client sees it or is gone
+		select {
+		case <-f.release:
+		case <-w.ctx.Done():
+			return n, w.ctx.Err()
+		}
+		m, err := w.write(p[n:])
+		return n + m, err
+	}
 	if w.limit >= 0 && w.off+int64(len(p)) > w.limit {
 		w.write(p[:w.limit-w.off]) //nolint:errcheck // the connection is dropped anyway
 		// Flush what was promised, then drop the connection: net/http
@@ -347,8 +380,12 @@ func (w *blobWriter) Write(p []byte) (int, error) {
 }
 
 func (w *blobWriter) write(p []byte) (int, error) {
-	if w.fault != nil && w.fault.kind == corrupt && w.length > 0 {
-		if mid := w.length / 2; mid >= w.off && mid < w.off+int64(len(p)) {
+	if f := w.fault; f != nil && (f.kind == corrupt && w.length > 0 || f.kind == pauseAt && f.corrupted && f.after > 0) {
+		mid := w.length / 2
+		if f.kind == pauseAt {
+			mid = f.after / 2
+		}
+		if mid >= w.off && mid < w.off+int64(len(p)) {
 			// Three writes rather than a copy: p may be the whole blob.
 			i := mid - w.off
 			n, err := w.pass(p[:i])

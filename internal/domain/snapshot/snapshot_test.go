@@ -130,6 +130,61 @@ func TestPlannerRegistryEgressIsOneCopy(t *testing.T) {
 	}
 }
 
+// Pipelined: a runner is a source once its pull starts, so the whole fleet
+// starts at once — one pull from the registry, every other from a peer, no
+// peer serving more than the fan-out, every source started before the
+// pulls it serves (a tree, no cycle). A source whose pull fails is one no
+// longer; a ready one stays.
+func TestPlannerPipelinedStartsTheFleetAtOnce(t *testing.T) {
+	for _, tc := range []struct{ runners, fanout, depth int }{{1, 3, 1}, {4, 3, 2}, {10, 3, 3}, {10, 1, 10}, {50, 4, 4}} {
+		t.Run(fmt.Sprintf("%d runners fanout %d", tc.runners, tc.fanout), func(t *testing.T) {
+			p := NewPlanner(tc.fanout, 1)
+			depth := map[string]int{"": 0}
+			load := map[string]int{}
+			fromRegistry, deepest := 0, 0
+			for i := 0; i < tc.runners; i++ {
+				id := fmt.Sprintf("r%d", i)
+				src, ok := p.Assign()
+				if !ok {
+					t.Fatalf("runner %d of %d waits: a pipelined fleet starts at once", i, tc.runners)
+				}
+				d, started := depth[src]
+				if !started {
+					t.Fatalf("%s assigned %q, which has not started", id, src)
+				}
+				if src == "" {
+					fromRegistry++
+				} else if load[src]++; load[src] > tc.fanout {
+					t.Fatalf("peer %s serves %d pulls, fan-out is %d", src, load[src], tc.fanout)
+				}
+				depth[id] = d + 1
+				deepest = max(deepest, d+1)
+				p.Pulling(id)
+			}
+			if fromRegistry != 1 {
+				t.Errorf("%d pulls from the registry, want 1", fromRegistry)
+			}
+			if deepest > tc.depth {
+				t.Errorf("a tree %d deep, want at most %d", deepest, tc.depth)
+			}
+		})
+	}
+	p := NewPlanner(1, 1)
+	if src, _ := p.Assign(); src != "" {
+		t.Fatalf("first assign = %q, want the registry", src)
+	}
+	p.Pulling("a")
+	p.Ready("b")
+	p.Failed("a")
+	p.Failed("b") // ready: stays a source
+	if src, ok := p.Assign(); !ok || src != "b" {
+		t.Fatalf("assign = %q %v, want b (a failed while pulling)", src, ok)
+	}
+	if src, ok := p.Assign(); ok {
+		t.Fatalf("assign = %q, want none: b serves its fan-out and a is no source", src)
+	}
+}
+
 func TestPlannerWaitsAndReleases(t *testing.T) {
 	p := NewPlanner(1, 2)
 	if src, ok := p.Assign(); !ok || src != "" {

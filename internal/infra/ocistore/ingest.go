@@ -9,6 +9,8 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -42,6 +44,29 @@ type job struct {
 	reserved []string
 	// size is what the image declares: manifest, config and layers.
 	size int64
+	// announced is the manifest peers may read while the pull runs.
+	announced *pulling
+}
+
+// pulling is the manifest of a pull in progress: verified (by digest, or
+// hashed when asked by tag, as the pull resolved it), so that a peer may
+// serve it, and the blobs it lists as they arrive, before the image is
+// complete.
+type pulling struct {
+	digest    string
+	raw       []byte
+	mediaType types.MediaType
+	// repo and tag: the reference the pull resolved, when by tag.
+	repo, tag string
+}
+
+// announce lets peers read the job's manifest while it runs (until end).
+func (j *job) announce(pl *pulling) {
+	j.s.mu.Lock()
+	defer j.s.mu.Unlock()
+	j.announced = pl
+	j.s.pulling = append(j.s.pulling, pl)
+	j.s.notifyLocked()
 }
 
 // ReasonImageSize is the reason of an image declaring more than a store
@@ -136,6 +161,12 @@ func (j *job) end() {
 
 func (j *job) endLocked() {
 	s := j.s
+	if j.announced != nil {
+		s.pulling = slices.DeleteFunc(s.pulling, func(pl *pulling) bool { return pl == j.announced })
+		j.announced = nil
+	}
+	// Peer requests waiting on a blob this job pinned see it go.
+	defer s.notifyLocked()
 	for _, d := range j.pinned {
 		if s.pins[d]--; s.pins[d] <= 0 {
 			delete(s.pins, d)
@@ -167,6 +198,60 @@ type flight struct {
 	// received counts the bytes of the blob received so far from the
 	// source streaming it (back to 0 when a source starts it over).
 	received atomic.Int64
+	// stream is the current source's transfer into its temporary file,
+	// which peers may follow (nil before the first; guarded by Store.mu).
+	stream *stream
+}
+
+// stream is one transfer of a blob into its temporary file. A peer may
+// read it while it is written (PeerHandler), every byte but the last until
+// the whole blob's digest and size are checked: a copy of a blob that its
+// source has not verified can never be complete, so no peer's verification
+// can accept it, and a transfer that fails verification is cut off.
+type stream struct {
+	path string
+	size int64
+
+	mu      sync.Mutex
+	written int64
+	state   streamState
+	changed chan struct{} // closed, and replaced, when written or state move
+}
+
+type streamState int
+
+const (
+	streaming streamState = iota
+	verified              // digest and size match: every byte may be served
+	failed                // cut off, corrupt or truncated: nothing more is served
+)
+
+func newStream(path string, size int64) *stream {
+	return &stream{path: path, size: size, changed: make(chan struct{})}
+}
+
+func (st *stream) update(add int64, to streamState) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.state != streaming {
+		return
+	}
+	st.written += add
+	st.state = to
+	close(st.changed)
+	st.changed = make(chan struct{})
+}
+
+// servable is how many bytes a peer may read now: what was written, short
+// of the last byte until the blob is verified; failed means none.
+func (st *stream) servable() (n int64, state streamState, changed <-chan struct{}) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	n = st.written
+	if st.state != verified {
+		n = min(n, st.size-1)
+	}
+	return n, st.state, st.changed
 }
 
 // ensure makes blob b present, calling fetch unless the store has it or
@@ -192,12 +277,14 @@ func (s *Store) ensure(ctx context.Context, b blob, fetch func(*flight) error, w
 		}
 		f := &flight{done: make(chan struct{})}
 		s.inflight[b.digest] = f
+		s.notifyLocked()
 		s.mu.Unlock()
 
 		err := fetch(f)
 		s.mu.Lock()
 		delete(s.inflight, b.digest)
 		close(f.done)
+		s.notifyLocked()
 		s.mu.Unlock()
 		return err == nil, err
 	}
@@ -254,12 +341,28 @@ func (p *problem) Unwrap() error { return p.err }
 // match b. Memory use is buf, whatever the blob's size. counted is told of
 // every chunk written, for progress.
 func (s *Store) ingest(r io.Reader, b blob, buf []byte, counted func(int64)) error {
+	return s.ingestStream(r, b, buf, counted, nil)
+}
+
+// ingestStream is ingest publishing the transfer on fl (when not nil) for
+// peers to follow: every byte as it is written but the last, which only
+// once digest and size are checked.
+func (s *Store) ingestStream(r io.Reader, b blob, buf []byte, counted func(int64), fl *flight) error {
 	f, err := os.CreateTemp(s.blobDir(), tmpPrefix+b.hex[:16]+"-*")
 	if err != nil {
 		return &problem{what: "create temporary file", err: err}
 	}
 	tmp := f.Name()
 	committed := false
+	var st *stream
+	if fl != nil && b.size > 0 {
+		st = newStream(tmp, b.size)
+		s.mu.Lock()
+		fl.stream = st
+		s.notifyLocked()
+		s.mu.Unlock()
+		defer st.update(0, failed) // a no-op once verified
+	}
 	defer func() {
 		if !committed {
 			f.Close()
@@ -268,6 +371,14 @@ func (s *Store) ingest(r io.Reader, b blob, buf []byte, counted func(int64)) err
 	}()
 	h := sha256.New()
 	w := &countingWriter{w: io.MultiWriter(f, h), counted: counted}
+	if st != nil {
+		w.counted = func(n int64) {
+			st.update(n, streaming)
+			if counted != nil {
+				counted(n)
+			}
+		}
+	}
 	// The stream stops at the declared size: nothing past it is written
 	// or counted. One more byte, read aside, tells a long body from an
 	// exact one.
@@ -292,6 +403,12 @@ func (s *Store) ingest(r io.Reader, b blob, buf []byte, counted func(int64)) err
 		return &problem{what: fmt.Sprintf("truncated (%d of %d bytes)", n, b.size)}
 	case hex.EncodeToString(h.Sum(nil)) != b.hex:
 		return &problem{what: "digest mismatch"}
+	}
+	if st != nil {
+		// Verified: the last byte may go to the peers following it (the
+		// file stays readable through their open descriptors whatever
+		// the commit does).
+		st.update(0, verified)
 	}
 	if err := f.Sync(); err != nil {
 		return &problem{what: "sync", err: err}
@@ -327,6 +444,7 @@ func (s *Store) commit(tmp string, b blob) error {
 	}
 	s.usage += b.size
 	delete(s.reserved, b.digest)
+	s.notifyLocked()
 	return nil
 }
 

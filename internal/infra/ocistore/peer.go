@@ -26,6 +26,17 @@ var (
 //   - GET/HEAD /v2/<repo>/blobs/<digest> streams a complete blob (Range
 //     supported).
 //
+// A runner serves what it has verified while it is still pulling: the
+// manifest of a pull in progress (by digest, or by the tag the pull
+// resolved) and the blobs it lists, a blob being received streamed as it
+// arrives (no Range) — every byte but the last, which goes only once the
+// whole blob's digest and size are checked (stream), and a transfer that
+// fails verification is cut off. So a peer never receives a complete copy
+// of a blob its source has not verified, and verifies it again itself
+// before storing it. A request for a blob or manifest the store does not
+// have yet waits while a pull in progress lists it, and at most
+// UnknownWait for one to begin that does; otherwise it is 404.
+//
 // The repository is checked for syntax only: the store is content
 // addressed, so any repository path serves the same blobs. Digests must be
 // sha256:<64 lowercase hex> and are the only part of a request that reaches
@@ -75,11 +86,20 @@ func (s *Store) servePeer(w http.ResponseWriter, r *http.Request) {
 			ociError(w, http.StatusBadRequest, "DIGEST_INVALID", "invalid digest")
 			return
 		}
-		s.serveFile(w, r, hex, ref, "application/octet-stream", "BLOB_UNKNOWN")
+		s.serveBlob(w, r, blob{digest: ref, hex: hex}, strings.Join(parts[:n-2], "/"))
 		return
 	}
 	digest, mediaType, ok := s.lookupManifest(ref)
 	if !ok {
+		if raw, pl := s.waitManifest(r, strings.Join(parts[:n-2], "/"), ref); pl != nil {
+			w.Header().Set("Content-Type", string(pl.mediaType))
+			w.Header().Set("Docker-Content-Digest", pl.digest)
+			w.Header().Set("Content-Length", fmt.Sprint(len(raw)))
+			if r.Method == http.MethodGet {
+				(&countingResponse{ResponseWriter: w, n: &s.served}).Write(raw) //nolint:errcheck // a client gone is no error of ours
+			}
+			return
+		}
 		if _, isDigest := hexOf(ref); !isDigest && !tagRE.MatchString(ref) {
 			ociError(w, http.StatusBadRequest, "MANIFEST_INVALID", "invalid reference")
 			return
@@ -115,6 +135,134 @@ func (s *Store) serveFile(w http.ResponseWriter, r *http.Request, hex, digest, c
 	w.Header().Set("Docker-Content-Digest", digest)
 	w.Header().Set("Cache-Control", "max-age=31536000") // content addressed
 	http.ServeContent(&countingResponse{ResponseWriter: w, n: &s.served}, r, "", time.Time{}, f)
+}
+
+// UnknownWait is how long a peer request for a blob or manifest that no
+// pull in progress lists yet waits for one that does to begin: the
+// propagation starts a runner's pull from a peer right after that peer's
+// own, and the two need not begin in that order.
+var UnknownWait = 3 * time.Second
+
+// waitManifest finds the manifest of a pull in progress by digest or by
+// the tag it resolved in repo, waiting UnknownWait at most for one to
+// begin.
+func (s *Store) waitManifest(r *http.Request, repo, ref string) ([]byte, *pulling) {
+	_, byDigest := hexOf(ref)
+	if !byDigest && !tagRE.MatchString(ref) {
+		return nil, nil
+	}
+	timeout := time.NewTimer(UnknownWait)
+	defer timeout.Stop()
+	for {
+		s.mu.Lock()
+		for _, pl := range s.pulling {
+			if (byDigest && pl.digest == ref) || (!byDigest && pl.tag == ref && pl.repo == repo) {
+				s.mu.Unlock()
+				return pl.raw, pl
+			}
+		}
+		changed := s.changed
+		s.mu.Unlock()
+		select {
+		case <-changed:
+		case <-timeout.C:
+			return nil, nil
+		case <-r.Context().Done():
+			return nil, nil
+		}
+	}
+}
+
+// serveBlob serves a stored blob, or follows it while a pull of this store
+// receives it (stream); one that a pull in progress lists but has not
+// started is waited for, one that none lists for UnknownWait at most.
+func (s *Store) serveBlob(w http.ResponseWriter, r *http.Request, b blob, repo string) {
+	timeout := time.NewTimer(UnknownWait)
+	defer timeout.Stop()
+	unknown := timeout.C
+	for {
+		s.mu.Lock()
+		present := s.hasPresentLocked(b.hex)
+		var st *stream
+		if f := s.inflight[b.digest]; f != nil {
+			st = f.stream
+		}
+		listed := s.pins[b.digest] > 0 && len(s.pulling) > 0
+		changed := s.changed
+		s.mu.Unlock()
+		if present {
+			s.serveFile(w, r, b.hex, b.digest, "application/octet-stream", "BLOB_UNKNOWN")
+			return
+		}
+		if st != nil {
+			if _, state, _ := st.servable(); state != failed && s.follow(w, r, b, st) {
+				return
+			}
+		}
+		wait := unknown
+		if listed || st != nil {
+			wait = nil // a pull in progress will fetch it: wait for it
+		}
+		select {
+		case <-changed:
+		case <-wait:
+			ociError(w, http.StatusNotFound, "BLOB_UNKNOWN", "unknown "+b.digest)
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// hasPresentLocked reports whether a committed blob file is there.
+func (s *Store) hasPresentLocked(hex string) bool {
+	info, err := os.Stat(s.blobPath(hex))
+	return err == nil && info.Mode().IsRegular()
+}
+
+// follow streams a blob from its temporary file as it is written, never
+// past what st lets through (the last byte only once verified); a stream
+// that fails is cut off, so the client sees a truncated body. It returns
+// false, having written nothing, when the file is already gone.
+func (s *Store) follow(w http.ResponseWriter, r *http.Request, b blob, st *stream) bool {
+	f, err := os.Open(st.path)
+	if err != nil {
+		return false // removed: failed, or committed (the next look finds it)
+	}
+	defer f.Close()
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Docker-Content-Digest", b.digest)
+	w.Header().Set("Content-Length", fmt.Sprint(st.size))
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return true
+	}
+	out := &countingResponse{ResponseWriter: w, n: &s.served}
+	rc := http.NewResponseController(w)
+	buf := make([]byte, copyBuffer)
+	var off int64
+	for off < st.size {
+		n, state, changed := st.servable()
+		if state == failed {
+			// Cut off: the client must not take what it got for a blob.
+			panic(http.ErrAbortHandler)
+		}
+		if off < n {
+			m, err := io.CopyBuffer(out, io.NewSectionReader(f, off, n-off), buf)
+			off += m
+			if err != nil {
+				return true // the client went away
+			}
+			rc.Flush() //nolint:errcheck // a client gone shows at the next write
+			continue
+		}
+		select {
+		case <-changed:
+		case <-r.Context().Done():
+			return true
+		}
+	}
+	return true
 }
 
 func ociError(w http.ResponseWriter, status int, code, message string) {

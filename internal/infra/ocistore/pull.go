@@ -123,7 +123,7 @@ func (s *Store) Pull(ctx context.Context, name, ref string, sources []Source, op
 		stall = s.stall
 	}
 	p := &puller{s: s, ref: ref, parsed: parsed, sources: sources, sessions: make([]*session, len(sources)),
-		stalled: make([]bool, len(sources)), stall: stall,
+		stalled: make([]bool, len(sources)), stall: stall, current: map[string]int64{},
 		rep: &reporter{fn: opts.Progress, interval: progressInterval}, res: PullResult{BySource: map[string]int64{}, Received: map[string]int64{}}}
 	defer p.rep.stop()
 	return p.run(ctx, name)
@@ -200,28 +200,47 @@ type puller struct {
 	sources  []Source
 	sessions []*session
 	rep      *reporter
-	res      PullResult
 	stall    time.Duration
+
+	// sessMu serialises the sources' handshakes (session).
+	sessMu sync.Mutex
+	// mu guards what the blobs' downloads share: the result, the progress
+	// and the sources given up.
+	mu  sync.Mutex
+	res PullResult
 	// stalled marks the sources given up for stalling; skipped names them.
 	stalled []bool
 	skipped []string
-
-	done    int64 // bytes of blobs present, current one excluded
-	current int64 // bytes of the blob streaming now (or another pull's, while waiting on it)
+	done    int64            // bytes of blobs present, those streaming excluded
+	current map[string]int64 // by digest: bytes of each blob streaming now (or another pull's, while waiting on it)
 	from    string
-	buf     []byte
 }
+
+// ParallelBlobs is how many blobs one pull downloads at once. Two keep the
+// link busy while one blob's request is answered; a peer serving several
+// pulls (Fanout) sees at most that many requests of each
+// (PeerAccess.ClientRequests, 8 by default, when they share an address).
+const ParallelBlobs = 2
 
 // giveUp leaves a source that stalled out of the rest of the pull — unless
 // it is the last, every blob's fallback — and says so at once, so that a
 // watcher of the progress sees the pull move on.
 func (p *puller) giveUp(i int) {
+	p.mu.Lock()
 	if i == len(p.sources)-1 || p.stalled[i] {
+		p.mu.Unlock()
 		return
 	}
 	p.stalled[i] = true
 	p.skipped = append(p.skipped, p.sources[i].Name)
+	p.mu.Unlock()
 	p.report(true)
+}
+
+func (p *puller) isStalled(i int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stalled[i]
 }
 
 // session is one source's authenticated transport, set up once per pull.
@@ -238,6 +257,8 @@ type session struct {
 // bounded by the stall bound: a source that accepts the connection and
 // never answers is given up like one that stops sending.
 func (p *puller) session(ctx context.Context, i int) *session {
+	p.sessMu.Lock()
+	defer p.sessMu.Unlock()
 	if ss := p.sessions[i]; ss != nil {
 		return ss
 	}
@@ -293,7 +314,7 @@ func (ss *session) url(kind, ref string) string {
 	return fmt.Sprintf("%s://%s/v2/%s/%s/%s", ss.repo.Scheme(), ss.repo.RegistryStr(), ss.repo.RepositoryStr(), kind, ref)
 }
 
-func (p *puller) run(ctx context.Context, name string) (PullResult, error) {
+func (p *puller) run(ctx context.Context, imageName string) (PullResult, error) {
 	raw, mediaType, digest, from, err := p.resolve(ctx)
 	if err != nil {
 		return PullResult{}, err
@@ -317,49 +338,129 @@ func (p *puller) run(ctx context.Context, name string) (PullResult, error) {
 	}
 	defer j.end()
 	p.res.Digest, p.res.Size = digest, j.size
-
-	p.buf = make([]byte, copyBuffer)
-	// While another pull downloads a blob this one needs, its bytes are
-	// this pull's progress: the wait is not silence. (ensure calls this at
-	// most once per interval, and only when they moved.)
-	waiting := func(received int64) {
-		p.current = received
-		p.report(true)
+	// Peers may read the manifest, and the blobs as they arrive, from now.
+	pl := &pulling{digest: digest, raw: raw, mediaType: mediaType}
+	if _, byDigest := p.parsed.(name.Digest); !byDigest {
+		pl.repo, pl.tag = p.parsed.Context().RepositoryStr(), p.parsed.Identifier()
 	}
-	for _, b := range blobs {
-		fetched, err := p.s.ensure(ctx, b, func(f *flight) error { return p.fetch(ctx, b, f) }, waiting)
-		p.current = 0
-		if err != nil {
-			return PullResult{}, p.failure(ctx, err)
-		}
-		if !fetched {
-			p.done += b.size
-			p.report(false)
-		}
+	j.announce(pl)
+
+	if err := p.fetchAll(ctx, blobs); err != nil {
+		return PullResult{}, p.failure(ctx, err)
 	}
 	// The manifest goes last, so a stored manifest always means a complete
 	// image, whatever was interrupted.
 	fetched, err := p.s.ensure(ctx, manifest, func(*flight) error {
-		return p.s.ingest(bytes.NewReader(raw), manifest, p.buf, nil)
+		return p.s.ingest(bytes.NewReader(raw), manifest, make([]byte, 32<<10), nil)
 	}, nil)
 	if err != nil {
 		return PullResult{}, fmt.Errorf("ocistore: pull %s: store manifest: %w", p.ref, err)
 	}
+	p.mu.Lock()
 	p.done += manifest.size
 	if fetched && from != "" {
 		p.res.Fetched += manifest.size
 		p.res.BySource[from] += manifest.size
 	}
-	if err := p.s.record(name, digest, mediaType, manifest.size); err != nil {
+	p.mu.Unlock()
+	if err := p.s.record(imageName, digest, mediaType, manifest.size); err != nil {
 		return PullResult{}, err
 	}
+	p.mu.Lock()
 	p.from = ""
+	res := p.res
+	p.mu.Unlock()
 	p.report(true)
-	return p.res, nil
+	return res, nil
+}
+
+// fetchAll makes every blob present, ParallelBlobs at a time in manifest
+// order; the first failure stops the others.
+func (p *puller) fetchAll(parent context.Context, blobs []blob) error {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	next := make(chan blob)
+	errs := make(chan error, ParallelBlobs)
+	var wg sync.WaitGroup
+	for range min(ParallelBlobs, len(blobs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, copyBuffer)
+			for b := range next {
+				if err := p.fetchBlob(ctx, b, buf); err != nil {
+					errs <- err
+					cancel()
+					return
+				}
+			}
+		}()
+	}
+	var first error
+feed:
+	for _, b := range blobs {
+		select {
+		case next <- b:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		// A download stopped by another's failure is not the reason.
+		if first == nil || (errors.Is(first, context.Canceled) && !errors.Is(err, context.Canceled)) {
+			first = err
+		}
+	}
+	if first == nil && parent.Err() != nil {
+		first = parent.Err()
+	}
+	return first
+}
+
+// fetchBlob makes one blob present: stored already, downloaded by another
+// pull meanwhile, or fetched from the sources.
+func (p *puller) fetchBlob(ctx context.Context, b blob, buf []byte) error {
+	// While another pull downloads a blob this one needs, its bytes are
+	// this pull's progress: the wait is not silence. (ensure calls this at
+	// most once per interval, and only when they moved.)
+	waiting := func(received int64) {
+		p.setCurrent(b, received, 0)
+		p.report(true)
+	}
+	fetched, err := p.s.ensure(ctx, b, func(f *flight) error { return p.fetch(ctx, b, f, buf) }, waiting)
+	p.mu.Lock()
+	delete(p.current, b.digest)
+	if err == nil && !fetched {
+		p.done += b.size
+	}
+	p.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if !fetched {
+		p.report(false)
+	}
+	return nil
+}
+
+// setCurrent sets (add 0) or adds to the bytes of a blob streaming now.
+func (p *puller) setCurrent(b blob, set, add int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if add != 0 {
+		p.current[b.digest] += add
+	} else {
+		p.current[b.digest] = set
+	}
 }
 
 func (p *puller) failure(ctx context.Context, err error) error {
+	p.mu.Lock()
 	p.from = ""
+	p.mu.Unlock()
 	p.report(true) // the bytes received to the last, for whoever counts them
 	if ctx.Err() != nil {
 		return errclass.Wrap(errclass.Retryable, "interrupted", fmt.Errorf("ocistore: pull %s: %w", p.ref, ctx.Err()))
@@ -390,8 +491,15 @@ func (p *puller) report(force bool) {
 	if p.rep.fn == nil {
 		return
 	}
-	p.rep.offer(Progress{Done: p.done + p.current, Total: p.res.Size, Source: p.from, Skipped: slices.Clone(p.skipped),
-		Received: maps.Clone(p.res.Received)}, force)
+	p.mu.Lock()
+	done := p.done
+	for _, n := range p.current {
+		done += n
+	}
+	pr := Progress{Done: done, Total: p.res.Size, Source: p.from, Skipped: slices.Clone(p.skipped),
+		Received: maps.Clone(p.res.Received)}
+	p.mu.Unlock()
+	p.rep.offer(pr, force)
 }
 
 // resolve finds the image manifest: locally when ref is a stored digest,
@@ -560,32 +668,40 @@ func pickPlatform(raw []byte) (string, error) {
 // fetch tries the sources in order for one blob; a source that fails is
 // left for the next, one that stalled for the rest of the pull. f counts
 // the bytes received, for pulls waiting on this blob.
-func (p *puller) fetch(ctx context.Context, b blob, f *flight) error {
+func (p *puller) fetch(ctx context.Context, b blob, f *flight, buf []byte) error {
 	var problems []string
 	var last string
 	for i := range p.sources {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if p.stalled[i] {
+		if p.isStalled(i) {
 			continue
 		}
-		p.current = 0
+		p.setCurrent(b, 0, 0)
 		f.received.Store(0)
 		ss := p.session(ctx, i)
 		err := ss.err
 		if err == nil {
-			err = p.fetchFrom(ctx, ss, b, f)
+			err = p.fetchFrom(ctx, ss, b, f, buf)
 		}
-		p.current, p.from = 0, ""
+		p.mu.Lock()
+		p.current[b.digest] = 0
+		if p.from == ss.src.Name {
+			p.from = ""
+		}
+		p.mu.Unlock()
 		var pr *problem
 		if errors.As(err, &pr) && (pr.stalled || pr.refused) {
 			p.giveUp(i)
 		}
 		if err == nil {
+			p.mu.Lock()
+			delete(p.current, b.digest)
 			p.done += b.size
 			p.res.Fetched += b.size
 			p.res.BySource[ss.src.Name] += b.size
+			p.mu.Unlock()
 			p.report(false)
 			return nil
 		}
@@ -594,6 +710,9 @@ func (p *puller) fetch(ctx context.Context, b blob, f *flight) error {
 	}
 	if len(p.sources) == 0 {
 		return errclass.Permanentf(errclass.ReasonInvalidInput, "pull %s: blob %s: no sources", p.ref, b.digest)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
 	}
 	return errclass.Wrap(errclass.Retryable, last,
 		fmt.Errorf("ocistore: pull %s: blob %s: every source failed: %s", p.ref, b.digest, strings.Join(problems, "; ")))
@@ -627,7 +746,7 @@ func shortProblem(err error) string {
 	return err.Error()
 }
 
-func (p *puller) fetchFrom(parent context.Context, ss *session, b blob, f *flight) error {
+func (p *puller) fetchFrom(parent context.Context, ss *session, b blob, f *flight, buf []byte) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	stall := time.AfterFunc(p.stall, cancel)
@@ -654,15 +773,19 @@ func (p *puller) fetchFrom(parent context.Context, ss *session, b blob, f *fligh
 		// Refused before a byte is read: ingest would stop at the size.
 		return &problem{what: fmt.Sprintf("longer than declared (%d bytes announced, %d declared)", resp.ContentLength, b.size)}
 	}
+	p.mu.Lock()
 	p.from = ss.src.Name
+	p.mu.Unlock()
 	p.report(false)
-	err = p.s.ingest(resp.Body, b, p.buf, func(n int64) {
+	err = p.s.ingestStream(resp.Body, b, buf, func(n int64) {
 		stall.Reset(p.stall)
-		p.current += n
+		p.mu.Lock()
+		p.current[b.digest] += n
 		p.res.Received[ss.src.Name] += n
+		p.mu.Unlock()
 		f.received.Add(n)
 		p.report(false)
-	})
+	}, f)
 	if err != nil && ctx.Err() != nil && parent.Err() == nil {
 		return &problem{what: fmt.Sprintf("stalled (nothing received for %v)", p.stall), err: err, stalled: true}
 	}

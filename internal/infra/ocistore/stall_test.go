@@ -90,8 +90,9 @@ func TestAStalledPeerIsGivenUpForTheRestOfThePull(t *testing.T) {
 				res.BySource["registry"] < res.Size-manifest {
 				t.Fatalf("result %+v, want every blob from the registry", res)
 			}
-			if n := peer.held.Load(); n != 1 {
-				t.Errorf("the hung peer was asked %d times, want once", n)
+			// Once by each of the downloads that ran at once when it hung.
+			if n := peer.held.Load(); n < 1 || n > ParallelBlobs {
+				t.Errorf("the hung peer was asked %d times, want once per download running at once (%d)", n, ParallelBlobs)
 			}
 			mu.Lock()
 			defer mu.Unlock()

@@ -71,6 +71,20 @@ type Store struct {
 	pins     map[string]int          // digest → pulls that need it kept
 	reserved map[string]*reservation // digest → quota held for a blob not yet present
 	inflight map[string]*flight      // digest → its download in progress
+	// pulling are the manifests of the pulls in progress, which peers may
+	// read before the image is complete (PeerHandler).
+	pulling []*pulling
+	// changed is closed, and replaced, whenever a download starts or ends,
+	// a blob is committed or a pull begins or ends: what a peer request
+	// waiting for a blob or a manifest watches.
+	changed chan struct{}
+}
+
+// notifyLocked wakes the peer requests waiting for the store to change.
+// Callers hold mu.
+func (s *Store) notifyLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
 }
 
 // entry is one descriptor of index.json with what GC and Images need.
@@ -135,6 +149,7 @@ func OpenWith(dir string, o Options) (*Store, error) {
 		pins:     map[string]int{},
 		reserved: map[string]*reservation{},
 		inflight: map[string]*flight{},
+		changed:  make(chan struct{}),
 	}
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = 8
