@@ -111,7 +111,7 @@ func expireLease(t *testing.T, shardID int64) {
 }
 
 func seenCount(t *testing.T, shardID int64) int {
-	return count(t, `SELECT count(*) FROM seen_blobs b JOIN scan_scopes s ON s.id = b.scope_id WHERE s.shard_id = $1`, shardID)
+	return count(t, `SELECT count(*) FROM seen_blob_ids b JOIN scan_scopes s ON s.id = b.scope_id WHERE s.shard_id = $1`, shardID)
 }
 
 func isClass(err error, c errclass.Class) bool {

@@ -64,7 +64,7 @@ func TestScanContinuesInPasses(t *testing.T) {
 		t.Fatal(err)
 	}
 	var seen int
-	if err := env.Store.Pool().QueryRow(context.Background(), `SELECT count(*) FROM seen_blobs WHERE scope_id = $1`, scope).Scan(&seen); err != nil {
+	if err := env.Store.Pool().QueryRow(context.Background(), `SELECT count(*) FROM seen_blob_ids WHERE scope_id = $1`, scope).Scan(&seen); err != nil {
 		t.Fatal(err)
 	}
 	if seen != info.Blobs || len(findings(t, tg.Key())) != 1 {

@@ -137,7 +137,7 @@ func BenchmarkFleet(b *testing.B) {
 	defer last.stop(b)
 	fr, repos := last, last.repos
 	var seen int64
-	if err := env.Store.Pool().QueryRow(context.Background(), `SELECT count(*) FROM seen_blobs b JOIN scan_scopes sc ON sc.id = b.scope_id
+	if err := env.Store.Pool().QueryRow(context.Background(), `SELECT count(*) FROM seen_blob_ids b JOIN scan_scopes sc ON sc.id = b.scope_id
 		JOIN shards s ON s.id = sc.shard_id JOIN codebases c ON c.id = s.codebase_id WHERE c.owner = $1`, repos[0].Owner).Scan(&seen); err != nil {
 		b.Fatal(err)
 	}

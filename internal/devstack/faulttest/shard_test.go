@@ -115,7 +115,7 @@ func findingsOf(t *testing.T, key string) []string {
 func seenBlobs(t *testing.T, key string) (seen, receipts int) {
 	t.Helper()
 	err := env.Store.Pool().QueryRow(context.Background(), `SELECT
-		(SELECT count(*) FROM seen_blobs b JOIN scan_scopes s ON s.id = b.scope_id JOIN shards sh ON sh.id = s.shard_id WHERE sh.key = $1),
+		(SELECT count(*) FROM seen_blob_ids b JOIN scan_scopes s ON s.id = b.scope_id JOIN shards sh ON sh.id = s.shard_id WHERE sh.key = $1),
 		(SELECT count(*) FROM shard_receipts r JOIN shards sh ON sh.id = r.shard_id WHERE sh.key = $1)`, key).Scan(&seen, &receipts)
 	if err != nil {
 		t.Fatal(err)

@@ -103,10 +103,13 @@ type CleanupPlan struct {
 }
 
 // CleanupCounts count what a cleanup deleted. Rows are the data rows of
-// shards and scopes: watermarks, holes, seen blobs, findings, their paths
-// and presence.
+// shards and scopes: watermarks, holes, seen blobs (a chunk of them is
+// one row), findings, their paths and presence. Packed are the rows of
+// seen_blobs written before migration 00058 that went into chunks: moved,
+// not deleted.
 type CleanupCounts struct {
 	Codebases, Shards, Scopes, Collections, Receipts, Rows int64
+	Packed                                                 int64 `json:",omitempty"`
 }
 
 // Add adds o to r.
@@ -117,6 +120,7 @@ func (r *CleanupCounts) Add(o CleanupCounts) {
 	r.Collections += o.Collections
 	r.Receipts += o.Receipts
 	r.Rows += o.Rows
+	r.Packed += o.Packed
 }
 
 // Total is every row deleted.
@@ -142,6 +146,9 @@ const (
 	phaseOldScopes
 	phaseCollections
 	phaseReceipts
+	// Last, and whatever the retention: the rows of seen_blobs from before
+	// migration 00058 go into chunks, a batch a step (packLegacyStep).
+	phasePack
 	phases
 )
 
@@ -184,11 +191,13 @@ func (s *Store) CleanupStep(ctx context.Context, p CleanupPlan, c CleanupCursor)
 			if p.Retention.Receipts > 0 {
 				after, err = s.oldReceipts(ctx, p.Now.Add(-p.Retention.Receipts), c.After, p.Batch, &r)
 			}
+		case phasePack:
+			after, r.Packed, err = s.packLegacyStep(ctx, c.After, p.Batch)
 		}
 		if err != nil {
 			return r, c, false, fmt.Errorf("cleanup: %w", err)
 		}
-		if r.Total() > 0 || renamed > 0 || after != c.After {
+		if r.Total() > 0 || r.Packed > 0 || renamed > 0 || after != c.After {
 			c.After = after
 			return r, c, false, nil
 		}
@@ -235,7 +244,7 @@ func (s *Store) purgeStep(ctx context.Context, batch int, r *CleanupCounts) erro
 }
 
 // scopeTables are the tables of a scope's rows, in the order they go.
-var scopeTables = []string{"shard_watermarks", "shard_holes", "seen_blobs", "findings", "secrets", "finding_paths",
+var scopeTables = []string{"shard_watermarks", "shard_holes", "seen_blob_chunks", "seen_blobs", "findings", "secrets", "finding_paths",
 	"finding_presence", "finding_presence_refs", "shard_receipts"}
 
 // purgeScopeStep deletes one batch of a scope's rows from the first table

@@ -209,26 +209,19 @@ func (s *Store) Watermarks(ctx context.Context, scopeID int64) (map[string]strin
 // that has not (its first scan) need not ask SeenBlobs.
 func (s *Store) AnySeen(ctx context.Context, scopeID int64) (bool, error) {
 	var seen bool
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM seen_blobs WHERE scope_id = $1)`, scopeID).Scan(&seen)
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM seen_blob_chunks WHERE scope_id = $1)
+		OR EXISTS (SELECT 1 FROM seen_blobs WHERE scope_id = $1)`, scopeID).Scan(&seen)
 	return seen, err
 }
 
-// SeenBlobs returns which of blobs the scope has seen already.
+// SeenBlobs returns which of blobs the scope has seen already (in its
+// chunks or in seen_blobs, seenset.go).
 func (s *Store) SeenBlobs(ctx context.Context, scopeID int64, blobs [][]byte) (map[string]bool, error) {
 	seen := map[string]bool{}
 	if len(blobs) == 0 {
 		return seen, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT blob FROM seen_blobs WHERE scope_id = $1 AND blob = ANY($2)`, scopeID, blobs)
-	if err != nil {
-		return nil, err
-	}
-	var b []byte
-	_, err = pgx.ForEachRow(rows, []any{&b}, func() error {
-		seen[string(b)] = true
-		return nil
-	})
-	return seen, err
+	return seen, seenIn(ctx, s.pool, scopeID, blobs, seen)
 }
 
 // Outcomes of a seen blob.
@@ -361,17 +354,8 @@ func (s *Store) WriteData(ctx context.Context, l shard.Lease, scopeID int64, ops
 }
 
 func writeData(ctx context.Context, tx pgx.Tx, scopeID int64, ops DataOps) (int64, error) {
-	if len(ops.Seen) > 0 {
-		blobs := make([][]byte, len(ops.Seen))
-		outcomes := make([]string, len(ops.Seen))
-		for i, b := range ops.Seen {
-			blobs[i], outcomes[i] = b.Blob, b.Outcome
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO seen_blobs (scope_id, blob, outcome)
-			SELECT $1, b, o FROM unnest($2::bytea[], $3::text[]) AS t(b, o)
-			ON CONFLICT DO NOTHING`, scopeID, blobs, outcomes); err != nil {
-			return 0, err
-		}
+	if err := writeSeen(ctx, tx, scopeID, ops.Seen); err != nil {
+		return 0, err
 	}
 	if len(ops.Findings)+len(ops.Paths) > 0 {
 		blobs, paths := make([][]byte, 0, len(ops.Findings)+len(ops.Paths)), make([]string, 0, len(ops.Findings)+len(ops.Paths))
