@@ -115,7 +115,7 @@ func composeProject(t *testing.T) *types.Project {
 func TestComposeServices(t *testing.T) {
 	p := composeProject(t)
 	for _, name := range []string{"gitfleet-pki", "temporal-db", "temporal-schema", "temporal-cli", "temporal", "temporal-setup", "temporal-ui",
-		"gitfleet-db", "gitfleet-migrate", "gitfleet-grants", "registry", "registry-pull", "worker", "runner", "starter"} {
+		"gitfleet-db", "gitfleet-pgbouncer", "gitfleet-migrate", "gitfleet-grants", "registry", "registry-pull", "worker", "runner", "starter"} {
 		if _, ok := p.Services[name]; !ok {
 			t.Errorf("service %s missing", name)
 		}
@@ -275,13 +275,15 @@ func TestComposeDependencies(t *testing.T) {
 		{"temporal-setup", false, true, []string{"temporal"}},
 		{"temporal-ui", false, false, []string{"temporal"}},
 		{"gitfleet-db", true, false, nil},
+		{"gitfleet-pgbouncer", true, false, []string{"gitfleet-db"}},
 		{"gitfleet-migrate", false, true, []string{"gitfleet-db"}},
 		{"gitfleet-grants", false, true, []string{"gitfleet-migrate"}},
 		{"registry", true, false, []string{"gitfleet-pki"}},
 		{"registry-pull", true, false, []string{"gitfleet-pki"}},
-		{"worker", false, false, []string{"temporal", "temporal-setup", "gitfleet-db", "gitfleet-migrate", "gitfleet-grants"}},
-		{"runner", false, false, []string{"temporal", "temporal-setup", "gitfleet-db", "gitfleet-migrate", "gitfleet-grants", "registry-pull"}},
-		{"starter", false, false, []string{"temporal", "temporal-setup", "gitfleet-db", "gitfleet-migrate", "gitfleet-grants"}},
+		{"worker", false, false, []string{"temporal", "temporal-setup", "gitfleet-db", "gitfleet-pgbouncer", "gitfleet-migrate", "gitfleet-grants"}},
+		{"runner", false, false, []string{"temporal", "temporal-setup", "gitfleet-db", "gitfleet-pgbouncer", "gitfleet-migrate", "gitfleet-grants",
+			"registry-pull"}},
+		{"starter", false, false, []string{"temporal", "temporal-setup", "gitfleet-db", "gitfleet-pgbouncer", "gitfleet-migrate", "gitfleet-grants"}},
 	} {
 		s := p.Services[tc.service]
 		if healthy(s) != tc.healthy {
@@ -408,8 +410,13 @@ func TestComposeGitfleetEnvironment(t *testing.T) {
 					t.Errorf("%s is empty", k)
 				}
 			}
-			if db := *env["DATABASE_URL"]; !strings.Contains(db, "@gitfleet-db:") {
-				t.Errorf("DATABASE_URL %q is not gitfleet's own database", db)
+			// The owner migrates directly; the rest go through PgBouncer.
+			host := "@gitfleet-pgbouncer:6432/gitfleet?"
+			if name == "gitfleet-migrate" {
+				host = "@gitfleet-db:5432/gitfleet?"
+			}
+			if db := *env["DATABASE_URL"]; !strings.Contains(db, host) {
+				t.Errorf("DATABASE_URL %q does not reach gitfleet's database at %s", db, host)
 			}
 			// The configuration loads from this environment and the
 			// secrets the service mounts, and finds each secret there.
@@ -433,7 +440,7 @@ func TestComposeGitfleetEnvironment(t *testing.T) {
 			}
 			role := map[string]string{"gitfleet-migrate": "GITFLEET_DB_PASSWORD", "worker": "GITFLEET_WORKER_DB_PASSWORD",
 				"starter": "GITFLEET_STARTER_DB_PASSWORD", "runner": "GITFLEET_RUNNER_DB_PASSWORD"}[name]
-			if !strings.Contains(cfg.DatabaseURL, ":"+composeSecrets[role]+"@gitfleet-db:") {
+			if !strings.Contains(cfg.DatabaseURL, ":"+composeSecrets[role]+host) {
 				t.Errorf("DATABASE_URL does not get %s's password", role)
 			}
 			if keys := name == "worker" || name == "starter"; (cfg.TokenBox != nil) != keys {
@@ -560,11 +567,12 @@ func TestComposeLeastPrivilege(t *testing.T) {
 	for name, want := range map[string][]string{
 		"gitfleet-db": {"gitfleet_db_admin_password", "gitfleet_db_password", "gitfleet_runner_db_password", "gitfleet_starter_db_password",
 			"gitfleet_worker_db_password"},
-		"gitfleet-migrate": {"gitfleet_db_password"},
-		"gitfleet-grants":  {"gitfleet_db_password"},
-		"worker":           {"github_token", "gitfleet_finding_key", "gitfleet_token_key", "gitfleet_worker_db_password"},
-		"starter":          {"gitfleet_finding_key", "gitfleet_token_key", "gitfleet_starter_db_password"},
-		"runner":           {"gitfleet_peer_token", "gitfleet_runner_db_password"},
+		"gitfleet-migrate":   {"gitfleet_db_password"},
+		"gitfleet-grants":    {"gitfleet_db_password"},
+		"gitfleet-pgbouncer": {"gitfleet_runner_db_password", "gitfleet_starter_db_password", "gitfleet_worker_db_password"},
+		"worker":             {"github_token", "gitfleet_finding_key", "gitfleet_token_key", "gitfleet_worker_db_password"},
+		"starter":            {"gitfleet_finding_key", "gitfleet_token_key", "gitfleet_starter_db_password"},
+		"runner":             {"gitfleet_peer_token", "gitfleet_runner_db_password"},
 	} {
 		slices.Sort(want)
 		if got := secretsFor(p.Services[name]); !slices.Equal(got, want) {
@@ -680,5 +688,87 @@ func TestComposeCheckSetsEverySecret(t *testing.T) {
 		if !strings.Contains(target, name+`="$${`+name+`:-compose-check}"`) {
 			t.Errorf("make compose-check gives %s no placeholder", name)
 		}
+	}
+}
+
+// PgBouncer (docs/architecture.md §10, "Connections"): in transaction mode
+// in front of gitfleet-db, authenticating the three roles that pass
+// through it from their secrets, on both networks (runners and the starter
+// are on pull only); every service reaching it tells pgx to prepare no
+// named statement, which another client would meet on the shared server
+// connection (store.TestThroughPgBouncerInTransactionMode runs both ways
+// through a real PgBouncer); the owner's migrations go direct: goose holds
+// a session-level advisory lock, and lock_timeout is a startup parameter.
+func TestComposePgBouncer(t *testing.T) {
+	p := composeProject(t)
+	b := p.Services["gitfleet-pgbouncer"]
+	if !strings.HasPrefix(b.Image, "edoburu/pgbouncer:1.") {
+		t.Errorf("gitfleet-pgbouncer: image %q, want edoburu/pgbouncer:1.x", b.Image)
+	}
+	mounts := map[string]string{}
+	for _, v := range b.Volumes {
+		mounts[v.Target] = v.Source
+	}
+	ini, err := os.ReadFile(mounts["/etc/gitfleet/pgbouncer.ini"])
+	if err != nil {
+		t.Fatalf("gitfleet-pgbouncer's configuration: %v", err)
+	}
+	start, err := os.ReadFile(mounts["/etc/gitfleet/start.sh"])
+	if err != nil {
+		t.Fatalf("gitfleet-pgbouncer's start script: %v", err)
+	}
+	settings := map[string]string{}
+	for _, line := range strings.Split(string(ini), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(strings.TrimSpace(line), ";") {
+			settings[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	for k, want := range map[string]string{"pool_mode": "transaction", "listen_port": "6432", "auth_type": "scram-sha-256",
+		"gitfleet": "host=gitfleet-db port=5432 dbname=gitfleet"} {
+		if settings[k] != want {
+			t.Errorf("pgbouncer.ini: %s = %q, want %q", k, settings[k], want)
+		}
+	}
+	if !strings.Contains(string(start), "exec pgbouncer /etc/gitfleet/pgbouncer.ini") || !strings.Contains(string(start), settings["auth_file"]) {
+		t.Errorf("start.sh does not write the auth file %s and run PgBouncer on the mounted configuration", settings["auth_file"])
+	}
+	for _, role := range []string{"gitfleet_worker", "gitfleet_starter", "gitfleet_runner"} {
+		if !strings.Contains(string(start), role) {
+			t.Errorf("start.sh does not authenticate %s", role)
+		}
+	}
+	if strings.Contains(string(start), "gitfleet_db_password") || strings.Contains(string(start), "admin") {
+		t.Error("start.sh reads the owner's or the superuser's password: they do not pass through PgBouncer")
+	}
+	if !slices.Contains(b.Entrypoint, "/etc/gitfleet/start.sh") {
+		t.Errorf("gitfleet-pgbouncer: entrypoint %v, want start.sh", b.Entrypoint)
+	}
+	if _, pull := b.Networks["pull"]; !pull || len(b.Networks) != 2 {
+		t.Errorf("gitfleet-pgbouncer: networks %v, want default and pull", b.Networks)
+	}
+	if !slices.Equal(b.CapDrop, []string{"ALL"}) || !b.ReadOnly || b.User == "root" || b.User == "0:0" {
+		t.Errorf("gitfleet-pgbouncer: cap_drop %v, read_only %t, user %q", b.CapDrop, b.ReadOnly, b.User)
+	}
+	for _, name := range []string{"worker", "runner", "starter"} {
+		u, err := url.Parse(*p.Services[name].Environment["DATABASE_URL"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.Host != "gitfleet-pgbouncer:6432" {
+			t.Errorf("%s: DATABASE_URL reaches %s, want gitfleet-pgbouncer:6432", name, u.Host)
+		}
+		switch mode := u.Query().Get("default_query_exec_mode"); mode {
+		case "cache_describe", "describe_exec", "exec", "simple_protocol":
+		default:
+			t.Errorf("%s: default_query_exec_mode %q prepares named statements, which transaction pooling breaks", name, mode)
+		}
+	}
+	for _, name := range []string{"gitfleet-migrate"} {
+		if u, _ := url.Parse(*p.Services[name].Environment["DATABASE_URL"]); u.Host != "gitfleet-db:5432" {
+			t.Errorf("%s: DATABASE_URL reaches %s, want gitfleet-db:5432 directly (session-level advisory lock)", name, u.Host)
+		}
+	}
+	if h := *p.Services["gitfleet-grants"].Environment["PGHOST"]; h != "gitfleet-db" {
+		t.Errorf("gitfleet-grants: PGHOST %q, want gitfleet-db", h)
 	}
 }
