@@ -12,6 +12,7 @@ func WorkflowSettings(cfg config.Config) workflows.Settings {
 	return workflows.Settings{
 		SweepEvery: cfg.SweepEvery, CleanupEvery: cfg.CleanupEvery, RevalidateEvery: cfg.RevalidateEvery,
 		ReconcileEvery: cfg.ReconcileEvery, SweepMaxRunning: cfg.SweepMaxRunning,
+		SweepRanges:     cfg.SweepRanges,
 		RunnerHeartbeat: cfg.RunnerHeartbeat, RunnerOffline: cfg.RunnerOffline,
 		PullAttempt: cfg.PullAttempt, PullWindow: cfg.PullWindow, PullQueue: cfg.PullQueue, PullFanout: cfg.PullFanout,
 	}

@@ -21,6 +21,7 @@ import (
 	"gitfleet/internal/domain/blame"
 	"gitfleet/internal/domain/decay"
 	"gitfleet/internal/domain/repoid"
+	"gitfleet/internal/domain/sweeprange"
 	"gitfleet/internal/infra/errclass"
 	"gitfleet/internal/infra/mirror"
 	"gitfleet/internal/infra/store"
@@ -61,7 +62,11 @@ type Sweeps struct {
 	// another is changed even when its head is not.
 	Policy string
 	Decay  decay.Table
-	Log    *zap.Logger
+	// WorkerOffline is how long a silent worker still counts as live when
+	// the ranges are one per worker (GITFLEET_WORKER_OFFLINE_AFTER;
+	// zero: a minute).
+	WorkerOffline time.Duration
+	Log           *zap.Logger
 }
 
 // ListDue reads a page of candidates and decides, with the decay table,
@@ -75,7 +80,11 @@ func (s *Sweeps) ListDue(ctx context.Context, in workflows.SweepPageInput) (work
 	if in.Newest {
 		list = s.Store.SweepCandidatesNewest
 	}
-	cands, err := list(ctx, store.SweepCursor(in.After), in.Now.Add(-table.Horizon()), in.Now, in.Limit, in.SkipHosts)
+	var buckets store.SweepBuckets
+	if in.Range != nil {
+		buckets.Lo, buckets.Hi = in.Range.Buckets()
+	}
+	cands, err := list(ctx, store.SweepCursor(in.After), in.Now.Add(-table.Horizon()), in.Now, in.Limit, in.SkipHosts, buckets)
 	if err != nil {
 		return workflows.SweepPage{}, AppError(err)
 	}
@@ -94,6 +103,19 @@ func (s *Sweeps) ListDue(ctx context.Context, in workflows.SweepPageInput) (work
 		}
 	}
 	return page, nil
+}
+
+// SweepRanges is how many ranges a pass of the sweep has: fixed when > 0,
+// else one per live worker of the fleet (sweeprange.Count).
+func (s *Sweeps) SweepRanges(ctx context.Context, fixed int) (int, error) {
+	if fixed > 0 {
+		return sweeprange.Count(fixed, 0), nil
+	}
+	live, err := s.Store.LiveWorkers(ctx, workflows.TaskQueue, cmp.Or(s.WorkerOffline, time.Minute))
+	if err != nil {
+		return 0, AppError(fmt.Errorf("count the live workers: %w", err))
+	}
+	return sweeprange.Count(0, len(live)), nil
 }
 
 // resumedAfter reports whether the last sweep halted c's host or owner at

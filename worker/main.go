@@ -235,7 +235,8 @@ func run() error {
 		r.RegisterActivity(&activities.Shards{Store: st, Mirrors: mirrors, Scanner: scanner, Log: log,
 			LeaseFor: cfg.ShardLease, BatchBlobs: cfg.ScanBatch, ScanSlots: scanSlots})
 		r.RegisterActivity(&activities.Sweeps{Store: st, Client: c, Hosts: cfg.Hosts,
-			Heads: activities.LsRemote{Creds: creds}, Policy: scanner.Policy(), Decay: cfg.Decay, Log: log})
+			Heads: activities.LsRemote{Creds: creds}, Policy: scanner.Policy(), Decay: cfg.Decay,
+			WorkerOffline: cfg.Fleet.WorkerOffline, Log: log})
 		r.RegisterActivity(&activities.GitHub{Store: st, Box: cfg.TokenBox, Hosts: cfg.Hosts, MaxConcurrent: cfg.GitHubConcurrency, Log: log})
 		r.RegisterActivity(&activities.Cleanup{Store: st, Retention: store.Retention(cfg.Retain), Log: log})
 		r.RegisterActivity(&activities.Snapshots{Store: st, Client: c, Propagation: activities.WorkflowSettings(cfg).Propagation(), Log: log})
@@ -387,6 +388,7 @@ Configuration comes from the environment:
   GITFLEET_SCAN_ARCHIVE_DEPTH levels of archives (zip, jar, tar, gzip...) opened to scan the files inside (default 8; 0 disables)
   GITFLEET_SWEEP_EVERY how often the recollection-sweep schedule fires (default 1h)
   GITFLEET_SWEEP_MAX_RUNNING  the sweep starts collections only while fewer Collect runs run (default 100)
+  GITFLEET_SWEEP_RANGES       a sweep pass's ranges, a sweep each: auto (one per live worker, the default) or 1-256
   GITFLEET_CLEANUP_EVERY how often the stale-cleanup schedule fires (default 24h)
   GITFLEET_VALIDATE    on: check found secrets with their providers' APIs (default off: nothing
                        is sent; see docs/architecture.md §11, "Validity checks: the trust model")

@@ -18,6 +18,7 @@ import (
 	"gitfleet/internal/domain/identity"
 	"gitfleet/internal/domain/repoid"
 	"gitfleet/internal/domain/shard"
+	"gitfleet/internal/domain/sweeprange"
 	"gitfleet/internal/domain/target"
 	"gitfleet/internal/infra/errclass"
 )
@@ -263,6 +264,7 @@ const (
 	activityListAccountCodebases = "ListAccountCodebases" // ListAccountCodebasesInput → CachedReposPage
 	activityLoadSweepResume      = "LoadSweepResume"      // carry string → SweepResumeState
 	activitySaveSweepResume      = "SaveSweepResume"      // SweepResumeState
+	activitySweepRanges          = "SweepRanges"          // fixed int → ranges of a pass
 
 	// The GitHub cache (activities.GitHub).
 	activityRefreshGitHubCache = "RefreshGitHubCache" // RefreshGitHubCacheInput → RefreshGitHubCacheResult
@@ -478,6 +480,8 @@ type SweepPageInput struct {
 	// SkipHosts are hosts whose breaker halted: none of their candidates
 	// is read (a sweep through a host's outage stops reading its pages).
 	SkipHosts []string `json:"skipHosts,omitempty"`
+	// Range is the sweep's range of the fleet (nil: all of it).
+	Range *sweeprange.Range `json:"range,omitempty"`
 }
 
 // SweepPage is one page of decisions.

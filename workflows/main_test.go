@@ -67,12 +67,19 @@ func (c *offsetClock) Add(d time.Duration) { c.off.Add(int64(d)) }
 type switchableHeads struct {
 	mu   sync.Mutex
 	stub string // when set, every repository's refs digest
+	// hook, when set, answers the repositories it takes (ok).
+	hook func(ctx context.Context, url string) (digest string, ok bool, err error)
 }
 
 func (h *switchableHeads) RefsDigest(ctx context.Context, url string) (string, error) {
 	h.mu.Lock()
-	stub := h.stub
+	stub, hook := h.stub, h.hook
 	h.mu.Unlock()
+	if hook != nil {
+		if d, ok, err := hook(ctx, url); ok {
+			return d, err
+		}
+	}
 	if stub != "" {
 		return stub, nil
 	}

@@ -10,6 +10,7 @@ import (
 
 	"gitfleet/internal/domain/blame"
 	"gitfleet/internal/domain/repoid"
+	"gitfleet/internal/domain/sweeprange"
 )
 
 // SweepScheduleID is the Temporal Schedule that starts RecollectionSweep.
@@ -73,6 +74,14 @@ type RecollectionSweepInput struct {
 	// leaves its HaltedAt for the next. The scheduled sweep's is its
 	// schedule's id (SweepScheduleID); empty: nothing is handed on.
 	Carry string `json:"carry,omitempty"`
+
+	// Ranges splits the pass (the runs since GetVersion sweep-ranges): 0
+	// or 1, one sweep over the whole fleet, as before; n > 1, n ranges,
+	// a child sweep each; SweepRangesPerWorker, one per live worker.
+	Ranges int `json:"ranges,omitempty"`
+	// Range is this sweep's range of the fleet, set by the pass for its
+	// children (nil: the whole fleet).
+	Range *sweeprange.Range `json:"range,omitempty"`
 }
 
 // CheckHeadsRequest is CheckHeads' input: the batch (CheckHeadsInput, whose
@@ -191,7 +200,11 @@ type SweepResult struct {
 	// where the last sweep halted their host (owner), left to the next.
 	Skipped  int `json:"skipped,omitempty"`
 	Deferred int `json:"deferred,omitempty"`
-	Runs     int `json:"runs"`
+	// Runs counts the runs of the sweep, of all its ranges' sweeps and the
+	// pass's own for a split pass.
+	Runs int `json:"runs"`
+	// Ranges is how many ranges the pass had (0: not split).
+	Ranges int `json:"ranges,omitempty"`
 }
 
 func (r SweepResult) String() string {
@@ -202,6 +215,9 @@ func (r SweepResult) String() string {
 	}
 	if r.Skipped > 0 || r.Deferred > 0 {
 		s += fmt.Sprintf(", skipped %d behind a halted host, deferred %d", r.Skipped, r.Deferred)
+	}
+	if r.Ranges > 1 {
+		s += fmt.Sprintf(" in %d ranges", r.Ranges)
 	}
 	if r.Halted {
 		s = "HALTED (" + r.HaltReason + "): " + s
@@ -345,7 +361,21 @@ func recollectionSweepV0(ctx workflow.Context, in RecollectionSweepInput) (Sweep
 // (the scheduled sweep's), take up each host (owner) the last sweep halted
 // after the candidate it halted on, and leave their own halted hosts for
 // the next.
+//
+// A pass with Ranges (the runs since GetVersion sweep-ranges; the
+// scheduled ones) splits the fleet into ranges, a child sweep each
+// (sweepPass); each range's sweep is this workflow over its Range.
 func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepResult, error) {
+	// Only a pass's first run splits (a continued run goes on with its
+	// range); the runs recorded before asked no version here.
+	if in.Range == nil && in.Ranges != 0 && in.Stats.Runs == 0 && version(ctx, sweepRangesChange, 1) == 1 {
+		return sweepPass(ctx, in)
+	}
+	return recollectionSweep(ctx, in)
+}
+
+// recollectionSweep is one sweep: over the whole fleet, or over its Range.
+func recollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepResult, error) {
 	if workflow.GetVersion(ctx, sweepBudgetChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return recollectionSweepV0(ctx, in)
 	}
@@ -461,7 +491,13 @@ func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepRe
 				if err := workflow.ExecuteActivity(withOptions(ctx, dbOptions), activityRunningCollects).Get(ctx, &running); err != nil {
 					return stats, err
 				}
-				if room := in.MaxRunning - running - unseen; room < window {
+				room := in.MaxRunning - running
+				if in.Range != nil && !in.Range.Whole() {
+					// The ranges share the room: started at once, they
+					// start no more than it together.
+					room = sweeprange.Share(room, in.Range.K, in.Range.N, stats.Waits)
+				}
+				if room -= unseen; room < window {
 					window = room
 				}
 				if window <= 0 {
@@ -523,7 +559,7 @@ func RecollectionSweep(ctx workflow.Context, in RecollectionSweepInput) (SweepRe
 
 		var page SweepPage
 		scheduled++
-		listIn := SweepPageInput{After: in.After, Limit: in.PageSize, Now: in.Now}
+		listIn := SweepPageInput{After: in.After, Limit: in.PageSize, Now: in.Now, Range: in.Range}
 		if newest {
 			listIn.Newest, listIn.Resume = true, in.Resume
 			listIn.SkipHosts = in.Breakers.HaltedHosts()

@@ -26,7 +26,8 @@ type ScheduleConfig struct {
 	RevalidateEvery time.Duration
 	// Reconcile tunes the scheduled ReconcileRunners.
 	Reconcile ReconcileRunnersInput
-	// Sweep tunes the scheduled RecollectionSweep (MaxRunning).
+	// Sweep tunes the scheduled RecollectionSweep (MaxRunning, Ranges: 0
+	// is one range per live worker).
 	Sweep RecollectionSweepInput
 }
 
@@ -48,6 +49,11 @@ func Schedules(cfg ScheduleConfig) map[string]client.ScheduleOptions {
 	// it stopped.
 	if cfg.Sweep.Carry == "" {
 		cfg.Sweep.Carry = SweepScheduleID
+	}
+	// Each pass splits the fleet into ranges, one per live worker unless
+	// set (a sweep a range: recollection-sweep:3-of-16).
+	if cfg.Sweep.Ranges == 0 {
+		cfg.Sweep.Ranges = SweepRangesPerWorker
 	}
 	return map[string]client.ScheduleOptions{
 		SecretRevalidationScheduleID: {

@@ -13,9 +13,11 @@ import (
 type Settings struct {
 	SweepEvery, CleanupEvery, RevalidateEvery, ReconcileEvery time.Duration
 	SweepMaxRunning                                           int
-	RunnerHeartbeat, RunnerOffline                            time.Duration
-	PullAttempt, PullWindow, PullQueue                        time.Duration
-	PullFanout                                                int
+	// SweepRanges: a sweep pass's ranges (0: one per live worker).
+	SweepRanges                        int
+	RunnerHeartbeat, RunnerOffline     time.Duration
+	PullAttempt, PullWindow, PullQueue time.Duration
+	PullFanout                         int
 }
 
 // Propagation is how pulls are bounded and spread (zero values: the
@@ -43,6 +45,6 @@ func (s Settings) RunnerSilentAfter() time.Duration {
 func (s Settings) Schedules() ScheduleConfig {
 	return ScheduleConfig{SweepEvery: s.SweepEvery, CleanupEvery: s.CleanupEvery, ReconcileEvery: s.ReconcileEvery,
 		RevalidateEvery: s.RevalidateEvery,
-		Sweep:           RecollectionSweepInput{MaxRunning: s.SweepMaxRunning},
+		Sweep:           RecollectionSweepInput{MaxRunning: s.SweepMaxRunning, Ranges: s.SweepRanges},
 		Reconcile:       ReconcileRunnersInput{OfflineAfter: s.RunnerOffline, Queue: s.PullQueue}}
 }

@@ -93,7 +93,7 @@ func benchmarkSweepUnchanged(b *testing.B) {
 	seeded := time.Since(start)
 
 	var plan []string
-	rows, err := pool.Query(ctx, "EXPLAIN "+store.SweepCandidatesQuery, now.Add(-91*24*time.Hour), 0, now.Add(-91*24*time.Hour), now, 1000)
+	rows, err := pool.Query(ctx, "EXPLAIN "+store.SweepCandidatesQuery, now.Add(-91*24*time.Hour), 0, now.Add(-91*24*time.Hour), now, 1000, []string{}, 0, 1024)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"gitfleet/internal/domain/decay"
 	"gitfleet/internal/domain/snapshot"
+	"gitfleet/internal/domain/sweeprange"
 	"gitfleet/internal/infra/gitread"
 	"gitfleet/internal/infra/reach"
 	"gitfleet/internal/infra/secrets"
@@ -37,13 +38,16 @@ const (
 	EnvScanDecodeDepth   = "GITFLEET_SCAN_DECODE_DEPTH"
 	EnvScanArchiveDepth  = "GITFLEET_SCAN_ARCHIVE_DEPTH"
 	// What reading a repository may cost (gitread.Limits).
-	EnvMaxObjectBytes    = gitread.SettingMaxObjectBytes
-	EnvMaxPackBytes      = gitread.SettingMaxPackBytes
-	EnvSweepEvery        = "GITFLEET_SWEEP_EVERY"
-	EnvCleanupEvery      = "GITFLEET_CLEANUP_EVERY"
-	EnvRevalidateEvery   = "GITFLEET_REVALIDATE_EVERY"
-	EnvDecay             = "GITFLEET_DECAY"
-	EnvSweepMaxRunning   = "GITFLEET_SWEEP_MAX_RUNNING"
+	EnvMaxObjectBytes  = gitread.SettingMaxObjectBytes
+	EnvMaxPackBytes    = gitread.SettingMaxPackBytes
+	EnvSweepEvery      = "GITFLEET_SWEEP_EVERY"
+	EnvCleanupEvery    = "GITFLEET_CLEANUP_EVERY"
+	EnvRevalidateEvery = "GITFLEET_REVALIDATE_EVERY"
+	EnvDecay           = "GITFLEET_DECAY"
+	EnvSweepMaxRunning = "GITFLEET_SWEEP_MAX_RUNNING"
+	// EnvSweepRanges splits each sweep pass into ranges: "auto" (the
+	// default) one per live worker, or a number from 1 to 256.
+	EnvSweepRanges       = "GITFLEET_SWEEP_RANGES"
 	EnvHashKey           = "GITFLEET_FINDING_KEY"
 	EnvHashKeyFile       = "GITFLEET_FINDING_KEY_FILE"
 	EnvTokenKey          = secrets.KeyEnv
@@ -151,6 +155,9 @@ type Config struct {
 	// SweepMaxRunning bounds the Collect runs running at once before the
 	// sweep starts more.
 	SweepMaxRunning int
+	// SweepRanges is how many ranges a sweep pass has; 0: one per live
+	// worker (GITFLEET_SWEEP_RANGES=auto).
+	SweepRanges int
 	// Retain is how long the daily cleanup keeps what is no longer current.
 	Retain Retention
 	// HashKeyFile is the file that holds the findings' key, unless
@@ -429,6 +436,13 @@ func Load(getenv func(string) string) (Config, error) {
 			return Config{}, fmt.Errorf("%s=%q: want a number of collections, at least 1", EnvSweepMaxRunning, v)
 		}
 		c.SweepMaxRunning = n
+	}
+	if v := value(getenv, EnvSweepRanges); v != "" && v != "auto" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > sweeprange.MaxRanges {
+			return Config{}, fmt.Errorf("%s=%q: want auto or a number of ranges from 1 to %d", EnvSweepRanges, v, sweeprange.MaxRanges)
+		}
+		c.SweepRanges = n
 	}
 	if v := value(getenv, EnvGitHubConcurrency); v != "" {
 		n, err := strconv.Atoi(v)

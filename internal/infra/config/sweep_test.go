@@ -28,3 +28,24 @@ func TestSweepMaxRunning(t *testing.T) {
 		}
 	}
 }
+
+func TestSweepRanges(t *testing.T) {
+	for _, c := range []struct {
+		v    string
+		want int
+		ok   bool
+	}{
+		{"", 0, true}, {"auto", 0, true}, {"1", 1, true}, {"16", 16, true}, {"256", 256, true},
+		{"0", 0, false}, {"257", 0, false}, {"-1", 0, false}, {"many", 0, false},
+	} {
+		got, err := Load(func(k string) string {
+			if k == EnvSweepRanges {
+				return c.v
+			}
+			return ""
+		})
+		if (err == nil) != c.ok || err == nil && got.SweepRanges != c.want {
+			t.Errorf("%s=%q: %d, %v; want %d (accepted %v)", EnvSweepRanges, c.v, got.SweepRanges, err, c.want, c.ok)
+		}
+	}
+}

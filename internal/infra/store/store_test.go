@@ -336,8 +336,10 @@ func TestMigrateIsIdempotent(t *testing.T) {
 
 // The sweep's candidate queries, oldest and newest view first, can be
 // answered from their partial index (their predicate implies the index's):
-// with sequential scans priced out, the plan must use codebases_sweep, not
-// the primary key.
+// with sequential scans priced out, the plan must use codebases_sweep_ranged,
+// not the primary key, and test a range's buckets in the index (Index
+// Cond), not on each row fetched (Filter): a range of n reads its own
+// candidates, not n times as many.
 func TestSweepQueryUsesItsIndex(t *testing.T) {
 	ctx := context.Background()
 	conn, err := env.Store.Pool().Acquire(ctx)
@@ -351,7 +353,7 @@ func TestSweepQueryUsesItsIndex(t *testing.T) {
 	defer conn.Exec(ctx, `RESET enable_seqscan`)
 	now := time.Now()
 	for _, q := range []string{store.SweepCandidatesQuery, store.SweepCandidatesNewestQuery} {
-		rows, err := conn.Query(ctx, "EXPLAIN "+q, now.Add(-91*24*time.Hour), 0, now.Add(-91*24*time.Hour), now, 500, []string{"down.example"})
+		rows, err := conn.Query(ctx, "EXPLAIN "+q, now.Add(-91*24*time.Hour), 0, now.Add(-91*24*time.Hour), now, 500, []string{"down.example"}, 256, 512)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -362,8 +364,14 @@ func TestSweepQueryUsesItsIndex(t *testing.T) {
 			plan = append(plan, line)
 		}
 		rows.Close()
-		if !strings.Contains(strings.Join(plan, "\n"), "codebases_sweep") {
-			t.Errorf("candidate query plan does not use codebases_sweep:\n%s", strings.Join(plan, "\n"))
+		text := strings.Join(plan, "\n")
+		if !strings.Contains(text, "codebases_sweep_ranged") {
+			t.Errorf("candidate query plan does not use codebases_sweep_ranged:\n%s", text)
+		}
+		for _, line := range plan {
+			if strings.Contains(line, "hashint8") && !strings.Contains(line, "Index Cond") {
+				t.Errorf("a range's buckets are not tested in the index:\n%s", text)
+			}
 		}
 	}
 }

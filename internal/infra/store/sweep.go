@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"gitfleet/internal/domain/repoid"
+	"gitfleet/internal/domain/sweeprange"
 )
 
 // SweepCandidate is a codebase the re-collection sweep considers.
@@ -39,8 +40,9 @@ type SweepCursor struct {
 
 // SweepCandidatesQuery pages through the candidates: live, fewer than five
 // failures in a row, viewed between $3 and $4, after the cursor ($1, $2) in
-// (last_viewed_at, id) order — the partial index codebases_sweep —, on none
-// of the hosts $6 (those the sweep's breaker halted).
+// (last_viewed_at, id) order — the partial index codebases_sweep_ranged —,
+// on none of the hosts $6 (those the sweep's breaker halted), in the
+// buckets [$7, $8) (SweepBucket: a sweep's range, sweeprange).
 const SweepCandidatesQuery = `SELECT c.id, c.host, c.owner, c.name, coalesce(c.last_commit_sha, ''), c.last_viewed_at,
 		c.last_completed_at, c.last_checked_at, c.consecutive_failures, coalesce(sc.policy_hash, ''), coalesce(c.last_refs_digest, ''), c.last_event_at
 	FROM codebases c
@@ -49,7 +51,7 @@ const SweepCandidatesQuery = `SELECT c.id, c.host, c.owner, c.name, coalesce(c.l
 	LEFT JOIN scan_scopes sc ON sc.id = r.scope_id
 	WHERE NOT c.is_stale AND c.consecutive_failures < 5
 		AND c.last_viewed_at >= $3 AND c.last_viewed_at <= $4 AND (c.last_viewed_at, c.id) > ($1, $2)
-		AND c.host <> ALL($6)
+		AND c.host <> ALL($6) AND (hashint8(c.id) & 1023) >= $7 AND (hashint8(c.id) & 1023) < $8
 	ORDER BY c.last_viewed_at, c.id LIMIT $5`
 
 // SweepCandidatesNewestQuery is SweepCandidatesQuery in the other
@@ -63,34 +65,46 @@ const SweepCandidatesNewestQuery = `SELECT c.id, c.host, c.owner, c.name, coales
 	LEFT JOIN scan_scopes sc ON sc.id = r.scope_id
 	WHERE NOT c.is_stale AND c.consecutive_failures < 5
 		AND c.last_viewed_at >= $3 AND c.last_viewed_at <= $4 AND (c.last_viewed_at, c.id) < ($1, $2)
-		AND c.host <> ALL($6)
+		AND c.host <> ALL($6) AND (hashint8(c.id) & 1023) >= $7 AND (hashint8(c.id) & 1023) < $8
 	ORDER BY c.last_viewed_at DESC, c.id DESC LIMIT $5`
+
+// SweepBuckets are the buckets [Lo, Hi) of (hashint8(id) & 1023) a sweep
+// reads (sweeprange.Range.Buckets); the zero value reads them all.
+type SweepBuckets struct{ Lo, Hi int }
+
+func (b SweepBuckets) orAll() SweepBuckets {
+	if b.Hi <= b.Lo {
+		return SweepBuckets{0, sweeprange.Buckets}
+	}
+	return b
+}
 
 // SweepCandidatesNewest returns up to limit candidates before the cursor,
 // viewed between since and until, the most recently viewed first. A zero
 // cursor starts at until.
-func (s *Store) SweepCandidatesNewest(ctx context.Context, after SweepCursor, since, until time.Time, limit int, skipHosts []string) ([]SweepCandidate, error) {
+func (s *Store) SweepCandidatesNewest(ctx context.Context, after SweepCursor, since, until time.Time, limit int, skipHosts []string, in SweepBuckets) ([]SweepCandidate, error) {
 	if after.Viewed.IsZero() || after.Viewed.After(until) {
 		after = SweepCursor{Viewed: until, ID: math.MaxInt64}
 	}
-	return s.sweepCandidates(ctx, SweepCandidatesNewestQuery, after, since, until, limit, skipHosts)
+	return s.sweepCandidates(ctx, SweepCandidatesNewestQuery, after, since, until, limit, skipHosts, in)
 }
 
 // SweepCandidates returns up to limit candidates after the cursor, viewed
-// between since and until, on none of skipHosts. A zero cursor starts at
-// since.
-func (s *Store) SweepCandidates(ctx context.Context, after SweepCursor, since, until time.Time, limit int, skipHosts []string) ([]SweepCandidate, error) {
+// between since and until, on none of skipHosts, in the buckets in. A zero
+// cursor starts at since.
+func (s *Store) SweepCandidates(ctx context.Context, after SweepCursor, since, until time.Time, limit int, skipHosts []string, in SweepBuckets) ([]SweepCandidate, error) {
 	if after.Viewed.Before(since) {
 		after = SweepCursor{Viewed: since}
 	}
-	return s.sweepCandidates(ctx, SweepCandidatesQuery, after, since, until, limit, skipHosts)
+	return s.sweepCandidates(ctx, SweepCandidatesQuery, after, since, until, limit, skipHosts, in)
 }
 
-func (s *Store) sweepCandidates(ctx context.Context, query string, after SweepCursor, since, until time.Time, limit int, skipHosts []string) ([]SweepCandidate, error) {
+func (s *Store) sweepCandidates(ctx context.Context, query string, after SweepCursor, since, until time.Time, limit int, skipHosts []string, in SweepBuckets) ([]SweepCandidate, error) {
 	if skipHosts == nil {
 		skipHosts = []string{}
 	}
-	rows, err := s.pool.Query(ctx, query, after.Viewed, after.ID, since, until, limit, skipHosts)
+	in = in.orAll()
+	rows, err := s.pool.Query(ctx, query, after.Viewed, after.ID, since, until, limit, skipHosts, in.Lo, in.Hi)
 	if err != nil {
 		return nil, err
 	}
