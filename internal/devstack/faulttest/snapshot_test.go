@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -571,5 +572,102 @@ func TestSnapshotBusyRunnerAnswersTheReconcile(t *testing.T) {
 	}
 	if res := propagationResult(t, run, 2*time.Minute); res.Ready != 1 {
 		t.Errorf("propagation = %+v, want ready", res)
+	}
+}
+
+// Pipelined propagation with real runner processes: the registry holds the
+// last layer at a known byte (PauseAt) while the first runner pulls it, and
+// every other runner — three from the first, one from one of those, as the
+// planner builds the tree — has by then received every byte the first one
+// has: config, the two finished layers and the held one up to the pause,
+// while the first is still pulling. Nothing waits on time: the test waits
+// for the rows to show those bytes.
+//
+// Released, the fleet is ready and the registry sent each blob exactly
+// once, by its own counters: one copy. Killed instead (SIGKILL) while four
+// runners read from it, the first runner's peers finish from the registry
+// (their cut-off transfers are never stored: every store holds only blobs
+// that match their digests), and the first finishes on its restart: every
+// runner ends ready. Before (runners were sources only once ready), no
+// runner received a byte from a peer until the first held the whole image.
+func TestSnapshotPipelinedFanOut(t *testing.T) {
+	for _, kill := range []bool{false, true} {
+		t.Run(fmt.Sprintf("kill=%v", kill), func(t *testing.T) {
+			startCentral(t)
+			const layerSize, pauseAt = 1 << 20, 512 << 10
+			reg := startRegistry(t, ociregistry.Options{})
+			img := pushImage(t, reg, "snap/pipe", 21, 3, layerSize)
+			held := img.layers[2].Digest.String()
+			release := reg.PauseAt(held, pauseAt, ociregistry.Resumed)
+			t.Cleanup(release)
+			ids := []string{"pipe-a", "pipe-b", "pipe-c", "pipe-d", "pipe-e"}
+			dirs := map[string]string{}
+			procs := map[string]*workerProc{}
+			for _, id := range ids {
+				dirs[id] = t.TempDir()
+				procs[id] = launchRunner(t, id, dirs[id])
+			}
+			for _, p := range procs {
+				p.waitStarted(t)
+			}
+			reg.ResetCounters()
+			name := snapName("pipe")
+			// A heartbeat timeout of 20s: the killed runner's attempt is
+			// retried on its restart.
+			run := propagate(t, name, img.ref, workflows.PullTiming{Queue: time.Minute, Fresh: time.Minute, Heartbeat: 20 * time.Second})
+
+			paused := img.config + 2*layerSize + pauseAt
+			var root string
+			poll.Until(t, "one runner pulling from the registry", time.Minute, func() (bool, string) {
+				rows, err := env.Store.SnapshotRunners(context.Background(), name)
+				for _, r := range rows {
+					if r.Source == snapshot.Registry && r.BytesDone == paused {
+						root = r.RunnerID
+						return true, ""
+					}
+				}
+				return false, fmt.Sprintf("rows %+v (%v)", rows, err)
+			})
+			for _, id := range ids {
+				if id == root {
+					continue
+				}
+				waitRow(t, id, name, "every byte the first runner has, from a peer", func(r snapshot.Row) bool {
+					return strings.HasPrefix(r.Source, "peer:") && r.BytesDone == paused
+				})
+			}
+			if r := rowOf(t, root, name); r.State != snapshot.RowPulling {
+				t.Fatalf("the first runner's row %+v: it cannot be done, its last layer is held", r)
+			}
+			if kill {
+				stopProc(procs[root], syscall.SIGKILL)
+				startRunner(t, root, dirs[root])
+			} else {
+				release()
+			}
+			res := propagationResult(t, run, 3*time.Minute)
+			for _, id := range ids {
+				if r := rowOf(t, id, name); r.State != snapshot.RowReady {
+					t.Errorf("row of %s = %+v, want ready", id, r)
+				}
+				verifyStore(t, dirs[id])
+			}
+			t.Logf("first runner %s; propagation %+v; registry sent %d blob bytes of a %d-byte image", root, res, reg.BlobBytes(), img.size)
+			if kill {
+				return
+			}
+			if res.Ready != len(ids) {
+				t.Errorf("propagation = %+v, want %d ready", res, len(ids))
+			}
+			// One copy, by the registry's counters: each blob sent once, whole.
+			for _, b := range img.layers {
+				if sent, gets := reg.BlobBytesOf(b.Digest.String()), reg.BlobGetsOf(b.Digest.String()); sent != b.Size || gets != 1 {
+					t.Errorf("blob %s: the registry sent %d bytes in %d GETs, want %d in 1", b.Digest, sent, gets, b.Size)
+				}
+			}
+			if egress := reg.BlobBytes(); egress != img.size-img.manifest {
+				t.Errorf("the registry sent %d blob bytes, want one copy: %d", egress, img.size-img.manifest)
+			}
+		})
 	}
 }

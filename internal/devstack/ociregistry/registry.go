@@ -199,6 +199,7 @@ type fault struct {
 	// after bytes flipped.
 	release   chan struct{}
 	corrupted bool
+	cut       bool
 }
 
 // Corrupt flips one byte in the middle of the next n GETs of digest (any
@@ -230,13 +231,25 @@ func (r *Registry) HoldAfter(digest string, bytes int64, n int) {
 	r.arm(&fault{kind: holdAfter, digest: digest, left: n, after: bytes})
 }
 
+// Paused is how a transfer held by PauseAt ends once released.
+type Paused int
+
+const (
+	// Resumed: the rest of the body follows, as sent.
+	Resumed Paused = iota
+	// Corrupted: the rest follows, but one byte among the first ones was
+	// flipped (the length is right, so only verification notices).
+	Corrupted
+	// Cut: the connection drops, the body short of its length.
+	Cut
+)
+
 // PauseAt sends the first bytes of the body of the next GET of digest,
 // flushed, then nothing until release is called (or the client goes away),
-// then the rest: a transfer a test holds at a known byte while it looks at
-// who reads it. With corrupted, one byte among the first ones is flipped
-// (the length stays right, so only verification notices).
-func (r *Registry) PauseAt(digest string, bytes int64, corrupted bool) (release func()) {
-	f := &fault{kind: pauseAt, digest: digest, left: 1, after: bytes, release: make(chan struct{}), corrupted: corrupted}
+// then ends as end says: a transfer a test holds at a known byte while it
+// looks at who reads it.
+func (r *Registry) PauseAt(digest string, bytes int64, end Paused) (release func()) {
+	f := &fault{kind: pauseAt, digest: digest, left: 1, after: bytes, release: make(chan struct{}), corrupted: end == Corrupted, cut: end == Cut}
 	r.arm(f)
 	var once sync.Once
 	return func() { once.Do(func() { close(f.release) }) }
@@ -361,6 +374,9 @@ func (w *blobWriter) Write(p []byte) (int, error) {
 		case <-f.release:
 		case <-w.ctx.Done():
 			return n, w.ctx.Err()
+		}
+		if f.cut {
+			panic(http.ErrAbortHandler)
 		}
 		m, err := w.write(p[n:])
 		return n + m, err

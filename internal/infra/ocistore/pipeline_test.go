@@ -23,14 +23,22 @@ import (
 // once the runner has checked the whole blob's digest. A blob that fails
 // that check (the registry sent one flipped byte) is cut off: the peer
 // never receives a complete copy of it, stores nothing of it, and takes the
-// blob from its next source. The registry holds the layer at a known byte
+// blob from its next source; so does one cut short. The registry holds the layer at a known byte
 // (PauseAt) until the peer has received every byte before it: the test
 // waits on events, not on time. Before, a peer served only the complete
 // images it held, and a runner asked for one it was pulling answered 404.
 func TestAPeerServesWhatItVerifiedWhileStillPulling(t *testing.T) {
 	const pauseAt = 100 * kb
-	for _, corrupted := range []bool{false, true} {
-		t.Run(fmt.Sprintf("corrupted=%v", corrupted), func(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		end  ociregistry.Paused
+		want string // a's failure; "" none
+	}{
+		{"whole", ociregistry.Resumed, ""},
+		{"corrupted", ociregistry.Corrupted, "digest mismatch"},
+		{"truncated", ociregistry.Cut, "truncated"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			r := startRegistry(t)
 			l := layer(t, 77, 0, 256*kb)
 			_, digest, blobs := pushImage(t, r, "snapshots/pipe", "v1", l)
@@ -41,7 +49,7 @@ func TestAPeerServesWhatItVerifiedWhileStillPulling(t *testing.T) {
 			}
 			ref := r.Ref("snapshots/pipe", digest)
 			cfg, lay := blobs[0], blobs[1]
-			release := r.PauseAt(lay, pauseAt, corrupted)
+			release := r.PauseAt(lay, pauseAt, tc.end)
 			t.Cleanup(release)
 			a, b := newStore(t, 0), newStore(t, 0)
 			srv := httptest.NewServer(a.PeerHandler())
@@ -113,7 +121,7 @@ func TestAPeerServesWhatItVerifiedWhileStillPulling(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			manifest := int64(len(mustRead(t, b, digest)))
-			if !corrupted {
+			if tc.want == "" {
 				if aErr != nil {
 					t.Fatalf("a's pull: %v", aErr)
 				}
@@ -126,8 +134,9 @@ func TestAPeerServesWhatItVerifiedWhileStillPulling(t *testing.T) {
 				}
 				return
 			}
-			// The flipped byte: a refused the layer and stored nothing of it.
-			wantClass(t, aErr, errclass.Retryable, "digest mismatch")
+			// The flipped byte, the cut: a refused the layer and stored
+			// nothing of it.
+			wantClass(t, aErr, errclass.Retryable, tc.want)
 			if has(a, lay) {
 				t.Error("a stored a layer that does not match its digest")
 			}
