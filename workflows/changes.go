@@ -54,6 +54,7 @@ var Changes = []Change{
 	{ID: "sweep-event-budget", Workflows: []string{"RecollectionSweep"}, Since: "2026-11-25"},
 	{ID: "sweep-host-breaker", Workflows: []string{"RecollectionSweep"}, Since: "2026-12-03"},
 	{ID: "sweep-newest-first", Workflows: []string{"RecollectionSweep"}, Since: "2026-12-03"},
+	{ID: "sweep-ranges", Workflows: []string{"RecollectionSweep"}, Since: "2026-12-03"},
 	{ID: "sweep-unseen-started", Workflows: []string{"RecollectionSweep"}, Since: "2026-11-26"},
 	{ID: "validate-after-scan", Workflows: []string{"ExecuteShard"}, Since: "2026-11-26"},
 }
