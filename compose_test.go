@@ -772,3 +772,35 @@ func TestComposePgBouncer(t *testing.T) {
 		t.Errorf("gitfleet-grants: PGHOST %q, want gitfleet-db", h)
 	}
 }
+
+// The compose file's documented environment agrees with the settings table
+// (internal/infra/config/settings.go): every GITFLEET_* it names, in its
+// comments, its interpolations or a service's environment, is declared; a
+// gitfleet service sets only variables the table declares a setting of
+// its processes; and a default it writes for a setting (${VAR:-default})
+// is the table's, so that "empty means gitfleet's default" holds.
+func TestComposeEnvironmentIsDeclared(t *testing.T) {
+	raw, err := os.ReadFile("docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range regexp.MustCompile(`GITFLEET_[A-Z0-9_]*[A-Z0-9]`).FindAllString(string(raw), -1) {
+		if _, ok := config.Lookup(n); !ok {
+			t.Errorf("docker-compose.yml names %s, which internal/infra/config/settings.go does not declare", n)
+		}
+	}
+	for _, m := range regexp.MustCompile(`\$\{([A-Z0-9_]+):-([^}]*)\}`).FindAllStringSubmatch(string(raw), -1) {
+		s, ok := config.Lookup(m[1])
+		if ok && s.Readers != 0 && m[2] != "" && m[2] != s.Default {
+			t.Errorf("docker-compose.yml defaults %s to %q, the table to %q", m[1], m[2], s.Default)
+		}
+	}
+	p := composeProject(t)
+	for _, name := range gitfleetServices {
+		for k := range p.Services[name].Environment {
+			if s, ok := config.Lookup(k); !ok || s.Readers == 0 {
+				t.Errorf("%s sets %s, which is no declared setting of gitfleet's processes", name, k)
+			}
+		}
+	}
+}

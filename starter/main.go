@@ -69,19 +69,9 @@ type app struct {
 func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
 	a := &app{stdout: stdout, stderr: stderr, getenv: getenv}
 	root := &cobra.Command{
-		Use:   "starter",
-		Short: "gitfleet's command line: collect repositories and read the results",
-		Long: `starter talks to gitfleet's Temporal cluster and database.
-
-Configuration comes from the environment (the defaults match 'make run'):
-  TEMPORAL_ADDRESS    Temporal frontend (default ` + config.DefaultTemporalAddress + `)
-  TEMPORAL_NAMESPACE  namespace (default ` + config.DefaultNamespace + `)
-  TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_CONFIG_FILE, TEMPORAL_PROFILE
-                      the Temporal SDK's client configuration (Temporal Cloud, mTLS)
-  GITFLEET_UI_URL     Temporal Web UI, for links (default ` + config.DefaultUIURL + `)
-  DATABASE_URL        gitfleet's PostgreSQL database
-  GITHUB_API_URL      GitHub or GitHub Enterprise API (default https://api.github.com/)
-  GITFLEET_HOST       the host name used in repository names, if not derived from GITHUB_API_URL`,
+		Use:           "starter",
+		Short:         "gitfleet's command line: collect repositories and read the results",
+		Long:          rootLong(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -104,6 +94,20 @@ Configuration comes from the environment (the defaults match 'make run'):
 		a.shardCmd(), a.reposCmd(), a.adminCmd())
 	refuseUnknownSubcommands(root)
 	return root
+}
+
+// rootLong is `starter --help`'s text: the settings the starter reads
+// come from the settings table (config.WriteHelp), as `worker --help`'s.
+func rootLong() string {
+	var b strings.Builder
+	b.WriteString(`starter talks to gitfleet's Temporal cluster and database.
+
+Configuration comes from the environment (the defaults match 'make run';
+docs/settings.md says more; an empty variable is unset). The starter reads:
+
+`)
+	config.WriteHelp(&b, config.Starter)
+	return strings.TrimRight(b.String(), "\n")
 }
 
 // refuseUnknownSubcommands makes a word that names no subcommand a usage

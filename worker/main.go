@@ -17,7 +17,6 @@ import (
 	"google.golang.org/grpc"
 
 	"gitfleet/activities"
-	"gitfleet/internal/domain/notify"
 	"gitfleet/internal/domain/report"
 	"gitfleet/internal/infra/config"
 	"gitfleet/internal/infra/gitcreds"
@@ -349,106 +348,10 @@ Flags:
 `, workflows.TaskQueue)
 	flag.CommandLine.SetOutput(w)
 	flag.PrintDefaults()
-	fmt.Fprintf(w, `
-Configuration comes from the environment:
+	fmt.Fprint(w, `
+Configuration comes from the environment (docs/settings.md says more; an
+empty variable is unset). A worker and a runner read:
 
-  TEMPORAL_ADDRESS     Temporal frontend (default %s)
-  TEMPORAL_NAMESPACE   namespace (default %s)
-  TEMPORAL_API_KEY, TEMPORAL_TLS, TEMPORAL_TLS_CLIENT_CERT_PATH, TEMPORAL_TLS_CLIENT_KEY_PATH,
-  TEMPORAL_TLS_SERVER_CA_CERT_PATH, TEMPORAL_TLS_SERVER_NAME, ... (the *_DATA forms too),
-  TEMPORAL_CONFIG_FILE, TEMPORAL_PROFILE
-                       the Temporal SDK's client configuration (API key, TLS, mTLS, a
-                       TOML profile), for Temporal Cloud and mTLS clusters
-  DATABASE_URL         gitfleet's PostgreSQL database (default %s)
-  DATABASE_PASSWORD_FILE a file holding the password of DATABASE_URL's user, for a URL that carries none
-  DATABASE_URL_FILE, GITHUB_TOKEN_FILE, GITFLEET_TOKEN_KEY_FILE, GITFLEET_PEER_TOKEN_FILE, GITFLEET_WEBHOOK_SECRET_FILE,
-                       GITFLEET_NOTIFY_URL_FILE
-                       the secret in a file instead of the environment (trailing newline dropped)
-  GITFLEET_UI_URL      the Temporal Web UI: the starter prints links to it (the worker reads, not uses it)
-  GITHUB_API_URL       GitHub or GitHub Enterprise REST API (default https://api.github.com/)
-  GITHUB_TOKEN         API token (optional; never logged)
-  GITFLEET_HOST        the host name users write, when not derived from GITHUB_API_URL
-  GITFLEET_GIT_URL     base of clone URLs, when not derived from GITHUB_API_URL
-  GITFLEET_ALLOW_PLAIN_HTTP_TOKEN  1: tokens may go to a plain-http API not on this machine
-  GITFLEET_GITHUB_CONCURRENCY  GitHub API requests in flight per user token (default 10)
-  GITFLEET_TOKEN_KEY   32-byte key (base64 or hex) sealing users' GitHub tokens in the database
-  GITFLEET_GITHUB_APP_ID, GITFLEET_GITHUB_APP_KEY_FILE
-                       a GitHub App (its id, its private key's file) whose installations read
-                       private repositories: clones, the sweep's checks, identity lookups
-  GITFLEET_GIT_TOKENS_FILE  without an App: a file of "OWNER TOKEN-FILE" lines ("*" any owner)
-  GITFLEET_MIRROR_DIR  where mirrors live (default: the user cache directory)
-  GITFLEET_ALLOWED_HOSTS hosts fetches may reach besides the Git host: names, addresses, CIDR
-                       ranges, * for any public host (loopback, private, link-local only if listed;
-                       * is refused while HTTP(S)_PROXY carries the fetches: list hosts instead)
-  GITFLEET_LOCAL_ROOT  the directory local scan targets must lie under (default: none opened)
-  GITFLEET_RULES       gitleaks-format rule file (default: the built-in rules)
-  GITFLEET_SHARD_LEASE shard lease between renewals (default 1m)
-  GITFLEET_SCAN_BATCH  blobs per durable write of a scan (default %d)
-  GITFLEET_SCAN_DECODE_DEPTH levels of base64/hex/percent encoding undone to find secrets (default 5; 0 disables)
-  GITFLEET_SCAN_ARCHIVE_DEPTH levels of archives (zip, jar, tar, gzip...) opened to scan the files inside (default 8; 0 disables)
-  GITFLEET_SWEEP_EVERY how often the recollection-sweep schedule fires (default 1h)
-  GITFLEET_SWEEP_MAX_RUNNING  the sweep starts collections only while fewer Collect runs run (default 100)
-  GITFLEET_SWEEP_RANGES       a sweep pass's ranges, a sweep each: auto (one per live worker, the default) or 1-256
-  GITFLEET_CLEANUP_EVERY how often the stale-cleanup schedule fires (default 24h)
-  GITFLEET_VALIDATE    on: check found secrets with their providers' APIs (default off: nothing
-                       is sent; see docs/architecture.md §11, "Validity checks: the trust model")
-  GITFLEET_VALIDATE_<PROVIDER>  off: one provider's checks off (GITHUB, GITLAB, SLACK, STRIPE, NPM,
-                       OPENAI, ANTHROPIC, SENDGRID, TWILIO, AWS)
-  GITFLEET_VALIDATE_IN_FLIGHT, GITFLEET_VALIDATE_PER_MINUTE  each provider's checks at once and
-                       a minute from this worker (default 2, 30)
-  GITFLEET_REVALIDATE_EVERY how often the secret-revalidation schedule fires (default 24h)
-  GITFLEET_RETAIN_COLLECTIONS, GITFLEET_RETAIN_RECEIPTS, GITFLEET_RETAIN_OLD_SCOPES, GITFLEET_RETAIN_SCANS
-                       how long the daily cleanup keeps collection history, scan receipts, results under
-                       replaced rules, scan requests' results (default 90d, 30d, 7d, 90d; 0 keeps forever)
-  GITFLEET_DECAY       decay table, e.g. 7d=6h,14d=12h,30d=24h,60d=3d,90d=7d (the default)
-  GITFLEET_FINDING_KEY_FILE a file that holds the key of the findings' secret hashes ("v1:base64:...",
-                       'starter admin finding-key new'); required, never kept in the database
-  GITFLEET_FINDING_KEY the key itself, instead of a file
-  GITFLEET_LOG_LEVEL   debug, info, warn, error (default info)
-  GITFLEET_LOG_FORMAT  console or json (default console)
-  GITFLEET_REGISTRY    workers: where snapshot builds are pushed, host:port/path (a build runs on the
-                       repository's worker, from its mirror); runners: allowed to pull from
-  GITFLEET_INSECURE_REGISTRIES  workers and runners: registries (host:port, comma-separated) spoken to over
-                                plain HTTP
-  GITFLEET_SNAPSHOT_SOURCES     runners: registries (host[:port][/path], comma-separated) snapshots and base
-                                images may come from, besides GITFLEET_REGISTRY's host; workers: base images
-  GITFLEET_PEER_TOKEN           runners: the fleet's token for the peer ports, required off loopback (never
-                                logged; GITFLEET_PEER_TOKEN_FILE: a file holding it)
-  GITFLEET_RUNNER_HEARTBEAT     runners: heartbeat interval (default 10s)
-  GITFLEET_RUNNER_OFFLINE_AFTER a runner silent this long is offline (default 2m)
-  GITFLEET_PULL_ATTEMPT_TIMEOUT one pull attempt (default 10m)
-  GITFLEET_PULL_WINDOW          all attempts of a pull (default 60m)
-  GITFLEET_PULL_QUEUE_TIMEOUT   wait for a runner to pick a pull up (default 2m)
-  GITFLEET_PULL_FANOUT          pulls one ready runner serves at once (default 3)
-  GITFLEET_RECONCILE_EVERY      how often the runner-reconcile schedule fires (default 5m)
-  GITFLEET_ACTIVITY_SLOTS       Git activity tasks (syncs, scans) run at once (default 2 x CPUs,
-                                at least 4; a runner: --capacity)
-  GITFLEET_CONTROL_SLOTS        other activity tasks (database, API, starts) run at once (default 16)
-  GITFLEET_WORKER_ID            this worker's name: its row and its task queue gitfleet:git:<id>
-                                (default: an id claimed once and kept in GITFLEET_MIRROR_DIR/.worker-ids/,
-                                so a restart on the same mirror directory is the same worker)
-  GITFLEET_WORKER_OFFLINE_AFTER a worker silent this long hands its repositories on; it heartbeats only
-                                while Temporal answers it and it polls its queue (default 1m)
-  GITFLEET_MAX_OBJECT_BYTES     the largest Git object held in memory; an object needing more is refused alone,
-                                recorded as a hole with that reason (default 256MiB)
-  GITFLEET_MAX_PACK_BYTES       the largest pack a fetch receives (default 8GiB)
-  GITFLEET_MIRROR_QUOTA         bytes the mirrors may hold, at least 1MiB: past it, mirrors other workers
-                                own go first, then the least recently used (default: no bound)
-  GITFLEET_WORKFLOW_SLOTS       workflow tasks run at once (default 2 x CPUs, at least 4)
-  GITFLEET_SCAN_PARALLELISM     blobs read and scanned at once, all scans together (default: CPUs)
-  GITFLEET_STOP_TIMEOUT         on SIGTERM/SIGINT, how long running activities may finish (default 30s)
-  GITFLEET_METRICS_ADDR         /metrics, /livez, /readyz listen address, "off" for none (default :9090)
-  GITFLEET_WEBHOOK_ADDR         where the GitHub App's webhook deliveries are received (default: none)
-  GITFLEET_WEBHOOK_SECRET_FILE  a file holding the App's webhook secret (or GITFLEET_WEBHOOK_SECRET), at least 16 characters
-  GITFLEET_CODE_SCANNING        on: upload each repository's findings to GitHub code scanning when they change (the
-                                App needs Code scanning alerts: write; default off: nothing is sent)
-  GITFLEET_CODE_SCANNING_PER_HOUR  uploads per App installation in any hour, all workers together (default %d)
-  GITFLEET_NOTIFY_URL           alerts: receivers, comma-separated, of a message per repository when a scan finds
-                                secrets new to the fleet or a check finds one valid; hooks.slack.com or a
-                                slack+https:// URL gets Slack's format, any other gitfleet's JSON (default: none;
-                                a secret: GITFLEET_NOTIFY_URL_FILE names a file holding it)
-  GITFLEET_NOTIFY_PER_MINUTE    messages to one receiver in a minute, across the fleet (default %d)
-  GOMEMLIMIT, GOGC              the Go runtime's memory limit and GC target, process-wide
-`, config.DefaultTemporalAddress, config.DefaultNamespace, config.DefaultDatabaseURL, activities.DefaultBatchBlobs,
-		config.DefaultCodeScanningPerHour, notify.DefaultPerMinute)
+`)
+	config.WriteHelp(w, config.Worker|config.Runner)
 }

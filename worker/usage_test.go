@@ -9,27 +9,35 @@ import (
 	"gitfleet/internal/infra/config"
 )
 
-// worker --help names every setting Load reads and states the defaults the
-// code uses: it once said the scan batch was 2,000 (the code: 8,000) and left
-// five settings out.
+// worker --help says what the settings table says: every setting a worker
+// or a runner reads, with its help, its default and its file form. It once
+// said the scan batch was 2,000 (the code: 8,000) and left five settings
+// out; now it is written from the table (config.WriteHelp).
 func TestUsageNamesEverySetting(t *testing.T) {
 	var b strings.Builder
 	usage(&b)
-	help := b.String()
-	for _, v := range config.Vars() {
-		// The Temporal SDK's own client variables are named as a family.
-		if strings.HasPrefix(v, "TEMPORAL_") && v != config.EnvTemporalAddress && v != config.EnvTemporalNamespace {
+	help := strings.Join(strings.Fields(b.String()), " ")
+	n := 0
+	for _, s := range config.Settings() {
+		if s.Readers&(config.Worker|config.Runner) == 0 {
 			continue
 		}
-		if !strings.Contains(help, v) {
-			t.Errorf("worker --help does not name %s", v)
+		n++
+		if !strings.Contains(help, s.Name) {
+			t.Errorf("worker --help does not name %s", s.Name)
+		}
+		if s.FileOf() != "" {
+			continue // a secret's file form: named in its setting's entry
+		}
+		if !strings.Contains(help, s.HelpEntry()) {
+			t.Errorf("worker --help lacks %q", s.HelpEntry())
 		}
 	}
-	for _, want := range []string{
-		fmt.Sprintf("GITFLEET_SCAN_BATCH  blobs per durable write of a scan (default %d)", activities.DefaultBatchBlobs),
-	} {
-		if !strings.Contains(help, want) {
-			t.Errorf("worker --help lacks %q", want)
-		}
+	if n < 60 {
+		t.Errorf("only %d settings for workers and runners", n)
+	}
+	batch, _ := config.Lookup(config.EnvScanBatch)
+	if want := fmt.Sprintf("(default %d blobs)", activities.DefaultBatchBlobs); !strings.HasSuffix(batch.HelpEntry(), want) {
+		t.Errorf("worker --help gives the scan batch as %q, want the code's default %s", batch.HelpEntry(), want)
 	}
 }

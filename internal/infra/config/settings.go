@@ -39,6 +39,8 @@ type Setting struct {
 	Via string
 	// family: Name ends in <PROVIDER>, one variable per validity provider.
 	family bool
+	// fileOf: this is the NAME_FILE form of the setting fileOf.
+	fileOf string
 }
 
 // Kind is a setting's type: how its value is written.
@@ -85,6 +87,9 @@ func (r Reader) String() string {
 	return strings.Join(out, ", ")
 }
 
+// FileOf is the setting whose NAME_FILE form s is ("": none).
+func (s Setting) FileOf() string { return s.fileOf }
+
 // FileName is the NAME_FILE setting of a FileForm setting.
 func (s Setting) FileName() string { return FileVar(s.Name) }
 
@@ -111,7 +116,7 @@ func Settings() []Setting {
 	for _, s := range settings {
 		out = append(out, s)
 		if s.FileForm {
-			out = append(out, Setting{Name: s.FileName(), Kind: File, Readers: s.Readers,
+			out = append(out, Setting{Name: s.FileName(), Kind: File, Readers: s.Readers, fileOf: s.Name,
 				Help: "a file holding " + s.Name + " (trailing white space dropped; an empty file is unset; not both)"})
 		}
 	}
@@ -377,6 +382,7 @@ var ToolVars = []Setting{
 	{Name: "GITFLEET_SCAN_HELPER_CPUPROFILE", Via: "tests", Help: "a test's child process's CPU profile"},
 	{Name: "GITFLEET_BENCH_*", Via: "benchmarks (Makefile)", Help: "the benchmarks' parameters (docs/benchmarks.md)"},
 	{Name: "GITFLEET_BETTERLEAKS", Via: "benchmarks", Help: "the Betterleaks binary the scan benchmark compares with"},
+	{Name: "GITFLEET_MANYREFS", Via: "tests", Help: "set: TestManyRefsRescanWritesWhatMoved runs with 50,000 refs instead of 2,000"},
 }
 
 // validateProviders are the providers a GITFLEET_VALIDATE_<PROVIDER>

@@ -164,3 +164,40 @@ func moduleRoot(t *testing.T) string {
 		dir = parent
 	}
 }
+
+// The markers around docs/settings.md's generated tables.
+const (
+	docBegin = "<!-- settings: written from internal/infra/config/settings.go; GITFLEET_DOCS_UPDATE=1 go test ./internal/infra/config -run TestSettingsDoc rewrites them -->"
+	docEnd   = "<!-- end of settings -->"
+)
+
+// docs/settings.md's tables are the settings table's (WriteDocTable): a
+// setting added, changed or dropped in code fails here until the doc
+// follows. GITFLEET_DOCS_UPDATE=1 rewrites them instead; the prose around
+// them stays as written.
+func TestSettingsDoc(t *testing.T) {
+	path := filepath.Join(moduleRoot(t), "docs", "settings.md")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	i, j := strings.Index(doc, docBegin), strings.Index(doc, docEnd)
+	if i < 0 || j < i {
+		t.Fatalf("%s: the markers %q and %q are gone", path, docBegin, docEnd)
+	}
+	var want strings.Builder
+	WriteDocTable(&want)
+	body := "\n" + want.String()
+	if doc[i+len(docBegin):j] == body {
+		return
+	}
+	if os.Getenv("GITFLEET_DOCS_UPDATE") == "1" {
+		if err := os.WriteFile(path, []byte(doc[:i+len(docBegin)]+body+doc[j:]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("rewrote %s's settings", path)
+		return
+	}
+	t.Errorf("docs/settings.md's tables are not the settings table's (GITFLEET_DOCS_UPDATE=1 go test ./internal/infra/config -run TestSettingsDoc rewrites them); now:\n%s", body)
+}
