@@ -42,6 +42,7 @@ func BenchmarkRetention(b *testing.B) {
 		start := time.Now()
 		seedMonths(b, st, n)
 		before := tableSizes(b, st)
+		seenBefore := sqlCount(b, st, `SELECT count(*) FROM seen_blob_ids`)
 		fmt.Printf("\nseeded six months of %d codebases in %s\n", n, time.Since(start).Round(time.Second))
 		b.StartTimer()
 
@@ -86,6 +87,8 @@ func BenchmarkRetention(b *testing.B) {
 			}
 			fmt.Fprintf(&out, "%-22s %12d %12d %10.1f %10.1f\n", t.name, t.rows, a.rows, float64(t.bytes)/1e6, float64(a.bytes)/1e6)
 		}
+		fmt.Fprintf(&out, "seen blobs (seen_blob_ids, %d a chunk on average): %d before, %d after\n",
+			seenBefore/max(before[6].rows, 1), seenBefore, sqlCount(b, st, `SELECT count(*) FROM seen_blob_ids`))
 		fmt.Fprintln(&out, "(sizes after a plain VACUUM: the space deleted rows held is reused by new rows, not returned)")
 		fmt.Print(out.String())
 		b.ReportMetric(float64(steps), "steps")
@@ -103,7 +106,7 @@ func tableSizes(b *testing.B, st *store.Store) []tableSize {
 	b.Helper()
 	var out []tableSize
 	for _, t := range []string{"codebases", "collections", "shards", "scan_scopes", "shard_receipts", "shard_watermarks",
-		"seen_blobs", "findings", "finding_paths", "finding_presence", "finding_presence_refs"} {
+		"seen_blob_chunks", "findings", "finding_paths", "finding_presence", "finding_presence_refs"} {
 		s := tableSize{name: t}
 		if err := st.Pool().QueryRow(context.Background(), `SELECT count(*), pg_total_relation_size($1::regclass) FROM `+t, t).
 			Scan(&s.rows, &s.bytes); err != nil {
@@ -140,10 +143,16 @@ func seedMonths(b *testing.B, st *store.Store, n int) {
 			SELECT s.id, p.h, now() - p.age * interval '1 day'
 			FROM shards s, (VALUES ('p1', 180), ('p2', 120), ('p3', 30)) AS p(h, age)
 			WHERE s.key LIKE 'codebase:%' OR p.h = 'p3'`,
-		`INSERT INTO seen_blobs (scope_id, blob, outcome)
-			SELECT sc.id, int8send(sc.id * 1000 + b), 'scanned'
-			FROM scan_scopes sc JOIN shards s ON s.id = sc.shard_id,
-				generate_series(1, 300) AS b WHERE s.key LIKE 'codebase:%' OR b <= 200`,
+		// Seen blobs packed as store.WriteData packs them (migration 00058):
+		// 20-byte ids, up to 96 a chunk of one of 64 buckets.
+		`INSERT INTO seen_blob_chunks (scope_id, bucket, chunk, ids)
+			SELECT scope_id, bucket, (n - 1) / 96, string_agg(id, ''::bytea ORDER BY n)
+			FROM (SELECT scope_id, id, get_byte(id, 0) >> 2 AS bucket,
+					row_number() OVER (PARTITION BY scope_id, get_byte(id, 0) >> 2 ORDER BY id) AS n
+				FROM (SELECT sc.id AS scope_id, decode(md5(sc.id || ':' || b) || left(md5(b || ':' || sc.id), 8), 'hex') AS id
+					FROM scan_scopes sc JOIN shards s ON s.id = sc.shard_id,
+						generate_series(1, 300) AS b WHERE s.key LIKE 'codebase:%' OR b <= 200) AS ids) AS t
+			GROUP BY scope_id, bucket, (n - 1) / 96`,
 		`INSERT INTO findings (scope_id, rule_id, blob, start_offset, end_offset, line, path, commit_id, secret_hash, preview, secret_path)
 			SELECT sc.id, 'generic-api-key', int8send(sc.id * 1000 + b), 0, 40, 12, 'config/app' || b || '.env',
 				md5(b::text), md5(sc.id || ':' || b), 'api_key=AKIA****', ''
