@@ -37,6 +37,10 @@ func (e usageError) Unwrap() error { return e.err }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// A misspelt setting is otherwise ignored without a word.
+	for _, w := range config.Unknown(os.Environ()) {
+		fmt.Fprintln(os.Stderr, w)
+	}
 	root := newRoot(os.Stdout, os.Stderr, os.Getenv)
 	err := root.ExecuteContext(ctx)
 	stop()

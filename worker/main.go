@@ -39,6 +39,10 @@ func main() {
 	flag.IntVar(&rf.capacity, "capacity", 6, "runner mode: pulls and builds run at once")
 	flag.StringVar(&rf.quota, "store-quota", "", "runner mode: most bytes the store may hold, e.g. 50GB (default: unbounded)")
 	flag.StringVar(&rf.peerRate, "peer-rate", "", "runner mode: most bytes per second served to peers, e.g. 100MB (default: unbounded)")
+	// A misspelt setting is otherwise ignored without a word.
+	for _, w := range config.Unknown(os.Environ()) {
+		fmt.Fprintln(os.Stderr, w)
+	}
 	flag.Usage = func() { usage(flag.CommandLine.Output()) }
 	flag.Parse()
 	run := run

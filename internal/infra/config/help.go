@@ -98,15 +98,21 @@ func Unknown(environ []string) []string {
 	return out
 }
 
-// closest is the name in known at the least edit distance from name, the
-// first in known's order on a tie.
+// closest is the name in known at the least edit distance from name
+// (Levenshtein), the first in the table's order on a tie.
 func closest(name string, known []string) string {
 	best, bestD := "", -1
 	for _, k := range known {
 		if strings.HasSuffix(k, "*") {
 			continue
 		}
-		if d := editDistance(name, k); bestD < 0 || d < bestD {
+		d := editDistance(name, k)
+		if !strings.HasPrefix(k, "GITFLEET_") {
+			// GITHUB_TOKEN written with the GITFLEET_ prefix means it: the prefix
+			// counts as one edit for the standard variables.
+			d = min(d, editDistance(strings.TrimPrefix(name, "GITFLEET_"), k)+1)
+		}
+		if bestD < 0 || d < bestD {
 			best, bestD = k, d
 		}
 	}
