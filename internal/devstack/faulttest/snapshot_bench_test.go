@@ -106,8 +106,8 @@ func BenchmarkSnapshotPropagation(b *testing.B) {
 				b.ReportMetric(plainWall.Seconds(), "plain-pull-s")
 				b.Logf("%2d runners, %.0f MB image: one plain pull (go-containerregistry, own process) %.2fs, registry sent %.2f copies, peak RSS %.1f MB",
 					fleet, mb(img.size), plainWall.Seconds(), float64(plainEgress)/float64(img.size), mb(plainRSS))
-				b.Logf("%2d runners: first ready %.2fs, last ready %.2fs, propagation ended %.2fs; peers sent %.1f MB",
-					fleet, st.first.Seconds(), st.last.Seconds(), st.ready.Seconds(), mb(st.peers))
+				b.Logf("%2d runners: first ready %.2fs, last ready %.2fs, propagation ended %.2fs; peers sent %.1f MB; the runners used %.1f s of CPU; load average %s at the start",
+					fleet, st.first.Seconds(), st.last.Seconds(), st.ready.Seconds(), mb(st.peers), st.cpu.Seconds(), st.load)
 				goal := snapshotReadyGoal[fleet]
 				if goal == 0 {
 					goal = snapshotReadyGoal[10]
@@ -135,7 +135,11 @@ type fleetStats struct {
 	// (the database's clock, from the first row's creation).
 	ready, first, last time.Duration
 	egress, peers      int64
-	idleRSS, peakRSS   int64
+	// cpu is the runners' CPU time during the propagation; load the
+	// machine's load average before it (the machine is shared).
+	cpu              time.Duration
+	load             string
+	idleRSS, peakRSS int64
 }
 
 // propagateToFleet starts n runner processes, propagates img to them and
@@ -153,6 +157,10 @@ func propagateToFleet(b *testing.B, reg *ociregistry.Registry, img testImage, n 
 	for _, p := range procs {
 		p.waitStarted(b)
 		st.idleRSS = max(st.idleRSS, vmHWM(p.pid()))
+		st.cpu -= cpuTime(p.pid())
+	}
+	if raw, err := os.ReadFile("/proc/loadavg"); err == nil {
+		st.load = strings.Join(strings.Fields(string(raw))[:3], " ")
 	}
 	defer func() {
 		for i, p := range procs {
@@ -180,6 +188,7 @@ func propagateToFleet(b *testing.B, reg *ociregistry.Registry, img testImage, n 
 	}
 	for _, p := range procs {
 		st.peakRSS = max(st.peakRSS, vmHWM(p.pid()))
+		st.cpu += cpuTime(p.pid())
 	}
 	st.egress, st.peers = reg.BlobBytes(), res.FromPeers
 	return st
@@ -231,6 +240,25 @@ func vmHWM(pid int) int64 {
 		}
 	}
 	return 0
+}
+
+// cpuTime is a live process's user and system CPU time (Linux), 0 where
+// unknown.
+func cpuTime(pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which ends with the last ')':
+	// utime and stime are the 12th and 13th, in clock ticks (100 Hz).
+	_, rest, ok := strings.Cut(string(raw[bytes.LastIndexByte(raw, ')')+1:]), " ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	sys, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+sys) * 10 * time.Millisecond
 }
 
 // runPlainPull is the child side of envPlainPull: "REF DIR".

@@ -6,7 +6,8 @@
 // # Pulling
 //
 // Pull resolves the manifest (for an index, this platform's image), then
-// takes config and layers in manifest order and the manifest last. A blob
+// takes config and layers in manifest order, ParallelBlobs at once, and the
+// manifest last. A blob
 // the store holds is skipped; a missing one is tried at each source in
 // turn, streamed into a temporary file beside the blobs while being hashed,
 // and renamed into blobs/sha256/ only once digest and size match the
@@ -20,7 +21,8 @@
 // for the rest of the pull and named in Progress.Skipped at once, except
 // the last source, every blob's fallback. When every source fails the
 // error is Retryable and its reason names the last problem. Layers are
-// never held in memory: a pull uses one 256 KiB buffer.
+// never held in memory: a pull uses one 256 KiB buffer per blob it fetches
+// at once.
 //
 // A manifest's sizes are its source's word: each, and every addition of
 // them, is checked against Options.MaxImageBytes before anything is
@@ -36,7 +38,11 @@
 //
 // # Serving
 //
-// PeerHandler serves the store read-only over the OCI distribution API;
+// PeerHandler serves the store read-only over the OCI distribution API,
+// including what a pull in progress has verified so far: its manifest, and
+// each blob as it arrives, short of the last byte until the blob is
+// verified (a transfer that fails is cut off), so peers pull from a runner
+// that is still pulling and no peer completes an unverified copy;
 // PeerServer puts it behind a PeerAccess: a shared token (Token, which
 // never prints) and limits per client address and in all.
 //
