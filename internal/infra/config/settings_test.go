@@ -85,9 +85,10 @@ var gitfleetName = regexp.MustCompile(`GITFLEET_[A-Z0-9_]*`)
 
 // No code reads a GITFLEET_* variable the table does not declare: every
 // GITFLEET_ name in gitfleet's Go source outside tests (constants, reads,
-// help and error texts alike) and every one a test reads from the
-// environment is declared, or is a prefix of declared ones
-// (GITFLEET_VALIDATE_ + provider, GITFLEET_RETAIN_*).
+// help and error texts alike), in the docs, the Makefile and deploy/'s
+// scripts, and every one a test reads from the environment is declared,
+// or is a prefix of declared ones (GITFLEET_VALIDATE_ + provider,
+// GITFLEET_RETAIN_*).
 func TestEveryGitfleetVariableIsDeclared(t *testing.T) {
 	root := moduleRoot(t)
 	testRead := regexp.MustCompile(`(?:Getenv|LookupEnv|Setenv)\("(GITFLEET_[A-Z0-9_]+)"`)
@@ -128,6 +129,23 @@ func TestEveryGitfleetVariableIsDeclared(t *testing.T) {
 	}
 	if files < 100 {
 		t.Fatalf("only %d Go files under %s", files, root)
+	}
+	// The docs, the Makefile and the deployment's scripts name only
+	// declared variables too (a warning's example excepted).
+	docs, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	scripts, _ := filepath.Glob(filepath.Join(root, "deploy", "*", "*.sh"))
+	warned := regexp.MustCompile("warning: `?GITFLEET_[A-Z0-9_]+")
+	for _, path := range append(append(docs, scripts...), filepath.Join(root, "README.md"), filepath.Join(root, "Makefile")) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, path)
+		for _, n := range gitfleetName.FindAllString(warned.ReplaceAllString(string(b), ""), -1) {
+			if !knownName(n) {
+				t.Errorf("%s: %s is not declared in internal/infra/config/settings.go", rel, n)
+			}
+		}
 	}
 }
 
