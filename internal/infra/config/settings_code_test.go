@@ -11,6 +11,7 @@ import (
 	"gitfleet/internal/domain/scan"
 	"gitfleet/internal/infra/config"
 	"gitfleet/internal/infra/gitread"
+	"gitfleet/internal/infra/validate"
 	"gitfleet/workflows"
 )
 
@@ -18,7 +19,7 @@ import (
 // when a Config made by hand leaves a field zero (Load always fills them
 // from the table): the scan batch, the scanner's depths, gitread's limits,
 // the workflows' bounds and intervals, the decay table, the worker's GC
-// target. Issue 36: `worker --help` once said the scan batch was 2,000
+// target, the validity checks' bounds (read by validate.FromEnv, not Load). Issue 36: `worker --help` once said the scan batch was 2,000
 // where the code said 8,000.
 func TestDeclaredDefaultsAreTheCodes(t *testing.T) {
 	def := func(name string) string {
@@ -49,6 +50,10 @@ func TestDeclaredDefaultsAreTheCodes(t *testing.T) {
 	// each default shows with the other one out of the way.
 	silentBeats := workflows.Settings{RunnerOffline: 24 * time.Hour}.RunnerSilentAfter() / workflows.SilentBeats
 	offline := workflows.Settings{RunnerHeartbeat: 24 * time.Hour}.RunnerSilentAfter()
+	checker, err := validate.New(validate.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name      string
 		got, code any
@@ -67,6 +72,8 @@ func TestDeclaredDefaultsAreTheCodes(t *testing.T) {
 		{config.EnvRunnerOffline, dur(config.EnvRunnerOffline), offline},
 		{config.EnvDecay, parseDecay(t, def(config.EnvDecay)), decay.Default},
 		{"GOGC", def("GOGC"), strconv.Itoa(config.WorkerGCPercent)},
+		{validate.EnvInFlight, def(validate.EnvInFlight), strconv.Itoa(checker.Settings().InFlight)},
+		{validate.EnvPerMinute, def(validate.EnvPerMinute), strconv.Itoa(checker.Settings().PerMinute)},
 	} {
 		if !reflect.DeepEqual(tc.got, tc.code) {
 			t.Errorf("%s: declared default %v, the code's %v", tc.name, tc.got, tc.code)
