@@ -44,10 +44,15 @@ import (
 //
 // outage: the same fleet, all due, through an hour-long Git host outage
 // and after it (see benchmarkSweepOutage).
+//
+// fleet: 1,000,000 codebases (GITFLEET_BENCH_SWEEP_CODEBASES), the check
+// rate of a pass in 1 and in more ranges behind a remote that answers as
+// a Git host does (see benchmarkSweepFleet).
 func BenchmarkSweep(b *testing.B) {
 	b.Run("unchanged", benchmarkSweepUnchanged)
 	b.Run("all-changed", benchmarkSweepAllChanged)
 	b.Run("outage", benchmarkSweepOutage)
+	b.Run("fleet", benchmarkSweepFleet)
 }
 
 func benchmarkSweepUnchanged(b *testing.B) {
