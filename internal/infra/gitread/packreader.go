@@ -73,9 +73,9 @@ var preallocBytes = 32 << 20
 // in a table of 3 MiB) and scratch buffers the size of the largest delta
 // chain object it resolved (dropped after the read when over 4 MiB).
 type PackReader struct {
-	p      *Packs
-	win    packWindow
-	fl     io.ReadCloser // a flate decompressor, Reset for each object
+	p   *Packs
+	win packWindow
+	fl  io.ReadCloser // a flate decompressor, Reset for each object
 	// mem is what the inflater reads when the window is over a mapped
 	// pack: the mapping from the stream on, as a *bytes.Reader, for which
 	// the inflater has a path of its own that reads bytes in place (over
@@ -83,10 +83,10 @@ type PackReader struct {
 	// sixth of the scan's CPU). memAt is where in the window it starts;
 	// onMem that the inflater reads it (syncWin moves the window past
 	// what it read).
-	mem   bytes.Reader
-	memAt int
-	onMem bool
-	last   int           // pack of the last hit, searched first
+	mem    bytes.Reader
+	memAt  int
+	onMem  bool
+	last   int // pack of the last hit, searched first
 	chain  []chainEntry
 	delta  []byte    // inflated delta data of the chain below the target
 	tdelta []byte    // inflated delta data of the target
