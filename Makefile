@@ -60,7 +60,7 @@ unit: gitleaks
 ## on a generated repository; GITFLEET_BENCH_REPO=/path/to/repo measures it on
 ## any local repository instead.
 bench: temporal-cli gitleaks
-	$(GO) test -p 1 -run '^$$' -bench . -benchtime 1x -timeout 60m ./...
+	$(GO) test -p 1 -run '^$$' -bench . -benchtime 1x -timeout 120m ./...
 
 ## gitleaks: the scanner the parity test and the benchmarks compare against
 gitleaks:
