@@ -80,11 +80,9 @@ type PackReader struct {
 	// pack: the mapping from the stream on, as a *bytes.Reader, for which
 	// the inflater has a path of its own that reads bytes in place (over
 	// the window, an io.ByteReader, each byte is a call: on real code a
-	// sixth of the scan's CPU). memAt is where in the window it starts;
-	// onMem that the inflater reads it (syncWin moves the window past
-	// what it read).
+	// sixth of the scan's CPU). onMem: the inflater reads it (syncWin
+	// moves the window past what it read).
 	mem    bytes.Reader
-	memAt  int
 	onMem  bool
 	last   int // pack of the last hit, searched first
 	chain  []chainEntry
@@ -749,7 +747,7 @@ func (r *PackReader) startZlib() error {
 		// The inflater reads no byte past its stream from a
 		// *bytes.Reader either (it is an io.ByteReader).
 		r.mem.Reset(r.win.buf[r.win.r:r.win.w])
-		r.memAt, r.onMem = r.win.r, true
+		r.onMem = true
 		return r.fl.(flate.Resetter).Reset(&r.mem, nil)
 	}
 	return r.fl.(flate.Resetter).Reset(&r.win, nil)
