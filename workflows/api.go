@@ -285,7 +285,7 @@ var ActivityNames = []string{
 	activityParkShard,
 	activityListDue, activityCheckHeads, activityStartCollect, activityStartCollects, activityRunningCollects,
 	activityListAccountCodebases,
-	activityLoadSweepResume, activitySaveSweepResume,
+	activityLoadSweepResume, activitySaveSweepResume, activitySweepRanges,
 	activityRefreshGitHubCache, activityListCachedRepos,
 	activityCleanUpDatabase,
 	activityRecoverDeliveries,
