@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"gitfleet/internal/devstack/poll"
 	"gitfleet/internal/domain/shard"
 	"gitfleet/internal/domain/target"
 	"gitfleet/internal/infra/store"
@@ -90,17 +91,15 @@ server_reset_query =
 			t.Logf("pgbouncer:\n%s", out.String())
 		}
 	})
-	for deadline := time.Now().Add(time.Minute); ; { // a bound on failure only
+	// PgBouncer listening is the event; the minute bounds only a failure.
+	poll.Until(t, "pgbouncer listens", time.Minute, func() (bool, string) {
 		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err == nil {
-			_ = c.Close()
-			break
+		if err != nil {
+			return false, err.Error() + "\n" + out.String()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pgbouncer does not listen: %v\n%s", err, out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		_ = c.Close()
+		return true, ""
+	})
 	return fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", "postgres", port, database)
 }
 
