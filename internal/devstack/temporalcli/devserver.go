@@ -90,7 +90,24 @@ var validSearchAttributeTypes = []string{"Text", "Keyword", "Int", "Double", "Bo
 
 // StartDevServer runs `temporal server start-dev` and waits until its
 // frontend reports healthy and the requested namespaces exist.
+//
+// Ports it picks itself (Port 0) are free when picked and bound by the
+// server a moment later: another process may take one in between, and the
+// server then exits during startup. It is started again on fresh ports,
+// three times at most.
 func StartDevServer(ctx context.Context, opts DevServerOptions) (*DevServer, error) {
+	for attempt := 1; ; attempt++ {
+		d, err := startDevServer(ctx, opts)
+		if err == nil || opts.Port != 0 || attempt == 3 || !errors.Is(err, errExitedDuringStartup) {
+			return d, err
+		}
+	}
+}
+
+// errExitedDuringStartup marks a server that exited before it was ready.
+var errExitedDuringStartup = errors.New("the dev server exited during startup")
+
+func startDevServer(ctx context.Context, opts DevServerOptions) (*DevServer, error) {
 	logf := opts.Logf
 	if logf == nil {
 		logf = func(string, ...any) {}
@@ -304,7 +321,7 @@ func (d *DevServer) waitReady(ctx context.Context, namespaces []string) error {
 	for {
 		select {
 		case <-d.proc.Done():
-			return d.startError("the dev server exited during startup", d.proc.Err())
+			return d.startError(errExitedDuringStartup, d.proc.Err())
 		default:
 		}
 		if lastErr = check(); lastErr == nil {
@@ -312,31 +329,31 @@ func (d *DevServer) waitReady(ctx context.Context, namespaces []string) error {
 			// grabbed the port while ours failed to bind.
 			select {
 			case <-d.proc.Done():
-				return d.startError("the dev server exited during startup", d.proc.Err())
+				return d.startError(errExitedDuringStartup, d.proc.Err())
 			default:
 				return nil
 			}
 		}
 		select {
 		case <-d.proc.Done():
-			return d.startError("the dev server exited during startup", d.proc.Err())
+			return d.startError(errExitedDuringStartup, d.proc.Err())
 		case <-ctx.Done():
-			return d.startError(fmt.Sprintf("the dev server at %s did not become ready", d.addr),
+			return d.startError(fmt.Errorf("the dev server at %s did not become ready", d.addr),
 				fmt.Errorf("%w (last error: %v)", ctx.Err(), lastErr))
 		case <-tick.C:
 		}
 	}
 }
 
-func (d *DevServer) startError(what string, cause error) error {
-	msg := "temporalcli: " + what
+func (d *DevServer) startError(what, cause error) error {
+	err := fmt.Errorf("temporalcli: %w", what)
 	if cause != nil {
-		msg += ": " + cause.Error()
+		err = fmt.Errorf("%w: %v", err, cause)
 	}
 	if tail := d.output.String(); tail != "" {
-		msg += "\nlast lines of its output:\n" + tail
+		err = fmt.Errorf("%w\nlast lines of its output:\n%s", err, tail)
 	}
-	return errors.New(msg)
+	return err
 }
 
 // Address returns the host:port of the frontend gRPC service.

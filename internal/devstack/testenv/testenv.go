@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -123,15 +122,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		pgErr <- err
 	}()
 	if opts.Temporal {
-		// Its ports are picked free and bound by the server a moment
-		// later: another test binary may take one in between, and the
-		// server then exits during startup. Fresh ports are tried then.
-		for attempt := 1; ; attempt++ {
-			e.Temporal, err = temporalcli.StartDevServer(ctx, temporalcli.DevServerOptions{UIPort: -1})
-			if err == nil || attempt == 3 || !strings.Contains(err.Error(), "exited during startup") {
-				break
-			}
-		}
+		e.Temporal, err = temporalcli.StartDevServer(ctx, temporalcli.DevServerOptions{UIPort: -1})
 	}
 	if perr := <-pgErr; perr != nil {
 		return nil, fmt.Errorf("PostgreSQL: %w", perr)
